@@ -1,0 +1,265 @@
+"""What this machine is: GPU, NVDEC, CPU, memory and the five decoder libraries (notebook 00).
+
+`report()` returns a plain dict, `format_report()` a readable table. Decoder libraries are
+probed in child processes, so the report never loads them (or their clashing FFmpeg builds)
+into your kernel, and a library that crashes on import cannot take the notebook with it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+# import name -> how people call it
+LIBRARIES = {
+    "av": "PyAV",
+    "decord": "decord",
+    "torchcodec": "TorchCodec",
+    "PyNvVideoCodec": "PyNvVideoCodec",
+    "nvidia.dali": "DALI",
+}
+
+_IMPORT_PROBE = r"""
+import importlib, json, sys
+name = sys.argv[1]
+try:
+    m = importlib.import_module(name)
+    print(json.dumps({"importable": True, "version": str(getattr(m, "__version__", "unknown")), "error": None}))
+except BaseException as e:
+    msg = (str(e).strip().splitlines() or [""])[0]
+    print(json.dumps({"importable": False, "version": None, "error": f"{type(e).__name__}: {msg}"[:300]}))
+"""
+
+
+def probe_import(module: str, timeout: float = 120) -> dict:
+    """Import `module` in a child process; return {'importable', 'version', 'error'}."""
+    try:
+        out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, module], capture_output=True,
+                             text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"importable": False, "version": None, "error": f"import did not finish in {timeout:.0f} s"}
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"importable": False, "version": None,
+                "error": f"import crashed the process (exit {out.returncode}): {tail[:200]}"}
+    return json.loads(lines[-1])
+
+
+def libraries(timeout: float = 120) -> dict:
+    """Importability and version of torch and the five decoder libraries, each probed in its own process."""
+    names = ["torch", *LIBRARIES]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda m: probe_import(m, timeout), names))
+    return dict(zip(names, results))
+
+
+def _load_library(names: list[str]) -> dict:
+    errors = []
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return {"loads": True, "library": name, "error": None}
+        except OSError as e:
+            errors.append(str(e))
+    return {"loads": False, "library": names[0], "error": errors[0]}
+
+
+def driver_video_libraries() -> dict:
+    """Whether the driver's NVDEC (libnvcuvid) and NVENC (libnvidia-encode) libraries load.
+
+    In a container both come only with the `video` driver capability
+    (NVIDIA_DRIVER_CAPABILITIES=compute,utility,video); without them every NVDEC path fails.
+    """
+    return {
+        "nvcuvid": _load_library(["libnvcuvid.so.1", "libnvcuvid.so"]),
+        "nvidia_encode": _load_library(["libnvidia-encode.so.1", "libnvidia-encode.so"]),
+    }
+
+
+def _nvml_call(fn, *args):
+    try:
+        return fn(*args)
+    except Exception:
+        return None
+
+
+def gpus() -> dict:
+    """GPUs as NVML sees them: {'available', 'error', 'driver', 'cuda_driver', 'devices': [...]}.
+
+    Per device: name, compute capability, memory, video clock (current and max, MHz) and, where
+    NVML gives them, the NVDEC / NVENC / NVJPG / OFA engine counts (read from the whole-GPU
+    instance profile, which MIG-capable GPUs report).
+    """
+    try:
+        import pynvml
+    except ImportError:
+        return {"available": False, "error": "nvidia-ml-py (pynvml) is not installed", "devices": []}
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:
+        return {"available": False, "error": f"NVML did not initialise: {e}", "devices": []}
+    try:
+        driver = _nvml_call(pynvml.nvmlSystemGetDriverVersion)
+        cuda = _nvml_call(pynvml.nvmlSystemGetCudaDriverVersion_v2)
+        devices = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            mem = _nvml_call(pynvml.nvmlDeviceGetMemoryInfo, h)
+            cc = _nvml_call(pynvml.nvmlDeviceGetCudaComputeCapability, h)
+            dev = {
+                "index": i,
+                "name": _nvml_call(pynvml.nvmlDeviceGetName, h),
+                "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+                "memory_gib": round(mem.total / 2**30, 1) if mem else None,
+                "video_clock_mhz": _nvml_call(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_VIDEO),
+                "video_clock_max_mhz": _nvml_call(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_VIDEO),
+                "nvdec_count": None, "nvenc_count": None, "nvjpg_count": None, "ofa_count": None,
+                "engine_count_source": None,
+            }
+            mig = _nvml_call(pynvml.nvmlDeviceGetMigMode, h)
+            dev["mig_mode"] = mig[0] if mig else None
+            for profile in ("NVML_GPU_INSTANCE_PROFILE_8_SLICE", "NVML_GPU_INSTANCE_PROFILE_7_SLICE"):
+                if not hasattr(pynvml, profile):
+                    continue
+                info = _nvml_call(pynvml.nvmlDeviceGetGpuInstanceProfileInfo, h, getattr(pynvml, profile))
+                if info is not None and getattr(info, "decoderCount", 0):
+                    dev.update(nvdec_count=info.decoderCount, nvenc_count=info.encoderCount,
+                               nvjpg_count=info.jpegCount, ofa_count=info.ofaCount,
+                               engine_count_source=f"NVML {profile.split('PROFILE_')[1].lower()} instance profile")
+                    break
+            devices.append(dev)
+        return {
+            "available": bool(devices), "error": None if devices else "NVML found no GPU",
+            "driver": driver.decode() if isinstance(driver, bytes) else driver,
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            "devices": devices,
+        }
+    finally:
+        _nvml_call(pynvml.nvmlShutdown)
+
+
+def cpu_and_memory() -> dict:
+    """CPU model, logical cores (all, and usable by this process) and RAM in GiB."""
+    model = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, value = line.split(":", 1)
+                if key in ("MemTotal", "MemAvailable"):
+                    mem[key] = round(int(value.split()[0]) / 2**20, 1)
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu_model": model, "cpu_logical_cores": os.cpu_count(), "cpu_usable_cores": usable,
+            "ram_total_gib": mem.get("MemTotal"), "ram_available_gib": mem.get("MemAvailable")}
+
+
+def ffmpeg_versions() -> dict:
+    """FFmpeg as PyAV links it, and the `ffmpeg` command's version if there is one."""
+    out = {"pyav_libavcodec": None, "ffmpeg_cli": None}
+    try:
+        import av
+
+        v = av.library_versions.get("libavcodec")
+        out["pyav_libavcodec"] = ".".join(map(str, v)) if v else None
+    except Exception:
+        pass
+    try:
+        first = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, timeout=20).stdout
+        out["ffmpeg_cli"] = first.split("\n", 1)[0].split(" Copyright")[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return out
+
+
+def report(probe_libraries: bool = True) -> dict:
+    """The whole environment report as a JSON-ready dict (notebook 00; every notebook prints it)."""
+    return {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "host": platform.node(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        **cpu_and_memory(),
+        "gpu": gpus(),
+        "driver_video_libraries": driver_video_libraries(),
+        "ffmpeg": ffmpeg_versions(),
+        "libraries": libraries() if probe_libraries else {},
+    }
+
+
+def format_report(rep: dict) -> str:
+    """A readable, fixed-width table of `report()`."""
+    rows = [
+        ("date (UTC)", rep["date_utc"]), ("OS", rep["os"]), ("Python", rep["python"]),
+        ("CPU", f"{rep['cpu_model']} ({rep['cpu_usable_cores']} of {rep['cpu_logical_cores']} cores usable)"),
+        ("RAM", f"{rep['ram_total_gib']} GiB ({rep['ram_available_gib']} GiB available)"),
+    ]
+    g = rep["gpu"]
+    if g["available"]:
+        rows.append(("NVIDIA driver / CUDA", f"{g['driver']} / {g['cuda_driver']}"))
+        for d in g["devices"]:
+            engines = (f"{d['nvdec_count']} NVDEC, {d['nvenc_count']} NVENC, {d['nvjpg_count']} NVJPG"
+                       if d["nvdec_count"] is not None else "engine counts not reported by NVML")
+            rows.append((f"GPU {d['index']}", f"{d['name']}, sm {d['compute_capability']}, {d['memory_gib']} GiB"))
+            rows.append((f"GPU {d['index']} video engines",
+                         f"{engines}; video clock {d['video_clock_mhz']} MHz (max {d['video_clock_max_mhz']})"))
+    else:
+        rows.append(("GPU", f"none ({g['error']})"))
+    for key, lib in rep["driver_video_libraries"].items():
+        rows.append((lib["library"], "loads" if lib["loads"] else f"missing: {lib['error']}"))
+    ff = rep["ffmpeg"]
+    rows.append(("FFmpeg", f"PyAV's libavcodec {ff['pyav_libavcodec']}; CLI: {ff['ffmpeg_cli'] or 'not on PATH'}"))
+    for mod, info in rep["libraries"].items():
+        label = LIBRARIES.get(mod, mod)
+        rows.append((label, info["version"] if info["importable"] else f"NOT AVAILABLE ({info['error']})"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def capabilities(rep: dict | None = None) -> dict:
+    """What notebooks may require, as booleans: {'cuda': ..., 'nvdec': ...}.
+
+    'cuda' means NVML sees a GPU; 'nvdec' additionally needs libnvcuvid to load.
+    """
+    rep = rep or {"gpu": gpus(), "driver_video_libraries": driver_video_libraries()}
+    cuda = bool(rep["gpu"]["available"])
+    return {"cuda": cuda, "nvdec": cuda and rep["driver_video_libraries"]["nvcuvid"]["loads"]}
+
+
+def resolve_device(requested: str = "auto") -> tuple[str, str]:
+    """Map a notebook's DEVICE parameter to 'cuda' or 'cpu', with a one-line explanation.
+
+    'auto' picks cuda when torch sees a GPU. 'cuda' without a GPU falls back to 'cpu' and says so,
+    so the notebook runs its CPU parts instead of crashing.
+    """
+    if requested not in ("auto", "cpu", "cuda") and not requested.startswith("cuda:"):
+        raise ValueError(f"DEVICE must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {requested!r}")
+    if requested == "cpu":
+        return "cpu", "DEVICE='cpu': GPU sections are skipped by request."
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if has_cuda:
+        name = "cuda" if requested == "auto" else requested
+        return name, f"DEVICE={requested!r}: using {name}."
+    return "cpu", (f"DEVICE={requested!r}, but torch sees no CUDA GPU here: running the CPU parts; "
+                   "GPU sections say they are skipped.")

@@ -1,0 +1,406 @@
+"""Test media made locally with PyAV: stamped clips, probing, and the shared default set.
+
+Every generated frame carries its own index as a 16-bit code plus its complement, drawn as
+large black/white cells across the top sixth of the picture. The layout is proportional to the
+frame size, so `read_stamp` recovers the index after lossy encoding, after colour conversion and
+after resizing, and it raises `StampError` rather than guess when the code does not check out.
+
+Introduced in notebook 01; used by every decoder test and benchmark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from playbook_utils.errors import DecodeError
+
+STAMP_BITS = 16
+MAX_STAMP = (1 << STAMP_BITS) - 1
+_BLACK, _WHITE = 16, 235  # limited-range luma
+
+# Encoders PyAV may carry for each codec, best first.
+ENCODERS = {
+    "h264": ["libx264", "h264"],
+    "hevc": ["libx265", "hevc"],
+    "vp9": ["libvpx-vp9", "vp9"],
+    "av1": ["libsvtav1", "libaom-av1", "librav1e"],
+    "mpeg4": ["mpeg4"],
+}
+_CONTAINER_BY_CODEC = {"vp9": ".webm"}
+
+# A 3x5 bitmap font for the human-readable frame number (the machine-readable code is the stamp).
+_FONT = {
+    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111",
+    "3": "111001111001111", "4": "101101111001001", "5": "111100111001111",
+    "6": "111100111101111", "7": "111001001001001", "8": "111101111101111",
+    "9": "111101111001111",
+}
+
+
+class StampError(ValueError):
+    """A frame carries no valid index stamp (wrong frame content, rotation, heavy damage)."""
+
+
+# --------------------------------------------------------------------------- stamping
+
+def _stamp_cells(height: int, width: int):
+    """Cell grid of the stamp: (cell_h, cell_w), two rows of STAMP_BITS cells from the top left."""
+    cell_w = max(2, (width // STAMP_BITS) // 2 * 2)
+    cell_h = max(2, (height // 12) // 2 * 2)
+    return cell_h, cell_w
+
+
+def _stamp_luma(y: np.ndarray, index: int) -> None:
+    """Draw the stamp of `index` into the luma plane `y` (H, W) in place."""
+    if not 0 <= index <= MAX_STAMP:
+        raise ValueError(f"frame index {index} does not fit in a {STAMP_BITS}-bit stamp")
+    h, w = y.shape
+    ch, cw = _stamp_cells(h, w)
+    bits = [(index >> (STAMP_BITS - 1 - b)) & 1 for b in range(STAMP_BITS)]
+    for row, row_bits in enumerate((bits, [1 - b for b in bits])):
+        for b, bit in enumerate(row_bits):
+            y[row * ch:(row + 1) * ch, b * cw:(b + 1) * cw] = _WHITE if bit else _BLACK
+
+
+def _to_luma(frame) -> np.ndarray:
+    """A float (H, W) luma plane from a frame: HWC or CHW RGB, or (H, W) gray; numpy or torch."""
+    if hasattr(frame, "detach"):  # a torch tensor, possibly on the GPU
+        frame = frame.detach().cpu().numpy()
+    a = np.asarray(frame)
+    if a.ndim == 2:
+        return a.astype(np.float32)
+    if a.ndim != 3:
+        raise StampError(f"expected an (H, W), (H, W, 3) or (3, H, W) frame, got shape {a.shape}")
+    if a.shape[0] == 3 and a.shape[2] != 3:
+        a = np.moveaxis(a, 0, -1)
+    if a.shape[2] != 3:
+        raise StampError(f"expected 3 colour channels, got shape {a.shape}")
+    a = a.astype(np.float32)
+    return 0.299 * a[..., 0] + 0.587 * a[..., 1] + 0.114 * a[..., 2]
+
+
+def read_stamp(frame) -> int:
+    """Return the frame index stamped into `frame` by `make_clip`.
+
+    `frame` is one decoded frame: RGB as (H, W, 3) or (3, H, W), or a luma plane (H, W), as a numpy
+    array or a torch tensor on any device; any resolution (the stamp scales with the picture).
+    Raises `StampError` when the code and its complement disagree, so a damaged, rotated or foreign
+    frame is never read as a wrong index. Introduced in notebook 01.
+    """
+    y = _to_luma(frame)
+    h, w = y.shape
+    ch, cw = _stamp_cells(h, w)
+    # Sample the middle half of each cell: robust to ringing at cell edges and to resizing.
+    means = np.empty((2, STAMP_BITS), dtype=np.float32)
+    for row in range(2):
+        y0, y1 = row * ch + ch // 4, row * ch + max(ch // 4 + 1, 3 * ch // 4)
+        for b in range(STAMP_BITS):
+            x0, x1 = b * cw + cw // 4, b * cw + max(cw // 4 + 1, 3 * cw // 4)
+            means[row, b] = y[y0:y1, x0:x1].mean()
+    lo, hi = float(means.min()), float(means.max())
+    if hi - lo < 60:
+        raise StampError(f"no frame stamp: the stamp cells have too little contrast ({lo:.0f}..{hi:.0f})")
+    bits = means > (lo + hi) / 2
+    if not np.all(bits[0] != bits[1]):
+        bad = int(np.sum(bits[0] == bits[1]))
+        raise StampError(f"no valid frame stamp: {bad} of {STAMP_BITS} bits fail the complement check")
+    return int(sum(int(bit) << (STAMP_BITS - 1 - i) for i, bit in enumerate(bits[0])))
+
+
+def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) -> None:
+    for k, digit in enumerate(str(number)):
+        glyph = np.array([int(c) for c in _FONT[digit]], dtype=bool).reshape(5, 3)
+        block = np.kron(glyph, np.ones((scale, scale), dtype=bool))
+        x = left + k * 4 * scale
+        region = y[top:top + block.shape[0], x:x + block.shape[1]]
+        region[block[:region.shape[0], :region.shape[1]]] = _WHITE
+
+
+def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
+    """Return the (Y, U, V) planes of frame `index` of a synthetic clip (uint8, 4:2:0).
+
+    The picture has moving colour bands, a moving square, the frame number in digits and the
+    machine-readable stamp; `read_stamp` reads it back. Introduced in notebook 01.
+    """
+    x = np.arange(width, dtype=np.float32)
+    phase = 2 * np.pi * (x / width + index / 90.0)
+    row = (60 + 100 * (0.5 + 0.5 * np.sin(phase))).astype(np.uint8)
+    yy = np.arange(height, dtype=np.float32)[:, None]
+    y = np.clip(row[None, :] + (yy * 40 / height), 0, 255).astype(np.uint8)
+    # a bright square crossing the picture once per clip
+    side = max(4, height // 5)
+    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
+    sy = height // 2 - side // 2
+    y[sy:sy + side, sx:sx + side] = 200
+    ch, _ = _stamp_cells(height, width)
+    scale = max(1, height // 30)
+    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
+    _stamp_luma(y, index)
+    h2, w2 = height // 2, width // 2
+    u = np.full((h2, w2), 128, dtype=np.uint8)
+    v = np.full((h2, w2), 128, dtype=np.uint8)
+    u[ch:, :] = 128 + int(40 * np.sin(index / 25.0))
+    v[ch:, :] = 128 + int(40 * np.cos(index / 25.0))
+    return y, u, v
+
+
+# --------------------------------------------------------------------------- encoding
+
+def encoder_for(codec: str) -> str | None:
+    """Return the name of a PyAV encoder for `codec` ('h264', 'hevc', 'vp9', 'av1', 'mpeg4'), or None."""
+    import av
+
+    for name in ENCODERS.get(codec, [codec]):
+        try:
+            av.codec.Codec(name, "w")
+            return name
+        except Exception:
+            continue
+    return None
+
+
+def _encoder_options(encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str) -> dict:
+    if encoder == "libx264":
+        params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}"
+        if not closed_gop:
+            params += ":open-gop=1"
+        return {"preset": preset, "x264-params": params}
+    if encoder == "libx265":
+        params = (f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}"
+                  f":open-gop={0 if closed_gop else 1}:log-level=error")
+        return {"preset": preset, "x265-params": params}
+    if encoder == "libvpx-vp9":
+        return {"deadline": "realtime", "cpu-used": "8", "keyint_min": str(gop), "row-mt": "1"}
+    if encoder == "libsvtav1":
+        return {"preset": "10", "svtav1-params": f"keyint={gop}"}
+    if encoder == "libaom-av1":
+        return {"cpu-used": "8", "usage": "realtime"}
+    return {}
+
+
+def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fps: int = 30,
+              num_frames: int = 90, gop: int = 30, bframes: int = 2, pix_fmt: str = "yuv420p",
+              closed_gop: bool = True, preset: str = "fast", frame_times: list[float] | None = None) -> Path:
+    """Encode a stamped synthetic clip and return its path.
+
+    The container follows the file suffix (.mp4, .mkv, .webm, .avi). `gop` is the keyframe interval
+    in frames, `bframes` the maximum run of B-frames (ignored by codecs without them), `pix_fmt`
+    e.g. 'yuv420p' or 'yuv420p10le'. `frame_times` (seconds, increasing) makes a variable-frame-rate
+    clip. Raises RuntimeError when this PyAV has no encoder for `codec`. Introduced in notebook 01.
+    """
+    import av
+
+    if width % 2 or height % 2:
+        raise ValueError(f"width and height must be even for 4:2:0 video, got {width}x{height}")
+    if num_frames > MAX_STAMP + 1:
+        raise ValueError(f"at most {MAX_STAMP + 1} frames can carry a stamp, asked for {num_frames}")
+    encoder = encoder_for(codec)
+    os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its whole config to stderr otherwise
+    if encoder is None:
+        raise RuntimeError(f"this PyAV ({av.__version__}) has no encoder for {codec}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    if frame_times is not None and len(frame_times) != num_frames:
+        raise ValueError("frame_times needs one time per frame")
+    time_base = Fraction(1, fps) if frame_times is None else Fraction(1, 90000)
+    with av.open(str(tmp), "w") as out:
+        stream = out.add_stream(encoder, rate=fps, options=_encoder_options(encoder, gop, bframes, closed_gop, preset))
+        stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+        stream.time_base = time_base
+        stream.codec_context.time_base = time_base
+        stream.codec_context.gop_size = gop
+        if encoder not in ("libx264", "libx265"):
+            stream.codec_context.max_b_frames = bframes if encoder == "mpeg4" else 0
+        for i in range(num_frames):
+            y, u, v = synth_frame(i, width, height, num_frames)
+            planes = np.concatenate([y.ravel(), u.ravel(), v.ravel()]).reshape(height * 3 // 2, width)
+            frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
+            frame.pts = i if frame_times is None else int(round(frame_times[i] * 90000))
+            frame.time_base = time_base
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    os.replace(tmp, path)
+    return path
+
+
+# --------------------------------------------------------------------------- probing
+
+@dataclasses.dataclass
+class VideoInfo:
+    """What `probe` found in a file. Introduced in notebook 01."""
+
+    path: str
+    container: str
+    codec: str
+    width: int
+    height: int
+    pix_fmt: str
+    fps: float
+    num_frames: int
+    duration_s: float
+    keyframes: list[int]
+    bit_rate: int | None
+    rotation: int
+    variable_frame_rate: bool
+
+    @property
+    def gop_lengths(self) -> list[int]:
+        """Frames between consecutive keyframes (the last GOP runs to the end)."""
+        ks = self.keyframes + [self.num_frames]
+        return [b - a for a, b in zip(ks, ks[1:])]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def probe(path) -> VideoInfo:
+    """Return a `VideoInfo` for the first video stream of `path`, from its packets (no decoding).
+
+    Frame count and keyframe indices come from the packets in presentation order, so they are
+    exact even where the container's header is wrong. Raises `DecodeError` naming the file and
+    the cause for a missing, empty, unreadable or video-less file. Introduced in notebook 01.
+    """
+    import av
+
+    path = Path(path)
+    if not path.exists():
+        raise DecodeError(path, "file does not exist", backend="probe")
+    if path.stat().st_size == 0:
+        raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+    try:
+        container = av.open(str(path))
+    except Exception as e:  # PyAV raises its own FFmpeg error types
+        raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {e})", backend="probe") from e
+    with container:
+        if not container.streams.video:
+            raise DecodeError(path, "contains no video stream", backend="probe")
+        stream = container.streams.video[0]
+        ctx = stream.codec_context
+        pts_key = []
+        try:
+            for packet in container.demux(stream):
+                if packet.size == 0 or packet.pts is None:
+                    continue
+                pts_key.append((packet.pts, bool(packet.is_keyframe)))
+        except Exception as e:
+            raise DecodeError(path, f"demuxing failed after {len(pts_key)} packets ({e})", backend="probe") from e
+        if not pts_key:
+            raise DecodeError(path, "video stream has no packets", backend="probe")
+        pts_key.sort()
+        keyframes = [i for i, (_, key) in enumerate(pts_key) if key]
+        tb = stream.time_base
+        deltas = np.diff([p for p, _ in pts_key])
+        vfr = bool(len(deltas) > 1 and (deltas.max() - deltas.min()) > 0.01 * max(1, np.median(deltas)))
+        rate = stream.average_rate or stream.guessed_rate
+        fps = float(rate) if rate else 0.0
+        if len(pts_key) > 1 and tb is not None:
+            span = float((pts_key[-1][0] - pts_key[0][0]) * tb)
+            duration = span + (span / (len(pts_key) - 1))
+        else:
+            duration = len(pts_key) / fps if fps else 0.0
+        rotation = 0
+        try:
+            rotation = int(round(stream.metadata.get("rotate", 0) or 0))
+        except (TypeError, ValueError):
+            rotation = 0
+        fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
+        return VideoInfo(
+            path=str(path), container=container.format.name, codec=ctx.codec.canonical_name,
+            width=ctx.width, height=ctx.height, pix_fmt=fmt, fps=round(fps, 3),
+            num_frames=len(pts_key), duration_s=round(duration, 3), keyframes=keyframes,
+            bit_rate=container.bit_rate or None, rotation=rotation, variable_frame_rate=vfr,
+        )
+
+
+# --------------------------------------------------------------------------- the shared set
+
+@dataclasses.dataclass(frozen=True)
+class ClipSpec:
+    """One clip of the default media set."""
+
+    codec: str
+    width: int
+    height: int
+    num_frames: int
+    gop: int
+    bframes: int = 2
+    fps: int = 30
+
+    @property
+    def name(self) -> str:
+        suffix = _CONTAINER_BY_CODEC.get(self.codec, ".mp4")
+        return f"{self.codec}_{self.height}p_gop{self.gop}{suffix}"
+
+
+def default_media_specs(smoke: bool) -> list[ClipSpec]:
+    """The clips `default_media` builds: small in smoke mode, 720p/1080p/4K in full mode."""
+    if smoke:
+        specs = [ClipSpec(c, 160, 96, 96, g) for c in ("h264", "hevc") for g in (12, 48)]
+        specs += [ClipSpec(c, 160, 96, 96, 12) for c in ("vp9", "av1")]
+        return specs
+    specs = [ClipSpec(c, w, h, 300, g)
+             for (w, h) in ((1280, 720), (1920, 1080), (3840, 2160))
+             for c in ("h264", "hevc") for g in (30, 250)]
+    specs += [ClipSpec(c, 1920, 1080, 300, 30) for c in ("vp9", "av1")]
+    return specs
+
+
+def default_media_dir(smoke: bool) -> Path:
+    """Where the default media lives: $PLAYBOOK_MEDIA_DIR, else ~/.cache/video-loading-playbook."""
+    root = os.environ.get("PLAYBOOK_MEDIA_DIR") or Path.home() / ".cache" / "video-loading-playbook" / "media"
+    return Path(root) / ("smoke" if smoke else "full")
+
+
+def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Path]:
+    """Build (once) and return the shared media set as {clip name: path}.
+
+    Clips already present with the same spec are reused, so every notebook can call this cheaply.
+    Codecs this PyAV cannot encode (often AV1) are left out and listed under the key '_skipped'
+    of the manifest. `log` is called with a line per clip built. Introduced in notebook 01.
+    """
+    directory = Path(directory) if directory is not None else default_media_dir(smoke)
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest_path = directory / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
+    clips, skipped = {}, {}
+    for spec in default_media_specs(smoke):
+        path = directory / spec.name
+        want = dataclasses.asdict(spec)
+        if path.exists() and manifest.get(spec.name) == want:
+            clips[spec.name] = path
+            continue
+        if encoder_for(spec.codec) is None:
+            skipped[spec.name] = f"no {spec.codec} encoder in this PyAV"
+            continue
+        make_clip(path, spec.codec, spec.width, spec.height, spec.fps, spec.num_frames, spec.gop, spec.bframes)
+        manifest[spec.name] = want
+        clips[spec.name] = path
+        if log:
+            log(f"built {path}")
+    manifest["_skipped"] = skipped
+    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".json") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(f.name, manifest_path)
+    return clips
+
+
+def skipped_media(directory=None, smoke: bool = True) -> dict[str, str]:
+    """Clips of the default set that could not be built here, with the reason."""
+    directory = Path(directory) if directory is not None else default_media_dir(smoke)
+    try:
+        return json.loads((directory / "manifest.json").read_text()).get("_skipped", {})
+    except (OSError, ValueError):
+        return {}

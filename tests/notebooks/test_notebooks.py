@@ -1,0 +1,81 @@
+"""Every notebook, executed in smoke mode through the same runner users call; results read as data."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from playbook_utils import env, media, run_notebooks
+
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
+NOTEBOOKS = sorted(run_notebooks.NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+REQUIRED_PARAMETERS = ("SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_committed_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), "strip outputs"
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    for name in REQUIRED_PARAMETERS:
+        assert f"\n{name} = " in "\n" + tagged[0].source
+    assert isinstance(nb.metadata["playbook"]["requires"], list)
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith(f"# {path.stem[:2]}")
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("playbook")
+    code = run_notebooks.main(["--mode", "smoke", "--output", str(out)])
+    return code, out, json.loads((out / "summary.json").read_text())
+
+
+def result(out, stem):
+    return json.loads((Path(out) / f"{stem}.json").read_text())
+
+
+def test_every_notebook_passes_in_smoke_mode(smoke_run):
+    code, out, summary = smoke_run
+    failed = {r["notebook"]: r["error"] for r in summary["notebooks"] if r["status"] != "passed"}
+    assert failed == {}
+    assert code == 0
+    assert {r["notebook"] for r in summary["notebooks"]} == {p.name for p in NOTEBOOKS}
+    assert (out / "summary.md").exists()
+
+
+def test_00_measures_the_machine_and_says_what_it_skipped(smoke_run):
+    _, out, _ = smoke_run
+    r = result(out, "00_hardware_and_environment")
+    caps = env.capabilities()
+    assert r["headline"]["disk_cold_mb_s"] > 0
+    assert r["storage"]["warm_mb_s"] > 0
+    cpu = r["codec_probe"]["cpu"]
+    assert cpu["h264"] == [30, 0] and cpu["hevc"] == [30, 0], "CPU reference decode must be frame-exact"
+    if caps["nvdec"]:
+        assert "h264" in r["headline"]["nvdec_codecs"]
+        assert r["headline"]["h2d_pinned_gb_s"] > 0
+    else:
+        assert any(s.startswith("NVDEC codec probe") for s in r["skipped"])
+        assert r["headline"]["nvdec_codecs"] == "not probed"
+        assert r["headline"]["h2d_pinned_gb_s"] is None
+
+
+def test_01_builds_the_media_and_shows_gop_cost(smoke_run):
+    _, out, _ = smoke_run
+    r = result(out, "01_video_anatomy_and_test_media")
+    built = {s.name for s in media.default_media_specs(True)} - set(media.skipped_media(smoke=True))
+    assert set(r["media"]) == built
+    assert r["headline"]["stamps_exact"] is True
+    access = r["random_access"]
+    short, long_ = sorted(access, key=lambda n: int(n.split("gop")[1].split(".")[0]))
+    for name in (short, long_):
+        row = access[name]
+        assert all(row[s]["exact"] for s in ("seek per frame", "decode everything", "sorted forward pass"))
+        assert row["seek per frame"]["frames_decoded"] == row["expected_seek_decodes"]
+        assert row["sorted forward pass"]["frames_decoded"] <= row["decode everything"]["frames_decoded"]
+    assert access[long_]["seek per frame"]["frames_decoded"] > 2 * access[short]["seek per frame"]["frames_decoded"]
+    for png in ("01_frame_grid.png", "01_gop_structure.png", "01_sampling_timeline.png"):
+        assert (out / png).stat().st_size > 10_000

@@ -1,0 +1,71 @@
+import json
+
+import pytest
+
+from playbook_utils import env, setup_env
+
+
+def test_report_is_json_ready_and_complete():
+    rep = env.report()
+    json.dumps(rep)
+    assert set(rep["libraries"]) == {"torch", *env.LIBRARIES}
+    for info in rep["libraries"].values():
+        assert info["importable"] == (info["error"] is None)
+        assert info["importable"] == (info["version"] is not None)
+    assert rep["cpu_usable_cores"] >= 1 and rep["ram_total_gib"] > 0
+    assert set(rep["driver_video_libraries"]) == {"nvcuvid", "nvidia_encode"}
+    text = env.format_report(rep)
+    for label in ("CPU", "RAM", "PyAV", "DALI", "PyNvVideoCodec", "libnvcuvid"):
+        assert label in text
+
+
+def test_a_missing_library_is_reported_not_raised():
+    info = env.probe_import("no_such_decoder_library_xyz")
+    assert info == {"importable": False, "version": None,
+                    "error": "ModuleNotFoundError: No module named 'no_such_decoder_library_xyz'"}
+
+
+def test_capabilities_follow_the_gpu_report():
+    rep = env.report(probe_libraries=False)
+    caps = env.capabilities(rep)
+    assert caps["cuda"] == rep["gpu"]["available"]
+    assert caps["nvdec"] == (caps["cuda"] and rep["driver_video_libraries"]["nvcuvid"]["loads"])
+    if not rep["gpu"]["available"]:
+        assert rep["gpu"]["error"]
+
+
+def test_resolve_device():
+    assert env.resolve_device("cpu")[0] == "cpu"
+    dev, note = env.resolve_device("cuda")
+    torch = pytest.importorskip("torch")
+    assert dev == ("cuda" if torch.cuda.is_available() else "cpu")
+    if dev == "cpu":
+        assert "no CUDA GPU" in note
+    with pytest.raises(ValueError, match="DEVICE"):
+        env.resolve_device("tpu")
+
+
+@pytest.mark.parametrize("torch_version,cuda,expected", [
+    ("2.13.0", None, "torchcodec==0.13.*"),
+    ("2.9.1", None, "torchcodec==0.9.*"),
+    ("2.16.0", None, None),                 # no CPU build of TorchCodec for this torch on PyPI
+    ("2.11.0", "13.0", "torchcodec>=0.16"),
+    ("2.14.1", "12.8", "torchcodec>=0.16"),
+    ("2.8.0", "12.8", "torchcodec==0.8.*"),
+])
+def test_torchcodec_matches_torch(torch_version, cuda, expected):
+    spec, why = setup_env.torchcodec_spec(torch_version, cuda)
+    assert spec == expected and why
+
+
+@pytest.mark.parametrize("cuda,expected", [(None, "nvidia-dali-cuda120"), ("12.8", "nvidia-dali-cuda120"),
+                                           ("13.0", "nvidia-dali-cuda130")])
+def test_dali_wheel_matches_cuda_major(cuda, expected):
+    assert setup_env.dali_spec(cuda) == expected
+
+
+def test_requirement_check():
+    assert setup_env.satisfied("pip")
+    assert setup_env.satisfied("pip>=1")
+    assert not setup_env.satisfied("pip<1")
+    assert not setup_env.satisfied("no-such-distribution-xyz")

@@ -1,0 +1,149 @@
+import json
+
+import av
+import numpy as np
+import pytest
+
+from playbook_utils import DecodeError, media
+from playbook_utils.media import StampError, make_clip, probe, read_stamp
+
+CODECS = [c for c in ("h264", "hevc", "vp9", "av1") if media.encoder_for(c)]
+SIZES = [(160, 96), (320, 180), (640, 360)]
+SUFFIX = {"vp9": ".webm"}
+
+
+def decode_rgb(path):
+    with av.open(str(path)) as c:
+        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+
+
+def test_h264_and_hevc_encoders_exist():
+    # The default media set and every decoder test stand on these two.
+    assert "h264" in CODECS and "hevc" in CODECS
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_stamp_round_trip_after_lossy_encoding(tmp_path, codec, size):
+    path = make_clip(tmp_path / f"c{SUFFIX.get(codec, '.mp4')}", codec, *size, num_frames=24, gop=8)
+    frames = decode_rgb(path)
+    assert len(frames) == 24
+    assert [read_stamp(f) for f in frames] == list(range(24))
+
+
+def test_stamp_survives_10_bit_and_large_indices(tmp_path):
+    path = make_clip(tmp_path / "c.mkv", "hevc", 320, 180, num_frames=6, gop=3, pix_fmt="yuv420p10le")
+    assert probe(path).pix_fmt == "yuv420p10le"
+    assert [read_stamp(f) for f in decode_rgb(path)] == list(range(6))
+    y, _, _ = media.synth_frame(media.MAX_STAMP, 320, 180)
+    assert read_stamp(y) == media.MAX_STAMP
+
+
+@pytest.mark.parametrize("layout", ["hwc", "chw", "torch", "half_size", "gray"])
+def test_read_stamp_accepts_layouts_and_resizing(layout):
+    y, _, _ = media.synth_frame(1234, 320, 180)
+    rgb = np.repeat(y[:, :, None], 3, axis=2)
+    frame = {
+        "hwc": rgb, "chw": rgb.transpose(2, 0, 1), "gray": y,
+        "half_size": rgb[::2, ::2],
+    }.get(layout)
+    if layout == "torch":
+        torch = pytest.importorskip("torch")
+        frame = torch.from_numpy(rgb.transpose(2, 0, 1).copy())
+    assert read_stamp(frame) == 1234
+
+
+def test_read_stamp_refuses_frames_without_a_valid_stamp():
+    y, _, _ = media.synth_frame(77, 320, 180)
+    with pytest.raises(StampError):
+        read_stamp(np.full((180, 320), 128, np.uint8))          # no stamp at all
+    with pytest.raises(StampError):
+        read_stamp(y[::-1, ::-1])                               # rotated 180 degrees
+    ch, cw = media._stamp_cells(180, 320)
+    damaged = y.copy()
+    damaged[:ch, 5 * cw:6 * cw] = 255 - damaged[:ch, 5 * cw:6 * cw]  # one bit flipped in the code row only
+    with pytest.raises(StampError, match="complement"):
+        read_stamp(damaged)
+
+
+def test_make_clip_rejects_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="even"):
+        make_clip(tmp_path / "odd.mp4", width=161, height=96)
+    with pytest.raises(ValueError, match="stamp"):
+        media.synth_frame(media.MAX_STAMP + 1, 160, 96)
+
+
+@pytest.mark.parametrize("gop,bframes", [(10, 0), (25, 2)])
+def test_probe_reports_what_was_encoded(tmp_path, gop, bframes):
+    path = make_clip(tmp_path / "c.mp4", "h264", 320, 180, fps=25, num_frames=60, gop=gop, bframes=bframes)
+    info = probe(path)
+    assert (info.codec, info.width, info.height, info.pix_fmt) == ("h264", 320, 180, "yuv420p")
+    assert info.fps == pytest.approx(25)
+    assert info.num_frames == 60
+    assert info.duration_s == pytest.approx(60 / 25, rel=1e-3)
+    assert info.keyframes == list(range(0, 60, gop))
+    assert info.gop_lengths == [min(gop, 60 - k) for k in range(0, 60, gop)]
+    assert not info.variable_frame_rate
+    json.dumps(info.to_dict())
+
+
+def test_probe_finds_b_frames_and_variable_frame_rate(tmp_path):
+    times = [i / 30 + (0.01 if i % 4 == 0 else 0) for i in range(30)]
+    path = make_clip(tmp_path / "vfr.mp4", "h264", 160, 96, num_frames=30, gop=10, frame_times=times)
+    assert probe(path).variable_frame_rate
+    with av.open(str(path)) as c:
+        types = {int(f.pict_type) for f in c.decode(video=0)}
+    assert 3 in types, "expected B-frames (AVPictureType 3) with the default bframes=2"
+
+
+@pytest.mark.parametrize("content,cause", [
+    (None, "does not exist"), (b"", "empty"), (b"not a video at all\n" * 10, "cannot open"),
+    (bytes(range(256)) * 64, "cannot open"),
+])
+def test_probe_errors_name_the_file_and_cause(tmp_path, content, cause):
+    path = tmp_path / "bad.mp4"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(DecodeError, match=cause) as e:
+        probe(path)
+    assert str(path) in str(e.value)
+
+
+def test_probe_refuses_a_file_without_video(tmp_path):
+    path = tmp_path / "audio.mkv"
+    with av.open(str(path), "w") as out:
+        s = out.add_stream("pcm_s16le", rate=8000)
+        frame = av.AudioFrame.from_ndarray(np.zeros((1, 800), np.int16), format="s16", layout="mono")
+        frame.sample_rate = 8000
+        for p in s.encode(frame):
+            out.mux(p)
+        for p in s.encode():
+            out.mux(p)
+    with pytest.raises(DecodeError, match="no video stream"):
+        probe(path)
+
+
+def test_default_media_is_built_once_and_reused(tmp_path):
+    logged = []
+    clips = media.default_media(tmp_path, smoke=True, log=logged.append)
+    expected = {s.name for s in media.default_media_specs(True)} - set(media.skipped_media(tmp_path))
+    assert set(clips) == expected and len(logged) == len(expected)
+    mtimes = {n: p.stat().st_mtime_ns for n, p in clips.items()}
+    logged.clear()
+    again = media.default_media(tmp_path, smoke=True, log=logged.append)
+    assert logged == [] and {n: p.stat().st_mtime_ns for n, p in again.items()} == mtimes
+    for name, path in clips.items():
+        spec = next(s for s in media.default_media_specs(True) if s.name == name)
+        info = probe(path)
+        assert (info.codec, info.width, info.num_frames) == (spec.codec, spec.width, spec.num_frames)
+        assert info.keyframes == list(range(0, spec.num_frames, spec.gop))
+
+
+def test_full_media_set_covers_the_issue_matrix():
+    specs = media.default_media_specs(smoke=False)
+    grid = {(s.codec, s.height, s.gop) for s in specs}
+    for codec in ("h264", "hevc"):
+        for height in (720, 1080, 2160):
+            for gop in (30, 250):
+                assert (codec, height, gop) in grid
+    assert {"vp9", "av1"} <= {s.codec for s in specs}
