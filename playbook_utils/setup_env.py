@@ -98,8 +98,8 @@ def _extras() -> tuple[dict[str, list[str]], list[str]]:
 
 
 def _pip(args: list[str], check: bool = True) -> bool:
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", *args]
-    print("setup:", " ".join(cmd[3:]), flush=True)
+    cmd = [sys.executable, "-m", "pip", "install", "-qq", "--disable-pip-version-check", *args]
+    print("setup: pip install", " ".join(args), flush=True)
     ok = subprocess.run(cmd).returncode == 0
     if check and not ok:
         sys.exit(f"setup: pip failed: {' '.join(args)}")
