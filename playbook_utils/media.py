@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import tempfile
+from concurrent.futures import Future, ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -179,7 +180,7 @@ def _encoder_options(encoder: str, gop: int, bframes: int, closed_gop: bool, pre
     if encoder == "libvpx-vp9":
         return {"deadline": "realtime", "cpu-used": "8", "keyint_min": str(gop), "row-mt": "1"}
     if encoder == "libsvtav1":
-        return {"preset": "10", "svtav1-params": f"keyint={gop}"}
+        return {"preset": "8", "svtav1-params": f"keyint={gop}"}
     if encoder == "libaom-av1":
         return {"cpu-used": "8", "usage": "realtime"}
     return {}
@@ -361,6 +362,21 @@ def default_media_dir(smoke: bool) -> Path:
     return Path(root) / ("smoke" if smoke else "full")
 
 
+class _InlineExecutor:
+    """Runs submitted work at once, in this process (one worker is not worth a process pool)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def submit(self, fn, *args) -> Future:
+        future = Future()
+        future.set_result(fn(*args))
+        return future
+
+
 def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Path]:
     """Build (once) and return the shared media set as {clip name: path}.
 
@@ -375,21 +391,26 @@ def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Pat
         manifest = json.loads(manifest_path.read_text())
     except (OSError, ValueError):
         manifest = {}
-    clips, skipped = {}, {}
+    clips, skipped, todo = {}, {}, []
     for spec in default_media_specs(smoke):
         path = directory / spec.name
-        want = dataclasses.asdict(spec)
-        if path.exists() and manifest.get(spec.name) == want:
+        if path.exists() and manifest.get(spec.name) == dataclasses.asdict(spec):
             clips[spec.name] = path
-            continue
-        if encoder_for(spec.codec) is None:
+        elif encoder_for(spec.codec) is None:
             skipped[spec.name] = f"no {spec.codec} encoder in this PyAV"
-            continue
-        make_clip(path, spec.codec, spec.width, spec.height, spec.fps, spec.num_frames, spec.gop, spec.bframes)
-        manifest[spec.name] = want
-        clips[spec.name] = path
-        if log:
-            log(f"built {path}")
+        else:
+            todo.append(spec)
+    # Encoders use several threads each; a few clips at a time keep a large machine busy.
+    workers = max(1, min(len(todo), (os.cpu_count() or 1) // 4))
+    with ProcessPoolExecutor(workers) if workers > 1 else _InlineExecutor() as pool:
+        jobs = {spec: pool.submit(make_clip, directory / spec.name, spec.codec, spec.width, spec.height,
+                                  spec.fps, spec.num_frames, spec.gop, spec.bframes) for spec in todo}
+        for spec, job in jobs.items():
+            clips[spec.name] = job.result()
+            manifest[spec.name] = dataclasses.asdict(spec)
+            if log:
+                log(f"built {clips[spec.name]}")
+    clips = {s.name: clips[s.name] for s in default_media_specs(smoke) if s.name in clips}
     manifest["_skipped"] = skipped
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".json") as f:
         json.dump(manifest, f, indent=1)

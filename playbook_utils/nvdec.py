@@ -22,8 +22,11 @@ def _decode_pynvvideocodec(path: str):
 
     dec = nvc.SimpleDecoder(path, gpu_id=0, use_device_memory=True,
                             output_color_type=nvc.OutputColorType.RGBP)
-    frames = dec.get_batch_frames_by_index(list(range(len(dec))))
-    tensors = [torch.from_dlpack(f) for f in frames]
+    tensors = []
+    # Decoded frames borrow the decoder's surfaces: copy each one out before asking for more.
+    for start in range(0, len(dec), 8):
+        batch = dec.get_batch_frames_by_index(list(range(start, min(start + 8, len(dec)))))
+        tensors += [torch.from_dlpack(f).clone() for f in batch]
     if tensors and not tensors[0].is_cuda:
         raise RuntimeError(f"frames came back on {tensors[0].device}, not on the GPU")
     return tensors, "decoded by NVDEC through PyNvVideoCodec"

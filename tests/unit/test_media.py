@@ -31,6 +31,14 @@ def test_stamp_round_trip_after_lossy_encoding(tmp_path, codec, size):
     assert [read_stamp(f) for f in frames] == list(range(24))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("codec", CODECS)
+def test_stamp_round_trip_at_1080p(tmp_path, codec):
+    # Fast encoder presets at 1080p skip flat blocks; the stamp must still come through.
+    path = make_clip(tmp_path / f"c{SUFFIX.get(codec, '.mp4')}", codec, 1920, 1080, num_frames=30, gop=10)
+    assert [read_stamp(f) for f in decode_rgb(path)] == list(range(30))
+
+
 def test_stamp_survives_10_bit_and_large_indices(tmp_path):
     path = make_clip(tmp_path / "c.mkv", "hevc", 320, 180, num_frames=6, gop=3, pix_fmt="yuv420p10le")
     assert probe(path).pix_fmt == "yuv420p10le"
@@ -137,6 +145,7 @@ def test_default_media_is_built_once_and_reused(tmp_path):
         info = probe(path)
         assert (info.codec, info.width, info.num_frames) == (spec.codec, spec.width, spec.num_frames)
         assert info.keyframes == list(range(0, spec.num_frames, spec.gop))
+        assert [read_stamp(f) for f in decode_rgb(path)] == list(range(spec.num_frames))
 
 
 def test_full_media_set_covers_the_issue_matrix():
@@ -147,3 +156,11 @@ def test_full_media_set_covers_the_issue_matrix():
             for gop in (30, 250):
                 assert (codec, height, gop) in grid
     assert {"vp9", "av1"} <= {s.codec for s in specs}
+
+
+def test_default_media_builds_in_parallel_on_large_machines(tmp_path, monkeypatch):
+    monkeypatch.setattr(media.os, "cpu_count", lambda: 8)  # two worker processes
+    clips = media.default_media(tmp_path, smoke=True)
+    assert list(clips) == [s.name for s in media.default_media_specs(True) if s.name in clips]
+    for path in clips.values():
+        assert probe(path).num_frames == 96
