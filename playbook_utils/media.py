@@ -253,6 +253,8 @@ class VideoInfo:
     bit_rate: int | None
     rotation: int
     variable_frame_rate: bool
+    b_frames: bool = False
+    open_gop: bool = False
 
     @property
     def gop_lengths(self) -> list[int]:
@@ -288,10 +290,16 @@ def probe(path) -> VideoInfo:
         stream = container.streams.video[0]
         ctx = stream.codec_context
         pts_key = []
+        open_gop, key_pts = False, None
         try:
             for packet in container.demux(stream):
                 if packet.size == 0 or packet.pts is None:
                     continue
+                # Open GOP: after a keyframe (in decode order) come frames shown before it.
+                if packet.is_keyframe and pts_key:
+                    key_pts = packet.pts
+                elif key_pts is not None and packet.pts < key_pts:
+                    open_gop = True
                 pts_key.append((packet.pts, bool(packet.is_keyframe)))
         except Exception as e:
             raise DecodeError(path, f"demuxing failed after {len(pts_key)} packets ({e})", backend="probe") from e
@@ -320,6 +328,7 @@ def probe(path) -> VideoInfo:
             width=ctx.width, height=ctx.height, pix_fmt=fmt, fps=round(fps, 3),
             num_frames=len(pts_key), duration_s=round(duration, 3), keyframes=keyframes,
             bit_rate=container.bit_rate or None, rotation=rotation, variable_frame_rate=vfr,
+            b_frames=bool(ctx.has_b_frames), open_gop=open_gop,
         )
 
 

@@ -1,0 +1,168 @@
+"""One call over five decoder libraries: `read_frames(path, indices, backend=..., device=...)`.
+
+Every backend returns a `torch.uint8` tensor shaped (N, 3, H, W), frames in the order asked
+(repeats allowed), on the requested device. Before a library is called, the file is probed once
+(`media.probe`, packets only) so that every backend gets the same checks:
+
+* a missing, empty or unreadable file, or an index the file does not have -> `DecodeError`;
+* a library, device or codec path that is not here -> `BackendUnavailable`;
+* a file whose traits a library is known to get wrong (found by the correctness matrix,
+  `playbook_utils.decoders.matrix`) -> `BackendUnavailable` naming the trait, never a wrong frame.
+
+Libraries are imported only inside their adapter module, when first used. Introduced in 10-14.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from playbook_utils.errors import BackendUnavailable, DecodeError
+
+BACKENDS = ("pyav", "decord", "torchcodec", "pynvvideocodec", "dali")
+_IMPORT_NAME = {"pyav": "av", "decord": "decord", "torchcodec": "torchcodec",
+                "pynvvideocodec": "PyNvVideoCodec", "dali": "nvidia.dali"}
+
+
+def _device_kind(device: str) -> str:
+    if device == "cpu":
+        return "cpu"
+    if device == "cuda" or device.startswith("cuda:"):
+        return "cuda"
+    raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def device_index(device: str) -> int:
+    """The GPU ordinal of 'cuda' / 'cuda:N' (0 for plain 'cuda')."""
+    return int(device.split(":")[1]) if ":" in device else 0
+
+
+def adapter(backend: str):
+    """The adapter module of `backend` (imports the module, not yet the library)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    return importlib.import_module(f"playbook_utils.decoders.{backend}")
+
+
+@lru_cache(maxsize=None)
+def _importable(backend: str) -> tuple[bool, str | None]:
+    from playbook_utils.env import probe_import
+
+    info = probe_import(_IMPORT_NAME[backend])
+    return info["importable"], info["error"]
+
+
+@lru_cache(maxsize=None)
+def _cuda_ok() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def why_unavailable(backend: str, device: str = "cpu") -> str | None:
+    """None when `backend` can decode on `device` here; otherwise the reason, in words."""
+    kind = _device_kind(device)
+    mod = adapter(backend)
+    if kind not in mod.DEVICES:
+        return f"{backend} has no {kind} path (it decodes on: {', '.join(mod.DEVICES)})"
+    if kind == "cuda" and not _cuda_ok():
+        return "torch sees no CUDA GPU"
+    ok, err = _importable(backend)
+    if not ok:
+        return f"{_IMPORT_NAME[backend]} does not import: {err}"
+    if hasattr(mod, "device_unavailable"):
+        return mod.device_unavailable(kind)
+    return None
+
+
+def available(device: str = "cpu") -> list[str]:
+    """The backends that can decode on `device` on this machine (import checked in a child process)."""
+    return [b for b in BACKENDS if why_unavailable(b, device) is None]
+
+
+@lru_cache(maxsize=256)
+def _probe_cached(path: str, size: int, mtime_ns: int):
+    from playbook_utils import media
+
+    return media.probe(path)
+
+
+def video_info(path):
+    """`media.probe(path)`, cached while the file is unchanged."""
+    p = Path(path)
+    if not p.exists():
+        raise DecodeError(p, "file does not exist")
+    st = p.stat()
+    return _probe_cached(str(p), st.st_size, st.st_mtime_ns)
+
+
+def check_indices(path, indices, num_frames: int, backend: str | None = None) -> list[int]:
+    """`indices` as a list of ints, or `DecodeError` naming the first index the file does not have."""
+    out = []
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, (int,)) and not hasattr(i, "__index__"):
+            raise DecodeError(path, f"frame indices must be integers, got {i!r}", backend)
+        i = int(i)
+        if not 0 <= i < num_frames:
+            raise DecodeError(path, f"frame index {i} is out of range: the video has {num_frames} frames "
+                                    f"(0..{num_frames - 1})", backend)
+        out.append(i)
+    return out
+
+
+def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
+    """Decode the frames `indices` of `path`; return uint8 (N, 3, H, W) on `device`.
+
+    Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
+    path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
+    """
+    kind = _device_kind(device)
+    path = Path(path)
+    mod = adapter(backend)
+    why = why_unavailable(backend, device)
+    if why:
+        raise BackendUnavailable(path, why, backend)
+    if path.exists() and path.stat().st_size == 0:
+        raise DecodeError(path, "file is empty (0 bytes)", backend)
+    try:
+        info = video_info(path)
+    except DecodeError as e:
+        raise DecodeError(path, e.cause, backend) from e
+    if info.b_frames and info.container == "avi":
+        raise DecodeError(path, "AVI with B-frames stores no presentation timestamps, so no library can "
+                                "locate a frame exactly; remux it to MP4 or MKV", backend)
+    idx = check_indices(path, indices, info.num_frames, backend)
+    refusal = mod.refuses(info, kind) if hasattr(mod, "refuses") else None
+    if refusal:
+        raise BackendUnavailable(path, refusal, backend)
+    if not idx:
+        import torch
+
+        return torch.empty((0, 3, info.height, info.width), dtype=torch.uint8, device=device)
+    try:
+        frames = mod.read(str(path), idx, device, info)
+    except (DecodeError, BackendUnavailable):
+        raise
+    except Exception as e:  # a library's own exception becomes ours, with the cause kept
+        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise DecodeError(path, f"{type(e).__name__}: {msg[:300]}", backend) from e
+    expected = (len(idx), 3, info.height, info.width)
+    if tuple(frames.shape) != expected:
+        raise DecodeError(path, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
+    return frames
+
+
+def reorder(unique_frames: dict, indices: list[int]):
+    """Stack {index: (3, H, W) tensor} into the order of `indices`, repeats included."""
+    import torch
+
+    return torch.stack([unique_frames[i] for i in indices])
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")

@@ -1,0 +1,56 @@
+"""decord adapter: a C++ video reader with batched random access; CPU only from PyPI (notebook 11).
+
+decord's PyPI wheel (0.6.0, 2021) has no GPU path; a source build with CUDA is used when present.
+Known problems, shown in notebook 11: frame-inaccurate seeks on some streams and memory that
+grows with each reader. This adapter checks decord's frame count against the packets and refuses
+the file traits that the correctness matrix found decord to get wrong.
+"""
+
+from __future__ import annotations
+
+DEVICES = ("cpu", "cuda")
+
+# File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
+KNOWN_WRONG = {
+    "open-gop": "after a seek it returns a neighbouring frame (seen with H.264 and HEVC, off by 1-3)",
+    "codec:av1": "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')",
+    "container:avi": "random access returns frames of the first GOP (seen with and without B-frames)",
+}
+
+
+def device_unavailable(device: str) -> str | None:
+    """Why decord cannot decode on `device` here (None when it can).
+
+    Imports decord only for 'cuda': its bundled FFmpeg 4 libraries, once loaded, break PyAV's
+    VP9 encoder in the same process (shown in notebook 11).
+    """
+    if device != "cuda":
+        return None
+    import decord
+
+    if not decord.gpu(0).exist:
+        return "this decord was built without CUDA (the PyPI wheel is CPU-only)"
+    return None
+
+
+def refuses(info, device: str) -> str | None:
+    from playbook_utils.decoders.matrix import traits
+
+    for trait in traits(info):
+        if trait in KNOWN_WRONG:
+            return f"decord cannot be trusted with {trait} video: {KNOWN_WRONG[trait]}"
+    return None
+
+
+def read(path: str, indices: list[int], device: str, info):
+    import decord
+    import torch
+
+    ctx = decord.cpu(0) if device == "cpu" else decord.gpu(int(device.split(":")[1]) if ":" in device else 0)
+    vr = decord.VideoReader(path, ctx=ctx)
+    if len(vr) != info.num_frames:
+        raise RuntimeError(f"decord counts {len(vr)} frames, the packets say {info.num_frames}: "
+                           "its frame indices cannot be trusted for this file")
+    batch = vr.get_batch(indices)
+    frames = torch.from_dlpack(batch.to_dlpack()) if device != "cpu" else torch.from_numpy(batch.asnumpy())
+    return frames.permute(0, 3, 1, 2).contiguous()

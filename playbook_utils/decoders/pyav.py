@@ -1,0 +1,81 @@
+"""PyAV adapter: FFmpeg from Python, on the CPU or on NVDEC through FFmpeg's `cuda` hwaccel (notebook 10).
+
+Frames are found by presentation timestamp, never by counting after a seek, and requested frames
+are visited in one sorted forward pass that seeks only when the next target lies in a later GOP.
+"""
+
+from __future__ import annotations
+
+DEVICES = ("cpu", "cuda")
+
+
+def frame_pts(container, stream) -> list[int]:
+    """Presentation timestamps of every frame, in presentation order (from packets, no decoding)."""
+    pts = sorted(p.pts for p in container.demux(stream) if p.size and p.pts is not None)
+    container.seek(0, stream=stream, backward=True, any_frame=False)
+    return pts
+
+
+def _open(path: str, device: str):
+    import av
+
+    if device == "cpu":
+        return av.open(path)
+    from av.codec.hwaccel import HWAccel
+
+    return av.open(path, hwaccel=HWAccel(device_type="cuda", device=str(device.split(":")[1]) if ":" in device
+                                         else None, allow_software_fallback=False))
+
+
+def read(path: str, indices: list[int], device: str, info):
+    if device == "cpu":
+        return _read(path, indices, device, info)
+    try:
+        return _read(path, indices, device, info)
+    except Exception as e:
+        if "ardware" in str(e) or "hwaccel" in str(e):  # FFmpeg: no NVDEC path for this stream
+            from playbook_utils.errors import BackendUnavailable
+
+            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream through "
+                                           f"FFmpeg's cuda hwaccel ({e})", "pyav") from e
+        raise
+
+
+def _read(path: str, indices: list[int], device: str, info):
+    import numpy as np
+    import torch
+
+    keyframe_of, k = [], 0
+    keys = set(info.keyframes)
+    for i in range(info.num_frames):
+        k = i if i in keys else k
+        keyframe_of.append(k)
+    wanted = sorted(set(indices))
+    got = {}
+    with _open(path, device) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
+        pts = frame_pts(container, stream)
+        if len(pts) != info.num_frames:
+            raise RuntimeError(f"found {len(pts)} frames, the probe found {info.num_frames}")
+        index_of = {p: i for i, p in enumerate(pts)}
+        frames, pos = None, -1
+        for t in wanted:
+            if frames is None or keyframe_of[t] > pos:
+                container.seek(pts[keyframe_of[t]], stream=stream, backward=True, any_frame=False)
+                frames = container.decode(stream)
+            for frame in frames:
+                pos = index_of.get(frame.pts, -1)
+                if pos == t:
+                    got[t] = torch.from_numpy(np.ascontiguousarray(frame.to_ndarray(format="rgb24"))).permute(2, 0, 1)
+                    break
+                if pos > t:
+                    raise RuntimeError(f"frame {t} was not produced after seeking (reached {pos})")
+            else:
+                raise RuntimeError(f"the stream ended before frame {t}")
+        if device != "cpu" and not stream.codec_context.is_hwaccel:
+            raise RuntimeError("decoded in software although the cuda hwaccel was asked for")
+    from playbook_utils.decoders import reorder
+
+    out = reorder(got, indices)
+    return out.to(device) if device != "cpu" else out

@@ -1,0 +1,68 @@
+"""PyNvVideoCodec adapter: NVIDIA's Python bindings over NVDEC, frames straight into GPU memory (notebook 13).
+
+One `SimpleDecoder` per GPU is kept and pointed at each new file with `reconfigure_decoder`,
+which skips most of the cost of creating a decoder. Pitfalls handled here (shown in 13):
+`get_batch_frames_by_index` drops repeated and out-of-range indices with only a warning, and
+returned frames borrow the decoder's surfaces, so each is copied out before the next request.
+Do not load TorchCodec into the same process: PyNvVideoCodec's bundled FFmpeg libraries clash.
+"""
+
+from __future__ import annotations
+
+import threading
+
+DEVICES = ("cuda",)
+_CHUNK = 8
+_local = threading.local()
+
+
+def decoder_for(path: str, gpu_id: int):
+    """A SimpleDecoder on `path`: the cached one of this thread and GPU, reconfigured, or a new one."""
+    import PyNvVideoCodec as nvc
+
+    cache = getattr(_local, "decoders", None)
+    if cache is None:
+        cache = _local.decoders = {}
+    dec = cache.get(gpu_id)
+    if dec is not None:
+        try:
+            dec.reconfigure_decoder(path)
+            return dec
+        except Exception:
+            cache.pop(gpu_id, None)  # a different codec or a larger size: start afresh
+    dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True,
+                            output_color_type=nvc.OutputColorType.RGBP)
+    cache[gpu_id] = dec
+    return dec
+
+
+def read(path: str, indices: list[int], device: str, info):
+    import torch
+
+    from playbook_utils.decoders import device_index, reorder
+    from playbook_utils.errors import BackendUnavailable
+
+    gpu = device_index(device)
+    try:
+        dec = decoder_for(path, gpu)
+    except Exception as e:
+        if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
+            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream: {e}",
+                                     "pynvvideocodec") from e
+        raise
+    if len(dec) != info.num_frames:
+        raise RuntimeError(f"PyNvVideoCodec counts {len(dec)} frames, the packets say {info.num_frames}")
+    wanted = sorted(set(indices))
+    got = {}
+    with torch.cuda.device(gpu):
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start:start + _CHUNK]
+            frames = dec.get_batch_frames_by_index(chunk)
+            if len(frames) != len(chunk):
+                raise RuntimeError(f"asked PyNvVideoCodec for {len(chunk)} frames, got {len(frames)}")
+            for i, f in zip(chunk, frames):
+                t = torch.from_dlpack(f)
+                if t.dtype != torch.uint8:
+                    raise RuntimeError(f"PyNvVideoCodec returned {t.dtype} frames, expected uint8")
+                got[i] = t.clone()
+    return reorder(got, indices)

@@ -1,0 +1,37 @@
+"""TorchCodec adapter: PyTorch's own decoder, FFmpeg on the CPU or NVDEC on CUDA (notebook 12).
+
+`seek_mode="exact"` scans the file once so that frame indices are exact. On CUDA, TorchCodec
+silently decodes on the CPU when NVDEC cannot take the stream (AV1 on Hopper, for example);
+this adapter reads `cpu_fallback` and refuses instead, so "cuda" always means NVDEC.
+Do not load PyNvVideoCodec into the same process: its bundled FFmpeg libraries clash.
+"""
+
+from __future__ import annotations
+
+DEVICES = ("cpu", "cuda")
+
+
+def decoder(path: str, device: str, num_threads: int = 0):
+    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`."""
+    from torchcodec.decoders import VideoDecoder
+
+    kwargs = {"device": device, "seek_mode": "exact"}
+    if device == "cpu":
+        kwargs["num_ffmpeg_threads"] = num_threads
+    return VideoDecoder(path, **kwargs)
+
+
+def read(path: str, indices: list[int], device: str, info):
+    dec = decoder(path, device)
+    n = dec.metadata.num_frames
+    if n != info.num_frames:
+        raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")
+    frames = dec.get_frames_at(indices).data
+    if device != "cpu":
+        status = str(getattr(dec, "cpu_fallback", ""))
+        if "Falling back" in status or frames.device.type != "cuda":
+            from playbook_utils.errors import BackendUnavailable
+
+            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream; TorchCodec would "
+                                           f"silently decode it on the CPU ({status.strip()})", "torchcodec")
+    return frames

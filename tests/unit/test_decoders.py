@@ -1,0 +1,102 @@
+"""read_frames on the CPU backends: exact frames, clear refusals, our own errors."""
+
+import pytest
+import torch
+
+from playbook_utils import BackendUnavailable, DecodeError, media
+from playbook_utils.decoders import BACKENDS, available, matrix, read_frames, why_unavailable
+from playbook_utils.decoders.isolated import read_frames_isolated
+
+CPU = available("cpu")
+
+
+@pytest.fixture(scope="module")
+def smoke_media():
+    return media.default_media(smoke=True)
+
+
+def test_cpu_backends_are_found():
+    assert {"pyav", "decord", "torchcodec", "dali"} <= set(CPU)
+    assert "pynvvideocodec" not in CPU
+    assert "no cpu path" in why_unavailable("pynvvideocodec", "cpu")
+
+
+@pytest.mark.parametrize("backend", CPU)
+def test_every_cpu_backend_is_frame_exact_or_refuses(backend, smoke_media):
+    exact = 0
+    for name, path in smoke_media.items():
+        n = media.probe(path).num_frames
+        want = [n - 1, 0, n // 2, 3, n // 2, 1]
+        try:
+            frames = read_frames(path, want, backend=backend, device="cpu")
+        except BackendUnavailable as e:
+            assert e.backend == backend and str(path) in str(e)
+            continue
+        assert frames.dtype == torch.uint8 and frames.device.type == "cpu"
+        assert frames.shape[:2] == (len(want), 3)
+        assert [media.read_stamp(f) for f in frames] == want, f"{backend} on {name}"
+        exact += 1
+    assert exact >= 1
+
+
+def test_h264_and_hevc_exact_on_pyav_decord_torchcodec(smoke_media):
+    for backend in ("pyav", "decord", "torchcodec"):
+        for name in ("h264_96p_gop48.mp4", "hevc_96p_gop12.mp4"):
+            frames = read_frames(smoke_media[name], [47, 2, 90], backend=backend)
+            assert [media.read_stamp(f) for f in frames] == [47, 2, 90]
+
+
+def test_dali_cpu_refuses_h264_with_the_reason(smoke_media):
+    with pytest.raises(BackendUnavailable, match="CPU video decoder does not take h264"):
+        read_frames(smoke_media["h264_96p_gop12.mp4"], [0], backend="dali", device="cpu")
+
+
+@pytest.mark.parametrize("backend", CPU)
+def test_bad_requests_raise_our_errors_naming_file_and_backend(backend, tmp_path, smoke_media):
+    good = smoke_media["vp9_96p_gop12.webm"]
+    missing, empty, garbage = tmp_path / "missing.mp4", tmp_path / "empty.mp4", tmp_path / "garbage.mp4"
+    empty.write_bytes(b"")
+    garbage.write_bytes(b"definitely not a video\n" * 100)
+    cases = [(missing, [0], "does not exist"), (empty, [0], "empty"), (garbage, [0], "cannot open"),
+             (good, [96], "out of range"), (good, [-1], "out of range"), (good, [1.5], "integers")]
+    for path, idx, cause in cases:
+        with pytest.raises(DecodeError, match=cause) as e:
+            read_frames(path, idx, backend=backend)
+        assert str(path) in str(e.value) and f"[{backend}]" in str(e.value)
+
+
+def test_device_and_backend_checks(smoke_media):
+    path = smoke_media["h264_96p_gop12.mp4"]
+    with pytest.raises(BackendUnavailable, match="no cpu path"):
+        read_frames(path, [0], backend="pynvvideocodec", device="cpu")
+    with pytest.raises(ValueError, match="unknown backend"):
+        read_frames(path, [0], backend="opencv")
+    with pytest.raises(ValueError, match="device"):
+        read_frames(path, [0], backend="pyav", device="tpu")
+    empty = read_frames(path, [], backend="pyav")
+    assert empty.shape == (0, 3, 96, 160)
+    if not torch.cuda.is_available():
+        for b in BACKENDS:
+            with pytest.raises(BackendUnavailable):
+                read_frames(path, [0], backend=b, device="cuda")
+
+
+def test_isolated_read_matches_in_process(smoke_media):
+    path = smoke_media["hevc_96p_gop48.mp4"]
+    here = read_frames(path, [5, 60, 5], backend="torchcodec")
+    there = read_frames_isolated(path, [5, 60, 5], backend="torchcodec")
+    assert torch.equal(here, there)
+    with pytest.raises(DecodeError, match="out of range"):
+        read_frames_isolated(path, [500], backend="pyav")
+
+
+@pytest.mark.slow
+def test_matrix_never_returns_a_wrong_frame_silently(tmp_path):
+    table = matrix.run(CPU, "cpu", tmp_path)
+    assert len(table) == len([c for c in matrix.CASES if media.encoder_for(c.codec)])
+    for case, row in table.items():
+        for backend, outcome in row.items():
+            assert outcome.split(":")[0] in ("exact", "refused", "error"), f"{backend} on {case}: {outcome}"
+    # PyAV decodes every case except the one no library can do exactly.
+    assert all(row["pyav"] == "exact" for case, row in table.items() if case != "h264 avi")
+    assert table["h264 avi, no B-frames"]["torchcodec"] == "exact"
