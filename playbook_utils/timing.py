@@ -1,0 +1,44 @@
+"""Small, honest timing for notebooks: warm up, repeat until a minimum time, report median and spread.
+
+Notebooks 10-14 use it for their per-library tables; the benchmarks (notebook 20) build on it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def measure(fn, *, items: int = 1, warmup: int = 1, min_time: float = 1.0, min_repeats: int = 3,
+            max_repeats: int = 1000, sync=None) -> dict:
+    """Time `fn()` and return {'per_s', 'median_s', 'min_s', 'max_s', 'spread_pct', 'repeats'}.
+
+    `items` is how many things one call produces (frames, say): `per_s` is items per second from
+    the median call. `sync` (e.g. torch.cuda.synchronize) runs after each call, inside the timing,
+    so that GPU work is counted. Calls repeat until `min_time` seconds and `min_repeats` calls.
+    """
+    for _ in range(warmup):
+        fn()
+        if sync:
+            sync()
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < max_repeats and (len(times) < min_repeats or time.perf_counter() - start < min_time):
+        t = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        times.append(time.perf_counter() - t)
+    med = statistics.median(times)
+    return {"per_s": items / med if med > 0 else float("inf"), "median_s": med, "min_s": min(times),
+            "max_s": max(times), "spread_pct": 100 * (max(times) - min(times)) / med if med > 0 else 0.0,
+            "repeats": len(times)}
+
+
+def cuda_sync(device: str):
+    """A sync function for `measure` on `device`, or None on the CPU."""
+    if not str(device).startswith("cuda"):
+        return None
+    import torch
+
+    return lambda: torch.cuda.synchronize(device)
