@@ -56,8 +56,9 @@ def read(path: str, indices: list[int], device: str, info):
         except Exception as e:
             _pipes.pop((kind, gpu), None)  # DALI marks a pipeline invalid after an error
             if "not supported" in str(e) or "Failed to create video decoder" in str(e):
+                lines = [x for x in str(e).splitlines() if "not supported" in x or "Failed to create" in x]
                 raise BackendUnavailable(path, f"DALI cannot decode this {info.codec} stream on {kind}: "
-                                               f"{str(e).strip().splitlines()[-1][:200]}", "dali") from e
+                                               f"{(lines or [str(e)])[0].strip()[:200]}", "dali") from e
             raise
         sample = out[0]
         if kind == "cpu":

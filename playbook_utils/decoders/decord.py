@@ -21,14 +21,17 @@ KNOWN_WRONG = {
 def device_unavailable(device: str) -> str | None:
     """Why decord cannot decode on `device` here (None when it can).
 
-    Imports decord only for 'cuda': its bundled FFmpeg 4 libraries, once loaded, break PyAV's
-    VP9 encoder in the same process (shown in notebook 11).
+    Never imports decord into this process: its bundled FFmpeg 4 libraries, once loaded, break
+    PyAV's VP9 encoder in the same process (shown in notebook 11).
     """
     if device != "cuda":
         return None
-    import decord
+    import subprocess
+    import sys
 
-    if not decord.gpu(0).exist:
+    check = "import decord; print(decord.gpu(0).exist)"  # in a child: see the clash above
+    run = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    if run.stdout.strip() != "True":
         return "this decord was built without CUDA (the PyPI wheel is CPU-only)"
     return None
 

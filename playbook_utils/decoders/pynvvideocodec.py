@@ -15,6 +15,24 @@ DEVICES = ("cuda",)
 _CHUNK = 8
 _local = threading.local()
 
+# What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong: refused.
+KNOWN_WRONG = {
+    "10-bit": "RGB output of 10-bit streams carries wrong or unreadable frames (91 of 120 in notebook 00's probe)",
+    "container:matroska": "frame indices drift near the end of MKV files (asked 46, got 44)",
+}
+
+
+def refuses(info, device: str) -> str | None:
+    from playbook_utils.decoders.matrix import traits
+
+    found = traits(info)
+    if {"open-gop", "codec:hevc"} <= found:
+        return ("PyNvVideoCodec returned a neighbouring frame after a seek in open-GOP HEVC "
+                "(asked 33, got 38); H.264 open GOP was exact")
+    for trait in sorted(found & set(KNOWN_WRONG)):
+        return f"PyNvVideoCodec cannot be trusted with {trait} video: {KNOWN_WRONG[trait]}"
+    return None
+
 
 def decoder_for(path: str, gpu_id: int):
     """A SimpleDecoder on `path`: the cached one of this thread and GPU, reconfigured, or a new one."""
@@ -37,19 +55,29 @@ def decoder_for(path: str, gpu_id: int):
 
 
 def read(path: str, indices: list[int], device: str, info):
-    import torch
-
-    from playbook_utils.decoders import device_index, reorder
+    from playbook_utils.decoders import device_index
     from playbook_utils.errors import BackendUnavailable
 
     gpu = device_index(device)
     try:
-        dec = decoder_for(path, gpu)
+        try:
+            return _read(decoder_for(path, gpu), path, indices, gpu, info)
+        except Exception:
+            # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
+            getattr(_local, "decoders", {}).pop(gpu, None)
+            return _read(decoder_for(path, gpu), path, indices, gpu, info)
     except Exception as e:
         if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
-            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream: {e}",
-                                     "pynvvideocodec") from e
+            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream "
+                                           f"({type(e).__name__})", "pynvvideocodec") from e
         raise
+
+
+def _read(dec, path: str, indices: list[int], gpu: int, info):
+    import torch
+
+    from playbook_utils.decoders import reorder
+
     if len(dec) != info.num_frames:
         raise RuntimeError(f"PyNvVideoCodec counts {len(dec)} frames, the packets say {info.num_frames}")
     wanted = sorted(set(indices))

@@ -11,6 +11,15 @@ from __future__ import annotations
 DEVICES = ("cpu", "cuda")
 
 
+def refuses(info, device: str) -> str | None:
+    from playbook_utils.decoders.matrix import traits
+
+    if device == "cuda" and {"open-gop", "codec:hevc"} <= traits(info):
+        return ("TorchCodec's CUDA path returned a neighbouring frame in open-GOP HEVC in the correctness "
+                "matrix (asked 24, got 25); its CPU path was exact: use device='cpu' for this file")
+    return None
+
+
 def decoder(path: str, device: str, num_threads: int = 0):
     """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`."""
     from torchcodec.decoders import VideoDecoder
@@ -26,7 +35,10 @@ def read(path: str, indices: list[int], device: str, info):
     n = dec.metadata.num_frames
     if n != info.num_frames:
         raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")
-    frames = dec.get_frames_at(indices).data
+    if indices == list(range(indices[0], indices[-1] + 1)):
+        frames = dec.get_frames_in_range(indices[0], indices[-1] + 1).data  # one pass, no per-frame seeks
+    else:
+        frames = dec.get_frames_at(indices).data
     if device != "cpu":
         status = str(getattr(dec, "cpu_fallback", ""))
         if "Falling back" in status or frames.device.type != "cuda":
