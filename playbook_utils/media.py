@@ -168,13 +168,14 @@ def encoder_for(codec: str) -> str | None:
 
 
 def _encoder_options(encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str) -> dict:
+    # b-adapt=0: use the B-frames asked for; the adaptive decision drops them on synthetic content.
     if encoder == "libx264":
-        params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}"
+        params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
         if not closed_gop:
             params += ":open-gop=1"
         return {"preset": preset, "x264-params": params}
     if encoder == "libx265":
-        params = (f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}"
+        params = (f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
                   f":open-gop={0 if closed_gop else 1}:log-level=error")
         return {"preset": preset, "x265-params": params}
     if encoder == "libvpx-vp9":
