@@ -310,7 +310,8 @@ def probe(path) -> VideoInfo:
         keyframes = [i for i, (_, key) in enumerate(pts_key) if key]
         tb = stream.time_base
         deltas = np.diff([p for p, _ in pts_key])
-        vfr = bool(len(deltas) > 1 and (deltas.max() - deltas.min()) > 0.01 * max(1, np.median(deltas)))
+        # A one-tick wobble is rounding (WebM stores milliseconds: 33, 34, 33 ms at 30 fps), not VFR.
+        vfr = bool(len(deltas) > 1 and (deltas.max() - deltas.min()) > max(1, 0.02 * np.median(deltas)))
         rate = stream.average_rate or stream.guessed_rate
         fps = float(rate) if rate else 0.0
         if len(pts_key) > 1 and tb is not None:

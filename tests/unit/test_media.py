@@ -164,3 +164,8 @@ def test_default_media_builds_in_parallel_on_large_machines(tmp_path, monkeypatc
     assert list(clips) == [s.name for s in media.default_media_specs(True) if s.name in clips]
     for path in clips.values():
         assert probe(path).num_frames == 96
+
+
+def test_constant_rate_webm_is_not_called_vfr(tmp_path):
+    # WebM keeps millisecond timestamps: 30 fps gives 33/34 ms gaps, which is not variable frame rate.
+    assert not probe(make_clip(tmp_path / "c.webm", "vp9", 160, 96, num_frames=30)).variable_frame_rate
