@@ -22,6 +22,7 @@ import numpy as np
 
 from playbook_utils.errors import DecodeError
 
+MEDIA_VERSION = 2  # bump when make_clip's output changes, so cached media sets are rebuilt
 STAMP_BITS = 16
 MAX_STAMP = (1 << STAMP_BITS) - 1
 _BLACK, _WHITE = 16, 235  # limited-range luma
@@ -219,6 +220,9 @@ def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fp
         stream.time_base = time_base
         stream.codec_context.time_base = time_base
         stream.codec_context.gop_size = gop
+        # PyAV's default (slice threads) would cut every frame into one slice per core, so the
+        # files would depend on the machine that made them; real video has one slice per frame.
+        stream.codec_context.thread_type = "FRAME"
         if encoder not in ("libx264", "libx265"):
             stream.codec_context.max_b_frames = bframes if encoder == "mpeg4" else 0
         for i in range(num_frames):
@@ -405,7 +409,7 @@ def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Pat
     clips, skipped, todo = {}, {}, []
     for spec in default_media_specs(smoke):
         path = directory / spec.name
-        if path.exists() and manifest.get(spec.name) == dataclasses.asdict(spec):
+        if path.exists() and manifest.get(spec.name) == {**dataclasses.asdict(spec), "version": MEDIA_VERSION}:
             clips[spec.name] = path
         elif encoder_for(spec.codec) is None:
             skipped[spec.name] = f"no {spec.codec} encoder in this PyAV"
@@ -418,7 +422,7 @@ def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Pat
                                   spec.fps, spec.num_frames, spec.gop, spec.bframes) for spec in todo}
         for spec, job in jobs.items():
             clips[spec.name] = job.result()
-            manifest[spec.name] = dataclasses.asdict(spec)
+            manifest[spec.name] = {**dataclasses.asdict(spec), "version": MEDIA_VERSION}
             if log:
                 log(f"built {clips[spec.name]}")
     clips = {s.name: clips[s.name] for s in default_media_specs(smoke) if s.name in clips}

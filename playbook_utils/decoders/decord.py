@@ -54,6 +54,10 @@ def read(path: str, indices: list[int], device: str, info):
     if len(vr) != info.num_frames:
         raise RuntimeError(f"decord counts {len(vr)} frames, the packets say {info.num_frames}: "
                            "its frame indices cannot be trusted for this file")
-    batch = vr.get_batch(indices)
+    # get_batch is several times slower on unsorted indices: fetch each frame once, in order.
+    unique = sorted(set(indices))
+    batch = vr.get_batch(unique)
     frames = torch.from_dlpack(batch.to_dlpack()) if device != "cpu" else torch.from_numpy(batch.asnumpy())
-    return frames.permute(0, 3, 1, 2).contiguous()
+    position = {i: k for k, i in enumerate(unique)}
+    order = torch.tensor([position[i] for i in indices], device=frames.device)
+    return frames[order].permute(0, 3, 1, 2).contiguous()
