@@ -100,3 +100,35 @@ def test_matrix_never_returns_a_wrong_frame_silently(tmp_path):
     # PyAV decodes every case except the one no library can do exactly.
     assert all(row["pyav"] == "exact" for case, row in table.items() if case != "h264 avi")
     assert table["h264 avi, no B-frames"]["torchcodec"] == "exact"
+
+
+GPU = available("cuda") if torch.cuda.is_available() else []
+needs_gpu = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU with a GPU decoding backend")
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("backend", GPU or ["none"])
+def test_every_gpu_backend_is_frame_exact_or_refuses(backend, smoke_media):
+    exact = 0
+    for name, path in smoke_media.items():
+        n = media.probe(path).num_frames
+        want = [n - 1, 0, n // 2, 3, n // 2, 1]
+        try:
+            frames = read_frames(path, want, backend=backend, device="cuda")
+        except BackendUnavailable:
+            continue
+        assert frames.device.type == "cuda" and frames.dtype == torch.uint8
+        assert [media.read_stamp(f) for f in frames] == want, f"{backend} on {name}"
+        exact += 1
+    assert exact >= 1
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@needs_gpu
+def test_gpu_matrix_never_returns_a_wrong_frame_silently(tmp_path):
+    table = matrix.run(GPU, "cuda", tmp_path)
+    for case, row in table.items():
+        for backend, outcome in row.items():
+            assert outcome.split(":")[0] in ("exact", "refused", "error"), f"{backend} on {case}: {outcome}"
