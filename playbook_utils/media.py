@@ -22,7 +22,7 @@ import numpy as np
 
 from playbook_utils.errors import DecodeError
 
-MEDIA_VERSION = 2  # bump when make_clip's output changes, so cached media sets are rebuilt
+MEDIA_VERSION = 3  # bump when make_clip's output changes, so cached media sets are rebuilt
 STAMP_BITS = 16
 MAX_STAMP = (1 << STAMP_BITS) - 1
 _BLACK, _WHITE = 16, 235  # limited-range luma
@@ -361,8 +361,9 @@ class ClipSpec:
 def default_media_specs(smoke: bool) -> list[ClipSpec]:
     """The clips `default_media` builds: small in smoke mode, 720p/1080p/4K in full mode."""
     if smoke:
-        specs = [ClipSpec(c, 160, 96, 96, g) for c in ("h264", "hevc") for g in (12, 48)]
-        specs += [ClipSpec(c, 160, 96, 96, 12) for c in ("vp9", "av1")]
+        # 256x144: the smallest 16:9 size every NVDEC codec takes (HEVC needs 144 lines, VP9/AV1 128).
+        specs = [ClipSpec(c, 256, 144, 96, g) for c in ("h264", "hevc") for g in (12, 48)]
+        specs += [ClipSpec(c, 256, 144, 96, 12) for c in ("vp9", "av1")]
         return specs
     specs = [ClipSpec(c, w, h, 300, g)
              for (w, h) in ((1280, 720), (1920, 1080), (3840, 2160))

@@ -15,6 +15,20 @@ import time
 
 PROBE_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 
+# The smallest frame NVDEC decodes, per codec: NVIDIA's NVDEC programming guide (Video Codec SDK).
+# Seen on the H200: DALI refused a 160x96 VP9 clip ("supported: 128x128"), TorchCodec fell back to
+# the CPU for 160x96 HEVC and VP9 while H.264 at that size decoded on NVDEC.
+MIN_SIZE = {"h264": (48, 16), "hevc": (144, 144), "vp9": (128, 128), "av1": (128, 128),
+            "vp8": (48, 16), "mpeg4": (48, 16), "mpeg2video": (48, 16), "mjpeg": (48, 16)}
+
+
+def too_small(codec: str, width: int, height: int) -> str | None:
+    """Why NVDEC cannot take a `codec` stream of this size, or None when the size is fine."""
+    min_w, min_h = MIN_SIZE.get(codec, (0, 0))
+    if width < min_w or height < min_h:
+        return f"NVDEC's smallest {codec} frame is {min_w}x{min_h}; this video is {width}x{height}"
+    return None
+
 
 def _decode_pynvvideocodec(path: str):
     import PyNvVideoCodec as nvc

@@ -138,6 +138,10 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
                                 "locate a frame exactly; remux it to MP4 or MKV", backend)
     idx = check_indices(path, indices, info.num_frames, backend)
     refusal = mod.refuses(info, kind) if hasattr(mod, "refuses") else None
+    if kind == "cuda" and refusal is None:  # every GPU path here decodes on NVDEC
+        from playbook_utils.nvdec import too_small
+
+        refusal = too_small(info.codec, info.width, info.height)
     if refusal:
         raise BackendUnavailable(path, refusal, backend)
     if not idx:

@@ -29,19 +29,23 @@ def _open(path: str, device: str):
 
 def read(path: str, indices: list[int], device: str, info):
     if device == "cpu":
-        return _read(path, indices, device, info)
+        return _read(path, indices, device, info, [])
+    decoded: list[int] = []
     try:
-        return _read(path, indices, device, info)
+        return _read(path, indices, device, info, decoded)
     except Exception as e:
-        if "ardware" in str(e) or "hwaccel" in str(e):  # FFmpeg: no NVDEC path for this stream
+        # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways
+        # ("no stream is compatible", or "Invalid data" for an unsupported profile such as 4:4:4).
+        if not decoded or "ardware" in str(e):
             from playbook_utils.errors import BackendUnavailable
 
-            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream through "
-                                           f"FFmpeg's cuda hwaccel ({e})", "pyav") from e
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise BackendUnavailable(path, f"FFmpeg's cuda hwaccel (NVDEC) cannot decode this {info.codec} "
+                                           f"{info.pix_fmt} stream: {type(e).__name__}: {first}", "pyav") from e
         raise
 
 
-def _read(path: str, indices: list[int], device: str, info):
+def _read(path: str, indices: list[int], device: str, info, decoded: list):
     import numpy as np
     import torch
 
@@ -67,6 +71,7 @@ def _read(path: str, indices: list[int], device: str, info):
             for frame in frames:
                 pos = index_of.get(frame.pts, -1)
                 if pos == t:
+                    decoded.append(t)
                     got[t] = torch.from_numpy(np.ascontiguousarray(frame.to_ndarray(format="rgb24"))).permute(2, 0, 1)
                     break
                 if pos > t:

@@ -41,19 +41,19 @@ def test_every_cpu_backend_is_frame_exact_or_refuses(backend, smoke_media):
 
 def test_h264_and_hevc_exact_on_pyav_decord_torchcodec(smoke_media):
     for backend in ("pyav", "decord", "torchcodec"):
-        for name in ("h264_96p_gop48.mp4", "hevc_96p_gop12.mp4"):
+        for name in ("h264_144p_gop48.mp4", "hevc_144p_gop12.mp4"):
             frames = read_frames(smoke_media[name], [47, 2, 90], backend=backend)
             assert [media.read_stamp(f) for f in frames] == [47, 2, 90]
 
 
 def test_dali_cpu_refuses_h264_with_the_reason(smoke_media):
     with pytest.raises(BackendUnavailable, match="CPU video decoder does not take h264"):
-        read_frames(smoke_media["h264_96p_gop12.mp4"], [0], backend="dali", device="cpu")
+        read_frames(smoke_media["h264_144p_gop12.mp4"], [0], backend="dali", device="cpu")
 
 
 @pytest.mark.parametrize("backend", CPU)
 def test_bad_requests_raise_our_errors_naming_file_and_backend(backend, tmp_path, smoke_media):
-    good = smoke_media["vp9_96p_gop12.webm"]
+    good = smoke_media["vp9_144p_gop12.webm"]
     missing, empty, garbage = tmp_path / "missing.mp4", tmp_path / "empty.mp4", tmp_path / "garbage.mp4"
     empty.write_bytes(b"")
     garbage.write_bytes(b"definitely not a video\n" * 100)
@@ -66,7 +66,7 @@ def test_bad_requests_raise_our_errors_naming_file_and_backend(backend, tmp_path
 
 
 def test_device_and_backend_checks(smoke_media):
-    path = smoke_media["h264_96p_gop12.mp4"]
+    path = smoke_media["h264_144p_gop12.mp4"]
     with pytest.raises(BackendUnavailable, match="no cpu path"):
         read_frames(path, [0], backend="pynvvideocodec", device="cpu")
     with pytest.raises(ValueError, match="unknown backend"):
@@ -74,7 +74,7 @@ def test_device_and_backend_checks(smoke_media):
     with pytest.raises(ValueError, match="device"):
         read_frames(path, [0], backend="pyav", device="tpu")
     empty = read_frames(path, [], backend="pyav")
-    assert empty.shape == (0, 3, 96, 160)
+    assert empty.shape == (0, 3, 144, 256)
     if not torch.cuda.is_available():
         for b in BACKENDS:
             with pytest.raises(BackendUnavailable):
@@ -82,7 +82,7 @@ def test_device_and_backend_checks(smoke_media):
 
 
 def test_isolated_read_matches_in_process(smoke_media):
-    path = smoke_media["hevc_96p_gop48.mp4"]
+    path = smoke_media["hevc_144p_gop48.mp4"]
     here = read_frames(path, [5, 60, 5], backend="torchcodec")
     there = read_frames_isolated(path, [5, 60, 5], backend="torchcodec")
     assert torch.equal(here, there)
@@ -132,3 +132,12 @@ def test_gpu_matrix_never_returns_a_wrong_frame_silently(tmp_path):
     for case, row in table.items():
         for backend, outcome in row.items():
             assert outcome.split(":")[0] in ("exact", "refused", "error"), f"{backend} on {case}: {outcome}"
+
+
+def test_nvdec_minimum_sizes_are_refused_up_front(tmp_path):
+    from playbook_utils.nvdec import too_small
+
+    assert too_small("hevc", 160, 96) and too_small("vp9", 160, 96)
+    assert too_small("h264", 160, 96) is None and too_small("hevc", 256, 144) is None
+    for spec in media.default_media_specs(smoke=True):  # the smoke set is large enough for NVDEC
+        assert too_small(spec.codec, spec.width, spec.height) is None
