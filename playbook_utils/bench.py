@@ -1,0 +1,274 @@
+"""Decode benchmarks: each backend x workload x clip in its own process, measured fairly (notebook 20).
+
+    python -m playbook_utils.bench --device cpu --backends pyav,torchcodec --workloads sequential,uniform16
+    python -m playbook_utils.bench --mode full --device cuda --output results/h200/bench
+
+Every job runs in a fresh child process (no library shares a process with another, no warm cache
+leaks between jobs): it warms up, repeats until a minimum time, checks the frames of one call
+against their stamps, and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
+memory while it runs. A failing job is a recorded row, not a crash. Results are a tidy table
+(CSV and JSON) with an environment stamp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+WORKLOADS = {
+    "sequential": {"kind": "sequential"},
+    "uniform8": {"kind": "uniform", "k": 8},
+    "uniform16": {"kind": "uniform", "k": 16},
+    "uniform32": {"kind": "uniform", "k": 32},
+    "clips4x8s2": {"kind": "clips", "clip_len": 8, "stride": 2, "num_clips": 4},
+}
+
+
+@dataclasses.dataclass
+class Job:
+    """One measurement: a backend decoding a workload from one clip, with `threads` concurrent callers."""
+
+    backend: str
+    device: str
+    workload: str
+    clip: str
+    threads: int = 1
+    min_time: float = 2.0
+    warmup: int = 1
+
+
+def indices_for(workload: str, num_frames: int, call: int) -> list[int]:
+    """Frame indices one call of `workload` asks for (clips vary with the call number, as in training)."""
+    from playbook_utils import sampling
+
+    spec = WORKLOADS[workload]
+    if spec["kind"] == "sequential":
+        return sampling.all_frames(num_frames)
+    if spec["kind"] == "uniform":
+        return sampling.uniform(num_frames, spec["k"])
+    clips = sampling.random_clips(num_frames, spec["clip_len"], spec["stride"], spec["num_clips"], seed=call)
+    return [i for clip in clips for i in clip]
+
+
+class Sampler:
+    """Samples CPU use, RSS, NVDEC utilization and GPU memory every `period` s in a background thread."""
+
+    def __init__(self, period: float = 0.1, gpu: int | None = None):
+        import psutil
+
+        self.period, self.proc = period, psutil.Process()
+        self.samples: list[dict] = []
+        self._stop = threading.Event()
+        self._nvml = None
+        if gpu is not None:
+            try:
+                import pynvml
+
+                pynvml.nvmlInit()
+                self._nvml = (pynvml, pynvml.nvmlDeviceGetHandleByIndex(gpu))
+            except Exception:
+                self._nvml = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        self.proc.cpu_percent(None)
+        while not self._stop.wait(self.period):
+            s = {"cpu_pct": self.proc.cpu_percent(None), "rss_mb": self.proc.memory_info().rss / 2**20}
+            if self._nvml:
+                nv, h = self._nvml
+                try:
+                    s["nvdec_pct"] = nv.nvmlDeviceGetDecoderUtilization(h)[0]
+                    s["gpu_mem_mb"] = nv.nvmlDeviceGetMemoryInfo(h).used / 2**20
+                except Exception:
+                    pass
+            self.samples.append(s)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict:
+        out = {}
+        for key, agg in (("cpu_pct", statistics.median), ("rss_mb", max), ("nvdec_pct", statistics.median),
+                         ("gpu_mem_mb", max)):
+            values = [s[key] for s in self.samples if key in s]
+            out[key] = round(agg(values), 1) if values else None
+        return out
+
+
+def _child(job: Job) -> dict:
+    """Run one job in this process and return its measurements."""
+    import torch
+
+    from playbook_utils import media
+    from playbook_utils.decoders import read_frames, video_info
+
+    info = video_info(job.clip)
+    n = info.num_frames
+    sync = (lambda: torch.cuda.synchronize(job.device)) if job.device.startswith("cuda") else (lambda: None)
+    first = read_frames(job.clip, indices_for(job.workload, n, 0), job.backend, job.device)
+    sync()
+    want = indices_for(job.workload, n, 0)
+    exact = [media.read_stamp(f) for f in first] == want
+    for w in range(job.warmup):
+        read_frames(job.clip, indices_for(job.workload, n, w + 1), job.backend, job.device)
+    sync()
+
+    per_thread: list[list[tuple[float, int]]] = [[] for _ in range(job.threads)]
+    deadline = [0.0]
+
+    def worker(t: int):
+        call = 1000 * (t + 1)
+        while time.perf_counter() < deadline[0] or len(per_thread[t]) < 3:
+            idx = indices_for(job.workload, n, call)
+            start = time.perf_counter()
+            read_frames(job.clip, idx, job.backend, job.device)
+            sync()
+            per_thread[t].append((time.perf_counter() - start, len(idx)))
+            call += 1
+
+    gpu = int(job.device.split(":")[1]) if ":" in job.device else (0 if job.device == "cuda" else None)
+    with Sampler(gpu=gpu) as sampler:
+        begin = time.perf_counter()
+        deadline[0] = begin + job.min_time
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(job.threads)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        wall = time.perf_counter() - begin
+    calls = [c for ts in per_thread for c in ts]
+    secs = [s for s, _ in calls]
+    frames = sum(k for _, k in calls)
+    med = statistics.median(secs)
+    return {
+        "status": "ok", "error": None, "exact": exact, "calls": len(calls), "frames": frames,
+        "fps": frames / wall,  # aggregate over all threads, wall clock
+        "call_median_s": med, "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
+        "frames_per_call": frames / len(calls), **sampler.summary(),
+    }
+
+
+def run_job(job: Job, timeout: float = 600) -> dict:
+    """Run `job` in a fresh child process; return one result row (failures become rows too)."""
+    from playbook_utils.decoders import why_unavailable
+
+    row = {**dataclasses.asdict(job), "clip": Path(job.clip).name}
+    why = why_unavailable(job.backend, job.device)
+    if why:
+        return {**row, "status": "unavailable", "error": why}
+    try:
+        run = subprocess.run([sys.executable, "-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))],
+                             capture_output=True, text=True, timeout=timeout)
+        lines = [x for x in run.stdout.splitlines() if x.startswith("{")]
+        if lines:
+            return {**row, **json.loads(lines[-1])}
+        tail = (run.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        return {**row, "status": "crashed", "error": f"exit {run.returncode}: {tail}"}
+    except subprocess.TimeoutExpired:
+        return {**row, "status": "timeout", "error": f"no answer within {timeout:.0f} s"}
+
+
+def stamp() -> dict:
+    """The environment stamp every result table carries."""
+    from playbook_utils import env
+
+    rep = env.report()
+    g = rep["gpu"]
+    dev = g["devices"][0] if g["available"] else {}
+    return {"date_utc": rep["date_utc"], "gpu": dev.get("name", "none"), "driver": g.get("driver"),
+            "cuda": g.get("cuda_driver"), "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}",
+            "libraries": {k: v["version"] for k, v in rep["libraries"].items()}}
+
+
+COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "fps", "call_median_s",
+           "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "gpu_mem_mb", "error"]
+
+
+def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
+    """Write rows as bench.csv (stamp in leading comment lines) and bench.json; return both paths."""
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    js = output / "bench.json"
+    js.write_text(json.dumps({"stamp": env_stamp, "rows": rows}, indent=1))
+    cs = output / "bench.csv"
+    with cs.open("w", newline="") as f:
+        f.write(f"# {json.dumps(env_stamp)}\n")
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+    return cs, js
+
+
+def plan(backends, device: str, workloads, clips, threads=(1,), min_time: float = 2.0) -> list[Job]:
+    """Every backend x workload x clip x thread count (a backend that cannot run here yields 'unavailable' rows)."""
+    return [Job(b, device, w, str(c), t, min_time) for b in backends for w in workloads for c in clips for t in threads]
+
+
+def run_all(jobs: list[Job], progress: bool = True) -> list[dict]:
+    """Run jobs one after another, each in its own process, with a progress bar on stderr."""
+    rows = []
+    try:
+        from tqdm import tqdm
+
+        it = tqdm(jobs, disable=not progress, file=sys.stderr, desc="bench")
+    except ImportError:
+        it = jobs
+    for k, job in enumerate(it):
+        if progress and it is jobs:
+            print(f"[{k + 1}/{len(jobs)}] {job.backend} {job.device} {job.workload} {Path(job.clip).name}",
+                  file=sys.stderr, flush=True)
+        rows.append(run_job(job))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--backends", default="pyav,decord,torchcodec,pynvvideocodec,dali")
+    ap.add_argument("--workloads", default="sequential,uniform16")
+    ap.add_argument("--clips", default=None, help="comma-separated paths; default: the media set's clips")
+    ap.add_argument("--threads", default="1")
+    ap.add_argument("--min-time", type=float, default=None)
+    ap.add_argument("--output", default="playbook-output/bench")
+    args = ap.parse_args(argv)
+    if args.child:
+        try:
+            result = _child(Job(**json.loads(args.child)))
+        except BaseException as e:  # a failure is a result: report it as data
+            from playbook_utils.errors import BackendUnavailable
+
+            status = "unavailable" if isinstance(e, BackendUnavailable) else "error"
+            result = {"status": status, "error": f"{type(e).__name__}: {e}"[:400]}
+        print(json.dumps(result), flush=True)
+        return 0
+    from playbook_utils import media
+
+    clips = args.clips.split(",") if args.clips else list(media.default_media(smoke=args.mode == "smoke").values())
+    jobs = plan(args.backends.split(","), args.device, args.workloads.split(","), clips,
+                [int(t) for t in args.threads.split(",")],
+                args.min_time if args.min_time is not None else (0.3 if args.mode == "smoke" else 3.0))
+    rows = run_all(jobs)
+    cs, js = write_table(rows, stamp(), args.output)
+    ok = sum(r["status"] == "ok" for r in rows)
+    print(f"{ok} of {len(rows)} jobs measured; table: {cs} and {js}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

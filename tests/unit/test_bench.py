@@ -1,0 +1,47 @@
+import csv
+import json
+
+import pytest
+
+from playbook_utils import bench, media
+
+
+@pytest.fixture(scope="module")
+def clip():
+    return media.default_media(smoke=True)["h264_144p_gop48.mp4"]
+
+
+def test_workload_indices():
+    assert bench.indices_for("sequential", 10, 0) == list(range(10))
+    assert bench.indices_for("uniform16", 96, 0) == [3, 9, 15, 21, 27, 33, 39, 45, 51, 57, 63, 69, 75, 81, 87, 93]
+    a, b = bench.indices_for("clips4x8s2", 96, 1), bench.indices_for("clips4x8s2", 96, 2)
+    assert len(a) == 32 and a != b and a == bench.indices_for("clips4x8s2", 96, 1)
+
+
+def test_a_job_runs_in_its_own_process_and_checks_its_frames(clip):
+    row = bench.run_job(bench.Job("pyav", "cpu", "uniform16", str(clip), threads=2, min_time=0.2))
+    assert row["status"] == "ok", row
+    assert row["exact"] is True and row["frames_per_call"] == 16 and row["calls"] >= 6
+    assert row["fps"] > 0 and row["rss_mb"] > 0 and row["nvdec_pct"] is None
+
+
+def test_failures_are_rows_not_crashes(tmp_path, clip):
+    missing = bench.run_job(bench.Job("pyav", "cpu", "sequential", str(tmp_path / "missing.mp4"), min_time=0.1))
+    assert missing["status"] == "error" and "does not exist" in missing["error"]
+    refused = bench.run_job(bench.Job("dali", "cpu", "sequential", str(clip), min_time=0.1))
+    assert refused["status"] == "unavailable" and "h264" in refused["error"]
+    no_path = bench.run_job(bench.Job("pynvvideocodec", "cpu", "sequential", str(clip), min_time=0.1))
+    assert no_path["status"] == "unavailable" and "no cpu path" in no_path["error"]
+
+
+def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
+    code = bench.main(["--device", "cpu", "--backends", "pyav,pynvvideocodec", "--workloads", "sequential",
+                       "--clips", str(clip), "--min-time", "0.1", "--output", str(tmp_path)])
+    assert code == 0
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    assert {"date_utc", "gpu", "cpu", "libraries"} <= set(doc["stamp"])
+    assert [r["status"] for r in doc["rows"]] == ["ok", "unavailable"]
+    lines = (tmp_path / "bench.csv").read_text().splitlines()
+    assert lines[0].startswith("# {")
+    rows = list(csv.DictReader(lines[1:]))
+    assert rows[0]["backend"] == "pyav" and float(rows[0]["fps"]) > 0 and rows[0]["exact"] == "True"
