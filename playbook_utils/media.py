@@ -260,6 +260,7 @@ class VideoInfo:
     variable_frame_rate: bool
     b_frames: bool = False
     open_gop: bool = False
+    pts: list[int] = dataclasses.field(default_factory=list, repr=False)  # per frame, presentation order
 
     @property
     def gop_lengths(self) -> list[int]:
@@ -334,7 +335,7 @@ def probe(path) -> VideoInfo:
             width=ctx.width, height=ctx.height, pix_fmt=fmt, fps=round(fps, 3),
             num_frames=len(pts_key), duration_s=round(duration, 3), keyframes=keyframes,
             bit_rate=container.bit_rate or None, rotation=rotation, variable_frame_rate=vfr,
-            b_frames=bool(ctx.has_b_frames), open_gop=open_gop,
+            b_frames=bool(ctx.has_b_frames), open_gop=open_gop, pts=[p for p, _ in pts_key],
         )
 
 

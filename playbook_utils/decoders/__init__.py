@@ -118,6 +118,9 @@ def check_indices(path, indices, num_frames: int, backend: str | None = None) ->
 def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     """Decode the frames `indices` of `path`; return uint8 (N, 3, H, W) on `device`.
 
+    The tensor may be a view of channels-last memory (not `.is_contiguous()`), which saves a copy;
+    call `.contiguous()` where a consumer needs it.
+
     Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
     path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
     """

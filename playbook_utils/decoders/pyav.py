@@ -59,20 +59,20 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list):
     with _open(path, device) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
-        pts = frame_pts(container, stream)
+        pts = info.pts or frame_pts(container, stream)  # the probe already read them from the packets
         if len(pts) != info.num_frames:
             raise RuntimeError(f"found {len(pts)} frames, the probe found {info.num_frames}")
         index_of = {p: i for i, p in enumerate(pts)}
         frames, pos = None, -1
         for t in wanted:
-            if frames is None or keyframe_of[t] > pos:
+            if frames is None or keyframe_of[t] > pos + 1:  # seek only to skip frames
                 container.seek(pts[keyframe_of[t]], stream=stream, backward=True, any_frame=False)
                 frames = container.decode(stream)
             for frame in frames:
                 pos = index_of.get(frame.pts, -1)
                 if pos == t:
                     decoded.append(t)
-                    got[t] = torch.from_numpy(np.ascontiguousarray(frame.to_ndarray(format="rgb24"))).permute(2, 0, 1)
+                    got[t] = frame.to_ndarray(format="rgb24")
                     break
                 if pos > t:
                     raise RuntimeError(f"frame {t} was not produced after seeking (reached {pos})")
@@ -80,7 +80,6 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list):
                 raise RuntimeError(f"the stream ended before frame {t}")
         if device != "cpu" and not stream.codec_context.is_hwaccel:
             raise RuntimeError("decoded in software although the cuda hwaccel was asked for")
-    from playbook_utils.decoders import reorder
-
-    out = reorder(got, indices)
+    # One copy into (N, H, W, 3), returned as an (N, 3, H, W) view: no per-frame transposes.
+    out = torch.from_numpy(np.stack([got[i] for i in indices])).permute(0, 3, 1, 2)
     return out.to(device) if device != "cpu" else out

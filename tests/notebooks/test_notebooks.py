@@ -79,3 +79,26 @@ def test_01_builds_the_media_and_shows_gop_cost(smoke_run):
     assert access[long_]["seek per frame"]["frames_decoded"] > 2 * access[short]["seek per frame"]["frames_decoded"]
     for png in ("01_frame_grid.png", "01_gop_structure.png", "01_sampling_timeline.png"):
         assert (out / png).stat().st_size > 10_000
+
+
+def test_decoder_notebooks_prove_their_frames(smoke_run):
+    _, out, _ = smoke_run
+    for stem in ("10_pyav", "11_decord", "12_torchcodec", "14_dali"):
+        r = result(out, stem)
+        assert r["headline"]["exact"] is True, stem
+        assert r["headline"]["cpu_sequential_fps"] > 0 and r["headline"]["cpu_sparse_fps"] > 0, stem
+    r13 = result(out, "13_pynvvideocodec")
+    if not env.capabilities()["nvdec"]:
+        assert r13["skipped"] and r13["headline"]["gpu_sequential_fps"] is None
+
+
+def test_20_benchmarks_every_available_backend_exactly(smoke_run):
+    _, out, _ = smoke_run
+    r = result(out, "20_decode_benchmarks")
+    rows = r["rows"]
+    ok = [x for x in rows if x["status"] == "ok"]
+    assert {x["backend"] for x in ok} >= {"pyav", "decord", "torchcodec"}
+    assert all(x["exact"] for x in ok) and r["headline"]["all_exact"] is True
+    assert all(x["status"] in ("ok", "unavailable") for x in rows), [x for x in rows if x["status"] not in ("ok", "unavailable")]
+    assert (Path(out) / "20_bench" / "bench.csv").exists()
+    assert r["headline"]["harness_overhead_pct"] is not None
