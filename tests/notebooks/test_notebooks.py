@@ -102,3 +102,12 @@ def test_20_benchmarks_every_available_backend_exactly(smoke_run):
     assert all(x["status"] in ("ok", "unavailable") for x in rows), [x for x in rows if x["status"] not in ("ok", "unavailable")]
     assert (Path(out) / "20_bench" / "bench.csv").exists()
     assert r["headline"]["harness_overhead_pct"] is not None
+
+
+def test_21_measures_the_data_wait_of_real_loaders(smoke_run):
+    _, out, _ = smoke_run
+    r = result(out, "21_training_loader_benchmarks")
+    sweep = r["sweep"]
+    assert {x["backend"] for x in sweep} >= {"pyav", "torchcodec"}
+    assert all(0 <= x["wait_fraction"] <= 1 and x["samples_per_s"] > 0 for x in sweep)
+    assert r["headline"]["exact"] is True and r["headline"]["shortest_fed_step_ms"] > 0

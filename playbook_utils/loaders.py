@@ -1,0 +1,100 @@
+"""Training loaders over `read_frames`: a Dataset of sampled clips and a DataLoader factory (notebook 21).
+
+For the CPU libraries (and TorchCodec on the CPU) the PyTorch way is worker processes: each worker
+decodes whole samples and the main process only collates and copies. `measure_loader` runs a loader
+against a simulated training step and reports how much of each step waited for data.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class VideoClipDataset:
+    """Item i: uint8 frames (K, 3, H, W) sampled from video i by `strategy`, decoded by `backend`.
+
+    strategy: 'uniform' (K = k frames over the video) or 'clip' (one random clip of `clip_len`
+    frames at `stride`, drawn from `seed` and the item index, so epochs are reproducible).
+    All videos must share one size, or give `size` (H, W) to resize on the decoding side.
+    """
+
+    def __init__(self, paths, backend: str = "pyav", device: str = "cpu", strategy: str = "uniform",
+                 k: int = 16, clip_len: int = 8, stride: int = 2, seed: int = 0, size=None):
+        if strategy not in ("uniform", "clip"):
+            raise ValueError(f"strategy must be 'uniform' or 'clip', got {strategy!r}")
+        self.paths = [str(p) for p in paths]
+        self.backend, self.device, self.strategy = backend, device, strategy
+        self.k, self.clip_len, self.stride, self.seed, self.size = k, clip_len, stride, seed, size
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def indices(self, i: int) -> list[int]:
+        from playbook_utils import sampling
+        from playbook_utils.decoders import video_info
+
+        n = video_info(self.paths[i]).num_frames
+        if self.strategy == "uniform":
+            return sampling.uniform(n, self.k)
+        return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
+
+    def __getitem__(self, i: int):
+        import torch
+        import torch.nn.functional as F
+
+        from playbook_utils.decoders import read_frames
+
+        frames = read_frames(self.paths[i], self.indices(i), backend=self.backend, device=self.device)
+        if self.size is not None and tuple(frames.shape[-2:]) != tuple(self.size):
+            x = F.interpolate(frames.float(), size=tuple(self.size), mode="bilinear", antialias=True)
+            frames = x.round_().clamp_(0, 255).to(torch.uint8)
+        return frames
+
+
+def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: int = 2,
+                pin_memory: bool = False, shuffle: bool = False, **dataset_kwargs):
+    """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
+
+    Workers are started with 'spawn' where a library is not fork-safe is a concern; here 'fork' is
+    PyTorch's default on Linux and works for PyAV, decord and TorchCodec on the CPU.
+    """
+    import torch
+
+    ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
+    return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
+                                       pin_memory=pin_memory, persistent_workers=num_workers > 0)
+
+
+def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2) -> dict:
+    """Run `steps` simulated training steps of `step_s` seconds, fed by `loader`; return the data wait.
+
+    Each step waits for the next batch (the time counted as data wait), copies it to `device`, then
+    'trains' for `step_s` (sleeping, which leaves the CPU to the workers as a GPU step would). Returns
+    {'wait_fraction', 'wait_s_per_step', 'step_s', 'samples_per_s', 'steps'}; batches are recycled
+    when the loader runs out before `steps`.
+    """
+    it = iter(loader)
+    waits, samples, start = [], 0, None
+    for s in range(steps + warmup):
+        t0 = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            it = iter(loader)
+            batch = next(it)
+        batch = batch.to(device, non_blocking=True)
+        if device.startswith("cuda"):
+            import torch
+
+            torch.cuda.synchronize(device)
+        t1 = time.perf_counter()
+        if s == warmup:
+            start = t0
+        if s >= warmup:
+            waits.append(t1 - t0)
+            samples += batch.shape[0]
+        time.sleep(step_s)
+    total = time.perf_counter() - start
+    wait = sum(waits)
+    return {"wait_fraction": wait / total, "wait_s_per_step": wait / len(waits), "step_s": step_s,
+            "samples_per_s": samples / total, "steps": len(waits)}

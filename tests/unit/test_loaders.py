@@ -1,0 +1,37 @@
+import pytest
+
+from playbook_utils import loaders, media
+
+
+@pytest.fixture(scope="module")
+def paths():
+    clips = media.default_media(smoke=True)
+    return [clips["h264_144p_gop12.mp4"], clips["hevc_144p_gop48.mp4"]]
+
+
+def test_dataset_items_hold_exactly_the_sampled_frames(paths):
+    ds = loaders.VideoClipDataset(paths, backend="torchcodec", k=8)
+    assert len(ds) == 2
+    for i in range(2):
+        item = ds[i]
+        assert item.shape == (8, 3, 144, 256)
+        assert [media.read_stamp(f) for f in item] == ds.indices(i)
+
+
+def test_clip_strategy_is_reproducible_and_resizes(paths):
+    a = loaders.VideoClipDataset(paths, strategy="clip", clip_len=4, stride=3, seed=7, size=(72, 128))
+    b = loaders.VideoClipDataset(paths, strategy="clip", clip_len=4, stride=3, seed=7)
+    assert a.indices(1) == b.indices(1) and a.indices(0) != loaders.VideoClipDataset(paths, strategy="clip", seed=8).indices(0)
+    item = a[1]
+    assert item.shape == (4, 3, 72, 128)
+    assert [media.read_stamp(f) for f in item] == a.indices(1)
+    with pytest.raises(ValueError, match="strategy"):
+        loaders.VideoClipDataset(paths, strategy="random")
+
+
+def test_loader_batches_and_wait_measurement(paths):
+    dl = loaders.make_loader(paths * 4, backend="pyav", batch_size=2, num_workers=1, k=4)
+    batch = next(iter(dl))
+    assert batch.shape == (2, 4, 3, 144, 256)
+    r = loaders.measure_loader(dl, step_s=0.01, steps=5)
+    assert r["steps"] == 5 and 0 < r["wait_fraction"] < 1 and r["samples_per_s"] > 0
