@@ -1,0 +1,116 @@
+"""Bad input on purpose: broken files and what each backend does with them (issue 5, notebook 23).
+
+`make_bad_files` writes the files a training set meets in the wild; `run` asks every backend for
+frames from each, in child processes with a time limit (`decoders.isolated.run_requests`), and
+classifies the outcome. A good outcome is our own `DecodeError` / `BackendUnavailable` naming the
+file and the cause; a bad one is a crash, a hang, another library's raw exception, or frames that
+are not the ones asked for (caught by their stamps).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+from playbook_utils import media
+
+
+def _remux_faststart(src: Path, dst: Path) -> Path:
+    """Copy `src` into an MP4 whose index (moov) comes before the data, as streaming sites write."""
+    import av
+
+    with av.open(str(src)) as inp, av.open(str(dst), "w", options={"movflags": "faststart"}) as out:
+        s_in = inp.streams.video[0]
+        s_out = out.add_stream_from_template(s_in)
+        for packet in inp.demux(s_in):
+            if packet.dts is None:
+                continue
+            packet.stream = s_out
+            out.mux(packet)
+    return dst
+
+
+def make_bad_files(directory, width: int = 256, height: int = 144, num_frames: int = 48) -> dict[str, tuple[Path, list[int]]]:
+    """Write the fault cases; return {name: (path, indices to ask for)}."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    good = media.make_clip(d / "good.mp4", "h264", width, height, num_frames=num_frames, gop=12)
+    fast = _remux_faststart(good, d / "good_faststart.mp4")
+    data = good.read_bytes()
+    rng = random.Random(0)
+    want = [num_frames - 1, 0, num_frames // 2]
+    cases: dict[str, tuple[Path, list[int]]] = {
+        "good (control)": (good, want),
+        "good, faststart (control)": (fast, want),
+        "missing file": (d / "missing.mp4", want),
+    }
+    (d / "empty.mp4").write_bytes(b"")
+    cases["zero bytes"] = (d / "empty.mp4", want)
+    (d / "random.mp4").write_bytes(bytes(rng.randrange(256) for _ in range(64 * 1024)))
+    cases["random bytes named .mp4"] = (d / "random.mp4", want)
+    (d / "text.mp4").write_text("this is not a video\n" * 500)
+    cases["text named .mp4"] = (d / "text.mp4", want)
+    for label, src in (("moov at end", good), ("faststart", fast)):
+        blob = src.read_bytes()
+        for frac in (0.1, 0.5, 0.9):
+            p = d / f"truncated_{label.replace(' ', '_')}_{int(frac * 100)}.mp4"
+            p.write_bytes(blob[: int(len(blob) * frac)])
+            cases[f"truncated at {int(frac * 100)}%, {label}"] = (p, want)
+    corrupt = bytearray(data)
+    mid = len(corrupt) // 2  # in a moov-at-end MP4 the middle is compressed frame data
+    corrupt[mid: mid + 2048] = bytes(rng.randrange(256) for _ in range(2048))
+    (d / "corrupt_mid.mp4").write_bytes(bytes(corrupt))
+    cases["corrupt packets mid-stream"] = (d / "corrupt_mid.mp4", list(range(num_frames)))
+    audio = d / "audio_only.mkv"
+    if not audio.exists():
+        import av
+        import numpy as np
+
+        with av.open(str(audio), "w") as out:
+            s = out.add_stream("pcm_s16le", rate=8000)
+            frame = av.AudioFrame.from_ndarray(np.zeros((1, 800), np.int16), format="s16", layout="mono")
+            frame.sample_rate = 8000
+            for p in [*s.encode(frame), *s.encode()]:
+                out.mux(p)
+    cases["no video stream"] = (audio, want)
+    cases["index out of range"] = (good, [0, num_frames + 5])
+    return cases
+
+
+def classify(result: dict, wanted: list[int]) -> str:
+    """'exact', 'WRONG ...', 'clear error: ...', 'refused: ...', 'crashed: ...' for one request."""
+    status = result["status"]
+    if status == "ok":
+        got = result.get("stamps")
+        if got == wanted:
+            return "exact"
+        bad = sum(g != w for g, w in zip(got, wanted))
+        return f"WRONG: {bad} of {len(wanted)} frames are not the ones asked for"
+    if status == "unavailable":
+        return f"refused: {result['error']}"
+    if status == "error":
+        if result["error"].startswith("unexpected"):
+            return f"RAW: {result['error']}"
+        return f"clear error: {result['error']}"
+    return f"CRASHED: {result['error']}"
+
+
+def run(backends, device: str, directory, timeout: float = 120) -> dict[str, dict[str, str]]:
+    """{case: {backend: outcome}}: each backend serves all cases in its own child process."""
+    from playbook_utils.decoders.isolated import run_requests
+
+    cases = make_bad_files(directory)
+    table: dict[str, dict[str, str]] = {name: {} for name in cases}
+    for backend in backends:
+        reqs = [{"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True}
+                for p, idx in cases.values()]
+        for (name, (_, idx)), r in zip(cases.items(), run_requests(reqs, timeout=timeout)):
+            table[name][backend] = classify(r, idx)
+    return table
+
+
+def clean(directory) -> None:
+    """Remove the fault files again."""
+    shutil.rmtree(directory, ignore_errors=True) if os.path.isdir(directory) else None

@@ -1,0 +1,26 @@
+import pytest
+
+from playbook_utils import faults
+from playbook_utils.decoders import available
+
+
+@pytest.mark.slow
+def test_bad_files_give_clear_errors_never_crashes_or_wrong_frames(tmp_path):
+    table = faults.run(available("cpu"), "cpu", tmp_path)
+    assert len(table) == 15
+    for case, row in table.items():
+        for backend, outcome in row.items():
+            assert outcome.split(":")[0] in ("exact", "clear error", "refused"), f"{backend} on {case}: {outcome}"
+            if outcome.startswith("clear error"):
+                assert "unexpected" not in outcome
+    for control in ("good (control)", "good, faststart (control)"):
+        assert table[control]["pyav"] == "exact" and table[control]["torchcodec"] == "exact"
+    for case in ("missing file", "zero bytes", "text named .mp4", "truncated at 10%, moov at end", "no video stream"):
+        assert all(o.startswith("clear error") for o in table[case].values()), table[case]
+
+
+def test_classify():
+    assert faults.classify({"status": "ok", "stamps": [1, 2]}, [1, 2]) == "exact"
+    assert faults.classify({"status": "ok", "stamps": [1, 3]}, [1, 2]).startswith("WRONG: 1 of 2")
+    assert faults.classify({"status": "crashed", "error": "exit -11"}, [1]).startswith("CRASHED")
+    assert faults.classify({"status": "error", "error": "unexpected KeyError: x"}, [1]).startswith("RAW")
