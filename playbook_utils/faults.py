@@ -111,6 +111,42 @@ def run(backends, device: str, directory, timeout: float = 120) -> dict[str, dic
     return table
 
 
+def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, k: int = 4,
+         warmup: int = 200, every: int = 50, seed: int = 0) -> dict:
+    """Make `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
+
+    Each call asks for K random frames. RSS (and, on a GPU, torch's allocated memory) is sampled
+    every `every` calls; growth is measured from the end of the warm-up to the end, in percent.
+    Runs in the calling process: use `decoders.isolated` or a child process to keep it apart.
+    """
+    import gc
+
+    import psutil
+
+    from playbook_utils.decoders import read_frames, video_info
+
+    rng = random.Random(seed)
+    n = video_info(path).num_frames
+    proc = psutil.Process()
+    cuda = device.startswith("cuda")
+    if cuda:
+        import torch
+    curve = []
+    for c in range(calls + warmup):
+        read_frames(path, [rng.randrange(n) for _ in range(k)], backend=backend, device=device)
+        if c % every == 0 or c == calls + warmup - 1:
+            gc.collect()
+            curve.append({"call": c, "rss_mb": proc.memory_info().rss / 2**20,
+                          "gpu_mb": torch.cuda.memory_allocated(device) / 2**20 if cuda else None})
+    base = next(p for p in curve if p["call"] >= warmup)
+    end = curve[-1]
+    out = {"calls": calls, "warmup": warmup, "curve": curve,
+           "rss_growth_pct": 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]}
+    if cuda and base["gpu_mb"]:
+        out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"]
+    return out
+
+
 def clean(directory) -> None:
     """Remove the fault files again."""
     shutil.rmtree(directory, ignore_errors=True) if os.path.isdir(directory) else None

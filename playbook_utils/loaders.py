@@ -8,6 +8,15 @@ against a simulated training step and reports how much of each step waited for d
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
+
+
+class Skipped(NamedTuple):
+    """An item the dataset could not decode, carried to the main process instead of a crash (notebook 23)."""
+
+    index: int
+    path: str
+    cause: str
 
 
 class VideoClipDataset:
@@ -16,12 +25,18 @@ class VideoClipDataset:
     strategy: 'uniform' (K = k frames over the video) or 'clip' (one random clip of `clip_len`
     frames at `stride`, drawn from `seed` and the item index, so epochs are reproducible).
     All videos must share one size, or give `size` (H, W) to resize on the decoding side.
+    on_error='raise' stops at the first bad file with its DecodeError; 'skip' returns a `Skipped`
+    record for it, which `collate_skipping` sets aside so the epoch goes on.
     """
 
     def __init__(self, paths, backend: str = "pyav", device: str = "cpu", strategy: str = "uniform",
-                 k: int = 16, clip_len: int = 8, stride: int = 2, seed: int = 0, size=None):
+                 k: int = 16, clip_len: int = 8, stride: int = 2, seed: int = 0, size=None,
+                 on_error: str = "raise"):
         if strategy not in ("uniform", "clip"):
             raise ValueError(f"strategy must be 'uniform' or 'clip', got {strategy!r}")
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        self.on_error = on_error
         self.paths = [str(p) for p in paths]
         self.backend, self.device, self.strategy = backend, device, strategy
         self.k, self.clip_len, self.stride, self.seed, self.size = k, clip_len, stride, seed, size
@@ -43,12 +58,26 @@ class VideoClipDataset:
         import torch.nn.functional as F
 
         from playbook_utils.decoders import read_frames
+        from playbook_utils.errors import BackendUnavailable, DecodeError
 
-        frames = read_frames(self.paths[i], self.indices(i), backend=self.backend, device=self.device)
+        try:
+            frames = read_frames(self.paths[i], self.indices(i), backend=self.backend, device=self.device)
+        except (DecodeError, BackendUnavailable) as e:
+            if self.on_error == "raise":
+                raise
+            return Skipped(i, self.paths[i], str(e))
         if self.size is not None and tuple(frames.shape[-2:]) != tuple(self.size):
             x = F.interpolate(frames.float(), size=tuple(self.size), mode="bilinear", antialias=True)
             frames = x.round_().clamp_(0, 255).to(torch.uint8)
         return frames
+
+
+def collate_skipping(items):
+    """Collate for on_error='skip': (uint8 batch of the good items or None, list of `Skipped`)."""
+    import torch
+
+    good = [x for x in items if not isinstance(x, Skipped)]
+    return (torch.stack(good) if good else None), [x for x in items if isinstance(x, Skipped)]
 
 
 def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: int = 2,
@@ -61,8 +90,10 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
+    collate = collate_skipping if ds.on_error == "skip" else None
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
-                                       pin_memory=pin_memory, persistent_workers=num_workers > 0)
+                                       pin_memory=pin_memory, persistent_workers=num_workers > 0,
+                                       collate_fn=collate)
 
 
 def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2) -> dict:

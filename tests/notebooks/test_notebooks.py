@@ -111,3 +111,12 @@ def test_21_measures_the_data_wait_of_real_loaders(smoke_run):
     assert {x["backend"] for x in sweep} >= {"pyav", "torchcodec"}
     assert all(0 <= x["wait_fraction"] <= 1 and x["samples_per_s"] > 0 for x in sweep)
     assert r["headline"]["exact"] is True and r["headline"]["shortest_fed_step_ms"] > 0
+
+
+def test_23_bad_files_are_clear_errors_and_the_loader_keeps_going(smoke_run):
+    _, out, _ = smoke_run
+    r = result(out, "23_robustness")
+    assert r["headline"]["bad_outcomes_cpu"] == 0
+    assert r["loader_policy"]["delivered"] > 0 and len(r["loader_policy"]["skipped"]) == 4
+    assert "empty" in r["loader_policy"]["raise_mode"]
+    assert all("rss_growth_pct" in v for v in r["soak"].values()), r["soak"]

@@ -24,3 +24,12 @@ def test_classify():
     assert faults.classify({"status": "ok", "stamps": [1, 3]}, [1, 2]).startswith("WRONG: 1 of 2")
     assert faults.classify({"status": "crashed", "error": "exit -11"}, [1]).startswith("CRASHED")
     assert faults.classify({"status": "error", "error": "unexpected KeyError: x"}, [1]).startswith("RAW")
+
+
+def test_soak_reports_growth_after_warmup():
+    from playbook_utils import media
+
+    clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
+    r = faults.soak(clip, "pyav", calls=60, warmup=20, every=10)
+    assert r["calls"] == 60 and r["curve"][-1]["call"] == 79
+    assert abs(r["rss_growth_pct"]) < 50 and all(p["rss_mb"] > 0 for p in r["curve"])

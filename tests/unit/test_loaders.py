@@ -35,3 +35,22 @@ def test_loader_batches_and_wait_measurement(paths):
     assert batch.shape == (2, 4, 3, 144, 256)
     r = loaders.measure_loader(dl, step_s=0.01, steps=5)
     assert r["steps"] == 5 and 0 < r["wait_fraction"] < 1 and r["samples_per_s"] > 0
+
+
+def test_skip_policy_finishes_the_epoch_and_lists_bad_files(paths, tmp_path):
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    items = paths + [empty, tmp_path / "missing.mp4"] + paths
+    dl = loaders.make_loader(items, backend="pyav", batch_size=3, num_workers=1, k=4, on_error="skip")
+    delivered, skipped = 0, []
+    for batch, skips in dl:
+        delivered += 0 if batch is None else batch.shape[0]
+        skipped += skips
+    assert delivered == 4
+    assert [s.index for s in skipped] == [2, 3]
+    assert "empty" in skipped[0].cause and "does not exist" in skipped[1].cause
+    with pytest.raises(Exception, match="empty"):
+        for _ in loaders.make_loader(items, backend="pyav", batch_size=3, num_workers=0, k=4):
+            pass
+    with pytest.raises(ValueError, match="on_error"):
+        loaders.VideoClipDataset(items, on_error="ignore")
