@@ -118,9 +118,9 @@ def _child(job: Job) -> dict:
     info = video_info(job.clip)
     n = info.num_frames
     sync = (lambda: torch.cuda.synchronize(job.device)) if job.device.startswith("cuda") else (lambda: None)
-    first = read_frames(job.clip, indices_for(job.workload, n, 0), job.backend, job.device)
-    sync()
     want = indices_for(job.workload, n, 0)
+    first = read_frames(job.clip, want, job.backend, job.device)
+    sync()
     exact = [media.read_stamp(f) for f in first] == want
     for w in range(job.warmup):
         read_frames(job.clip, indices_for(job.workload, n, w + 1), job.backend, job.device)

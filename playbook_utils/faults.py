@@ -9,9 +9,7 @@ are not the ones asked for (caught by their stamps).
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 from pathlib import Path
 
 from playbook_utils import media
@@ -80,16 +78,12 @@ def make_bad_files(directory, width: int = 256, height: int = 144, num_frames: i
 
 
 def classify(result: dict, wanted: list[int]) -> str:
-    """'exact', 'WRONG ...', 'clear error: ...', 'refused: ...', 'crashed: ...' for one request."""
+    """'exact', 'WRONG ...', 'clear error: ...', 'refused: ...', 'RAW: ...', 'CRASHED: ...' for one request."""
+    from playbook_utils.decoders.matrix import outcome
+
     status = result["status"]
-    if status == "ok":
-        got = result.get("stamps")
-        if got == wanted:
-            return "exact"
-        bad = sum(g != w for g, w in zip(got, wanted))
-        return f"WRONG: {bad} of {len(wanted)} frames are not the ones asked for"
-    if status == "unavailable":
-        return f"refused: {result['error']}"
+    if status in ("ok", "unavailable"):
+        return outcome(result, wanted)
     if status == "error":
         if result["error"].startswith("unexpected"):
             return f"RAW: {result['error']}"
@@ -99,16 +93,9 @@ def classify(result: dict, wanted: list[int]) -> str:
 
 def run(backends, device: str, directory, timeout: float = 120) -> dict[str, dict[str, str]]:
     """{case: {backend: outcome}}: each backend serves all cases in its own child process."""
-    from playbook_utils.decoders.isolated import run_requests
+    from playbook_utils.decoders.matrix import table
 
-    cases = make_bad_files(directory)
-    table: dict[str, dict[str, str]] = {name: {} for name in cases}
-    for backend in backends:
-        reqs = [{"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True}
-                for p, idx in cases.values()]
-        for (name, (_, idx)), r in zip(cases.items(), run_requests(reqs, timeout=timeout)):
-            table[name][backend] = classify(r, idx)
-    return table
+    return table(make_bad_files(directory), backends, device, classify, timeout)
 
 
 def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, k: int = 4,
@@ -145,8 +132,3 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     if cuda and base["gpu_mb"]:
         out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"]
     return out
-
-
-def clean(directory) -> None:
-    """Remove the fault files again."""
-    shutil.rmtree(directory, ignore_errors=True) if os.path.isdir(directory) else None

@@ -15,7 +15,6 @@ Libraries are imported only inside their adapter module, when first used. Introd
 from __future__ import annotations
 
 import importlib
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -169,7 +168,3 @@ def reorder(unique_frames: dict, indices: list[int]):
     import torch
 
     return torch.stack([unique_frames[i] for i in indices])
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")

@@ -102,21 +102,25 @@ def outcome(result: dict, wanted: list[int]) -> str:
     return f"{'refused' if result['status'] == 'unavailable' else result['status']}: {result['error']}"
 
 
-def run(backends, device: str, directory, **size) -> dict[str, dict[str, str]]:
-    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process."""
+def table(cases: dict, backends, device: str, classify=None, timeout: float = 300) -> dict[str, dict[str, str]]:
+    """{case: {backend: outcome}} for cases given as {name: (path, indices)}; each backend in its own process."""
     from playbook_utils.decoders.isolated import run_requests
 
-    clips = build_cases(directory, **size)
-    table: dict[str, dict[str, str]] = {name: {} for name in clips}
+    classify = classify or outcome
+    result: dict[str, dict[str, str]] = {name: {} for name in cases}
     for backend in backends:
-        reqs, wanted = [], []
-        for name, path in clips.items():
-            w = request_for(media.probe(path).num_frames)
-            wanted.append(w)
-            reqs.append({"path": str(path), "indices": w, "backend": backend, "device": device, "stamps": True})
-        for name, r, w in zip(clips, run_requests(reqs), wanted):
-            table[name][backend] = outcome(r, w)
-    return table
+        reqs = [{"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True}
+                for p, idx in cases.values()]
+        for (name, (_, idx)), r in zip(cases.items(), run_requests(reqs, timeout=timeout)):
+            result[name][backend] = classify(r, idx)
+    return result
+
+
+def run(backends, device: str, directory, **size) -> dict[str, dict[str, str]]:
+    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process."""
+    clips = build_cases(directory, **size)
+    return table({name: (path, request_for(media.probe(path).num_frames)) for name, path in clips.items()},
+                 backends, device)
 
 
 def format_table(table: dict[str, dict[str, str]], width: int = 16) -> str:

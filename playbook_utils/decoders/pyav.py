@@ -9,13 +9,6 @@ from __future__ import annotations
 DEVICES = ("cpu", "cuda")
 
 
-def frame_pts(container, stream) -> list[int]:
-    """Presentation timestamps of every frame, in presentation order (from packets, no decoding)."""
-    pts = sorted(p.pts for p in container.demux(stream) if p.size and p.pts is not None)
-    container.seek(0, stream=stream, backward=True, any_frame=False)
-    return pts
-
-
 def _open(path: str, device: str):
     import av
 
@@ -59,7 +52,7 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list):
     with _open(path, device) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
-        pts = info.pts or frame_pts(container, stream)  # the probe already read them from the packets
+        pts = info.pts  # read from the packets by the probe, in presentation order
         if len(pts) != info.num_frames:
             raise RuntimeError(f"found {len(pts)} frames, the probe found {info.num_frames}")
         index_of = {p: i for i, p in enumerate(pts)}
