@@ -163,10 +163,10 @@ def _child(job: Job) -> dict:
 
 def run_job(job: Job, timeout: float = 600) -> dict:
     """Run `job` in a fresh child process; return one result row (failures become rows too)."""
-    from playbook_utils.decoders import why_unavailable
+    from playbook_utils.decoders import refusal
 
     row = {**dataclasses.asdict(job), "clip": Path(job.clip).name}
-    why = why_unavailable(job.backend, job.device)
+    why = refusal(job.clip, job.backend, job.device)  # known before decoding: no child process needed
     if why:
         return {**row, "status": "unavailable", "error": why}
     try:

@@ -98,6 +98,27 @@ def run(backends, device: str, directory, timeout: float = 120) -> dict[str, dic
     return table(make_bad_files(directory), backends, device, classify, timeout)
 
 
+def _gpu_mb(device: str) -> float:
+    """GPU memory this process holds: NVML's per-process figure (sees every library's allocations),
+    else torch's allocator (sees only torch's)."""
+    import os
+
+    import torch
+
+    index = int(device.split(":")[1]) if ":" in device else 0
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if p.pid == os.getpid() and p.usedGpuMemory:
+                return p.usedGpuMemory / 2**20
+    except Exception:
+        pass
+    return torch.cuda.memory_allocated(index) / 2**20
+
+
 def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, k: int = 4,
          warmup: int = 200, every: int = 50, seed: int = 0) -> dict:
     """Make `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
@@ -124,7 +145,7 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
         if c % every == 0 or c == calls + warmup - 1:
             gc.collect()
             curve.append({"call": c, "rss_mb": proc.memory_info().rss / 2**20,
-                          "gpu_mb": torch.cuda.memory_allocated(device) / 2**20 if cuda else None})
+                          "gpu_mb": _gpu_mb(device) if cuda else None})
     base = next(p for p in curve if p["call"] >= warmup)
     end = curve[-1]
     out = {"calls": calls, "warmup": warmup, "curve": curve,

@@ -129,3 +129,85 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
     wait = sum(waits)
     return {"wait_fraction": wait / total, "wait_s_per_step": wait / len(waits), "step_s": step_s,
             "samples_per_s": samples / total, "steps": len(waits)}
+
+
+class GpuLoader:
+    """Model-ready batches decoded on the GPU by `threads` threads in this process (notebook 21).
+
+    Item i is video i: every frame (strategy='all', read in chunks of `chunk` frames) or the frames
+    `VideoClipDataset` samples, decoded by a GPU backend (pynvvideocodec, torchcodec, pyav) straight
+    into GPU memory, then resized to `size` and normalized there (`transforms.to_model_batch`).
+    Threads suit GPU decoders: the decode runs on NVDEC while Python waits, and the frames never leave
+    the GPU, which worker processes could not share without copies. Yields float16 tensors
+    (B, K, 3, size, size); `frames_delivered` counts the frames handed out so far.
+    """
+
+    def __init__(self, paths, backend: str = "pynvvideocodec", device: str = "cuda", threads: int = 8,
+                 batch_size: int = 4, size: int = 224, strategy: str = "all", chunk: int = 64, **dataset_kwargs):
+        self.ds = VideoClipDataset(paths, backend=backend, device=device,
+                                   strategy="uniform" if strategy == "all" else strategy, **dataset_kwargs)
+        self.all_frames = strategy == "all"
+        self.threads, self.batch_size, self.size, self.chunk = threads, batch_size, size, chunk
+        self.frames_delivered = 0
+
+    def __len__(self) -> int:
+        return (len(self.ds) + self.batch_size - 1) // self.batch_size
+
+    def _item(self, i: int):
+        import torch
+
+        from playbook_utils import sampling, transforms
+        from playbook_utils.decoders import read_frames, video_info
+
+        ds = self.ds
+        idx = sampling.all_frames(video_info(ds.paths[i]).num_frames) if self.all_frames else ds.indices(i)
+        parts = []
+        for a in range(0, len(idx), self.chunk):
+            frames = read_frames(ds.paths[i], idx[a:a + self.chunk], backend=ds.backend, device=ds.device)
+            parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
+        out = torch.cat(parts)
+        if out.is_cuda:
+            torch.cuda.current_stream(out.device).synchronize()  # the item is ready when the thread returns
+        return out
+
+    def __iter__(self):
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        import torch
+
+        n = len(self.ds)
+        with ThreadPoolExecutor(self.threads) as pool:
+            pending, nxt = deque(), 0
+            while nxt < n and len(pending) < 2 * self.threads:
+                pending.append(pool.submit(self._item, nxt))
+                nxt += 1
+            batch = []
+            while pending:
+                batch.append(pending.popleft().result())
+                if nxt < n:
+                    pending.append(pool.submit(self._item, nxt))
+                    nxt += 1
+                if len(batch) == self.batch_size or not pending:
+                    if len({tuple(b.shape) for b in batch}) == 1:
+                        out = torch.stack(batch)
+                    else:  # videos of different lengths (strategy='all'): a list, not a stacked tensor
+                        out = batch
+                    self.frames_delivered += sum(b.shape[0] for b in batch)
+                    yield out
+                    batch = []
+
+
+def measure_gpu_loader(loader: GpuLoader, max_batches: int | None = None) -> dict:
+    """Run a `GpuLoader` flat out (no training step); return {'frames_per_s', 'batches', 'seconds'}."""
+    import time
+
+    start, batches = time.perf_counter(), 0
+    loader.frames_delivered = 0
+    for _ in loader:
+        batches += 1
+        if max_batches and batches >= max_batches:
+            break
+    seconds = time.perf_counter() - start
+    return {"frames_per_s": loader.frames_delivered / seconds, "batches": batches, "seconds": seconds,
+            "frames": loader.frames_delivered}

@@ -356,7 +356,8 @@ class ClipSpec:
     @property
     def name(self) -> str:
         suffix = _CONTAINER_BY_CODEC.get(self.codec, ".mp4")
-        return f"{self.codec}_{self.height}p_gop{self.gop}{suffix}"
+        length = "" if self.num_frames <= 300 else f"_{self.num_frames // self.fps}s"
+        return f"{self.codec}_{self.height}p_gop{self.gop}{length}{suffix}"
 
 
 def default_media_specs(smoke: bool) -> list[ClipSpec]:
@@ -371,6 +372,13 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
              for c in ("h264", "hevc") for g in (30, 250)]
     specs += [ClipSpec(c, 1920, 1080, 300, 30) for c in ("vp9", "av1")]
     return specs
+
+
+def long_media_specs(smoke: bool) -> list[ClipSpec]:
+    """Long clips for sparse-sampling measurements: 60 s of 1080p H.264 at GOP 30 and 250 (smoke: 12 s, small)."""
+    if smoke:
+        return [ClipSpec("h264", 256, 144, 360, g) for g in (12, 48)]
+    return [ClipSpec("h264", 1920, 1080, 1800, g) for g in (30, 250)]
 
 
 def default_media_dir(smoke: bool) -> Path:
@@ -394,13 +402,20 @@ class _InlineExecutor:
         return future
 
 
-def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Path]:
+def long_media(directory=None, smoke: bool = True, log=None) -> dict[str, Path]:
+    """Build (once) and return the long clips of `long_media_specs` as {name: path} (notebook 20)."""
+    return default_media(directory, smoke, log, specs=long_media_specs(smoke))
+
+
+def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> dict[str, Path]:
     """Build (once) and return the shared media set as {clip name: path}.
 
     Clips already present with the same spec are reused, so every notebook can call this cheaply.
     Codecs this PyAV cannot encode (often AV1) are left out and listed under the key '_skipped'
-    of the manifest. `log` is called with a line per clip built. Introduced in notebook 01.
+    of the manifest. `log` is called with a line per clip built. `specs` replaces the default set
+    (see `long_media`). Introduced in notebook 01.
     """
+    specs = default_media_specs(smoke) if specs is None else specs
     directory = Path(directory) if directory is not None else default_media_dir(smoke)
     directory.mkdir(parents=True, exist_ok=True)
     manifest_path = directory / "manifest.json"
@@ -409,7 +424,7 @@ def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Pat
     except (OSError, ValueError):
         manifest = {}
     clips, skipped, todo = {}, {}, []
-    for spec in default_media_specs(smoke):
+    for spec in specs:
         path = directory / spec.name
         if path.exists() and manifest.get(spec.name) == {**dataclasses.asdict(spec), "version": MEDIA_VERSION}:
             clips[spec.name] = path
@@ -427,8 +442,9 @@ def default_media(directory=None, smoke: bool = True, log=None) -> dict[str, Pat
             manifest[spec.name] = {**dataclasses.asdict(spec), "version": MEDIA_VERSION}
             if log:
                 log(f"built {clips[spec.name]}")
-    clips = {s.name: clips[s.name] for s in default_media_specs(smoke) if s.name in clips}
-    manifest["_skipped"] = skipped
+    clips = {s.name: clips[s.name] for s in specs if s.name in clips}
+    manifest["_skipped"] = {**{k: v for k, v in manifest.get("_skipped", {}).items()
+                               if k not in {s.name for s in specs}}, **skipped}
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".json") as f:
         json.dump(manifest, f, indent=1)
     os.replace(f.name, manifest_path)

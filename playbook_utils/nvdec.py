@@ -99,6 +99,125 @@ def codec_matrix(clips: dict, libraries=PROBE_LIBRARIES, timeout: float = 120) -
     return {codec: {lib: probe(lib, path, timeout) for lib in libraries} for codec, path in clips.items()}
 
 
+# --------------------------------------------------------------------------- the engines' ceiling
+
+def _raw_thread(path: str, gpu: int, t_end: float, out: list, slot: int) -> None:
+    """Decode `path` over and over on NVDEC (demuxer + decoder, NV12 left on the GPU) until `t_end`."""
+    import PyNvVideoCodec as nvc
+
+    frames, decoder = 0, None
+    while time.perf_counter() < t_end:
+        demuxer = nvc.CreateDemuxer(path)
+        if decoder is None:  # one decoder per thread, reused pass after pass: start-up is paid once
+            decoder = nvc.CreateDecoder(gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0,
+                                        usedevicememory=True)
+        for packet in demuxer:
+            frames += len(decoder.Decode(packet))
+            if time.perf_counter() >= t_end:
+                break
+        else:
+            frames += len(decoder.Decode(nvc.PacketData()))  # end of stream: flush
+    out[slot] = frames
+
+
+def _raw_process(path: str, gpu: int, threads: int, seconds: float, barrier, queue) -> None:
+    import threading
+
+    try:
+        warm = [0]
+        _raw_thread(path, gpu, time.perf_counter(), warm, 0)  # CUDA context and library loaded before the start
+        error = None
+    except Exception as e:  # reported through the queue; the parent waits for every child
+        error = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:300]
+    barrier.wait()
+    if error:
+        queue.put({"frames": 0, "error": error})
+        return
+    counts = [0] * threads
+    t_end = time.perf_counter() + seconds
+    workers = [threading.Thread(target=_raw_thread, args=(path, gpu, t_end, counts, k)) for k in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    queue.put({"frames": sum(counts), "error": None})
+
+
+def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, gpu: int = 0) -> dict:
+    """Raw NVDEC decode of `path` by processes x threads concurrent decoders for `seconds` (notebook 20).
+
+    Each decoder loops over the clip with PyNvVideoCodec's demuxer and decoder, leaves NV12 frames in
+    GPU memory, and counts only frames decoded inside the common time window. NVML's decoder utilization
+    is sampled every 50 ms meanwhile. Returns {'fps', 'frames', 'processes', 'threads',
+    'nvdec_util_median', 'nvdec_util_p90', 'video_clock_mhz', 'error'}.
+    """
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue, barrier = ctx.Queue(), ctx.Barrier(processes + 1)
+    children = [ctx.Process(target=_raw_process, args=(str(path), gpu, threads, seconds, barrier, queue), daemon=True)
+                for _ in range(processes)]
+    for c in children:
+        c.start()
+    nvml = None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        nvml = (pynvml, pynvml.nvmlDeviceGetHandleByIndex(gpu))
+    except Exception:
+        pass
+    util, clock = [], []
+    try:
+        barrier.wait(timeout=120)
+    except Exception:
+        for c in children:
+            c.kill()
+        return {"fps": None, "frames": 0, "processes": processes, "threads": threads,
+                "error": "decoders did not start within 120 s"}
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        time.sleep(0.05)
+        if nvml:
+            nv, h = nvml
+            util.append(nv.nvmlDeviceGetDecoderUtilization(h)[0])
+            clock.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_VIDEO))
+    results = [queue.get(timeout=120) for _ in children]
+    for c in children:
+        c.join(timeout=30)
+    frames = sum(r["frames"] for r in results)
+    errors = sorted({r["error"] for r in results if r["error"]})
+    util.sort()
+    return {"fps": frames / seconds if frames else None, "frames": frames, "processes": processes, "threads": threads,
+            "nvdec_util_median": util[len(util) // 2] if util else None,
+            "nvdec_util_p90": util[int(0.9 * (len(util) - 1))] if util else None,
+            "video_clock_mhz": max(clock) if clock else None, "error": "; ".join(errors) or None}
+
+
+SWEEP = ((1, 1), (1, 4), (4, 2), (7, 1), (7, 2))
+
+
+def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None) -> dict:
+    """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads).
+
+    Returns {'fps', 'best': the row that reached it, 'saturated': NVML's median decoder utilization
+    at that row was at least 90%, 'rows': every row}. Introduced in notebook 20.
+    """
+    rows = []
+    for processes, threads in configs:
+        row = saturate(path, processes, threads, seconds, gpu)
+        rows.append(row)
+        if log:
+            log(f"{processes} processes x {threads} threads: "
+                + (f"{row['fps']:,.0f} frames/s, NVDEC utilization median {row['nvdec_util_median']}%"
+                   if row["fps"] else f"failed: {row['error']}"))
+    ok = [r for r in rows if r["fps"]]
+    if not ok:
+        return {"fps": None, "best": None, "saturated": False, "rows": rows}
+    best = max(ok, key=lambda r: r["fps"])
+    return {"fps": best["fps"], "best": best, "saturated": (best["nvdec_util_median"] or 0) >= 90, "rows": rows}
+
+
 if __name__ == "__main__":
     lib, clip = sys.argv[1], sys.argv[2]
     try:

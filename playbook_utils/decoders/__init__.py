@@ -163,6 +163,29 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     return frames
 
 
+def refusal(path, backend: str, device: str = "cpu") -> str | None:
+    """Why `backend` on `device` would refuse `path` before decoding anything, or None (notebook 20).
+
+    The same checks `read_frames` makes first: the library and device, then the file's traits
+    this library is known to get wrong, then NVDEC's minimum sizes. A file that cannot be probed
+    gives None here: `read_frames` reports it properly.
+    """
+    why = why_unavailable(backend, device)
+    if why:
+        return why
+    try:
+        info = video_info(path)
+    except DecodeError:
+        return None
+    mod, kind = adapter(backend), _device_kind(device)
+    found = mod.refuses(info, kind) if hasattr(mod, "refuses") else None
+    if kind == "cuda" and found is None:
+        from playbook_utils.nvdec import too_small
+
+        found = too_small(info.codec, info.width, info.height)
+    return found
+
+
 def reorder(unique_frames: dict, indices: list[int]):
     """Stack {index: (3, H, W) tensor} into the order of `indices`, repeats included."""
     import torch

@@ -1,0 +1,133 @@
+"""Four ways to get K sparse frames out of a video with PyAV, each counting what it decodes (notebooks 01, 20).
+
+* `seek_per_frame`: for each target, seek to its keyframe and decode forward to it;
+* `decode_everything`: decode the whole video, keep the targets;
+* `sorted_pass`: visit targets in order, seek only when the next target lies in a later GOP;
+* `keyframe_snapped`: return the nearest keyframe instead of each target (approximate: the frame
+  offset is the price, and it is returned).
+
+Each returns (frames as RGB arrays in target order, frames decoded[, offsets]). `frame_maps` gives the
+pts of every frame index and the keyframe at or before it, which all of them use.
+"""
+
+from __future__ import annotations
+
+STRATEGIES = ("seek per frame", "decode everything", "sorted forward pass", "keyframe snapped")
+
+
+def frame_maps(path):
+    """(pts of each frame index in presentation order, index of the keyframe at or before each frame)."""
+    import av
+
+    from playbook_utils import media
+
+    keys = set(media.probe(path).keyframes)
+    with av.open(str(path)) as c:
+        pts = sorted(p.pts for p in c.demux(video=0) if p.size and p.pts is not None)
+    key_of, k = [], 0
+    for i in range(len(pts)):
+        k = i if i in keys else k
+        key_of.append(k)
+    return pts, key_of
+
+
+def _open(path, threads: str):
+    import av
+
+    c = av.open(str(path))
+    s = c.streams.video[0]
+    s.thread_type = threads
+    return c, s
+
+
+def seek_per_frame(path, targets, pts, threads: str = "SLICE"):
+    """Seek to each target's keyframe and decode up to it; returns (frames, frames decoded)."""
+    got, decoded = [], 0
+    c, s = _open(path, threads)
+    with c:
+        for t in targets:
+            c.seek(pts[t], stream=s, backward=True, any_frame=False)
+            for f in c.decode(s):
+                decoded += 1
+                if f.pts == pts[t]:
+                    got.append(f.to_ndarray(format="rgb24"))
+                    break
+    return got, decoded
+
+
+def decode_everything(path, targets, pts, threads: str = "SLICE"):
+    """Decode every frame and keep the targets; returns (frames, frames decoded)."""
+    want, keep, decoded = set(targets), {}, 0
+    c, s = _open(path, threads)
+    with c:
+        for i, f in enumerate(c.decode(s)):
+            decoded += 1
+            if i in want:
+                keep[i] = f.to_ndarray(format="rgb24")
+    return [keep[t] for t in targets], decoded
+
+
+def sorted_pass(path, targets, pts, key_of, threads: str = "SLICE"):
+    """One forward pass over only the GOPs that hold targets; returns (frames, frames decoded)."""
+    index_of = {p: i for i, p in enumerate(pts)}
+    keep, decoded, pos = {}, 0, None
+    c, s = _open(path, threads)
+    with c:
+        frames = None
+        for t in sorted(set(targets)):
+            if frames is None or key_of[t] > pos + 1:
+                c.seek(pts[key_of[t]], stream=s, backward=True, any_frame=False)
+                frames = c.decode(s)
+            for f in frames:
+                decoded += 1
+                pos = index_of[f.pts]
+                if pos == t:
+                    keep[t] = f.to_ndarray(format="rgb24")
+                    break
+    return [keep[t] for t in targets], decoded
+
+
+def keyframe_snapped(path, targets, pts, key_of, threads: str = "SLICE"):
+    """The nearest keyframe for each target, one decoded frame each; returns (frames, decoded, snapped indices)."""
+    keys = sorted(set(key_of))
+    snapped = [min(keys, key=lambda k: (abs(k - t), k)) for t in targets]
+    got, decoded = {}, 0
+    c, s = _open(path, threads)
+    with c:
+        for k in sorted(set(snapped)):
+            c.seek(pts[k], stream=s, backward=True, any_frame=False)
+            for f in c.decode(s):
+                decoded += 1
+                if f.pts == pts[k]:
+                    got[k] = f.to_ndarray(format="rgb24")
+                    break
+    return [got[k] for k in snapped], decoded, snapped
+
+
+def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
+    """Time every strategy on `path` (best of `repeats`) and check its frames by their stamps.
+
+    Returns {strategy: {'seconds', 'frames_decoded', 'exact', 'mean_offset'}}: `exact` means every
+    returned frame is the one asked for (for 'keyframe snapped': the keyframe it claims), and
+    `mean_offset` is the mean distance in frames between the target and the returned frame.
+    """
+    import time
+
+    from playbook_utils import media
+
+    pts, key_of = frame_maps(path)
+    calls = {"seek per frame": lambda: seek_per_frame(path, targets, pts, threads) + (list(targets),),
+             "decode everything": lambda: decode_everything(path, targets, pts, threads) + (list(targets),),
+             "sorted forward pass": lambda: sorted_pass(path, targets, pts, key_of, threads) + (list(targets),),
+             "keyframe snapped": lambda: keyframe_snapped(path, targets, pts, key_of, threads)}
+    out = {}
+    for name, call in calls.items():
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            got, decoded, returned = call()
+            best = min(best, time.perf_counter() - t)
+        out[name] = {"seconds": best, "frames_decoded": decoded,
+                     "exact": [media.read_stamp(g) for g in got] == returned,
+                     "mean_offset": sum(abs(a - b) for a, b in zip(returned, targets)) / len(targets)}
+    return out
