@@ -299,7 +299,7 @@ def run(args) -> Path:
     output = Path(args.output or Path("nightly") / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     output.mkdir(parents=True, exist_ok=True)
     before = _read_json(output / "summary.json") if (output / "summary.json").exists() else None
-    argv = ["--mode", args.mode, "--output", str(output), "--device", args.device]
+    argv = ["--mode", args.mode, "--output", str(output), "--device", args.device, "--notebooks", args.notebooks]
     for pat in args.pattern or []:
         argv += ["--pattern", pat]
     if args.video_dir:
@@ -324,6 +324,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=["smoke", "full"], default="full")
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--output", default=None, help="results folder for a run (default: nightly/<YYYY-MM-DD>, UTC)")
+    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder holding the notebooks")
     ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
     args = ap.parse_args(argv)
