@@ -75,6 +75,8 @@ def load_tolerances(path=TOLERANCES) -> dict:
     for i, rule in enumerate(table["rules"] + [table["default_number"], table["default_other"]]):
         if not isinstance(rule, dict) or rule.get("direction") not in DIRECTIONS:
             raise NightlyError(f"{path}: rule {i} ({rule!r}) needs a direction among {', '.join(DIRECTIONS)}")
+        if not all(isinstance(rule.get(k, "*"), str) for k in ("metric", "notebook")):
+            raise NightlyError(f"{path}: rule {i} ({rule!r}): 'metric' and 'notebook' must be glob strings")
         for k in ("rel", "abs"):
             if not isinstance(rule.get(k, 0), (int, float)) or isinstance(rule.get(k, 0), bool) or rule.get(k, 0) < 0:
                 raise NightlyError(f"{path}: rule {i} ({rule!r}): '{k}' must be a number >= 0")
