@@ -6,7 +6,7 @@ MODE   ?= smoke
 OUT    ?= playbook-output/$(MODE)
 PY     := $(VENV)/bin/python
 
-.PHONY: setup playbook test clean
+.PHONY: setup playbook test nightly clean
 
 $(PY):
 	$(PYTHON) -m venv --system-site-packages $(VENV)
@@ -20,6 +20,14 @@ playbook: setup
 
 test: setup
 	$(PY) -m pytest
+
+# Nightly validation: every notebook in full mode into nightly/<date>/, then compared with results/h200/
+# (exit 0 passed, 1 a notebook failed, 2 a regression, 3 a usage error; see docker/README.md). make turns
+# every failure into its own status 2: a scheduler that acts on the code calls the module directly.
+# e.g. make nightly NIGHTLY_ARGS="--device cuda"   or   NIGHTLY_ARGS="--compare-only nightly/2026-12-01"
+NIGHTLY_ARGS ?=
+nightly: setup
+	$(PY) -m playbook_utils.nightly $(NIGHTLY_ARGS)
 
 clean:
 	rm -rf $(VENV) playbook-output .pytest_cache

@@ -28,13 +28,21 @@ def notebook_requirements(path) -> list[str]:
     return list(meta.get("playbook", {}).get("requires", []))
 
 
+def matches(name: str, patterns: list[str] | None) -> bool:
+    """True when notebook file `name` fits any glob or substring in `patterns` (always when None).
+
+    Used by `select` and by nightly validation, which filters the baseline the same way.
+    """
+    if not patterns:
+        return True
+    stem = Path(name).stem
+    return any(fnmatch.fnmatch(name, pat) or fnmatch.fnmatch(stem, pat) or pat in stem for pat in patterns)
+
+
 def select(notebook_dir, patterns: list[str] | None) -> list[Path]:
     """Notebooks in `notebook_dir` whose file name matches any glob in `patterns` (all when None)."""
     found = sorted(Path(notebook_dir).glob("[0-9][0-9]_*.ipynb"))
-    if not patterns:
-        return found
-    return [p for p in found if any(fnmatch.fnmatch(p.name, pat) or fnmatch.fnmatch(p.stem, pat)
-                                    or pat in p.stem for pat in patterns)]
+    return [p for p in found if matches(p.name, patterns)]
 
 
 def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | None,

@@ -33,6 +33,15 @@ def test_dockerfile_keeps_the_video_capability_and_drops_root():
     assert users and users[-1] not in ("root", "0")
 
 
+def test_dockerfile_builds_decord_with_cuda_in_its_own_stage_and_keeps_the_cpu_wheel_default():
+    text = (ROOT / "docker" / "Dockerfile").read_text()
+    froms = [line.split() for line in text.splitlines() if line.startswith("FROM ")]
+    assert len(froms) == 2 and froms[0][-2:] == ["AS", "decord-gpu"]
+    assert "-DUSE_CUDA=ON" in text and "COPY --from=decord-gpu /opt/decord-gpu /opt/decord-gpu" in text
+    # opt-in only: no ENV puts the GPU build on the default import path
+    assert not [line for line in text.splitlines() if line.startswith("ENV") and "PYTHONPATH" in line]
+
+
 def test_environment_yml_agrees_with_pyproject():
     yaml = pytest.importorskip("yaml")
     env = yaml.safe_load((ROOT / "environment.yml").read_text())

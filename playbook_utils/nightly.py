@@ -1,0 +1,356 @@
+"""Nightly validation: run the notebooks, compare their headline numbers with the committed baseline.
+
+    python -m playbook_utils.nightly                                  # all notebooks, full mode, then compare
+    python -m playbook_utils.nightly --pattern '0*' --pattern 1*      # some notebooks (into the same dated folder)
+    python -m playbook_utils.nightly --compare-only nightly/2026-12-01
+    python -m playbook_utils.nightly --compare-only part1/ part2/ --report-dir merged/
+
+By default the notebooks run through `playbook_utils.run_notebooks` (full mode) into
+`nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
+the same folder: each call adds its notebooks' rows to the folder's summary.json (a notebook run
+again replaces its earlier row). `--compare-only` compares folders that already hold results; given
+several, it merges them (a notebook in more than one: the folder named last wins).
+
+Each notebook's `<stem>.json` headline is compared with the same file in the baseline folder
+(`--baseline`, default results/h200) under the rules in results/tolerances.json (`--tolerances`).
+`--pattern` also limits which baseline notebooks are expected. Verdicts per metric: ok, better,
+REGRESSION, MISSING (measured in the baseline, absent or None now: counted as a regression, since a
+section that stopped running is lost coverage), new (not in the baseline: never a regression),
+same/changed (`info` metrics: never a regression). A baseline notebook absent from the run is MISSING.
+report.md and report.json go into the (first) results folder, or `--report-dir`.
+
+Exit status, for a scheduler (the first that applies wins):
+    3  usage or setup error: baseline or results folder missing or unreadable, malformed JSON,
+       bad tolerance table, modes differ (smoke vs full), no notebook matched
+    1  a notebook failed in the run (its summary.json status), whatever the metrics say
+    2  no notebook failed, but a metric regressed beyond its tolerance or is MISSING
+    0  every notebook passed and no metric regressed
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = ROOT / "results" / "h200"
+TOLERANCES = ROOT / "results" / "tolerances.json"
+DIRECTIONS = ("higher", "lower", "near", "equal", "info")
+REGRESSED = ("REGRESSION", "MISSING")
+EXIT_OK, EXIT_FAILED, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2, 3
+
+
+class NightlyError(Exception):
+    """A usage or setup problem (exit status 3); the message names the file and the cause."""
+
+
+def _shown(path) -> str:
+    """A path as the report shows it: relative to the repository when inside it (no home folders in examples)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(path)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise NightlyError(f"{path}: file not found") from None
+    except json.JSONDecodeError as e:
+        raise NightlyError(f"{path}: malformed JSON: {e}") from None
+    except OSError as e:
+        raise NightlyError(f"{path}: cannot be read: {e}") from None
+
+
+def load_tolerances(path=TOLERANCES) -> dict:
+    """The tolerance table (results/tolerances.json), checked; returns {'rules', 'default_number', 'default_other'}."""
+    table = _read_json(Path(path))
+    if not isinstance(table, dict) or not isinstance(table.get("rules"), list):
+        raise NightlyError(f"{path}: expected an object with a 'rules' list")
+    for key in ("default_number", "default_other"):
+        table.setdefault(key, {"direction": "near", "rel": 0.25} if key == "default_number" else {"direction": "equal"})
+    for i, rule in enumerate(table["rules"] + [table["default_number"], table["default_other"]]):
+        if not isinstance(rule, dict) or rule.get("direction") not in DIRECTIONS:
+            raise NightlyError(f"{path}: rule {i} ({rule!r}) needs a direction among {', '.join(DIRECTIONS)}")
+        if not all(isinstance(rule.get(k, "*"), str) for k in ("metric", "notebook")):
+            raise NightlyError(f"{path}: rule {i} ({rule!r}): 'metric' and 'notebook' must be glob strings")
+        for k in ("rel", "abs"):
+            if not isinstance(rule.get(k, 0), (int, float)) or isinstance(rule.get(k, 0), bool) or rule.get(k, 0) < 0:
+                raise NightlyError(f"{path}: rule {i} ({rule!r}): '{k}' must be a number >= 0")
+    return table
+
+
+def rule_for(table: dict, notebook: str, metric: str, value) -> dict:
+    """The first rule of `table` that fits this notebook stem and metric (else the default for its type)."""
+    for rule in table["rules"]:
+        if fnmatch.fnmatchcase(metric, rule.get("metric", "*")) and fnmatch.fnmatchcase(notebook, rule.get("notebook", "*")):
+            return rule
+    return table["default_number"] if _is_number(value) else table["default_other"]
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
+    return "None" if v is None else str(v)
+
+
+def describe(rule: dict) -> str:
+    """The rule in words for the report's tolerance column, e.g. 'higher is better, may drop 20%'."""
+    d, rel, ab = rule["direction"], rule.get("rel", 0), rule.get("abs", 0)
+    band = " or ".join(p for p in ([f"{rel:.0%}"] if rel else []) + ([f"{_fmt(ab)} abs"] if ab else [])) or "nothing"
+    return {"higher": f"higher is better, may drop {band}", "lower": f"lower is better, may rise {band}",
+            "near": f"±{band}, either way", "equal": "must match", "info": "reported only"}[d]
+
+
+def compare_value(base, now, rule: dict) -> tuple[str, str]:
+    """(verdict, change) for one metric: verdict among ok, better, REGRESSION, MISSING, new, same, changed."""
+    d = rule["direction"]
+    if base is None and now is None:
+        return "ok", ""
+    if base is None:
+        return "new", "measured now, not in the baseline"
+    if now is None:
+        return ("changed" if d == "info" else "MISSING"), "not measured now"
+    if d in ("higher", "lower", "near") and _is_number(base) and _is_number(now):
+        diff = now - base
+        change = f"{diff / abs(base):+.1%}" if base and rule.get("rel") else f"{diff:+,.3g}"
+        allowed = max(rule.get("rel", 0) * abs(base), rule.get("abs", 0))
+        worse = {"higher": -diff, "lower": diff, "near": abs(diff)}[d]
+        if worse > allowed:
+            return "REGRESSION", change
+        return ("better" if d != "near" and -worse > allowed else "ok"), change
+    same = base == now and isinstance(base, bool) == isinstance(now, bool)  # True must not equal 1
+    if d == "info":
+        return ("same" if same else "changed"), ""
+    if same:
+        return "ok", ""
+    note = "" if type(base) is type(now) or (_is_number(base) and _is_number(now)) else \
+        f" (type {type(base).__name__} -> {type(now).__name__})"
+    return "REGRESSION", "differs" + note
+
+
+def load_results(folders, label: str) -> dict:
+    """Read result folders written by the runner; returns {'notebooks': {name: row}, 'modes', 'machine', 'environment', 'folders'}.
+
+    A row is the summary.json row (status, error, seconds) with 'headline' and 'skipped' from the
+    notebook's `<stem>.json` when that file exists. Several folders are merged, the last one winning.
+    Raises NightlyError naming the file for a missing folder or malformed JSON.
+    """
+    merged = {"notebooks": {}, "modes": set(), "machine": {}, "environment": None, "folders": []}
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            raise NightlyError(f"{folder}: {label} folder not found")
+        merged["folders"].append(_shown(folder))
+        rows = {}
+        summary = folder / "summary.json"
+        if summary.exists():
+            doc = _read_json(summary)
+            if not isinstance(doc, dict) or not isinstance(doc.get("notebooks"), list):
+                raise NightlyError(f"{summary}: expected the runner's summary (an object with a 'notebooks' list)")
+            if doc.get("mode"):
+                merged["modes"].add(doc["mode"])
+            merged["machine"] = doc.get("machine") or merged["machine"]
+            for row in doc["notebooks"]:
+                if not isinstance(row, dict) or "notebook" not in row:
+                    raise NightlyError(f"{summary}: a notebook row without a 'notebook' name: {row!r}"[:300])
+                rows[row["notebook"]] = dict(row)
+        for path in sorted(folder.glob("[0-9][0-9]_*.json")):
+            data = _read_json(path)
+            if not isinstance(data, dict) or "headline" not in data:
+                continue  # another table (e.g. a raw matrix dump), not a notebook's results
+            if not isinstance(data["headline"], dict):
+                raise NightlyError(f"{path}: 'headline' must be an object, found {type(data['headline']).__name__}")
+            row = rows.setdefault(f"{path.stem}.ipynb", {"notebook": f"{path.stem}.ipynb", "status": None})
+            row["headline"], row["skipped"] = data["headline"], data.get("skipped", [])
+            if path.stem.startswith("00_") and isinstance(data.get("environment"), dict):
+                merged["environment"] = data["environment"]
+        for name, row in rows.items():
+            row.setdefault("headline", {})
+            row.setdefault("skipped", [])
+            row["folder"] = str(folder)
+            merged["notebooks"][name] = row
+    if not merged["notebooks"]:
+        raise NightlyError(f"{', '.join(merged['folders'])}: no notebook results ({label}): "
+                           "neither summary.json rows nor NN_*.json files with a 'headline'")
+    merged["modes"] = sorted(merged["modes"])
+    return merged
+
+
+def stamp(results: dict) -> dict:
+    """The environment stamp of a results set: mode, date, GPU, CPU from summary.json; driver, CUDA,
+    Python and library versions from notebook 00's JSON when that notebook is among the results."""
+    m, e = results["machine"], results["environment"] or {}
+    gpu = e.get("gpu") or {}
+    libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)}
+    return {"folders": results["folders"], "mode": ", ".join(results["modes"]) or None,
+            "date_utc": m.get("date_utc") or e.get("date_utc"), "gpu": m.get("gpu"), "cpu": m.get("cpu"),
+            "driver": gpu.get("driver"), "cuda": gpu.get("cuda_driver"), "python": e.get("python"),
+            "libraries": libs or None}
+
+
+def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None = None) -> dict:
+    """Compare a run with the baseline (both from `load_results`); returns the report as a dict.
+
+    Keys: exit_code, verdict, failures (notebook names), regressions ('notebook: metric'), notebooks
+    (one entry per notebook with its metric rows), baseline and run stamps.
+    """
+    from playbook_utils.run_notebooks import matches
+
+    names = sorted({n for n in baseline["notebooks"] if matches(n, patterns)} | set(run["notebooks"]))
+    notebooks, failures, regressions = [], [], []
+    for name in names:
+        b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
+        stem = Path(name).stem
+        entry = {"notebook": name, "status": None, "error": None, "in_baseline": b is not None,
+                 "baseline_status": b.get("status") if b else None, "metrics": [], "newly_skipped": []}
+        if r is None:
+            entry["status"] = "not run"
+            regressions.append(f"{name}: not run")
+        else:
+            entry["status"], entry["error"] = r.get("status") or "passed (no summary row)", r.get("error")
+            if r.get("status") not in (None, "passed"):
+                failures.append(name)
+            entry["newly_skipped"] = [s for s in r["skipped"] if b is None or s not in b["skipped"]]
+        if r is not None:
+            base_head = b["headline"] if b else {}
+            for metric in list(base_head) + [k for k in r["headline"] if k not in base_head]:
+                bv, nv = base_head.get(metric), r["headline"].get(metric)
+                rule = rule_for(table, stem, metric, bv if bv is not None else nv)
+                if metric not in base_head:
+                    verdict, change = "new", "not in the baseline"
+                elif metric not in r["headline"]:
+                    verdict, change = ("changed" if rule["direction"] == "info" else "MISSING"), "not reported now"
+                else:
+                    verdict, change = compare_value(bv, nv, rule)
+                entry["metrics"].append({"metric": metric, "baseline": bv, "now": nv, "change": change,
+                                         "tolerance": describe(rule), "verdict": verdict, "why": rule.get("why")})
+                if verdict in REGRESSED:
+                    regressions.append(f"{name}: {metric}")
+        notebooks.append(entry)
+    code = EXIT_FAILED if failures else EXIT_REGRESSION if regressions else EXIT_OK
+    verdict = {EXIT_OK: "passed", EXIT_FAILED: "notebook failure", EXIT_REGRESSION: "regression"}[code]
+    return {"exit_code": code, "verdict": verdict, "failures": failures, "regressions": regressions,
+            "tolerances": table.get("source"), "baseline": stamp(baseline), "run": stamp(run), "notebooks": notebooks}
+
+
+def _cell(v) -> str:
+    return _fmt(v).replace("|", "\\|").replace("\n", " ")
+
+
+def write_report(report: dict, folder) -> tuple[Path, Path]:
+    """Write report.md and report.json into `folder`; return both paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    js = folder / "report.json"
+    js.write_text(json.dumps(report, indent=1))
+    lines = [f"# Nightly validation: {report['verdict']} (exit {report['exit_code']})", "",
+             "| | baseline | this run |", "|---|---|---|"]
+    for key in ("folders", "mode", "date_utc", "gpu", "cpu", "driver", "cuda", "python", "libraries"):
+        b, r = report["baseline"].get(key), report["run"].get(key)
+        show = (lambda v: ", ".join(f"{k} {x}" for k, x in v.items()) if isinstance(v, dict)
+                else ", ".join(v) if isinstance(v, list) else _fmt(v) if v is not None else "-")
+        lines.append(f"| {key} | {_cell(show(b))} | {_cell(show(r))} |")
+    lines += ["", f"Tolerances: {report['tolerances']}", ""]
+    if report["failures"]:
+        lines.append("Failed notebooks: " + ", ".join(report["failures"]))
+    lines.append("Regressions: " + ("; ".join(report["regressions"]) if report["regressions"] else "none"))
+    for nb in report["notebooks"]:
+        status = nb["status"] + (f": {nb['error']}" if nb["error"] else "")
+        base = (nb["baseline_status"] or "passed (no summary row)") if nb["in_baseline"] else "not in the baseline"
+        lines += ["", f"## {nb['notebook']}", "", f"Run: {status}; baseline: {base}"]
+        for s in nb["newly_skipped"]:
+            lines.append(f"- skipped now, not in the baseline: {s}")
+        if nb["metrics"]:
+            lines += ["", "| metric | baseline | now | change | tolerance | verdict |", "|---|---|---|---|---|---|"]
+            for m in nb["metrics"]:
+                v = f"**{m['verdict']}**" if m["verdict"] in REGRESSED else m["verdict"]
+                lines.append(f"| {m['metric']} | {_cell(m['baseline'])} | {_cell(m['now'])} | {_cell(m['change'])} "
+                             f"| {_cell(m['tolerance'])} | {v} |")
+    md = folder / "report.md"
+    md.write_text("\n".join(lines) + "\n")
+    return md, js
+
+
+def _merge_summary(output: Path, before: dict | None) -> None:
+    """After a partial run into a folder that already had a summary: keep the earlier rows the run did not redo."""
+    from playbook_utils import run_notebooks
+
+    if not before or not (output / "summary.json").exists():
+        return
+    after = _read_json(output / "summary.json")
+    if before.get("mode") != after.get("mode"):
+        print(f"nightly: {output}/summary.json held a {before.get('mode')}-mode run; replaced, not merged")
+        return
+    redone = {r["notebook"] for r in after["notebooks"]}
+    rows = sorted([r for r in before.get("notebooks", []) if r["notebook"] not in redone] + after["notebooks"],
+                  key=lambda r: r["notebook"])
+    run_notebooks.write_summary(rows, output, after["mode"], after.get("machine", {}))
+
+
+def run(args) -> Path:
+    """Run the notebooks through `playbook_utils.run_notebooks` into the output folder; returns that folder."""
+    from playbook_utils import run_notebooks
+
+    output = Path(args.output or Path("nightly") / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
+    output.mkdir(parents=True, exist_ok=True)
+    before = _read_json(output / "summary.json") if (output / "summary.json").exists() else None
+    argv = ["--mode", args.mode, "--output", str(output), "--device", args.device, "--notebooks", args.notebooks]
+    for pat in args.pattern or []:
+        argv += ["--pattern", pat]
+    if args.video_dir:
+        argv += ["--video-dir", args.video_dir]
+    if args.timeout:
+        argv += ["--timeout", str(args.timeout)]
+    if run_notebooks.main(argv) == 2:
+        raise NightlyError(f"no notebooks match {args.pattern}")
+    _merge_summary(output, before)
+    return output
+
+
+def main(argv=None) -> int:
+    """The CLI (`python -m playbook_utils.nightly`, `make nightly`); returns the exit status above."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--compare-only", nargs="+", metavar="RESULTS_DIR",
+                    help="compare these result folders (merged, the last winning) without running notebooks")
+    ap.add_argument("--baseline", default=str(BASELINE), help="folder of reference results (default: results/h200)")
+    ap.add_argument("--tolerances", default=str(TOLERANCES), help="tolerance table (default: results/tolerances.json)")
+    ap.add_argument("--report-dir", default=None, help="where report.md/json go (default: the first results folder)")
+    ap.add_argument("--pattern", action="append", help="notebooks to run and expect (glob or substring); repeatable")
+    ap.add_argument("--mode", choices=["smoke", "full"], default="full")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--output", default=None, help="results folder for a run (default: nightly/<YYYY-MM-DD>, UTC)")
+    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder holding the notebooks")
+    ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    args = ap.parse_args(argv)
+    try:
+        table = load_tolerances(args.tolerances)
+        table["source"] = _shown(args.tolerances)
+        baseline = load_results([args.baseline], "baseline")
+        folders = [Path(f) for f in args.compare_only] if args.compare_only else [run(args)]
+        results = load_results(folders, "results")
+        if len(results["modes"]) > 1:
+            raise NightlyError(f"{', '.join(map(str, folders))}: results of different modes ({results['modes']})")
+        if baseline["modes"] and results["modes"] and baseline["modes"] != results["modes"]:
+            raise NightlyError(f"{args.baseline} holds a {baseline['modes'][0]}-mode run, the results a "
+                               f"{results['modes'][0]}-mode one: their numbers cannot be compared")
+        report = compare(baseline, results, table, args.pattern)
+        md, _ = write_report(report, args.report_dir or folders[0])
+    except NightlyError as e:
+        print(f"nightly: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"nightly: {report['verdict']} (exit {report['exit_code']}); report: {md}")
+    for line in [f"  failed: {n}" for n in report["failures"]] + [f"  regressed: {r}" for r in report["regressions"]]:
+        print(line)
+    return report["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

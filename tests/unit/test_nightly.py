@@ -1,0 +1,256 @@
+"""Nightly validation: fake baseline and run folders (no notebooks run), the exit codes and the report."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from playbook_utils import nightly
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Synthetic headlines in the shape notebooks 00 and 10 write; the numbers mean nothing.
+BASE = {
+    "00_hardware_and_environment": {"gpu": "Test GPU", "nvdec_engines": 2, "nvdec_codecs": "h264, hevc",
+                                    "disk_cold_mb_s": 1000.0, "h2d_pinned_gb_s": 20.0},
+    "10_pyav": {"cpu_sequential_fps": 1000.0, "cpu_sparse_fps": 200.0, "gpu_sequential_fps": None,
+                "thread_auto_speedup": 2.0, "seek_first_frame_wrong": "3 of 3", "exact": True},
+}
+
+
+def _folder(path, headlines, mode="full", status=None, environment=None):
+    """A results folder as the runner writes it: summary.json plus one <stem>.json per notebook."""
+    path.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for stem, head in headlines.items():
+        failed = (status or {}).get(stem)
+        rows.append({"notebook": f"{stem}.ipynb", "status": "failed" if failed else "passed",
+                     "error": failed, "seconds": 1.0, "headline": head, "skipped": []})
+        doc = {"notebook": stem, "headline": head, "skipped": []}
+        if environment and stem.startswith("00_"):
+            doc["environment"] = environment
+        (path / f"{stem}.json").write_text(json.dumps(doc))
+    machine = {"gpu": "Test GPU", "cpu": "Test CPU x4", "date_utc": "2000-01-01 00:00"}
+    (path / "summary.json").write_text(json.dumps({"mode": mode, "machine": machine, "notebooks": rows}))
+    return path
+
+
+def _changed(**edits):
+    """BASE with edits given as stem__metric=value."""
+    heads = json.loads(json.dumps(BASE))
+    for key, value in edits.items():
+        stem, metric = key.split("__")
+        stem = next(s for s in heads if s.startswith(stem))
+        if value is _DROP:
+            heads[stem].pop(metric)
+        else:
+            heads[stem][metric] = value
+    return heads
+
+
+_DROP = object()
+
+
+def _compare(tmp_path, run_heads, base_heads=BASE, *extra, **folder_kw):
+    base = _folder(tmp_path / "base", base_heads)
+    run = _folder(tmp_path / "run", run_heads, **folder_kw)
+    code = nightly.main(["--compare-only", str(run), "--baseline", str(base), *extra])
+    report = json.loads((run / "report.json").read_text()) if (run / "report.json").exists() else None
+    return code, report, run
+
+
+def _verdicts(report):
+    return {(nb["notebook"].split("_")[0], m["metric"]): m["verdict"] for nb in report["notebooks"] for m in nb["metrics"]}
+
+
+def _rule(metric, stem="10_pyav", value=1.0):
+    return nightly.rule_for(nightly.load_tolerances(), stem, metric, value)
+
+
+def test_identical_results_pass(tmp_path):
+    code, report, run = _compare(tmp_path, BASE)
+    assert code == 0
+    assert report["verdict"] == "passed" and report["regressions"] == [] and report["failures"] == []
+    assert set(_verdicts(report).values()) == {"ok"}
+    md = (run / "report.md").read_text()
+    assert "passed (exit 0)" in md and "| cpu_sequential_fps |" in md
+
+
+def test_planted_regressions_exit_2_and_are_named(tmp_path):
+    heads = _changed(**{"10__cpu_sequential_fps": BASE["10_pyav"]["cpu_sequential_fps"] * 0.5, "10__exact": False})
+    code, report, run = _compare(tmp_path, heads)
+    assert code == 2
+    assert sorted(report["regressions"]) == ["10_pyav.ipynb: cpu_sequential_fps", "10_pyav.ipynb: exact"]
+    v = _verdicts(report)
+    assert v[("10", "cpu_sequential_fps")] == "REGRESSION" and v[("10", "exact")] == "REGRESSION"
+    assert v[("10", "cpu_sparse_fps")] == "ok"
+    md = (run / "report.md").read_text()
+    assert "regression (exit 2)" in md
+    assert "| cpu_sequential_fps | 1,000 | 500 | -50.0% |" in md and "**REGRESSION**" in md
+
+
+def test_within_tolerance_passes_and_just_beyond_fails(tmp_path):
+    rel = _rule("cpu_sequential_fps")["rel"]
+    assert 0 < rel < 1
+    base = BASE["10_pyav"]["cpu_sequential_fps"]
+    code, report, _ = _compare(tmp_path / "a", _changed(**{"10__cpu_sequential_fps": base * (1 - rel / 2)}))
+    assert code == 0 and _verdicts(report)[("10", "cpu_sequential_fps")] == "ok"
+    code, report, _ = _compare(tmp_path / "b", _changed(**{"10__cpu_sequential_fps": base * (1 - rel * 1.5)}))
+    assert code == 2 and _verdicts(report)[("10", "cpu_sequential_fps")] == "REGRESSION"
+
+
+def test_an_improvement_is_not_a_regression(tmp_path):
+    base = BASE["10_pyav"]["cpu_sequential_fps"]
+    code, report, _ = _compare(tmp_path, _changed(**{"10__cpu_sequential_fps": base * 3}))
+    assert code == 0 and _verdicts(report)[("10", "cpu_sequential_fps")] == "better"
+
+
+def test_directions_near_lower_and_absolute_bands():
+    higher, lower = {"direction": "higher", "rel": 0.2}, {"direction": "lower", "abs": 10}
+    near, equal = {"direction": "near", "rel": 0.25}, {"direction": "equal"}
+    assert nightly.compare_value(100.0, 70.0, higher)[0] == "REGRESSION"
+    assert nightly.compare_value(40.0, 49.0, lower)[0] == "ok"        # +9 points, band 10 points
+    assert nightly.compare_value(40.0, 55.0, lower)[0] == "REGRESSION"
+    assert nightly.compare_value(40.0, 20.0, lower)[0] == "better"
+    assert nightly.compare_value(4.0, 6.0, near)[0] == "REGRESSION"   # no better side: up is flagged too
+    assert nightly.compare_value(4.0, 4.5, near)[0] == "ok"
+    assert nightly.compare_value(True, 1, equal)[0] == "REGRESSION"   # a bool is not a count
+    assert nightly.compare_value(7, 7.0, equal)[0] == "ok"
+    assert nightly.compare_value(None, 3.0, higher)[0] == "new"
+    assert nightly.compare_value(3.0, None, higher)[0] == "MISSING"
+    assert nightly.compare_value("a", "b", {"direction": "info"})[0] == "changed"
+
+
+def test_committed_rules_pick_the_intended_direction():
+    assert _rule("exact")["direction"] == "equal"
+    assert _rule("all_exact", "20_decode_benchmarks")["direction"] == "equal"
+    assert _rule("gpu_sequential_fps")["direction"] == "higher"
+    assert _rule("harness_overhead_pct", "20_decode_benchmarks")["direction"] == "lower"
+    assert _rule("best_sparse_speedup_short_gop", "20_decode_benchmarks")["direction"] == "higher"
+    assert _rule("best_sequential", "20_decode_benchmarks", "x")["direction"] == "info"
+    assert _rule("some_new_number")["direction"] == "near"       # unlisted number: either way
+    assert _rule("some_new_label", value="x")["direction"] == "equal"
+
+
+def test_missing_metric_regresses_new_metric_does_not(tmp_path):
+    code, report, _ = _compare(tmp_path / "a", _changed(**{"10__thread_auto_speedup": _DROP}))
+    assert code == 2 and report["regressions"] == ["10_pyav.ipynb: thread_auto_speedup"]
+    assert _verdicts(report)[("10", "thread_auto_speedup")] == "MISSING"
+    code, report, _ = _compare(tmp_path / "b", _changed(**{"10__brand_new_fps": 5.0}))
+    assert code == 0 and _verdicts(report)[("10", "brand_new_fps")] == "new"
+
+
+def test_a_measured_number_that_is_none_now_is_missing(tmp_path):
+    code, report, _ = _compare(tmp_path, _changed(**{"00__h2d_pinned_gb_s": None}))
+    assert code == 2 and _verdicts(report)[("00", "h2d_pinned_gb_s")] == "MISSING"
+
+
+def test_a_baseline_notebook_not_run_regresses_unless_pattern_leaves_it_out(tmp_path):
+    only_00 = {"00_hardware_and_environment": BASE["00_hardware_and_environment"]}
+    code, report, _ = _compare(tmp_path / "a", only_00)
+    assert code == 2 and report["regressions"] == ["10_pyav.ipynb: not run"]
+    code, report, _ = _compare(tmp_path / "b", only_00, BASE, "--pattern", "00*")
+    assert code == 0 and [nb["notebook"] for nb in report["notebooks"]] == ["00_hardware_and_environment.ipynb"]
+
+
+def test_failed_notebook_exits_1_even_with_regressions(tmp_path):
+    heads = _changed(**{"10__exact": False})
+    code, report, run = _compare(tmp_path, heads, BASE, status={"10_pyav": "RuntimeError: planted"})
+    assert code == 1
+    assert report["failures"] == ["10_pyav.ipynb"] and report["regressions"] == ["10_pyav.ipynb: exact"]
+    assert "RuntimeError: planted" in (run / "report.md").read_text()
+
+
+def test_several_partial_folders_are_merged(tmp_path):
+    base = _folder(tmp_path / "base", BASE)
+    a = _folder(tmp_path / "a", {"00_hardware_and_environment": BASE["00_hardware_and_environment"]})
+    b = _folder(tmp_path / "b", {"10_pyav": BASE["10_pyav"]})
+    out = tmp_path / "report"
+    assert nightly.main(["--compare-only", str(a), str(b), "--baseline", str(base), "--report-dir", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert len(report["notebooks"]) == 2 and report["run"]["folders"] == [str(a), str(b)]
+    assert not (a / "report.json").exists()
+
+
+def test_environment_stamps_head_the_report(tmp_path):
+    env = {"python": "3.99.0", "gpu": {"driver": "999.1", "cuda_driver": "99.0"},
+           "libraries": {"av": {"importable": True, "version": "0.0.1", "error": None}}}
+    code, report, run = _compare(tmp_path, BASE, environment=env)
+    assert code == 0
+    assert report["run"]["driver"] == "999.1" and report["run"]["libraries"] == {"av": "0.0.1"}
+    assert report["baseline"]["driver"] is None
+    head = (run / "report.md").read_text().split("## ")[0]
+    assert "| driver | - | 999.1 |" in head and "av 0.0.1" in head
+
+
+def test_usage_errors_exit_3_and_name_the_file(tmp_path, capsys):
+    run = _folder(tmp_path / "run", BASE)
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(tmp_path / "nope")]) == 3
+    assert "nope: baseline folder not found" in capsys.readouterr().err
+
+    base = _folder(tmp_path / "base", BASE)
+    (base / "10_pyav.json").write_text("{not json")
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base)]) == 3
+    err = capsys.readouterr().err
+    assert "10_pyav.json: malformed JSON" in err
+
+    base = _folder(tmp_path / "base2", BASE)
+    bad = tmp_path / "tolerances.json"
+    bad.write_text(json.dumps({"rules": [{"metric": "*", "direction": "sideways"}]}))
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base), "--tolerances", str(bad)]) == 3
+    assert "tolerances.json: rule 0" in capsys.readouterr().err
+
+    smoke = _folder(tmp_path / "smoke", BASE, mode="smoke")
+    assert nightly.main(["--compare-only", str(smoke), "--baseline", str(base)]) == 3
+    assert "cannot be compared" in capsys.readouterr().err
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert nightly.main(["--compare-only", str(empty), "--baseline", str(base)]) == 3
+    assert "no notebook results" in capsys.readouterr().err
+
+
+def test_committed_baseline_compared_with_itself_passes(tmp_path):
+    """The committed results/h200 is readable in the format nightly expects, and all its rules apply."""
+    baseline = ROOT / "results" / "h200"
+    code = nightly.main(["--compare-only", str(baseline), "--baseline", str(baseline), "--report-dir", str(tmp_path)])
+    assert code == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    expected = {p.stem for p in baseline.glob("[0-9][0-9]_*.json") if "headline" in json.loads(p.read_text())}
+    assert expected and {Path(nb["notebook"]).stem for nb in report["notebooks"]} == expected
+    metrics = [m for nb in report["notebooks"] for m in nb["metrics"]]
+    assert metrics and {m["verdict"] for m in metrics} == {"ok"}
+    assert report["baseline"]["gpu"] and report["baseline"]["driver"]
+    assert not (baseline / "report.json").exists()
+
+
+NB_GOOD = """import json, pathlib
+pathlib.Path(OUTPUT_DIR, "90_good.json").write_text(json.dumps({"headline": {"answer": 42}, "skipped": []}))"""
+
+
+@pytest.mark.notebook
+def test_run_split_over_two_calls_accumulates_and_fails_on_a_broken_notebook(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    def _write_nb(path, body):
+        params = new_code_cell('SMOKE = True\nDEVICE = "auto"\nVIDEO_DIR = None\nOUTPUT_DIR = "."')
+        params.metadata["tags"] = ["parameters"]
+        nb = new_notebook(cells=[params, new_code_cell(body)])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, path)
+
+    nbs, out = tmp_path / "nbs", tmp_path / "nightly"
+    nbs.mkdir()
+    _write_nb(nbs / "90_good.ipynb", NB_GOOD)
+    _write_nb(nbs / "91_broken.ipynb", "raise RuntimeError('planted failure')")
+    base = _folder(tmp_path / "base", {"90_good": {"answer": 42}})
+    common = ["--notebooks", str(nbs), "--output", str(out), "--baseline", str(base)]
+    assert nightly.main(common + ["--pattern", "90"]) == 0
+    assert nightly.main(common + ["--pattern", "91"]) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mode"] == "full"
+    assert {r["notebook"]: r["status"] for r in summary["notebooks"]} == {"90_good.ipynb": "passed",
+                                                                           "91_broken.ipynb": "failed"}
+    assert nightly.main(["--compare-only", str(out), "--baseline", str(base)]) == 1
+    assert "planted failure" in (out / "report.md").read_text()
