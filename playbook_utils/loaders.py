@@ -211,3 +211,50 @@ def measure_gpu_loader(loader: GpuLoader, max_batches: int | None = None) -> dic
     seconds = time.perf_counter() - start
     return {"frames_per_s": loader.frames_delivered / seconds, "batches": batches, "seconds": seconds,
             "frames": loader.frames_delivered}
+
+
+def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int = 224, device_id: int = 0,
+                num_threads: int = 8, prefetch: int = 2):
+    """A DALI pipeline + `DALIGenericIterator` of model-ready sequences on the GPU (notebook 21).
+
+    `fn.experimental.readers.video` decodes consecutive, non-overlapping sequences of
+    `sequence_length` frames from `paths` on NVDEC; `fn.resize` and `fn.crop_mirror_normalize`
+    make float16 (B, L, 3, size, size) batches with CLIP's statistics in the same graph, so the
+    preprocessing overlaps with the next batch's decoding. One epoch = every full sequence once.
+    """
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+    from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
+
+    @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=device_id,
+                  prefetch_queue_depth=prefetch)
+    def pipe():
+        video, _ = fn.experimental.readers.video(device="gpu", filenames=[str(p) for p in paths],
+                                                 labels=list(range(len(paths))), sequence_length=sequence_length,
+                                                 stride=1, step=sequence_length, name="reader")
+        video = fn.resize(video, resize_x=size, resize_y=size, antialias=True)
+        return fn.crop_mirror_normalize(video, dtype=types.FLOAT16, output_layout="FCHW",
+                                        mean=[255 * m for m in CLIP_MEAN], std=[255 * s for s in CLIP_STD])
+
+    p = pipe()
+    p.build()
+    return DALIGenericIterator([p], ["video"], reader_name="reader", last_batch_policy=LastBatchPolicy.DROP,
+                               auto_reset=True)
+
+
+def measure_dali_loader(iterator, epochs: int = 1) -> dict:
+    """Run a `dali_loader` iterator flat out for `epochs`; return {'frames_per_s', 'batches', 'seconds', 'frames'}."""
+    import time
+
+    import torch
+
+    start, batches, frames = time.perf_counter(), 0, 0
+    for _ in range(epochs):
+        for out in iterator:  # auto_reset: the next `for` starts a new epoch
+            v = out[0]["video"]
+            frames += v.shape[0] * v.shape[1]
+            batches += 1
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    return {"frames_per_s": frames / seconds, "batches": batches, "seconds": seconds, "frames": frames}

@@ -47,3 +47,46 @@ class NotebookResults:
         doc = {"notebook": self.stem, "headline": self.headline, "skipped": self.skipped, **self.data}
         path.write_text(json.dumps(_jsonable(doc), indent=1))
         return path
+
+
+def reference_numbers(folder) -> dict:
+    """The headline numbers of a full run, gathered from notebooks 20 and 21's JSON in `folder`.
+
+    {'nvdec_ceiling_fps': {codec: {clip: fps}}, 'best_loader': {codec: {loader, backend, fps,
+    fraction_of_ceiling}}, 'sparse_speedup': {...}, 'harness_overhead': {...}}; a key is left out
+    when the notebook that measures it did not run or could not measure it. Used by the runner's
+    summary.json (results/<gpu>/summary.json).
+    """
+    folder = Path(folder)
+
+    def load(stem):
+        try:
+            return json.loads((folder / f"{stem}.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    n20, n21 = load("20_decode_benchmarks"), load("21_training_loader_benchmarks")
+    out: dict = {}
+    clips = n20.get("clips", {})
+    ceilings = {}
+    for name, c in (n20.get("nvdec_ceiling") or {}).items():
+        if c.get("fps"):
+            codec = clips.get(name, {}).get("codec") or name.split("_")[0]
+            best = c.get("best") or {}
+            ceilings.setdefault(codec, {})[name] = {
+                "fps": round(c["fps"]), "layout": f"{best.get('processes')}x{best.get('threads')}",
+                "nvdec_util_median": best.get("nvdec_util_median"), "saturated": c.get("saturated")}
+    if ceilings:
+        out["nvdec_ceiling_fps"] = ceilings
+    best = (n21.get("headline") or {}).get("best_gpu_loader") or {}
+    if best:
+        out["best_loader"] = {name.split("_")[0]: {"clip": name, "loader": b["loader"], "backend": b["backend"],
+                                                    "fps": b["fps"], "ceiling_fps": b.get("ceiling_fps"),
+                                                    "fraction_of_ceiling": round(b["pct_of_ceiling"] / 100, 3)
+                                                    if b.get("pct_of_ceiling") else None}
+                              for name, b in best.items()}
+    if isinstance(n20.get("sparse_speedup"), dict):
+        out["sparse_speedup"] = n20["sparse_speedup"]
+    if n20.get("harness"):
+        out["harness_overhead"] = n20["harness"]
+    return out

@@ -85,7 +85,10 @@ def _fmt(value) -> str:
 
 def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
     """Write summary.md and summary.json into `output`; return the markdown path."""
-    (output / "summary.json").write_text(json.dumps({"mode": mode, "machine": machine, "notebooks": rows}, indent=1))
+    from playbook_utils.results import reference_numbers
+
+    doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
+    (output / "summary.json").write_text(json.dumps(doc, indent=1))
     lines = [f"# Playbook run ({mode} mode)", "",
              f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC", "",
              "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
