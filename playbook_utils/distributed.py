@@ -165,6 +165,30 @@ def exactly_once(ids_per_rank, n: int) -> dict:
             "duplicates": dup, "missing": missing, "unexpected": unexpected}
 
 
+def file_sizes(paths) -> list[int]:
+    """The size in bytes of each video; `DecodeError` naming the first one that is missing or empty."""
+    from playbook_utils.errors import DecodeError
+
+    sizes = []
+    for p in paths:
+        try:
+            size = Path(p).stat().st_size
+        except OSError as e:
+            raise DecodeError(p, f"cannot read the file: {e.strerror or e}") from e
+        if size == 0:
+            raise DecodeError(p, "file is empty (0 bytes)")
+        sizes.append(size)
+    return sizes
+
+
+def _rank_errors(output: Path) -> str:
+    """The errors the failed ranks recorded (`scaling_worker` writes `<output>.rank<R>.error`)."""
+    found = sorted(output.parent.glob(f"{output.name}.rank*.error"))
+    lines = [f"{p.name.rsplit('.', 2)[1]}: {p.read_text()}" for p in found]
+    lines.sort(key=lambda line: "closed by peer" in line)  # the root cause first, its echoes after
+    return "; ".join(lines) if lines else "no rank recorded an error (see the output below)"
+
+
 def torchrun_command(world_size: int, worker_args: list[str], nnodes: int = 1) -> list[str]:
     """The `torchrun` command line that starts `world_size` ranks of `playbook_utils.scaling_worker`.
 
@@ -186,6 +210,7 @@ def launch(world_size: int, paths, output, backend: str = "pyav", device: str = 
     Raises RuntimeError with the tail of the ranks' output when the run fails or times out.
     Introduced in notebook 30.
     """
+    file_sizes(paths)  # a missing or empty file is named here, before any rank starts
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     paths_file = output.with_suffix(".paths.json")
@@ -194,7 +219,8 @@ def launch(world_size: int, paths, output, backend: str = "pyav", device: str = 
     for name, value in worker_options.items():
         args += [f"--{name.replace('_', '-')}", str(value)]
     cmd = torchrun_command(world_size, args)
-    output.unlink(missing_ok=True)
+    for stale in [output, *output.parent.glob(f"{output.name}.rank*.error")]:
+        stale.unlink(missing_ok=True)
     start = time.perf_counter()
     # Own process group, so a timeout ends torchrun and every rank it started, nothing else.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -207,7 +233,8 @@ def launch(world_size: int, paths, output, backend: str = "pyav", device: str = 
         raise RuntimeError(f"{world_size} rank(s) of {backend} did not finish in {timeout:.0f} s:\n"
                            f"{log[-2000:]}") from e
     if proc.returncode != 0 or not output.exists():
-        raise RuntimeError(f"{world_size} rank(s) of {backend} failed (exit {proc.returncode}):\n{log[-3000:]}")
+        raise RuntimeError(f"{world_size} rank(s) of {backend} failed (exit {proc.returncode}): "
+                           f"{_rank_errors(output)}\n--- last output of the ranks ---\n{log[-3000:]}")
     result = json.loads(output.read_text())
     result["launch_s"] = round(time.perf_counter() - start, 2)
     result["command"] = " ".join(cmd)

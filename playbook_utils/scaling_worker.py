@@ -33,7 +33,16 @@ def main(argv=None) -> int:
     ap.add_argument("--shuffle", type=int, default=1, help="1: shuffle with seed + epoch, as DistributedSampler")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    try:
+        return run(args)
+    except Exception as e:  # leave the cause where the launcher finds it, then fail as usual
+        msg = (str(e).strip().splitlines() or [""])[0]
+        Path(f"{args.output}.rank{os.environ.get('RANK', 0)}.error").write_text(f"{type(e).__name__}: {msg}"[:1000])
+        raise
 
+
+def run(args) -> int:
+    """One rank's epochs; rank 0 writes the gathered result to args.output."""
     import torch
     import torch.distributed as dist
 
@@ -43,6 +52,7 @@ def main(argv=None) -> int:
     if not paths_file.exists():
         raise FileNotFoundError(f"{paths_file}: the list of video paths does not exist")
     paths = json.loads(paths_file.read_text())
+    sizes = distributed.file_sizes(paths)  # DecodeError naming a missing or empty file, before any decoding
     device, pg_backend = distributed.rank_device(args.device)
     if device.startswith("cuda"):
         torch.cuda.set_device(device)  # before init, so NCCL binds this rank to its own GPU
@@ -52,7 +62,6 @@ def main(argv=None) -> int:
         loader = distributed.sharded_loader(paths, args.backend, rank, world, device, batch_size=args.batch_size,
                                             num_workers=args.num_workers, shuffle=bool(args.shuffle),
                                             seed=args.seed, k=args.k)
-        sizes = [Path(p).stat().st_size for p in paths]
         epochs = []
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
