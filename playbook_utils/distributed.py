@@ -206,7 +206,8 @@ def launch(world_size: int, paths, output, backend: str = "pyav", device: str = 
     """Run one epoch-measurement with `world_size` ranks under torchrun; return rank 0's JSON.
 
     `paths` is written to a file next to `output` for the ranks to read; worker_options become
-    `--name value` flags of `scaling_worker` (k, batch_size, num_workers, epochs, shuffle, seed).
+    `--name value` flags of `scaling_worker` (k, size, batch_size, num_workers, epochs, shuffle, seed;
+    None leaves a flag out).
     Raises RuntimeError with the tail of the ranks' output when the run fails or times out.
     Introduced in notebook 30.
     """
@@ -217,6 +218,8 @@ def launch(world_size: int, paths, output, backend: str = "pyav", device: str = 
     paths_file.write_text(json.dumps([str(p) for p in paths]))
     args = ["--backend", backend, "--device", device, "--paths", str(paths_file), "--output", str(output)]
     for name, value in worker_options.items():
+        if value is None:
+            continue
         args += [f"--{name.replace('_', '-')}", str(value)]
     cmd = torchrun_command(world_size, args)
     for stale in [output, *output.parent.glob(f"{output.name}.rank*.error")]:

@@ -27,6 +27,7 @@ def main(argv=None) -> int:
     ap.add_argument("--paths", required=True, help="JSON file holding the list of video paths (the dataset)")
     ap.add_argument("--output", required=True, help="JSON file rank 0 writes")
     ap.add_argument("--k", type=int, default=8, help="frames sampled uniformly per video")
+    ap.add_argument("--size", default="", help="HxW to resize to, for videos of mixed sizes (e.g. 144x256)")
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--num-workers", type=int, default=1, help="DataLoader workers per rank (CPU decoding)")
     ap.add_argument("--epochs", type=int, default=2)
@@ -61,7 +62,8 @@ def run(args) -> int:
         rank, world = dist.get_rank(), dist.get_world_size()
         loader = distributed.sharded_loader(paths, args.backend, rank, world, device, batch_size=args.batch_size,
                                             num_workers=args.num_workers, shuffle=bool(args.shuffle),
-                                            seed=args.seed, k=args.k)
+                                            seed=args.seed, k=args.k,
+                                            size=tuple(map(int, args.size.split("x"))) if args.size else None)
         epochs = []
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
