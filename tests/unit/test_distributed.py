@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from playbook_utils import distributed, env, media
+from playbook_utils.decoders import available
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +97,18 @@ def test_a_bad_file_fails_the_run_naming_the_file(paths, tmp_path):
     with pytest.raises(RuntimeError, match=r"failed \(exit 1\): .*DecodeError: .*garbage.mp4"):
         distributed.launch(2, [paths[0], garbage], tmp_path / "run.json", backend="pyav", timeout=180,
                            k=4, batch_size=1, num_workers=0, epochs=1)
+
+
+GPU = [b for b in available("cuda") if b in distributed.GPU_BACKENDS] if torch.cuda.is_available() else []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU with a GPU decoding backend")
+@pytest.mark.parametrize("backend", GPU or ["none"])
+def test_nccl_ranks_decode_on_their_own_gpu_and_see_every_sample_once(backend, paths, tmp_path):
+    ranks = min(2, torch.cuda.device_count())
+    r = distributed.launch(ranks, paths[:9], tmp_path / "run.json", backend=backend, device="cuda", timeout=300,
+                           k=4, batch_size=2, epochs=2)
+    assert r["process_group"] == "nccl"
+    assert sorted((x["device"], x["decode_device"]) for x in r["ranks"]) == [(f"cuda:{i}", f"cuda:{i}") for i in range(ranks)]
+    assert all(e["exactly_once"]["ok"] and e["frames"] == 9 * 4 for e in r["epochs"])
