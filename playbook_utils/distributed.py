@@ -115,6 +115,7 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     workers, batches then copied to `device`). DALI goes through the same per-rank path
     (`read_frames` with device cuda:N); DALI's own `fn.readers.video(shard_id=, num_shards=)`
     is not used, since it samples fixed-length sequences rather than our K frames per video.
+    (The DALI and multi-GPU NCCL paths have not yet run on GPUs; the CPU/gloo path is tested.)
     dataset_kwargs go to `loaders.VideoClipDataset` (k, strategy, size, ...). Returns a
     `ShardedLoader` of (sample_ids, frames). Introduced in notebook 30.
     """
