@@ -120,3 +120,20 @@ def test_23_bad_files_are_clear_errors_and_the_loader_keeps_going(smoke_run):
     assert r["loader_policy"]["delivered"] > 0 and len(r["loader_policy"]["skipped"]) == 4
     assert "empty" in r["loader_policy"]["raise_mode"]
     assert all("rss_growth_pct" in v for v in r["soak"].values()), r["soak"]
+
+
+def test_30_every_rank_reads_its_own_shard_and_every_sample_is_seen_once(smoke_run):
+    _, out, _ = smoke_run
+    r = result(out, "30_scaling_out")
+    h = r["headline"]
+    assert h["world_sizes"] == [1, 2] and h["every_sample_once"] is True
+    two = r["runs"]["2"]
+    assert two["world_size"] == 2 and len(two["ranks"]) == 2 and {x["rank"] for x in two["ranks"]} == {0, 1}
+    for e in range(len(two["epochs"])):  # recount from the raw ids, not the notebook's verdict
+        ids = sorted(i for rank in two["ranks"] for i in rank["epochs"][e]["ids"])
+        assert ids == list(range(two["num_samples"]))
+    assert all(h["aggregate_fps"][k] > 0 for k in ("1", "2"))
+    assert h["scaling_efficiency"] == pytest.approx(h["aggregate_fps"]["2"] / (2 * h["aggregate_fps"]["1"]), rel=0.01)
+    if h["storage_cold_mb_s"] is not None:
+        assert h["storage_ranks_fed"] == pytest.approx(h["storage_cold_mb_s"] / h["per_rank_mb_s"], rel=0.05)
+    assert (Path(out) / "30_scaling.png").stat().st_size > 10_000

@@ -1,0 +1,108 @@
+"""One rank of a sharded loading run, started by torchrun (notebook 30).
+
+    torchrun --standalone --nproc_per_node=2 -m playbook_utils.scaling_worker \\
+        --backend pyav --device cpu --paths paths.json --output run.json
+
+Each rank joins the process group (gloo on the CPU, NCCL on GPUs, with the rank's GPU set
+first), reads its shard of the JSON list of video paths with `distributed.sharded_loader` for
+`--epochs` epochs, and times each epoch between barriers. Rank 0 gathers every rank's counts
+and sample ids and writes them, with the exactly-once check, to `--output`. The first epoch
+includes starting workers and decoders; the last is the one to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default="pyav")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: each rank uses cuda:LOCAL_RANK")
+    ap.add_argument("--paths", required=True, help="JSON file holding the list of video paths (the dataset)")
+    ap.add_argument("--output", required=True, help="JSON file rank 0 writes")
+    ap.add_argument("--k", type=int, default=8, help="frames sampled uniformly per video")
+    ap.add_argument("--size", default="", help="HxW to resize to, for videos of mixed sizes (e.g. 144x256)")
+    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--num-workers", type=int, default=1, help="DataLoader workers per rank (CPU decoding)")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--shuffle", type=int, default=1, help="1: shuffle with seed + epoch, as DistributedSampler")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    try:
+        return run(args)
+    except Exception as e:  # leave the cause where the launcher finds it, then fail as usual
+        msg = (str(e).strip().splitlines() or [""])[0]
+        Path(f"{args.output}.rank{os.environ.get('RANK', 0)}.error").write_text(f"{type(e).__name__}: {msg}"[:1000])
+        raise
+
+
+def run(args) -> int:
+    """One rank's epochs; rank 0 writes the gathered result to args.output."""
+    import torch
+    import torch.distributed as dist
+
+    from playbook_utils import distributed
+
+    paths_file = Path(args.paths)
+    if not paths_file.exists():
+        raise FileNotFoundError(f"{paths_file}: the list of video paths does not exist")
+    paths = json.loads(paths_file.read_text())
+    sizes = distributed.file_sizes(paths)  # DecodeError naming a missing or empty file, before any decoding
+    device, pg_backend = distributed.rank_device(args.device)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(device)  # before init, so NCCL binds this rank to its own GPU
+    dist.init_process_group(pg_backend)
+    try:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        loader = distributed.sharded_loader(paths, args.backend, rank, world, device, batch_size=args.batch_size,
+                                            num_workers=args.num_workers, shuffle=bool(args.shuffle),
+                                            seed=args.seed, k=args.k,
+                                            size=tuple(map(int, args.size.split("x"))) if args.size else None)
+        epochs = []
+        for epoch in range(args.epochs):
+            loader.set_epoch(epoch)
+            ids, frames = [], 0
+            dist.barrier()
+            start = time.perf_counter()
+            for batch_ids, batch in loader:
+                ids += batch_ids
+                frames += batch.shape[0] * batch.shape[1]
+            if device.startswith("cuda"):
+                torch.cuda.synchronize(device)
+            seconds = time.perf_counter() - start
+            nbytes = sum(sizes[i] for i in ids)
+            epochs.append({"epoch": epoch, "samples": len(ids), "frames": frames, "bytes": nbytes,
+                           "seconds": seconds, "fps": frames / seconds if seconds > 0 else 0.0,
+                           "mb_s": nbytes / seconds / 1e6 if seconds > 0 else 0.0, "ids": ids})
+        mine = {"rank": rank, "local_rank": int(os.environ.get("LOCAL_RANK", 0)), "host": socket.gethostname(),
+                "device": device, "decode_device": loader.decode_device, "torch_threads": torch.get_num_threads(),
+                "epochs": epochs}
+        gathered = [None] * world
+        dist.all_gather_object(gathered, mine)
+        if rank == 0:
+            out = {"world_size": world, "backend": args.backend, "device_kind": args.device,
+                   "process_group": pg_backend, "num_samples": len(paths), "k": args.k,
+                   "batch_size": args.batch_size, "num_workers": args.num_workers, "epochs": [], "ranks": gathered}
+            for e in range(args.epochs):
+                per_rank = [g["epochs"][e] for g in gathered]
+                slowest = max(r["seconds"] for r in per_rank)
+                frames = sum(r["frames"] for r in per_rank)
+                check = distributed.exactly_once([r["ids"] for r in per_rank], len(paths))
+                out["epochs"].append({"epoch": e, "seconds": slowest, "frames": frames,
+                                      "aggregate_fps": frames / slowest if slowest > 0 else 0.0,
+                                      "exactly_once": check})
+            Path(args.output).write_text(json.dumps(out, indent=1))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,114 @@
+import pytest
+import torch
+
+from playbook_utils import distributed, env, media
+from playbook_utils.decoders import available
+
+
+@pytest.fixture(scope="module")
+def paths():
+    clips = media.default_media(smoke=True)
+    return [clips["h264_144p_gop12.mp4"], clips["h264_144p_gop48.mp4"]] * 5  # 10 samples
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4, 7, 16])
+@pytest.mark.parametrize("n", [0, 1, 5, 10, 13])
+def test_shards_cover_every_item_exactly_once(n, world_size):
+    shards = [distributed.shard(range(n), r, world_size) for r in range(world_size)]
+    assert sorted(i for s in shards for i in s) == list(range(n))
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    samplers = [distributed.ShardSampler(n, r, world_size, shuffle=True, seed=3) for r in range(world_size)]
+    for epoch in (0, 1):
+        for s in samplers:
+            s.set_epoch(epoch)
+        check = distributed.exactly_once([list(s) for s in samplers], n)
+        assert check["ok"], check
+        assert [len(s) for s in samplers] == [len(list(s)) for s in samplers]
+
+
+def test_sampler_is_distributed_sampler_without_its_padding():
+    from torch.utils.data import DistributedSampler
+
+    data = list(range(12))
+    for r in range(4):  # divisible: the same indices in the same order, shuffled per epoch
+        ours, theirs = distributed.ShardSampler(12, r, 4, shuffle=True, seed=5), \
+            DistributedSampler(data, num_replicas=4, rank=r, shuffle=True, seed=5)
+        for e in (0, 1):
+            ours.set_epoch(e)
+            theirs.set_epoch(e)
+            assert list(ours) == list(theirs)
+    data = list(range(10))  # not divisible: DistributedSampler repeats samples, ours does not
+    padded = [list(DistributedSampler(data, num_replicas=4, rank=r, shuffle=False)) for r in range(4)]
+    assert distributed.exactly_once(padded, 10)["duplicates"] == {0: 2, 1: 2}
+    dropped = [list(DistributedSampler(data, num_replicas=4, rank=r, shuffle=False, drop_last=True)) for r in range(4)]
+    assert distributed.exactly_once(dropped, 10)["missing"] == [8, 9]
+    ours = [list(distributed.ShardSampler(10, r, 4)) for r in range(4)]
+    assert distributed.exactly_once(ours, 10)["ok"]
+    with pytest.raises(ValueError, match="rank"):
+        distributed.ShardSampler(10, 4, 4)
+
+
+def test_exactly_once_names_what_is_wrong():
+    check = distributed.exactly_once([[0, 1, 1], [3, 9]], 4)
+    assert not check["ok"]
+    assert check["duplicates"] == {1: 2} and check["missing"] == [2] and check["unexpected"] == [9]
+
+
+def test_one_rank_of_two_gets_its_shard_with_the_right_frames(paths):
+    loader = distributed.sharded_loader(paths, "pyav", rank=1, world_size=2, device="cpu", batch_size=2,
+                                        num_workers=0, k=4)
+    assert loader.decode_device == "cpu" and len(loader) == 3
+    seen = []
+    for ids, frames in loader:
+        assert frames.shape == (len(ids), 4, 3, 144, 256) and frames.dtype == torch.uint8
+        for i, clip in zip(ids, frames):
+            assert [media.read_stamp(f) for f in clip] == loader.loader.dataset.dataset.indices(i)
+        seen += ids
+    assert seen == [1, 3, 5, 7, 9]
+
+
+@pytest.mark.skipif(env.capabilities()["cuda"], reason="checks the error on a machine without a GPU")
+def test_cuda_rank_without_gpu_says_so():
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        distributed.rank_device("cuda")
+
+
+def test_two_gloo_ranks_under_torchrun_see_every_sample_once(paths, tmp_path):
+    r = distributed.launch(2, paths[:9], tmp_path / "run.json", backend="pyav", device="cpu", timeout=180,
+                           k=4, batch_size=2, num_workers=0, epochs=2)
+    assert r["world_size"] == 2 and r["process_group"] == "gloo" and len(r["ranks"]) == 2
+    for e in r["epochs"]:
+        assert e["exactly_once"]["ok"], e["exactly_once"]
+        assert e["frames"] == 9 * 4 and e["aggregate_fps"] > 0
+    last = [rank["epochs"][-1] for rank in r["ranks"]]
+    assert sorted(x["samples"] for x in last) == [4, 5]
+    assert all(x["bytes"] > 0 and x["fps"] > 0 for x in last)
+    # shuffled per epoch: the shards change between epochs, the coverage does not
+    assert [x["ids"] for x in last] != [rank["epochs"][0]["ids"] for rank in r["ranks"]]
+
+
+def test_a_bad_file_fails_the_run_naming_the_file(paths, tmp_path):
+    from playbook_utils.errors import DecodeError
+
+    with pytest.raises(DecodeError, match="not_there.mp4.*cannot read"):  # caught before any rank starts
+        distributed.launch(2, [paths[0], tmp_path / "not_there.mp4"], tmp_path / "run.json")
+    garbage = tmp_path / "garbage.mp4"
+    garbage.write_bytes(b"not a video" * 100)
+    with pytest.raises(RuntimeError, match=r"failed \(exit 1\): .*DecodeError: .*garbage.mp4"):
+        distributed.launch(2, [paths[0], garbage], tmp_path / "run.json", backend="pyav", timeout=180,
+                           k=4, batch_size=1, num_workers=0, epochs=1)
+
+
+GPU = [b for b in available("cuda") if b in distributed.GPU_BACKENDS] if torch.cuda.is_available() else []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU with a GPU decoding backend")
+@pytest.mark.parametrize("backend", GPU or ["none"])
+def test_nccl_ranks_decode_on_their_own_gpu_and_see_every_sample_once(backend, paths, tmp_path):
+    ranks = min(2, torch.cuda.device_count())
+    r = distributed.launch(ranks, paths[:9], tmp_path / "run.json", backend=backend, device="cuda", timeout=300,
+                           k=4, batch_size=2, epochs=2)
+    assert r["process_group"] == "nccl"
+    assert sorted((x["device"], x["decode_device"]) for x in r["ranks"]) == [(f"cuda:{i}", f"cuda:{i}") for i in range(ranks)]
+    assert all(e["exactly_once"]["ok"] and e["frames"] == 9 * 4 for e in r["epochs"])
