@@ -258,3 +258,65 @@ def measure_dali_loader(iterator, epochs: int = 1) -> dict:
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     return {"frames_per_s": frames / seconds, "batches": batches, "seconds": seconds, "frames": frames}
+
+
+class _DaliVideos:
+    """A DALI iterator seen as an iterable of video tensors, for `measure_loader`."""
+
+    def __init__(self, iterator):
+        self.iterator = iterator
+
+    def __iter__(self):
+        return (out[0]["video"] for out in self.iterator)
+
+
+def _run_spec(spec: dict) -> dict:
+    """Build the loader `spec` describes and measure it in this process (the child of `measure_isolated`)."""
+    if spec["kind"] == "dali":
+        make = lambda: dali_loader(spec["paths"], sequence_length=spec.get("sequence_length", 32),  # noqa: E731
+                                   batch_size=spec["batch_size"], device_id=spec.get("device_id", 0))
+        result = measure_dali_loader(make())
+        feed = _DaliVideos
+    else:
+        make = lambda: GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"],  # noqa: E731
+                                 threads=spec["threads"], batch_size=spec["batch_size"], chunk=spec.get("chunk", 32))
+        result = measure_gpu_loader(make())
+        feed = lambda loader: loader  # noqa: E731
+    if spec.get("step_s") is not None:
+        result["wait"] = measure_loader(feed(make()), spec["step_s"], spec["steps"], device=spec["device"])
+    return result
+
+
+def measure_isolated(spec: dict, timeout: float = 600) -> dict:
+    """Measure a GPU-side loader in a fresh child process; return its result or {'error': ...} (notebook 21).
+
+    spec: {'kind': 'gpu' (a `GpuLoader`: 'backend', 'threads', 'chunk') or 'dali' (a `dali_loader`),
+    'paths', 'device', 'batch_size', optional 'step_s' and 'steps' to also measure the data wait}.
+    Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
+    both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs.
+    """
+    import json
+    import subprocess
+    import sys
+
+    spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
+    try:
+        run = subprocess.run([sys.executable, "-m", "playbook_utils.loaders", json.dumps(spec)],
+                             capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no answer within {timeout:.0f} s"}
+    lines = [x for x in run.stdout.splitlines() if x.startswith("{")]
+    if lines:
+        return json.loads(lines[-1])
+    return {"error": f"exit {run.returncode}: " + (run.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    try:
+        out = _run_spec(json.loads(sys.argv[1]))
+    except Exception as e:  # reported as data: the parent decides what a failure means
+        out = {"error": f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"}
+    print(json.dumps(out), flush=True)

@@ -45,3 +45,38 @@ def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
     assert lines[0].startswith("# {")
     rows = list(csv.DictReader(lines[1:]))
     assert rows[0]["backend"] == "pyav" and float(rows[0]["fps"]) > 0 and rows[0]["exact"] == "True"
+
+
+def test_a_refused_clip_is_an_unavailable_row_without_a_child(tmp_path):
+    from playbook_utils import bench
+    from playbook_utils.decoders import refusal, why_unavailable
+
+    if why_unavailable("dali", "cpu"):
+        pytest.skip("DALI is not installed here")
+    clip = media.make_clip(tmp_path / "c.mp4", "h264", 256, 144, num_frames=12)
+    assert "h264" in refusal(clip, "dali", "cpu")
+    assert refusal(clip, "pyav", "cpu") is None
+    row = bench.run_job(bench.Job("dali", "cpu", "sequential", str(clip)))
+    assert row["status"] == "unavailable" and "h264" in row["error"]
+
+
+def test_reference_numbers_gather_20_and_21(tmp_path):
+    import json
+
+    from playbook_utils.results import reference_numbers
+
+    assert reference_numbers(tmp_path) == {}  # nothing ran: nothing claimed
+    (tmp_path / "20_decode_benchmarks.json").write_text(json.dumps({
+        "clips": {"h264_1080p_gop30.mp4": {"codec": "h264"}},
+        "nvdec_ceiling": {"h264_1080p_gop30.mp4": {"fps": 2900.4, "saturated": True,
+                                                   "best": {"processes": 7, "threads": 1, "nvdec_util_median": 95}},
+                          "hevc_1080p_gop30.mp4": {"fps": None}},
+        "sparse_speedup": {"speedup": 5.0}, "harness": {"overhead_pct": 1.0}}))
+    (tmp_path / "21_training_loader_benchmarks.json").write_text(json.dumps({"headline": {"best_gpu_loader": {
+        "h264_1080p_gop30.mp4": {"loader": "x", "backend": "pynvvideocodec", "fps": 2000, "pct_of_ceiling": 69.0,
+                                 "ceiling_fps": 2900}}}}))
+    r = reference_numbers(tmp_path)
+    assert r["nvdec_ceiling_fps"] == {"h264": {"h264_1080p_gop30.mp4": {"fps": 2900, "layout": "7x1",
+                                                                        "nvdec_util_median": 95, "saturated": True}}}
+    assert r["best_loader"]["h264"]["fraction_of_ceiling"] == 0.69
+    assert r["sparse_speedup"] == {"speedup": 5.0} and r["harness_overhead"] == {"overhead_pct": 1.0}

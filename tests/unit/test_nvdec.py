@@ -25,3 +25,15 @@ def test_nvdec_decodes_h264_frame_exact(tmp_path):
     clip = media.make_clip(tmp_path / "c.mp4", "h264", 320, 180, num_frames=30)
     r = nvdec.probe("pynvvideocodec", clip)
     assert r["ok"] and r["frames"] == 30 and r["wrong_frames"] == 0
+
+
+def test_saturation_run_without_nvdec_is_a_failed_row_not_a_crash(tmp_path):
+    from playbook_utils import media
+
+    if has_nvdec():
+        pytest.skip("this machine has NVDEC: the failure path cannot be shown here")
+    clip = media.make_clip(tmp_path / "c.mp4", "h264", 256, 144, num_frames=24)
+    r = nvdec.saturate(clip, processes=2, threads=1, seconds=0.2)
+    assert r["fps"] is None and r["frames"] == 0 and r["error"]
+    c = nvdec.ceiling(clip, ((1, 1),), seconds=0.2)
+    assert c["fps"] is None and c["saturated"] is False and len(c["rows"]) == 1

@@ -1,0 +1,35 @@
+"""The four sparse-sampling strategies of notebooks 01 and 20: exact frames, honest decode counts."""
+
+import pytest
+
+from playbook_utils import media, sampling, sparse
+
+
+@pytest.fixture(scope="module")
+def long_clips():
+    return media.long_media(smoke=True)
+
+
+def test_long_media_is_long_and_keeps_the_default_set(long_clips):
+    assert sorted(long_clips) == ["h264_144p_gop12_12s.mp4", "h264_144p_gop48_12s.mp4"]
+    assert media.probe(long_clips["h264_144p_gop12_12s.mp4"]).num_frames == 360
+    assert "h264_144p_gop12.mp4" in media.default_media(smoke=True)  # the short set is still there
+
+
+@pytest.mark.parametrize("name", ["h264_144p_gop12_12s.mp4", "h264_144p_gop48_12s.mp4"])
+def test_every_strategy_returns_what_it_claims(long_clips, name):
+    path = long_clips[name]
+    info = media.probe(path)
+    targets = sampling.uniform(info.num_frames, 16)
+    r = sparse.run(path, targets, repeats=1)
+    assert set(r) == set(sparse.STRATEGIES)
+    assert all(x["exact"] for x in r.values())
+    assert r["decode everything"]["frames_decoded"] == info.num_frames
+    gop = info.gop_lengths[0]
+    # seeking costs each target's distance from its keyframe; the sorted pass never decodes more than everything
+    assert r["seek per frame"]["frames_decoded"] == sum(t % gop + 1 for t in targets)
+    assert r["sorted forward pass"]["frames_decoded"] <= info.num_frames
+    # snapping decodes one frame per distinct keyframe and pays in offset (at most half a GOP)
+    snapped = r["keyframe snapped"]
+    assert snapped["frames_decoded"] <= 16 and 0 < snapped["mean_offset"] <= gop / 2
+    assert all(r[s]["mean_offset"] == 0 for s in ("seek per frame", "decode everything", "sorted forward pass"))
