@@ -120,11 +120,12 @@ def _gpu_mb(device: str) -> float:
 
 
 def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, k: int = 4,
-         warmup: int = 200, every: int = 50, seed: int = 0) -> dict:
+         warmup: int = 200, every: int = 50, seed: int = 0, max_seconds: float | None = None) -> dict:
     """Make `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
 
     Each call asks for K random frames. RSS (and, on a GPU, torch's allocated memory) is sampled
     every `every` calls; growth is measured from the end of the warm-up to the end, in percent.
+    `max_seconds` stops early (the result says how many calls were made: 'calls', 'stopped_by_time').
     Runs in the calling process: use `decoders.isolated` or a child process to keep it apart.
     """
     import gc
@@ -139,16 +140,22 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     cuda = device.startswith("cuda")
     if cuda:
         import torch
-    curve = []
+    import time
+
+    curve, deadline = [], (time.monotonic() + max_seconds) if max_seconds else None
     for c in range(calls + warmup):
         read_frames(path, [rng.randrange(n) for _ in range(k)], backend=backend, device=device)
-        if c % every == 0 or c == calls + warmup - 1:
+        last = c == calls + warmup - 1 or (deadline is not None and c > warmup and time.monotonic() > deadline)
+        if c % every == 0 or last:
             gc.collect()
             curve.append({"call": c, "rss_mb": proc.memory_info().rss / 2**20,
                           "gpu_mb": _gpu_mb(device) if cuda else None})
+        if last:
+            break
     base = next(p for p in curve if p["call"] >= warmup)
     end = curve[-1]
-    out = {"calls": calls, "warmup": warmup, "curve": curve,
+    made = end["call"] + 1 - warmup
+    out = {"calls": made, "calls_asked": calls, "stopped_by_time": made < calls, "warmup": warmup, "curve": curve,
            "rss_growth_pct": 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]}
     if cuda and base["gpu_mb"]:
         out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"]

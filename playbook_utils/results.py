@@ -5,6 +5,7 @@ The runner's summary and the tests read `OUTPUT_DIR/<stem>.json`, never the note
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -32,6 +33,7 @@ class NotebookResults:
         self.output_dir = Path(output_dir)
         self.headline: dict = {}
         self.skipped: list[str] = []
+        self.failures: list[str] = []
         self.data: dict = {}
 
     def skip(self, section: str, reason: str) -> None:
@@ -40,11 +42,30 @@ class NotebookResults:
         self.skipped.append(line)
         print(f"SKIPPED  {line}")
 
+    @contextlib.contextmanager
+    def section(self, name: str):
+        """Run one part of a notebook: an exception is printed and recorded, the notebook goes on to the
+        next part, and `raise_failures` (in its last cell) fails it. Nothing is hidden."""
+        try:
+            yield
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [""])[0][:300]
+            line = f"{name}: {type(e).__name__}: {first}"
+            self.failures.append(line)
+            print(f"FAILED   {line}")
+
+    def raise_failures(self) -> None:
+        """Raise if any `section` failed (after `write`, so the JSON says what did run)."""
+        if self.failures:
+            raise RuntimeError("parts of this notebook failed:\n" + "\n".join(self.failures))
+
     def write(self) -> Path:
         """Write the JSON file and return its path."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
         path = self.output_dir / f"{self.stem}.json"
         doc = {"notebook": self.stem, "headline": self.headline, "skipped": self.skipped, **self.data}
+        if self.failures:
+            doc["failures"] = self.failures
         path.write_text(json.dumps(_jsonable(doc), indent=1))
         return path
 

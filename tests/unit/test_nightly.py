@@ -254,3 +254,24 @@ def test_run_split_over_two_calls_accumulates_and_fails_on_a_broken_notebook(tmp
                                                                            "91_broken.ipynb": "failed"}
     assert nightly.main(["--compare-only", str(out), "--baseline", str(base)]) == 1
     assert "planted failure" in (out / "report.md").read_text()
+
+
+def test_a_regression_planted_in_the_committed_results_fails(tmp_path):
+    """The committed H200 results with one measured number halved: the comparison must exit 2 and name it."""
+    import shutil
+
+    baseline = ROOT / "results" / "h200"
+    run = tmp_path / "run"
+    run.mkdir()
+    for p in baseline.glob("*.json"):
+        shutil.copy(p, run / p.name)
+    doc = json.loads((run / "00_hardware_and_environment.json").read_text())
+    doc["headline"]["h2d_pinned_gb_s"] = doc["headline"]["h2d_pinned_gb_s"] / 2
+    (run / "00_hardware_and_environment.json").write_text(json.dumps(doc))
+    code = nightly.main(["--compare-only", str(run), "--baseline", str(baseline), "--report-dir", str(tmp_path)])
+    assert code == 2
+    report = json.loads((tmp_path / "report.json").read_text())
+    bad = [(nb["notebook"], m["metric"]) for nb in report["notebooks"] for m in nb["metrics"]
+           if m["verdict"] == "REGRESSION"]
+    assert [m for _, m in bad] == ["h2d_pinned_gb_s"]
+    assert "h2d_pinned_gb_s" in (tmp_path / "report.md").read_text()
