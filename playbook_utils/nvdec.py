@@ -101,16 +101,27 @@ def codec_matrix(clips: dict, libraries=PROBE_LIBRARIES, timeout: float = 120) -
 
 # --------------------------------------------------------------------------- the engines' ceiling
 
-def _raw_thread(path: str, gpu: int, t_end: float, out: list, slot: int) -> None:
-    """Decode `path` over and over on NVDEC (demuxer + decoder, NV12 left on the GPU) until `t_end`."""
-    import PyNvVideoCodec as nvc
+def _raw_thread(path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
+    """One decoder: open it and decode one warm-up pass, report `ready`, wait for `start`, then decode
+    `path` over and over (NV12 left on the GPU) until window[0] and count only those frames."""
+    try:
+        import PyNvVideoCodec as nvc
 
-    frames, decoder = 0, None
+        demuxer = nvc.CreateDemuxer(path)
+        decoder = nvc.CreateDecoder(gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0,
+                                    usedevicememory=True)  # one decoder per thread, reused pass after pass
+        for packet in demuxer:
+            decoder.Decode(packet)
+        decoder.Decode(nvc.PacketData())
+    except Exception as e:
+        out[slot] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:300]
+        ready.release()
+        return
+    ready.release()
+    start.wait()
+    frames, t_end = 0, window[0]
     while time.perf_counter() < t_end:
         demuxer = nvc.CreateDemuxer(path)
-        if decoder is None:  # one decoder per thread, reused pass after pass: start-up is paid once
-            decoder = nvc.CreateDecoder(gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0,
-                                        usedevicememory=True)
         for packet in demuxer:
             frames += len(decoder.Decode(packet))
             if time.perf_counter() >= t_end:
@@ -121,33 +132,32 @@ def _raw_thread(path: str, gpu: int, t_end: float, out: list, slot: int) -> None
 
 
 def _raw_process(path: str, gpu: int, threads: int, seconds: float, barrier, queue) -> None:
+    """`threads` warmed-up decoders in this process; all processes start together at `barrier`."""
     import threading
 
-    try:
-        warm = [0]
-        _raw_thread(path, gpu, time.perf_counter(), warm, 0)  # CUDA context and library loaded before the start
-        error = None
-    except Exception as e:  # reported through the queue; the parent waits for every child
-        error = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:300]
-    barrier.wait()
-    if error:
-        queue.put({"frames": 0, "error": error})
-        return
-    counts = [0] * threads
-    t_end = time.perf_counter() + seconds
-    workers = [threading.Thread(target=_raw_thread, args=(path, gpu, t_end, counts, k)) for k in range(threads)]
+    ready, start, window = threading.Semaphore(0), threading.Event(), [0.0]
+    counts: list = [0] * threads
+    workers = [threading.Thread(target=_raw_thread, args=(path, gpu, ready, start, window, counts, k))
+               for k in range(threads)]
     for w in workers:
         w.start()
+    for _ in workers:
+        ready.acquire()  # every decoder created and warmed up before the clock starts
+    barrier.wait()
+    window[0] = time.perf_counter() + seconds
+    start.set()
     for w in workers:
         w.join()
-    queue.put({"frames": sum(counts), "error": None})
+    errors = [c for c in counts if isinstance(c, str)]
+    queue.put({"frames": sum(c for c in counts if isinstance(c, int)), "error": errors[0] if errors else None})
 
 
 def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, gpu: int = 0) -> dict:
     """Raw NVDEC decode of `path` by processes x threads concurrent decoders for `seconds` (notebook 20).
 
-    Each decoder loops over the clip with PyNvVideoCodec's demuxer and decoder, leaves NV12 frames in
-    GPU memory, and counts only frames decoded inside the common time window. NVML's decoder utilization
+    Each decoder is created and warmed up (one whole pass) before the clock starts; then every decoder
+    loops over the clip with PyNvVideoCodec's demuxer and decoder, leaves NV12 frames in GPU memory,
+    and counts only frames decoded inside the common time window. NVML's decoder utilization
     is sampled every 50 ms meanwhile. Returns {'fps', 'frames', 'processes', 'threads',
     'nvdec_util_median', 'nvdec_util_p90', 'video_clock_mhz', 'error'}.
     """
@@ -169,16 +179,19 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
         pass
     util, clock = [], []
     try:
-        barrier.wait(timeout=120)
+        barrier.wait(timeout=180)
     except Exception:
         for c in children:
             c.kill()
         return {"fps": None, "frames": 0, "processes": processes, "threads": threads,
-                "error": "decoders did not start within 120 s"}
-    t_end = time.perf_counter() + seconds
+                "error": "decoders did not start within 180 s"}
+    t0 = time.perf_counter()
+    t_end = t0 + seconds
     while time.perf_counter() < t_end:
         time.sleep(0.05)
-        if nvml:
+        # NVML averages utilization over its own sampling period: skip the readings of the first third
+        # of the window, which still average in the idle moment before the start
+        if nvml and time.perf_counter() > t0 + seconds / 3:
             nv, h = nvml
             util.append(nv.nvmlDeviceGetDecoderUtilization(h)[0])
             clock.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_VIDEO))

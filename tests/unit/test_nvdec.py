@@ -37,3 +37,38 @@ def test_saturation_run_without_nvdec_is_a_failed_row_not_a_crash(tmp_path):
     assert r["fps"] is None and r["frames"] == 0 and r["error"]
     c = nvdec.ceiling(clip, ((1, 1),), seconds=0.2)
     assert c["fps"] is None and c["saturated"] is False and len(c["rows"]) == 1
+
+
+FAKE_NVC = '''
+import time
+class PacketData:
+    pass
+class _Demuxer:
+    def __iter__(self):
+        return iter([PacketData() for _ in range(10)])
+    def GetNvCodecId(self):
+        return 4
+def CreateDemuxer(path):
+    return _Demuxer()
+class _Decoder:
+    def Decode(self, packet):
+        time.sleep(0.001)          # a decoder that takes 1 ms per packet and returns one frame
+        return [object()]
+def CreateDecoder(**kwargs):
+    return _Decoder()
+'''
+
+
+def test_saturation_counts_only_frames_inside_the_window(tmp_path, monkeypatch):
+    """The harness logic (warm-up before the clock, barrier, window, count) with a stand-in PyNvVideoCodec."""
+    import sys
+
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "PyNvVideoCodec.py").write_text(FAKE_NVC)
+    monkeypatch.syspath_prepend(str(fake))
+    monkeypatch.delitem(sys.modules, "PyNvVideoCodec", raising=False)
+    r = nvdec.saturate(tmp_path / "any.mp4", processes=2, threads=2, seconds=0.6)
+    assert r["error"] is None
+    # 4 decoders at about 1 frame per ms for 0.6 s: well under 4 x 600 (sleep overshoots), far above zero
+    assert 400 < r["frames"] <= 4 * 600 and r["fps"] == r["frames"] / 0.6
