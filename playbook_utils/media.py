@@ -451,6 +451,21 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
     return clips
 
 
+def pick_clip(infos: dict, codec: str, long_gop: bool = False, height: int = 1080) -> str | None:
+    """The name of the clip of `codec` at the size closest to `height`, with the shortest (or longest)
+    mean GOP there; None when `infos` ({name: VideoInfo}) holds no `codec` clip. Used by 01, 10-14, 20."""
+    named = [n for n, i in infos.items() if i.codec == codec]
+    if not named:
+        return None
+    best = min({infos[n].height for n in named}, key=lambda h: abs(h - height))
+    named = [n for n in named if infos[n].height == best]
+
+    def gop(n):
+        return sum(infos[n].gop_lengths) / len(infos[n].gop_lengths)
+
+    return max(named, key=gop) if long_gop else min(named, key=gop)
+
+
 def skipped_media(directory=None, smoke: bool = True) -> dict[str, str]:
     """Clips of the default set that could not be built here, with the reason."""
     directory = Path(directory) if directory is not None else default_media_dir(smoke)

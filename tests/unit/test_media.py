@@ -169,3 +169,13 @@ def test_default_media_builds_in_parallel_on_large_machines(tmp_path, monkeypatc
 def test_constant_rate_webm_is_not_called_vfr(tmp_path):
     # WebM keeps millisecond timestamps: 30 fps gives 33/34 ms gaps, which is not variable frame rate.
     assert not probe(make_clip(tmp_path / "c.webm", "vp9", 160, 96, num_frames=30)).variable_frame_rate
+
+
+def test_pick_clip_takes_the_size_nearest_1080p_then_the_gop():
+    from types import SimpleNamespace as V
+
+    infos = {"a": V(codec="h264", height=720, gop_lengths=[30]), "b": V(codec="h264", height=1080, gop_lengths=[30]),
+             "c": V(codec="h264", height=1080, gop_lengths=[250, 50]), "d": V(codec="hevc", height=1080, gop_lengths=[30])}
+    assert media.pick_clip(infos, "h264") == "b" and media.pick_clip(infos, "h264", long_gop=True) == "c"
+    assert media.pick_clip(infos, "h264", height=700) == "a"
+    assert media.pick_clip(infos, "vp9") is None
