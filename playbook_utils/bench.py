@@ -4,7 +4,8 @@
     python -m playbook_utils.bench --mode full --device cuda --output results/h200/bench
 
 Every job runs in a fresh child process (no library shares a process with another, no warm cache
-leaks between jobs): it warms up, repeats until a minimum time, checks the frames of one call
+leaks between jobs): it warms up, repeats until a minimum time (each call on another name of the clip, so
+that no adapter reuses the decoder of the previous call), checks the frames of one call
 against their stamps, and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
 memory while it runs. A failing job is a recorded row, not a crash. Results are a tidy table
 (CSV and JSON) with an environment stamp.
@@ -117,6 +118,18 @@ def _child(job: Job) -> dict:
 
     info = video_info(job.clip)
     n = info.num_frames
+    # Calls rotate over several names of the clip (symbolic links), so that a decoder an adapter keeps for
+    # the file it read last (PyNvVideoCodec, TorchCodec) is never reused from one call to the next: each call
+    # pays what a loader pays when it moves on to another video.
+    import tempfile
+
+    names = Path(tempfile.mkdtemp(prefix="bench-"))
+    clips = []
+    for k in range(4):
+        link = names / f"clip{k}{Path(job.clip).suffix}"
+        link.symlink_to(Path(job.clip).resolve())
+        clips.append(str(link))
+        video_info(link)  # probe each name now, not inside a timed call
     sync = (lambda: torch.cuda.synchronize(job.device)) if job.device.startswith("cuda") else (lambda: None)
     want = indices_for(job.workload, n, 0)
     first = read_frames(job.clip, want, job.backend, job.device)
@@ -125,7 +138,7 @@ def _child(job: Job) -> dict:
     # The first call decoded the whole clip for a sequential job: that is its warm-up. Sparse jobs warm up
     # on other frames (decoder caches, file cache), then measure.
     for w in range(0 if job.workload == "sequential" else job.warmup):
-        read_frames(job.clip, indices_for(job.workload, n, w + 1), job.backend, job.device)
+        read_frames(clips[(w + 1) % len(clips)], indices_for(job.workload, n, w + 1), job.backend, job.device)
     sync()
     min_calls = 2 if job.workload == "sequential" else 3
 
@@ -137,7 +150,7 @@ def _child(job: Job) -> dict:
         while time.perf_counter() < deadline[0] or len(per_thread[t]) < min_calls:
             idx = indices_for(job.workload, n, call)
             start = time.perf_counter()
-            read_frames(job.clip, idx, job.backend, job.device)
+            read_frames(clips[call % len(clips)], idx, job.backend, job.device)
             sync()
             per_thread[t].append((time.perf_counter() - start, len(idx)))
             call += 1
@@ -152,6 +165,9 @@ def _child(job: Job) -> dict:
         for th in threads:
             th.join()
         wall = time.perf_counter() - begin
+    import shutil
+
+    shutil.rmtree(names, ignore_errors=True)
     calls = [c for ts in per_thread for c in ts]
     secs = [s for s, _ in calls]
     frames = sum(k for _, k in calls)

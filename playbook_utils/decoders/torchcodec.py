@@ -1,6 +1,7 @@
 """TorchCodec adapter: PyTorch's own decoder, FFmpeg on the CPU or NVDEC on CUDA (notebook 12).
 
-`seek_mode="exact"` scans the file once so that frame indices are exact. On CUDA, TorchCodec
+`seek_mode="exact"` scans the file once so that frame indices are exact; each thread keeps its last
+decoder, so reading the same file again skips that scan and the decoder's start-up. On CUDA, TorchCodec
 silently decodes on the CPU when NVDEC cannot take the stream (AV1 on Hopper, for example);
 this adapter reads `cpu_fallback` and refuses instead, so "cuda" always means NVDEC.
 Do not load PyNvVideoCodec into the same process: its bundled FFmpeg libraries clash.
@@ -8,7 +9,11 @@ Do not load PyNvVideoCodec into the same process: its bundled FFmpeg libraries c
 
 from __future__ import annotations
 
+import os
+import threading
+
 DEVICES = ("cpu", "cuda")
+_local = threading.local()
 
 
 def refuses(info, device: str) -> str | None:
@@ -30,8 +35,22 @@ def decoder(path: str, device: str, num_threads: int = 0):
     return VideoDecoder(path, **kwargs)
 
 
-def read(path: str, indices: list[int], device: str, info):
+def cached_decoder(path: str, device: str):
+    """This thread's decoder for `path` on `device`: reused while the same, unchanged file is read again
+    (a loader reading a video in chunks, a sampler coming back to it), else a new one."""
+    st = os.stat(path)
+    key = (path, device, st.st_size, st.st_mtime_ns)
+    held = getattr(_local, "held", None)
+    if held is not None and held[0] == key:
+        return held[1]
+    _local.held = None  # drop the old decoder before opening the next one
     dec = decoder(path, device)
+    _local.held = (key, dec)
+    return dec
+
+
+def read(path: str, indices: list[int], device: str, info):
+    dec = cached_decoder(path, device)
     n = dec.metadata.num_frames
     if n != info.num_frames:
         raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")

@@ -135,3 +135,22 @@ def test_nvdec_minimum_sizes_are_refused_up_front(tmp_path):
     assert too_small("h264", 160, 96) is None and too_small("hevc", 256, 144) is None
     for spec in media.default_media_specs(smoke=True):  # the smoke set is large enough for NVDEC
         assert too_small(spec.codec, spec.width, spec.height) is None
+
+
+def test_torchcodec_reuses_its_decoder_for_the_same_unchanged_file(smoke_media, tmp_path):
+    import shutil
+
+    from playbook_utils.decoders import torchcodec as tc
+
+    if why_unavailable("torchcodec", "cpu"):
+        pytest.skip("TorchCodec is not usable here")
+    path = str(smoke_media["h264_144p_gop12.mp4"])
+    a = tc.cached_decoder(path, "cpu")
+    assert tc.cached_decoder(path, "cpu") is a
+    # frames read through the reused decoder, out of order and after a later seek, are still exact
+    for want in ([40, 3, 3, 95], [0, 1, 2], [90, 12]):
+        got = read_frames(path, want, backend="torchcodec")
+        assert [media.read_stamp(f) for f in got] == want
+    other = tmp_path / "copy.mp4"
+    shutil.copy(path, other)
+    assert tc.cached_decoder(str(other), "cpu") is not a  # another file: a new decoder
