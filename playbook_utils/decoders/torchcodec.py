@@ -14,6 +14,19 @@ import threading
 
 DEVICES = ("cpu", "cuda")
 _local = threading.local()
+_inherited: list = []
+
+
+def _forget_after_fork() -> None:
+    """In a forked child (a DataLoader worker), start with no cached decoder. The parent's decoder is kept
+    referenced but never used or freed here: its FFmpeg threads did not survive the fork, and touching it
+    hangs (seen with a worker forked after the main process had read a video)."""
+    global _local
+    _inherited.append(_local)
+    _local = threading.local()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def refuses(info, device: str) -> str | None:

@@ -154,3 +154,28 @@ def test_torchcodec_reuses_its_decoder_for_the_same_unchanged_file(smoke_media, 
     other = tmp_path / "copy.mp4"
     shutil.copy(path, other)
     assert tc.cached_decoder(str(other), "cpu") is not a  # another file: a new decoder
+
+
+def test_torchcodec_decoder_cache_survives_a_fork(smoke_media):
+    """A DataLoader worker forked after the parent read a video must not reuse the parent's decoder (it hangs)."""
+    import os
+
+    if why_unavailable("torchcodec", "cpu"):
+        pytest.skip("TorchCodec is not usable here")
+    path = smoke_media["h264_144p_gop12.mp4"]
+    read_frames(path, [5], backend="torchcodec")  # the parent now holds a decoder for this file
+    pid = os.fork()
+    if pid == 0:  # child: read the same file again, exit 0 only if the frames are right
+        ok = [media.read_stamp(f) for f in read_frames(path, [7, 3], backend="torchcodec")] == [7, 3]
+        os._exit(0 if ok else 1)
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.1)
+    os.kill(pid, 9)
+    pytest.fail("the forked child hung reading with the inherited decoder cache")
