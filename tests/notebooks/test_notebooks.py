@@ -29,7 +29,8 @@ def test_notebook_is_committed_clean(path):
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("playbook")
-    code = run_notebooks.main(["--mode", "smoke", "--output", str(out)])
+    # a hung cell fails its notebook after 10 minutes instead of stalling the suite (smoke cells take seconds)
+    code = run_notebooks.main(["--mode", "smoke", "--output", str(out), "--timeout", "600"])
     return code, out, json.loads((out / "summary.json").read_text())
 
 
