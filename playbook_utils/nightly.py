@@ -136,6 +136,19 @@ def compare_value(base, now, rule: dict) -> tuple[str, str]:
     return "REGRESSION", "differs" + note
 
 
+def flatten(headline: dict, prefix: str = "") -> dict:
+    """A headline with nested objects spread into dotted metric names, so that each number gets its own rule:
+    {'nvdec_ceiling_fps': {'h264_1080p_gop30.mp4': 2969}} -> {'nvdec_ceiling_fps.h264_1080p_gop30.mp4': 2969}."""
+    out = {}
+    for key, value in headline.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
 def load_results(folders, label: str) -> dict:
     """Read result folders written by the runner; returns {'notebooks': {name: row}, 'modes', 'machine', 'environment', 'folders'}.
 
@@ -172,7 +185,7 @@ def load_results(folders, label: str) -> dict:
             if path.stem.startswith("00_") and isinstance(data.get("environment"), dict):
                 merged["environment"] = data["environment"]
         for name, row in rows.items():
-            row.setdefault("headline", {})
+            row["headline"] = flatten(row.get("headline") or {})
             row.setdefault("skipped", [])
             row["folder"] = str(folder)
             merged["notebooks"][name] = row

@@ -275,3 +275,22 @@ def test_a_regression_planted_in_the_committed_results_fails(tmp_path):
            if m["verdict"] == "REGRESSION"]
     assert [m for _, m in bad] == ["h2d_pinned_gb_s"]
     assert "h2d_pinned_gb_s" in (tmp_path / "report.md").read_text()
+
+
+def test_nested_headline_values_are_compared_leaf_by_leaf(tmp_path):
+    """A dict metric (20's ceiling per clip, 21's best loader per clip) is judged per number, not as one blob."""
+    base, run = tmp_path / "base", tmp_path / "run"
+    for folder, h264, loader in ((base, 2900, "pynvvideocodec x16 threads"), (run, 2800, "torchcodec x16 threads")):
+        folder.mkdir()
+        (folder / "20_decode_benchmarks.json").write_text(json.dumps({"headline": {
+            "nvdec_ceiling_fps": {"h264.mp4": h264, "hevc.mp4": 5000},
+            "best_gpu_loader": {"h264.mp4": {"loader": loader, "fps": 2000, "pct_of_ceiling": 69.0}}}}))
+    # within tolerance, and a different winning loader is reported, not judged
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base), "--report-dir", str(tmp_path)]) == 0
+    doc = json.loads((run / "20_decode_benchmarks.json").read_text())
+    doc["headline"]["best_gpu_loader"]["h264.mp4"]["pct_of_ceiling"] = 40.0
+    (run / "20_decode_benchmarks.json").write_text(json.dumps(doc))
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base), "--report-dir", str(tmp_path)]) == 2
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [m["metric"] for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"] == \
+        ["best_gpu_loader.h264.mp4.pct_of_ceiling"]
