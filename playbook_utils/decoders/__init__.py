@@ -139,13 +139,9 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
         raise DecodeError(path, "AVI with B-frames stores no presentation timestamps, so no library can "
                                 "locate a frame exactly; remux it to MP4 or MKV", backend)
     idx = check_indices(path, indices, info.num_frames, backend)
-    refusal = mod.refuses(info, kind) if hasattr(mod, "refuses") else None
-    if kind == "cuda" and refusal is None:  # every GPU path here decodes on NVDEC
-        from playbook_utils.nvdec import too_small
-
-        refusal = too_small(info.codec, info.width, info.height)
-    if refusal:
-        raise BackendUnavailable(path, refusal, backend)
+    why = _refuses(mod, info, kind)
+    if why:
+        raise BackendUnavailable(path, why, backend)
     if not idx:
         import torch
 
@@ -177,7 +173,11 @@ def refusal(path, backend: str, device: str = "cpu") -> str | None:
         info = video_info(path)
     except DecodeError:
         return None
-    mod, kind = adapter(backend), _device_kind(device)
+    return _refuses(adapter(backend), info, _device_kind(device))
+
+
+def _refuses(mod, info, kind: str) -> str | None:
+    """The adapter's refusal of this file's traits, then (every GPU path decodes on NVDEC) NVDEC's size limits."""
     found = mod.refuses(info, kind) if hasattr(mod, "refuses") else None
     if kind == "cuda" and found is None:
         from playbook_utils.nvdec import too_small
