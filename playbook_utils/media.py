@@ -268,6 +268,15 @@ class VideoInfo:
         ks = self.keyframes + [self.num_frames]
         return [b - a for a, b in zip(ks, ks[1:])]
 
+    @property
+    def keyframe_of(self) -> list[int]:
+        """For each frame index, the index of the keyframe at or before it (where a seek lands)."""
+        keys, k, out = set(self.keyframes), 0, []
+        for i in range(self.num_frames):
+            k = i if i in keys else k
+            out.append(k)
+        return out
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 

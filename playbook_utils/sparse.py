@@ -17,18 +17,10 @@ STRATEGIES = ("seek per frame", "decode everything", "sorted forward pass", "key
 
 def frame_maps(path):
     """(pts of each frame index in presentation order, index of the keyframe at or before each frame)."""
-    import av
-
     from playbook_utils import media
 
-    keys = set(media.probe(path).keyframes)
-    with av.open(str(path)) as c:
-        pts = sorted(p.pts for p in c.demux(video=0) if p.size and p.pts is not None)
-    key_of, k = [], 0
-    for i in range(len(pts)):
-        k = i if i in keys else k
-        key_of.append(k)
-    return pts, key_of
+    info = media.probe(path)  # one pass over the packets gives both
+    return info.pts, info.keyframe_of
 
 
 def _open(path, threads: str):

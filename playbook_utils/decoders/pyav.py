@@ -42,11 +42,7 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list):
     import numpy as np
     import torch
 
-    keyframe_of, k = [], 0
-    keys = set(info.keyframes)
-    for i in range(info.num_frames):
-        k = i if i in keys else k
-        keyframe_of.append(k)
+    keyframe_of = info.keyframe_of
     wanted = sorted(set(indices))
     got = {}
     with _open(path, device) as container:
