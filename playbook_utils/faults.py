@@ -123,7 +123,7 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
          warmup: int = 200, every: int = 50, seed: int = 0, max_seconds: float | None = None) -> dict:
     """Make `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
 
-    Each call asks for K random frames. RSS (and, on a GPU, torch's allocated memory) is sampled
+    Each call asks for K random frames. RSS (and, on a GPU, this process's GPU memory: `_gpu_mb`) is sampled
     every `every` calls; growth is measured from the end of the warm-up to the end, in percent.
     `max_seconds` stops early (the result says how many calls were made: 'calls', 'stopped_by_time').
     Runs in the calling process: use `decoders.isolated` or a child process to keep it apart.
@@ -138,8 +138,6 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     n = video_info(path).num_frames
     proc = psutil.Process()
     cuda = device.startswith("cuda")
-    if cuda:
-        import torch
     import time
 
     curve, deadline = [], (time.monotonic() + max_seconds) if max_seconds else None

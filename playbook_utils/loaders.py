@@ -139,7 +139,8 @@ class GpuLoader:
     into GPU memory, then resized to `size` and normalized there (`transforms.to_model_batch`).
     Threads suit GPU decoders: the decode runs on NVDEC while Python waits, and the frames never leave
     the GPU, which worker processes could not share without copies. Yields float16 tensors
-    (B, K, 3, size, size); `frames_delivered` counts the frames handed out so far.
+    (B, K, 3, size, size); `frames_delivered` counts the frames handed out so far. `measure_flat_out`
+    times one flat out.
     """
 
     def __init__(self, paths, backend: str = "pynvvideocodec", device: str = "cuda", threads: int = 8,
@@ -198,19 +199,21 @@ class GpuLoader:
                     batch = []
 
 
-def measure_gpu_loader(loader: GpuLoader, max_batches: int | None = None) -> dict:
-    """Run a `GpuLoader` flat out (no training step); return {'frames_per_s', 'batches', 'seconds'}."""
-    import time
+def measure_flat_out(batches) -> dict:
+    """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, or a `dali_loader`
+    seen through `_DaliVideos`. Returns {'frames_per_s', 'batches', 'seconds', 'frames'} (notebook 21)."""
+    import torch
 
-    start, batches = time.perf_counter(), 0
-    loader.frames_delivered = 0
-    for _ in loader:
-        batches += 1
-        if max_batches and batches >= max_batches:
-            break
+    start, count, frames, last = time.perf_counter(), 0, 0, None
+    for batch in batches:
+        # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
+        videos = batch if isinstance(batch, list) else list(batch)
+        frames += sum(v.shape[0] for v in videos)
+        count, last = count + 1, videos[-1]
+    if last is not None and last.is_cuda:
+        torch.cuda.synchronize(last.device)
     seconds = time.perf_counter() - start
-    return {"frames_per_s": loader.frames_delivered / seconds, "batches": batches, "seconds": seconds,
-            "frames": loader.frames_delivered}
+    return {"frames_per_s": frames / seconds, "batches": count, "seconds": seconds, "frames": frames}
 
 
 def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int = 224, device_id: int = 0,
@@ -243,25 +246,8 @@ def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int
                                auto_reset=True)
 
 
-def measure_dali_loader(iterator, epochs: int = 1) -> dict:
-    """Run a `dali_loader` iterator flat out for `epochs`; return {'frames_per_s', 'batches', 'seconds', 'frames'}."""
-    import time
-
-    import torch
-
-    start, batches, frames = time.perf_counter(), 0, 0
-    for _ in range(epochs):
-        for out in iterator:  # auto_reset: the next `for` starts a new epoch
-            v = out[0]["video"]
-            frames += v.shape[0] * v.shape[1]
-            batches += 1
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    return {"frames_per_s": frames / seconds, "batches": batches, "seconds": seconds, "frames": frames}
-
-
 class _DaliVideos:
-    """A DALI iterator seen as an iterable of video tensors, for `measure_loader`."""
+    """A DALI iterator seen as an iterable of video tensors, for `measure_flat_out` and `measure_loader`."""
 
     def __init__(self, iterator):
         self.iterator = iterator
@@ -273,17 +259,16 @@ class _DaliVideos:
 def _run_spec(spec: dict) -> dict:
     """Build the loader `spec` describes and measure it in this process (the child of `measure_isolated`)."""
     if spec["kind"] == "dali":
-        make = lambda: dali_loader(spec["paths"], sequence_length=spec.get("sequence_length", 32),  # noqa: E731
-                                   batch_size=spec["batch_size"], device_id=spec.get("device_id", 0))
-        result = measure_dali_loader(make())
-        feed = _DaliVideos
+        def make():
+            return _DaliVideos(dali_loader(spec["paths"], sequence_length=spec.get("sequence_length", 32),
+                                           batch_size=spec["batch_size"], device_id=spec.get("device_id", 0)))
     else:
-        make = lambda: GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"],  # noqa: E731
-                                 threads=spec["threads"], batch_size=spec["batch_size"], chunk=spec.get("chunk", 32))
-        result = measure_gpu_loader(make())
-        feed = lambda loader: loader  # noqa: E731
+        def make():
+            return GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"], threads=spec["threads"],
+                             batch_size=spec["batch_size"], chunk=spec.get("chunk", 32))
+    result = measure_flat_out(make())
     if spec.get("step_s") is not None:
-        result["wait"] = measure_loader(feed(make()), spec["step_s"], spec["steps"], device=spec["device"])
+        result["wait"] = measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])
     return result
 
 

@@ -79,3 +79,9 @@ def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path
     bad = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [tmp_path / "nope.mp4"],
                                     "device": "cpu", "batch_size": 1})
     assert "nope.mp4" in bad["error"]
+
+
+def test_flat_out_counts_every_frame_delivered(paths):
+    L = loaders.GpuLoader([paths[0]] * 3, backend="pyav", device="cpu", threads=2, batch_size=2, size=32, chunk=40)
+    r = loaders.measure_flat_out(L)
+    assert r["frames"] == 3 * 96 == L.frames_delivered and r["batches"] == 2 and r["frames_per_s"] > 0
