@@ -35,29 +35,30 @@ def refuses(info, device: str) -> str | None:
 
 
 def decoder_for(path: str, gpu_id: int):
-    """A SimpleDecoder on `path`: the cached one of this thread and GPU, reconfigured, or a new one."""
+    """A SimpleDecoder on `path`: the cached one of this thread and GPU, kept as it is for the same unchanged
+    file (a loader reading it in chunks keeps the decoder's position), reconfigured for another file, or new."""
+    import os
+
     import PyNvVideoCodec as nvc
 
     cache = getattr(_local, "decoders", None)
     if cache is None:
         cache = _local.decoders = {}
-    dec = cache.get(gpu_id)
-    if dec is not None and getattr(dec, "_playbook_path", None) == path:
-        return dec  # the same file again (a loader reading it in chunks): keep the decoder's position
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    held_key, dec = cache.get(gpu_id, (None, None))
+    if dec is not None and held_key == key:
+        return dec
     if dec is not None:
         try:
             dec.reconfigure_decoder(path)
-            dec._playbook_path = path
+            cache[gpu_id] = (key, dec)
             return dec
         except Exception:
             cache.pop(gpu_id, None)  # a different codec or a larger size: start afresh
     dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True,
                             output_color_type=nvc.OutputColorType.RGBP)
-    try:
-        dec._playbook_path = path
-    except AttributeError:  # a binding object that takes no new attributes: reconfigure every time
-        pass
-    cache[gpu_id] = dec
+    cache[gpu_id] = (key, dec)
     return dec
 
 

@@ -179,3 +179,35 @@ def test_torchcodec_decoder_cache_survives_a_fork(smoke_media):
         time.sleep(0.1)
     os.kill(pid, 9)
     pytest.fail("the forked child hung reading with the inherited decoder cache")
+
+
+def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, monkeypatch):
+    """decoder_for's cache logic, with a stand-in PyNvVideoCodec (the real one needs a GPU)."""
+    import os
+    import sys
+    import types
+
+    from playbook_utils.decoders import pynvvideocodec as nv
+
+    made, reconfigured = [], []
+
+    class SimpleDecoder:
+        def __init__(self, path, **kwargs):
+            made.append(path)
+
+        def reconfigure_decoder(self, path):
+            reconfigured.append(path)
+
+    fake = types.SimpleNamespace(SimpleDecoder=SimpleDecoder, OutputColorType=types.SimpleNamespace(RGBP=0))
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", fake)
+    monkeypatch.setattr(nv, "_local", type(nv._local)())
+    a, b = tmp_path / "a.mp4", tmp_path / "b.mp4"
+    a.write_bytes(b"x")
+    b.write_bytes(b"y")
+    first = nv.decoder_for(str(a), 0)
+    assert nv.decoder_for(str(a), 0) is first and (made, reconfigured) == ([str(a)], [])  # same file: kept
+    assert nv.decoder_for(str(b), 0) is first and reconfigured == [str(b)]                # another file
+    a.write_bytes(b"longer")                                                               # a changed file
+    os.utime(a, ns=(1, 1))
+    nv.decoder_for(str(a), 0)
+    assert reconfigured == [str(b), str(a)] and made == [str(a)]
