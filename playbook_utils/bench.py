@@ -20,6 +20,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -110,26 +111,32 @@ class Sampler:
 
 
 def _child(job: Job) -> dict:
-    """Run one job in this process and return its measurements."""
+    """Run one job in this process and return its measurements.
+
+    Timed calls rotate over several names of the clip (symbolic links in a temporary folder), so that a
+    decoder an adapter keeps for the file it read last (PyNvVideoCodec, TorchCodec) is never reused from
+    one call to the next: each call pays what a loader pays when it moves on to another video.
+    """
+    from playbook_utils.decoders import video_info
+
+    with tempfile.TemporaryDirectory(prefix="bench-") as folder:
+        clips = []
+        for k in range(4):
+            link = Path(folder) / f"clip{k}{Path(job.clip).suffix}"
+            link.symlink_to(Path(job.clip).resolve())
+            video_info(link)  # probe each name now, not inside a timed call
+            clips.append(str(link))
+        return _measure(job, clips)
+
+
+def _measure(job: Job, clips: list[str]) -> dict:
+    """The measurement of `_child`, with `clips` the names of job.clip to rotate over."""
     import torch
 
     from playbook_utils import media
     from playbook_utils.decoders import read_frames, video_info
 
-    info = video_info(job.clip)
-    n = info.num_frames
-    # Calls rotate over several names of the clip (symbolic links), so that a decoder an adapter keeps for
-    # the file it read last (PyNvVideoCodec, TorchCodec) is never reused from one call to the next: each call
-    # pays what a loader pays when it moves on to another video.
-    import tempfile
-
-    names = Path(tempfile.mkdtemp(prefix="bench-"))
-    clips = []
-    for k in range(4):
-        link = names / f"clip{k}{Path(job.clip).suffix}"
-        link.symlink_to(Path(job.clip).resolve())
-        clips.append(str(link))
-        video_info(link)  # probe each name now, not inside a timed call
+    n = video_info(job.clip).num_frames
     sync = (lambda: torch.cuda.synchronize(job.device)) if job.device.startswith("cuda") else (lambda: None)
     want = indices_for(job.workload, n, 0)
     first = read_frames(job.clip, want, job.backend, job.device)
@@ -165,9 +172,6 @@ def _child(job: Job) -> dict:
         for th in threads:
             th.join()
         wall = time.perf_counter() - begin
-    import shutil
-
-    shutil.rmtree(names, ignore_errors=True)
     calls = [c for ts in per_thread for c in ts]
     secs = [s for s, _ in calls]
     frames = sum(k for _, k in calls)
