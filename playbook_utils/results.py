@@ -89,19 +89,22 @@ def reference_numbers(folder) -> dict:
     n20, n21 = load("20_decode_benchmarks"), load("21_training_loader_benchmarks")
     out: dict = {}
     clips = n20.get("clips", {})
+
+    def codec_of(name):  # as 20 recorded it, else the media set's naming (<codec>_<height>p_...)
+        return clips.get(name, {}).get("codec") or name.split("_")[0]
+
     ceilings = {}
     for name, c in (n20.get("nvdec_ceiling") or {}).items():
         if c.get("fps"):
-            codec = clips.get(name, {}).get("codec") or name.split("_")[0]
             best = c.get("best") or {}
-            ceilings.setdefault(codec, {})[name] = {
+            ceilings.setdefault(codec_of(name), {})[name] = {
                 "fps": round(c["fps"]), "layout": f"{best.get('processes')}x{best.get('threads')}",
                 "nvdec_util_median": best.get("nvdec_util_median"), "saturated": c.get("saturated")}
     if ceilings:
         out["nvdec_ceiling_fps"] = ceilings
     best = (n21.get("headline") or {}).get("best_gpu_loader") or {}
     if best:
-        out["best_loader"] = {name.split("_")[0]: {"clip": name, "loader": b["loader"], "backend": b["backend"],
+        out["best_loader"] = {codec_of(name): {"clip": name, "loader": b["loader"], "backend": b["backend"],
                                                     "fps": b["fps"], "ceiling_fps": b.get("ceiling_fps"),
                                                     "fraction_of_ceiling": round(b["pct_of_ceiling"] / 100, 3)
                                                     if b.get("pct_of_ceiling") else None}
