@@ -198,7 +198,9 @@ def run_job(job: Job, timeout: float = 600) -> dict:
         lines = [x for x in run.stdout.splitlines() if x.startswith("{")]
         if lines:
             return {**row, **json.loads(lines[-1])}
-        tail = (run.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        from playbook_utils.errors import last_line
+
+        tail = last_line(run.stderr)[:300]
         return {**row, "status": "crashed", "error": f"exit {run.returncode}: {tail}"}
     except subprocess.TimeoutExpired:
         return {**row, "status": "timeout", "error": f"no answer within {timeout:.0f} s"}

@@ -46,7 +46,9 @@ def probe_import(module: str, timeout: float = 120) -> dict:
         return {"importable": False, "version": None, "error": f"import did not finish in {timeout:.0f} s"}
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     if not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        from playbook_utils.errors import last_line
+
+        tail = last_line(out.stderr)
         return {"importable": False, "version": None,
                 "error": f"import crashed the process (exit {out.returncode}): {tail[:200]}"}
     return json.loads(lines[-1])

@@ -27,3 +27,18 @@ class DecodeError(_VideoError):
 
 class BackendUnavailable(_VideoError):
     """The library, the hardware or the codec path needed for this request is not here."""
+
+
+def first_line(text, default: str = "") -> str:
+    """The first line of `text`, stripped; `default` when it is empty. Long library messages in one line."""
+    return (str(text).strip().splitlines() or [default])[0]
+
+
+def last_line(text, default: str = "no output") -> str:
+    """The last line of `text` (a dead child's stderr ends with its cause); `default` when it is empty."""
+    return (str(text).strip().splitlines() or [default])[-1]
+
+
+def describe(e: BaseException) -> str:
+    """'TypeName: first line of its message': how the playbook reports another library's exception."""
+    return f"{type(e).__name__}: {first_line(e)}"

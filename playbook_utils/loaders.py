@@ -293,7 +293,9 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     lines = [x for x in run.stdout.splitlines() if x.startswith("{")]
     if lines:
         return json.loads(lines[-1])
-    return {"error": f"exit {run.returncode}: " + (run.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    from playbook_utils.errors import last_line
+
+    return {"error": f"exit {run.returncode}: {last_line(run.stderr)[:300]}"}
 
 
 if __name__ == "__main__":
@@ -303,5 +305,7 @@ if __name__ == "__main__":
     try:
         out = _run_spec(json.loads(sys.argv[1]))
     except Exception as e:  # reported as data: the parent decides what a failure means
-        out = {"error": f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"}
+        from playbook_utils.errors import first_line
+
+        out = {"error": f"{type(e).__name__}: {first_line(e)[:300]}"}
     print(json.dumps(out), flush=True)

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+from playbook_utils.errors import describe, last_line
+
 PROBE_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 
 # The smallest frame NVDEC decodes, per codec: NVIDIA's NVDEC programming guide (Video Codec SDK).
@@ -89,7 +91,7 @@ def probe(library: str, path, timeout: float = 120) -> dict:
         return {"ok": False, "error": f"no answer within {timeout:.0f} s"}
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if not lines:
-        tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = last_line(run.stderr)
         return {"ok": False, "error": f"child process died (exit {run.returncode}): {tail[:300]}"}
     return json.loads(lines[-1])
 
@@ -114,7 +116,7 @@ def _raw_thread(path: str, gpu: int, ready, start, window: list, out: list, slot
             decoder.Decode(packet)
         decoder.Decode(nvc.PacketData())
     except Exception as e:
-        out[slot] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:300]
+        out[slot] = describe(e)[:300]
         ready.release()
         return
     ready.release()
@@ -236,6 +238,5 @@ if __name__ == "__main__":
     try:
         result = _child(lib, clip)
     except BaseException as e:  # report any failure as data: this process exists to contain it
-        msg = (str(e).strip().splitlines() or [""])[0]
-        result = {"ok": False, "error": f"{type(e).__name__}: {msg}"[:400]}
+        result = {"ok": False, "error": describe(e)[:400]}
     print(json.dumps(result), flush=True)

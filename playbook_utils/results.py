@@ -49,8 +49,9 @@ class NotebookResults:
         try:
             yield
         except Exception as e:
-            first = (str(e).strip().splitlines() or [""])[0][:300]
-            line = f"{name}: {type(e).__name__}: {first}"
+            from playbook_utils.errors import first_line
+
+            line = f"{name}: {type(e).__name__}: {first_line(e)[:300]}"
             self.failures.append(line)
             print(f"FAILED   {line}")
 

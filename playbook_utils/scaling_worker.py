@@ -37,8 +37,9 @@ def main(argv=None) -> int:
     try:
         return run(args)
     except Exception as e:  # leave the cause where the launcher finds it, then fail as usual
-        msg = (str(e).strip().splitlines() or [""])[0]
-        Path(f"{args.output}.rank{os.environ.get('RANK', 0)}.error").write_text(f"{type(e).__name__}: {msg}"[:1000])
+        from playbook_utils.errors import describe
+
+        Path(f"{args.output}.rank{os.environ.get('RANK', 0)}.error").write_text(describe(e)[:1000])
         raise
 
 

@@ -18,7 +18,7 @@ import importlib
 from functools import lru_cache
 from pathlib import Path
 
-from playbook_utils.errors import BackendUnavailable, DecodeError
+from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
 BACKENDS = ("pyav", "decord", "torchcodec", "pynvvideocodec", "dali")
 _IMPORT_NAME = {"pyav": "av", "decord": "decord", "torchcodec": "torchcodec",
@@ -151,7 +151,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     except (DecodeError, BackendUnavailable):
         raise
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
-        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        msg = first_line(e, type(e).__name__)
         raise DecodeError(path, f"{type(e).__name__}: {msg[:300]}", backend) from e
     expected = (len(idx), 3, info.height, info.width)
     if tuple(frames.shape) != expected:

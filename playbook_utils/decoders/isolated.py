@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from playbook_utils.errors import BackendUnavailable, DecodeError
+from playbook_utils.errors import BackendUnavailable, DecodeError, last_line
 
 
 def _child_env() -> dict:
@@ -67,7 +67,7 @@ def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
             run = subprocess.run([sys.executable, "-m", "playbook_utils.decoders.isolated"], input=payload,
                                  capture_output=True, text=True, timeout=timeout, env=_child_env())
             lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
-            died = f"exit {run.returncode}: {(run.stderr.strip().splitlines() or ['no output'])[-1][:200]}"
+            died = f"exit {run.returncode}: {last_line(run.stderr)[:200]}"
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
             lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]

@@ -30,9 +30,9 @@ def read(path: str, indices: list[int], device: str, info):
         # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways
         # ("no stream is compatible", or "Invalid data" for an unsupported profile such as 4:4:4).
         if not decoded or "ardware" in str(e):
-            from playbook_utils.errors import BackendUnavailable
+            from playbook_utils.errors import BackendUnavailable, first_line
 
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            first = first_line(e, type(e).__name__)[:200]
             raise BackendUnavailable(path, f"FFmpeg's cuda hwaccel (NVDEC) cannot decode this {info.codec} "
                                            f"{info.pix_fmt} stream: {type(e).__name__}: {first}", "pyav") from e
         raise
