@@ -134,7 +134,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
     import torch
 
     from playbook_utils import media
-    from playbook_utils.decoders import read_frames, video_info
+    from playbook_utils.decoders import device_index, read_frames, video_info
 
     n = video_info(job.clip).num_frames
     sync = (lambda: torch.cuda.synchronize(job.device)) if job.device.startswith("cuda") else (lambda: None)
@@ -162,7 +162,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
             per_thread[t].append((time.perf_counter() - start, len(idx)))
             call += 1
 
-    gpu = int(job.device.split(":")[1]) if ":" in job.device else (0 if job.device == "cuda" else None)
+    gpu = device_index(job.device) if job.device.startswith("cuda") else None
     with Sampler(gpu=gpu) as sampler:
         begin = time.perf_counter()
         deadline[0] = begin + job.min_time

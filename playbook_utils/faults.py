@@ -105,7 +105,9 @@ def _gpu_mb(device: str) -> float:
 
     import torch
 
-    index = int(device.split(":")[1]) if ":" in device else 0
+    from playbook_utils.decoders import device_index
+
+    index = device_index(device)
     try:
         import pynvml
 

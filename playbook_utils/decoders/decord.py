@@ -49,7 +49,9 @@ def read(path: str, indices: list[int], device: str, info):
     import decord
     import torch
 
-    ctx = decord.cpu(0) if device == "cpu" else decord.gpu(int(device.split(":")[1]) if ":" in device else 0)
+    from playbook_utils.decoders import device_index
+
+    ctx = decord.cpu(0) if device == "cpu" else decord.gpu(device_index(device))
     vr = decord.VideoReader(path, ctx=ctx)
     if len(vr) != info.num_frames:
         raise RuntimeError(f"decord counts {len(vr)} frames, the packets say {info.num_frames}: "
