@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from playbook_utils import env
+
 WORKLOADS = {
     "sequential": {"kind": "sequential"},
     "uniform8": {"kind": "uniform", "k": 8},
@@ -71,13 +73,7 @@ class Sampler:
         self._stop = threading.Event()
         self._nvml = None
         if gpu is not None:
-            try:
-                import pynvml
-
-                pynvml.nvmlInit()
-                self._nvml = (pynvml, pynvml.nvmlDeviceGetHandleByIndex(gpu))
-            except Exception:
-                self._nvml = None
+            self._nvml = env.nvml_handle(gpu)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
@@ -208,8 +204,6 @@ def run_job(job: Job, timeout: float = 600) -> dict:
 
 def stamp() -> dict:
     """The environment stamp every result table carries."""
-    from playbook_utils import env
-
     rep = env.report()
     g = rep["gpu"]
     dev = g["devices"][0] if g["available"] else {}

@@ -92,6 +92,31 @@ def _nvml_call(fn, *args):
         return None
 
 
+def nvml_handle(cuda_index: int = 0):
+    """(pynvml, handle) for the GPU that CUDA calls `cuda_index`, or None where NVML cannot say.
+
+    NVML numbers every GPU of the machine and ignores CUDA_VISIBLE_DEVICES; CUDA numbers only the
+    visible ones. With CUDA_VISIBLE_DEVICES=1, 'cuda:0' is NVML's GPU 1: reading NVML's GPU 0 would
+    measure another job's GPU. Entries may be indices or UUIDs (GPU-...); a MIG entry gives None.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        if visible is None or not visible.strip():
+            return pynvml, pynvml.nvmlDeviceGetHandleByIndex(cuda_index)
+        entries = [e.strip() for e in visible.split(",") if e.strip()]
+        entry = entries[cuda_index]
+        if entry.isdigit():
+            return pynvml, pynvml.nvmlDeviceGetHandleByIndex(int(entry))
+        if entry.startswith("GPU-"):
+            return pynvml, pynvml.nvmlDeviceGetHandleByUUID(entry)
+    except Exception:
+        return None
+    return None
+
+
 def gpus() -> dict:
     """GPUs as NVML sees them: {'available', 'error', 'driver', 'cuda_driver', 'devices': [...]}.
 

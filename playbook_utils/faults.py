@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from playbook_utils import media
+from playbook_utils import env, media
 
 
 def _remux_faststart(src: Path, dst: Path) -> Path:
@@ -108,12 +108,9 @@ def _gpu_mb(device: str) -> float:
     from playbook_utils.decoders import device_index
 
     index = device_index(device)
+    nvml = env.nvml_handle(index)
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+        for p in nvml[0].nvmlDeviceGetComputeRunningProcesses(nvml[1]) if nvml else []:
             if p.pid == os.getpid() and p.usedGpuMemory:
                 return p.usedGpuMemory / 2**20
     except Exception:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+from playbook_utils import env
 from playbook_utils.errors import describe, last_line
 
 PROBE_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
@@ -171,14 +172,7 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
                 for _ in range(processes)]
     for c in children:
         c.start()
-    nvml = None
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        nvml = (pynvml, pynvml.nvmlDeviceGetHandleByIndex(gpu))
-    except Exception:
-        pass
+    nvml = env.nvml_handle(gpu)
     util, clock = [], []
     try:
         barrier.wait(timeout=180)

@@ -69,3 +69,28 @@ def test_requirement_check():
     assert setup_env.satisfied("pip>=1")
     assert not setup_env.satisfied("pip<1")
     assert not setup_env.satisfied("no-such-distribution-xyz")
+
+
+def test_nvml_handle_follows_cuda_visible_devices(monkeypatch):
+    """NVML numbers every GPU and ignores CUDA_VISIBLE_DEVICES: cuda:0 of a job given GPU 1 is NVML's GPU 1."""
+    import sys
+    import types
+
+    fake = types.ModuleType("pynvml")
+    fake.nvmlInit = lambda: None
+    fake.nvmlDeviceGetHandleByIndex = lambda i: ("index", i)
+    fake.nvmlDeviceGetHandleByUUID = lambda u: ("uuid", u)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert env.nvml_handle(1)[1] == ("index", 1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert env.nvml_handle(0)[1] == ("index", 1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 2")
+    assert env.nvml_handle(1)[1] == ("index", 2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f1c,GPU-aa02")
+    assert env.nvml_handle(1)[1] == ("uuid", "GPU-aa02")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-4b1e")      # a MIG slice: NVML's device handle would be wrong
+    assert env.nvml_handle(0) is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert env.nvml_handle(1) is None                            # no such visible device
