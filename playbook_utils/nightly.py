@@ -302,7 +302,8 @@ def _merge_summary(output: Path, before: dict | None) -> None:
         print(f"nightly: {output}/summary.json held a {before.get('mode')}-mode run; replaced, not merged")
         return
     redone = {r["notebook"] for r in after["notebooks"]}
-    rows = sorted([r for r in before.get("notebooks", []) if r["notebook"] not in redone] + after["notebooks"],
+    kept = [{"machine": before.get("machine", {}), **r} for r in before.get("notebooks", []) if r["notebook"] not in redone]
+    rows = sorted(kept + after["notebooks"],
                   key=lambda r: r["notebook"])
     run_notebooks.write_summary(rows, output, after["mode"], after.get("machine", {}))
 

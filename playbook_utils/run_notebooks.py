@@ -92,6 +92,10 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
     lines = [f"# Playbook run ({mode} mode)", "",
              f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC", "",
              "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
+    elsewhere = [r for r in rows if r.get("machine") and r["machine"] != machine]
+    if elsewhere:   # rows merged from an earlier run on another machine keep that machine's stamp
+        lines[3:3] = [f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
+                      f"{r['machine'].get('date_utc')} UTC  " for r in elsewhere]
     for r in rows:
         head = "<br>".join(f"{k}: {_fmt(v)}" for k, v in r["headline"].items()) or "-"
         skipped = "<br>".join(r["skipped"]) or "-"
