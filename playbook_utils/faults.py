@@ -120,14 +120,17 @@ def _gpu_mb(device: str) -> float:
 
 def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, k: int = 4,
          warmup: int = 200, every: int = 50, seed: int = 0, max_seconds: float | None = None) -> dict:
-    """Make `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
+    """Make `warmup` + `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
 
     Each call asks for K random frames. RSS (and, on a GPU, this process's GPU memory: `_gpu_mb`) is sampled
     every `every` calls; growth is measured from the end of the warm-up to the end, in percent.
-    `max_seconds` stops early (the result says how many calls were made: 'calls', 'stopped_by_time').
+    `max_seconds` caps the whole soak, warm-up included (the result says how many calls were made after
+    the warm-up: 'calls', 'stopped_by_time'). Growth over fewer calls than the warm-up says nothing, so
+    then 'rss_growth_pct' (and 'gpu_growth_pct') is None and 'not_measured' says why.
     Runs in the calling process: use `decoders.isolated` or a child process to keep it apart.
     """
     import gc
+    import time
 
     import psutil
 
@@ -137,23 +140,30 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     n = video_info(path).num_frames
     proc = psutil.Process()
     cuda = device.startswith("cuda")
-    import time
-
-    curve, deadline = [], (time.monotonic() + max_seconds) if max_seconds else None
+    t0 = time.monotonic()
+    deadline = t0 + max_seconds if max_seconds else None
+    curve = []
     for c in range(calls + warmup):
         read_frames(path, [rng.randrange(n) for _ in range(k)], backend=backend, device=device)
-        last = c == calls + warmup - 1 or (deadline is not None and c > warmup and time.monotonic() > deadline)
-        if c % every == 0 or last:
+        last = c == calls + warmup - 1 or (deadline is not None and time.monotonic() > deadline)
+        if c % every == 0 or c == warmup or last:
             gc.collect()
             curve.append({"call": c, "rss_mb": proc.memory_info().rss / 2**20,
                           "gpu_mb": _gpu_mb(device) if cuda else None})
         if last:
             break
-    base = next(p for p in curve if p["call"] >= warmup)
     end = curve[-1]
-    made = end["call"] + 1 - warmup
-    out = {"calls": made, "calls_asked": calls, "stopped_by_time": made < calls, "warmup": warmup, "curve": curve,
-           "rss_growth_pct": 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]}
-    if cuda and base["gpu_mb"]:
-        out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"]
+    made = max(0, end["call"] + 1 - warmup)
+    out = {"calls": made, "calls_asked": calls, "stopped_by_time": made < calls, "warmup": warmup,
+           "seconds": time.monotonic() - t0, "curve": curve, "rss_growth_pct": None}
+    if made < max(1, warmup):
+        out["not_measured"] = (f"{end['call'] + 1} calls in {out['seconds']:.0f} s: the measured part after the "
+                               f"{warmup}-call warm-up ({made} calls) is shorter than the warm-up")
+        if cuda:
+            out["gpu_growth_pct"] = None
+        return out
+    base = next(p for p in curve if p["call"] >= warmup)
+    out["rss_growth_pct"] = 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]
+    if cuda:
+        out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"] if base["gpu_mb"] else None
     return out

@@ -33,3 +33,13 @@ def test_soak_reports_growth_after_warmup():
     r = faults.soak(clip, "pyav", calls=60, warmup=20, every=10)
     assert r["calls"] == 60 and r["curve"][-1]["call"] == 79
     assert abs(r["rss_growth_pct"]) < 50 and all(p["rss_mb"] > 0 for p in r["curve"])
+
+
+def test_soak_cut_short_inside_its_warmup_reports_no_growth():
+    """The time cap covers the warm-up too; growth over a window shorter than the warm-up is not reported."""
+    from playbook_utils import media
+
+    clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
+    r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=0.5)
+    assert r["stopped_by_time"] and r["calls"] == 0 and r["seconds"] < 30
+    assert r["rss_growth_pct"] is None and "shorter than the warm-up" in r["not_measured"]
