@@ -96,17 +96,23 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
                                        collate_fn=collate)
 
 
-def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2) -> dict:
+def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,
+                   max_seconds: float | None = None, min_steps: int = 3) -> dict:
     """Run `steps` simulated training steps of `step_s` seconds, fed by `loader`; return the data wait.
 
     Each step waits for the next batch (the time counted as data wait), copies it to `device`, then
     'trains' for `step_s` (sleeping, which leaves the CPU to the workers as a GPU step would). Returns
-    {'wait_fraction', 'wait_s_per_step', 'step_s', 'samples_per_s', 'steps'}; batches are recycled
-    when the loader runs out before `steps`.
+    {'wait_fraction', 'wait_s_per_step', 'step_s', 'samples_per_s', 'steps', 'stopped_by_time'}; batches
+    are recycled when the loader runs out before `steps`. `max_seconds` ends the measurement early
+    (after at least `min_steps` measured steps): a slow configuration, such as one worker decoding 1080p
+    clips, is then measured over fewer steps instead of holding the run for minutes.
     """
     it = iter(loader)
     waits, samples, start = [], 0, None
     for s in range(steps + warmup):
+        if (max_seconds is not None and start is not None and len(waits) >= min_steps
+                and time.perf_counter() - start > max_seconds):
+            break
         t0 = time.perf_counter()
         try:
             batch = next(it)
@@ -128,7 +134,7 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
     total = time.perf_counter() - start
     wait = sum(waits)
     return {"wait_fraction": wait / total, "wait_s_per_step": wait / len(waits), "step_s": step_s,
-            "samples_per_s": samples / total, "steps": len(waits)}
+            "samples_per_s": samples / total, "steps": len(waits), "stopped_by_time": len(waits) < steps}
 
 
 class GpuLoader:
@@ -199,21 +205,118 @@ class GpuLoader:
                     batch = []
 
 
-def measure_flat_out(batches) -> dict:
-    """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, or a `dali_loader`
-    seen through `_DaliVideos`. Returns {'frames_per_s', 'batches', 'seconds', 'frames'} (notebook 21)."""
+class GpuProcessLoader:
+    """Model-ready batches from `processes` worker processes, each a `GpuLoader` of `threads` threads over
+    every `processes`-th video (notebook 21).
+
+    One Python process drives only so many decoders: notebook 20's ceiling sweep needs several processes
+    to keep every NVDEC engine busy. Here each worker decodes, resizes and normalizes on the GPU as
+    `GpuLoader` does, and hands each finished video to this process through a bounded
+    `torch.multiprocessing` queue: a CUDA tensor travels as a CUDA IPC handle (no copy through the
+    host), a CPU tensor through shared memory. Videos arrive in the order they finish, not in index
+    order; each is still exactly the frames asked for. A worker stays alive until the epoch ends,
+    since CUDA IPC memory belongs to the process that made it. Takes GpuLoader's arguments.
+    """
+
+    def __init__(self, paths, processes: int = 4, threads: int = 2, batch_size: int = 4, **loader_kwargs):
+        self.paths = [str(p) for p in paths]
+        self.processes, self.threads, self.batch_size = processes, threads, batch_size
+        self.kwargs = loader_kwargs
+        self.frames_delivered = 0
+
+    def __len__(self) -> int:
+        return (len(self.paths) + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self):
+        import queue as queue_module
+
+        import torch
+        import torch.multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        q, finished_epoch = ctx.Queue(maxsize=2 * self.processes), ctx.Event()
+        procs = [ctx.Process(target=_process_loader_worker, daemon=True,
+                             args=(self.paths[r::self.processes], self.threads, self.kwargs, r, q, finished_epoch))
+                 for r in range(self.processes) if self.paths[r::self.processes]]
+        for p in procs:
+            p.start()
+        try:
+            done, batch = 0, []
+            while done < len(procs):
+                try:
+                    kind, payload = q.get(timeout=600)
+                except queue_module.Empty:
+                    dead = [p.exitcode for p in procs if not p.is_alive()]
+                    raise RuntimeError(f"GpuProcessLoader: no video from {len(procs)} workers in 600 s "
+                                       f"(exit codes of dead workers: {dead})") from None
+                if kind == "error":
+                    raise RuntimeError(f"GpuProcessLoader worker: {payload}")
+                if kind == "done":
+                    done += 1
+                    continue
+                batch.append(payload.clone())   # our own copy: the worker's memory is released at once
+                del payload
+                if len(batch) == self.batch_size:
+                    yield self._emit(batch, torch)
+                    batch = []
+            if batch:
+                yield self._emit(batch, torch)
+        finally:
+            finished_epoch.set()
+            for p in procs:
+                p.join(timeout=30)
+                if p.is_alive():
+                    p.kill()
+
+    def _emit(self, batch, torch):
+        self.frames_delivered += sum(b.shape[0] for b in batch)
+        return torch.stack(batch) if len({tuple(b.shape) for b in batch}) == 1 else batch
+
+
+def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
+    """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message."""
+    try:
+        for batch in GpuLoader(paths, threads=threads, batch_size=1, **kwargs):
+            q.put(("video", batch[0]))
+    except Exception as e:  # reported to the training process, which raises it with the cause
+        from playbook_utils.errors import first_line
+
+        q.put(("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"))
+    q.put(("done", rank))
+    finished_epoch.wait(timeout=3600)   # CUDA IPC: the tensors sent must outlive their use in the parent
+
+
+def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
+    """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, a `GpuProcessLoader`,
+    or a `dali_loader` seen through `_DaliVideos`. Returns {'frames_per_s', 'batches', 'seconds', 'frames',
+    'startup_s'} (notebook 21).
+
+    With `warmup_batches`, the clock starts when that many batches have arrived, and only later frames count:
+    the steady rate of a loader whose start (processes, CUDA contexts, decoders) an epoch pays once.
+    'startup_s' is the time until then.
+    """
     import torch
 
-    start, count, frames, last = time.perf_counter(), 0, 0, None
+    t0 = time.perf_counter()
+    start, count, frames, last = t0, 0, 0, None
     for batch in batches:
         # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
         videos = batch if isinstance(batch, list) else list(batch)
-        frames += sum(v.shape[0] for v in videos)
         count, last = count + 1, videos[-1]
+        if count <= warmup_batches:
+            if count == warmup_batches:
+                if last.is_cuda:
+                    torch.cuda.synchronize(last.device)
+                start = time.perf_counter()
+            continue
+        frames += sum(v.shape[0] for v in videos)
+    if count <= warmup_batches:
+        raise ValueError(f"measure_flat_out: {count} batches, not more than the {warmup_batches} of warm-up")
     if last is not None and last.is_cuda:
         torch.cuda.synchronize(last.device)
     seconds = time.perf_counter() - start
-    return {"frames_per_s": frames / seconds, "batches": count, "seconds": seconds, "frames": frames}
+    return {"frames_per_s": frames / seconds, "batches": count - warmup_batches, "seconds": seconds,
+            "frames": frames, "startup_s": start - t0}
 
 
 def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int = 224, device_id: int = 0,
@@ -262,11 +365,16 @@ def _run_spec(spec: dict) -> dict:
         def make():
             return _DaliVideos(dali_loader(spec["paths"], sequence_length=spec.get("sequence_length", 32),
                                            batch_size=spec["batch_size"], device_id=spec.get("device_id", 0)))
+    elif spec.get("processes", 1) > 1:
+        def make():
+            return GpuProcessLoader(spec["paths"], processes=spec["processes"], threads=spec["threads"],
+                                    batch_size=spec["batch_size"], backend=spec["backend"], device=spec["device"],
+                                    chunk=spec.get("chunk", 32))
     else:
         def make():
             return GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"], threads=spec["threads"],
                              batch_size=spec["batch_size"], chunk=spec.get("chunk", 32))
-    result = measure_flat_out(make())
+    result = measure_flat_out(make(), warmup_batches=spec.get("warmup_batches", 0))
     if spec.get("step_s") is not None:
         result["wait"] = measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])
     return result
@@ -275,8 +383,9 @@ def _run_spec(spec: dict) -> dict:
 def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     """Measure a GPU-side loader in a fresh child process; return its result or {'error': ...} (notebook 21).
 
-    spec: {'kind': 'gpu' (a `GpuLoader`: 'backend', 'threads', 'chunk') or 'dali' (a `dali_loader`),
-    'paths', 'device', 'batch_size', optional 'step_s' and 'steps' to also measure the data wait}.
+    spec: {'kind': 'gpu' (a `GpuLoader`: 'backend', 'threads', 'chunk'; with 'processes' > 1 a
+    `GpuProcessLoader`) or 'dali' (a `dali_loader`), 'paths', 'device', 'batch_size', optional
+    'warmup_batches' (see `measure_flat_out`), 'step_s' and 'steps' to also measure the data wait}.
     Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
     both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs.
     """

@@ -35,6 +35,9 @@ def test_loader_batches_and_wait_measurement(paths):
     assert batch.shape == (2, 4, 3, 144, 256)
     r = loaders.measure_loader(dl, step_s=0.01, steps=5)
     assert r["steps"] == 5 and 0 < r["wait_fraction"] < 1 and r["samples_per_s"] > 0
+    assert not r["stopped_by_time"]
+    capped = loaders.measure_loader(dl, step_s=0.2, steps=1000, max_seconds=0.5, min_steps=3)
+    assert capped["stopped_by_time"] and 3 <= capped["steps"] < 1000
 
 
 def test_skip_policy_finishes_the_epoch_and_lists_bad_files(paths, tmp_path):
@@ -85,3 +88,31 @@ def test_flat_out_counts_every_frame_delivered(paths):
     L = loaders.GpuLoader([paths[0]] * 3, backend="pyav", device="cpu", threads=2, batch_size=2, size=32, chunk=40)
     r = loaders.measure_flat_out(L)
     assert r["frames"] == 3 * 96 == L.frames_delivered and r["batches"] == 2 and r["frames_per_s"] > 0
+
+
+def test_process_loader_delivers_every_video_once_model_ready(paths, tmp_path):
+    # GpuProcessLoader with the CPU backend: tensors travel through shared memory instead of CUDA IPC,
+    # the rest of the code is the same
+    import torch
+
+    from playbook_utils import transforms
+    from playbook_utils.decoders import read_frames
+
+    items = [paths[0], paths[1], paths[0], paths[1], paths[0]]
+    L = loaders.GpuProcessLoader(items, processes=2, threads=1, batch_size=2, backend="pyav", device="cpu",
+                                 size=32, chunk=40)
+    videos = [v for b in L for v in (b if isinstance(b, list) else list(b))]
+    assert len(videos) == len(items) and L.frames_delivered == sum(v.shape[0] for v in videos)
+    refs = {str(p): transforms.to_model_batch(read_frames(p, list(range(n))), 32, dtype=torch.float16)
+            for p, n in ((paths[0], 96), (paths[1], media.probe(paths[1]).num_frames))}
+    matched = [next(k for k, r in refs.items() if r.shape == v.shape and torch.equal(r, v)) for v in videos]
+    assert sorted(matched) == sorted(str(p) for p in items)     # every video once, in whatever order they finished
+
+    r = loaders.measure_flat_out(loaders.GpuProcessLoader([paths[0]] * 4, processes=2, threads=1, batch_size=1,
+                                                          backend="pyav", device="cpu", size=32), warmup_batches=1)
+    assert r["batches"] == 3 and r["frames"] == 3 * 96 and r["startup_s"] > 0
+
+    bad = loaders.GpuProcessLoader([tmp_path / "nope.mp4"], processes=2, threads=1, batch_size=1,
+                                   backend="pyav", device="cpu")
+    with pytest.raises(RuntimeError, match="nope.mp4"):
+        list(bad)
