@@ -241,18 +241,22 @@ class GpuProcessLoader:
         for p in procs:
             p.start()
         try:
-            done, batch = 0, []
-            while done < len(procs):
+            done, batch, waited = set(), [], 0.0
+            while len(done) < len(procs):
                 try:
-                    kind, payload = q.get(timeout=600)
-                except queue_module.Empty:
-                    dead = [p.exitcode for p in procs if not p.is_alive()]
-                    raise RuntimeError(f"GpuProcessLoader: no video from {len(procs)} workers in 600 s "
-                                       f"(exit codes of dead workers: {dead})") from None
+                    kind, payload = q.get(timeout=5)
+                    waited = 0.0
+                except queue_module.Empty:   # a worker that died without a word (a crash in a library) ends the epoch
+                    waited += 5
+                    dead = [(r, p.exitcode) for r, p in enumerate(procs) if r not in done and not p.is_alive()]
+                    if dead or waited >= 600:
+                        raise RuntimeError(f"GpuProcessLoader: workers (rank, exit code) {dead} ended without "
+                                           f"finishing" if dead else "GpuProcessLoader: no video in 600 s") from None
+                    continue
                 if kind == "error":
                     raise RuntimeError(f"GpuProcessLoader worker: {payload}")
                 if kind == "done":
-                    done += 1
+                    done.add(payload)
                     continue
                 batch.append(payload.clone())   # our own copy: the worker's memory is released at once
                 del payload
