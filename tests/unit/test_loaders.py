@@ -1,6 +1,7 @@
 import pytest
 
 from playbook_utils import loaders, media
+from playbook_utils.decoders import available
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +117,22 @@ def test_process_loader_delivers_every_video_once_model_ready(paths, tmp_path):
                                    backend="pyav", device="cpu")
     with pytest.raises(RuntimeError, match="nope.mp4"):
         list(bad)
+
+
+GPU_LOADER_BACKENDS = [b for b in ("pynvvideocodec", "torchcodec") if b in available("cuda")]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU_LOADER_BACKENDS, reason="needs a CUDA GPU with PyNvVideoCodec or TorchCodec")
+@pytest.mark.parametrize("backend", GPU_LOADER_BACKENDS or ["none"])
+def test_process_loader_hands_over_cuda_videos_exactly(backend, paths):
+    # the CUDA IPC path: videos decoded and resized in worker processes arrive on the GPU, equal to one-process results
+    import torch
+
+    L = loaders.GpuProcessLoader([paths[0]] * 4, processes=2, threads=2, batch_size=2, backend=backend,
+                                 device="cuda", size=64, chunk=24)
+    batches = list(L)
+    ref = next(iter(loaders.GpuLoader([paths[0]], backend=backend, device="cuda", threads=1, batch_size=1,
+                                      size=64, chunk=24)))[0]
+    assert len(batches) == 2 and all(b.is_cuda and b.shape[0] == 2 for b in batches)
+    assert all(torch.equal(v, ref) for b in batches for v in b)
