@@ -93,7 +93,8 @@ def _nvml_call(fn, *args):
 
 
 def nvml_handle(cuda_index: int = 0):
-    """(pynvml, handle) for the GPU that CUDA calls `cuda_index`, or None where NVML cannot say.
+    """(pynvml, handle) for the GPU that CUDA calls `cuda_index`, or None where NVML cannot say (used by
+    notebook 20's ceiling and bench rows and 23's soak).
 
     NVML numbers every GPU of the machine and ignores CUDA_VISIBLE_DEVICES; CUDA numbers only the
     visible ones. With CUDA_VISIBLE_DEVICES=1, 'cuda:0' is NVML's GPU 1: reading NVML's GPU 0 would
