@@ -118,12 +118,24 @@ def _gpu_mb(device: str) -> float:
     return torch.cuda.memory_allocated(index) / 2**20
 
 
+def _slope(points) -> float | None:
+    """Least-squares RSS growth in bytes per call over curve points: a steady leak shows as a steady slope,
+    whatever the process's size (a percentage hides a leak in a large process and inflates one in a small one)."""
+    if len(points) < 3:
+        return None
+    xs, ys = [p["call"] for p in points], [p["rss_mb"] * 2**20 for p in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else None
+
+
 def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, k: int = 4,
          warmup: int = 200, every: int = 50, seed: int = 0, max_seconds: float | None = None) -> dict:
     """Make `warmup` + `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
 
     Each call asks for K random frames. RSS (and, on a GPU, this process's GPU memory: `_gpu_mb`) is sampled
-    every `every` calls; growth is measured from the end of the warm-up to the end, in percent.
+    every `every` calls; growth is measured from the end of the warm-up to the end, in percent, and as the
+    fitted slope in bytes per call ('rss_bytes_per_call'), which tells a steady leak from a one-off step.
     `max_seconds` caps the whole soak, warm-up included (the result says how many calls were made after
     the warm-up: 'calls', 'stopped_by_time'). Growth over fewer calls than the warm-up says nothing, so
     then 'rss_growth_pct' (and 'gpu_growth_pct') is None and 'not_measured' says why.
@@ -164,6 +176,7 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
         return out
     base = next(p for p in curve if p["call"] >= warmup)
     out["rss_growth_pct"] = 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]
+    out["rss_bytes_per_call"] = _slope([p for p in curve if p["call"] >= warmup])
     if cuda:
         out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"] if base["gpu_mb"] else None
     return out

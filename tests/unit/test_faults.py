@@ -33,6 +33,13 @@ def test_soak_reports_growth_after_warmup():
     r = faults.soak(clip, "pyav", calls=60, warmup=20, every=10)
     assert r["calls"] == 60 and r["curve"][-1]["call"] == 79
     assert abs(r["rss_growth_pct"]) < 50 and all(p["rss_mb"] > 0 for p in r["curve"])
+    assert isinstance(r["rss_bytes_per_call"], float)
+
+
+def test_soak_slope_is_the_steady_growth_per_call():
+    curve = [{"call": c, "rss_mb": 100 + c * 1024 / 2**20} for c in range(0, 5000, 500)]   # 1 KiB per call
+    assert faults._slope(curve) == pytest.approx(1024)
+    assert faults._slope(curve[:2]) is None
 
 
 def test_soak_cut_short_inside_its_warmup_reports_no_growth():
