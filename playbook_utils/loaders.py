@@ -137,6 +137,14 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
             "samples_per_s": samples / total, "steps": len(waits), "stopped_by_time": len(waits) < steps}
 
 
+def _videos_to_batch(videos):
+    """One (B, K, 3, S, S) tensor when the videos have the same length, else the list of them (videos of
+    different lengths read whole): what GpuLoader and GpuProcessLoader yield."""
+    import torch
+
+    return torch.stack(videos) if len({tuple(v.shape) for v in videos}) == 1 else videos
+
+
 class GpuLoader:
     """Model-ready batches decoded on the GPU by `threads` threads in this process (notebook 21).
 
@@ -181,8 +189,6 @@ class GpuLoader:
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
-        import torch
-
         n = len(self.ds)
         with ThreadPoolExecutor(self.threads) as pool:
             pending, nxt = deque(), 0
@@ -196,12 +202,8 @@ class GpuLoader:
                     pending.append(pool.submit(self._item, nxt))
                     nxt += 1
                 if len(batch) == self.batch_size or not pending:
-                    if len({tuple(b.shape) for b in batch}) == 1:
-                        out = torch.stack(batch)
-                    else:  # videos of different lengths (strategy='all'): a list, not a stacked tensor
-                        out = batch
                     self.frames_delivered += sum(b.shape[0] for b in batch)
-                    yield out
+                    yield _videos_to_batch(batch)
                     batch = []
 
 
@@ -230,7 +232,6 @@ class GpuProcessLoader:
     def __iter__(self):
         import queue as queue_module
 
-        import torch
         import torch.multiprocessing as mp
 
         ctx = mp.get_context("spawn")
@@ -261,10 +262,10 @@ class GpuProcessLoader:
                 batch.append(payload.clone())   # our own copy: the worker's memory is released at once
                 del payload
                 if len(batch) == self.batch_size:
-                    yield self._emit(batch, torch)
+                    yield self._emit(batch)
                     batch = []
             if batch:
-                yield self._emit(batch, torch)
+                yield self._emit(batch)
         finally:
             finished_epoch.set()
             for p in procs:
@@ -272,9 +273,9 @@ class GpuProcessLoader:
                 if p.is_alive():
                     p.kill()
 
-    def _emit(self, batch, torch):
+    def _emit(self, batch):
         self.frames_delivered += sum(b.shape[0] for b in batch)
-        return torch.stack(batch) if len({tuple(b.shape) for b in batch}) == 1 else batch
+        return _videos_to_batch(batch)
 
 
 def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
