@@ -35,18 +35,25 @@ def _open(path, threads: str):
     return c, s
 
 
+def _seek_to(c, s, p):
+    """Seek to the keyframe at or before pts `p` and decode forward to the frame with that pts;
+    returns (the frame as an RGB array, frames decoded)."""
+    c.seek(p, stream=s, backward=True, any_frame=False)
+    for decoded, f in enumerate(c.decode(s), start=1):
+        if f.pts == p:
+            return f.to_ndarray(format="rgb24"), decoded
+    raise RuntimeError(f"the stream ended before pts {p}")
+
+
 def seek_per_frame(path, targets, pts, threads: str = "SLICE"):
     """Seek to each target's keyframe and decode up to it; returns (frames, frames decoded)."""
     got, decoded = [], 0
     c, s = _open(path, threads)
     with c:
         for t in targets:
-            c.seek(pts[t], stream=s, backward=True, any_frame=False)
-            for f in c.decode(s):
-                decoded += 1
-                if f.pts == pts[t]:
-                    got.append(f.to_ndarray(format="rgb24"))
-                    break
+            frame, n = _seek_to(c, s, pts[t])
+            got.append(frame)
+            decoded += n
     return got, decoded
 
 
@@ -128,12 +135,8 @@ def keyframe_snapped(path, targets, pts, key_of, threads: str = "SLICE"):
     c, s = _open(path, threads)
     with c:
         for k in sorted(set(snapped)):
-            c.seek(pts[k], stream=s, backward=True, any_frame=False)
-            for f in c.decode(s):
-                decoded += 1
-                if f.pts == pts[k]:
-                    got[k] = f.to_ndarray(format="rgb24")
-                    break
+            got[k], n = _seek_to(c, s, pts[k])
+            decoded += n
     return [got[k] for k in snapped], decoded, snapped
 
 
