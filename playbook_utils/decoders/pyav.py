@@ -16,9 +16,8 @@ def _open(path: str, device: str):
         return av.open(path)
     from av.codec.hwaccel import HWAccel
 
-    # primary_ctx: FFmpeg reuses the GPU's primary CUDA context instead of creating one per file (notebook 10)
     return av.open(path, hwaccel=HWAccel(device_type="cuda", device=str(device.split(":")[1]) if ":" in device
-                                         else None, allow_software_fallback=False, options={"primary_ctx": "1"}))
+                                         else None, allow_software_fallback=False))
 
 
 def read(path: str, indices: list[int], device: str, info):
