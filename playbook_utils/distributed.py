@@ -84,6 +84,35 @@ class _Indexed:
         return i, self.dataset[i]
 
 
+class _ThreadedBatches:
+    """Batches (ids, frames) of a rank that decodes on its GPU: `threads` threads decode the sampler's
+    items ahead of the consumer, batches in sampler order. DataLoader workers are processes and cannot
+    hold the rank's CUDA decoders; threads can (as `loaders.GpuLoader` does in notebook 21)."""
+
+    def __init__(self, dataset, sampler, batch_size: int, threads: int):
+        self.dataset, self.sampler, self.batch_size, self.threads = dataset, sampler, batch_size, threads
+
+    def __len__(self) -> int:
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self):
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        import torch
+
+        order = list(self.sampler)
+        with ThreadPoolExecutor(self.threads) as pool:
+            pending, nxt = deque(), 0
+            for a in range(0, len(order), self.batch_size):
+                end = min(a + self.batch_size, len(order))
+                while nxt < len(order) and nxt < end + self.threads:  # keep every thread busy, a batch ahead
+                    pending.append(pool.submit(self.dataset.__getitem__, order[nxt]))
+                    nxt += 1
+                items = [pending.popleft().result() for _ in range(end - a)]
+                yield torch.tensor([i for i, _ in items]), torch.stack([x for _, x in items])
+
+
 class ShardedLoader:
     """Iterates (sample_ids, frames) over one rank's shard: ids a list of ints, frames uint8
     (B, K, 3, H, W) on the rank's device. Call `set_epoch(e)` before each epoch when shuffling."""
@@ -110,12 +139,12 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     """The loader of one rank for `backend`: its shard of `paths`, decoded, delivered on `device`.
 
     `device` is the rank's device (`cuda:LOCAL_RANK` or 'cpu'). decode_device 'auto' decodes on
-    that GPU for the backends that can (PyNvVideoCodec, TorchCodec, DALI: in the main process,
-    one decoder per rank) and on the CPU otherwise (PyAV, decord: in `num_workers` DataLoader
-    workers, batches then copied to `device`). DALI goes through the same per-rank path
+    that GPU for the backends that can (PyNvVideoCodec, TorchCodec, DALI: in the rank's process,
+    `num_workers` decoding threads) and on the CPU otherwise (PyAV, decord: in `num_workers` spawned
+    DataLoader workers, batches then copied to `device`). DALI goes through the same per-rank path
     (`read_frames` with device cuda:N); DALI's own `fn.readers.video(shard_id=, num_shards=)`
     is not used, since it samples fixed-length sequences rather than our K frames per video.
-    (The DALI and multi-GPU NCCL paths have not yet run on GPUs; the CPU/gloo path is tested.)
+    (Run on two H200s with NCCL and PyNvVideoCodec; the DALI path has not yet run on GPUs.)
     dataset_kwargs go to `loaders.VideoClipDataset` (k, strategy, size, ...). Returns a
     `ShardedLoader` of (sample_ids, frames). Introduced in notebook 30.
     """
@@ -125,16 +154,18 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
 
     if decode_device == "auto":
         decode_device = device if device.startswith("cuda") and backend in GPU_BACKENDS else "cpu"
-    if decode_device.startswith("cuda"):
-        num_workers = 0  # CUDA decoders live in the rank's own process (no CUDA in forked workers)
     ds = VideoClipDataset(paths, backend=backend, device=decode_device, **dataset_kwargs)
     if ds.on_error != "raise":
         raise ValueError("sharded_loader counts every sample; use on_error='raise' (the default)")
     sampler = ShardSampler(len(ds), rank, world_size, shuffle=shuffle, seed=seed)
+    if decode_device.startswith("cuda"):   # CUDA decoders live in the rank's own process: threads, not workers
+        return ShardedLoader(_ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers)),
+                             sampler, device, decode_device)
+    # spawned workers, as in loaders.make_loader: a forked worker of a multi-threaded (CUDA, NCCL) parent can hang
+    workers = {"multiprocessing_context": "spawn", "persistent_workers": True} if num_workers > 0 else {}
     loader = torch.utils.data.DataLoader(
         _Indexed(ds), batch_size=batch_size, sampler=sampler, num_workers=num_workers,
-        pin_memory=device.startswith("cuda") and decode_device == "cpu",
-        persistent_workers=num_workers > 0)
+        pin_memory=device.startswith("cuda") and decode_device == "cpu", **workers)
     return ShardedLoader(loader, sampler, device, decode_device)
 
 

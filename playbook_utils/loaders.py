@@ -81,19 +81,24 @@ def collate_skipping(items):
 
 
 def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: int = 2,
-                pin_memory: bool = False, shuffle: bool = False, **dataset_kwargs):
+                pin_memory: bool = False, shuffle: bool = False, start_method: str = "spawn",
+                timeout_s: float = 600.0, **dataset_kwargs):
     """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
 
-    Workers are started with 'spawn' where a library is not fork-safe is a concern; here 'fork' is
-    PyTorch's default on Linux and works for PyAV, decord and TorchCodec on the CPU.
+    Workers start with `start_method` ('spawn' by default, not Linux's 'fork'): on the H200 machine (32
+    cores, Python 3.12) a forked PyAV worker of notebook 21 hung for 20 minutes without a batch, its parent
+    multi-threaded by CUDA and the notebook kernel, which Python 3.12 warns may deadlock a forked child.
+    A spawned worker starts from a fresh interpreter (a few seconds per worker, once: they persist).
+    A worker that delivers no batch for `timeout_s` seconds raises RuntimeError instead of hanging.
     """
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
     collate = collate_skipping if ds.on_error == "skip" else None
+    workers = {"multiprocessing_context": start_method, "timeout": timeout_s, "persistent_workers": True} \
+        if num_workers > 0 else {}
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
-                                       pin_memory=pin_memory, persistent_workers=num_workers > 0,
-                                       collate_fn=collate)
+                                       pin_memory=pin_memory, collate_fn=collate, **workers)
 
 
 def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,

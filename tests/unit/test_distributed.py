@@ -67,6 +67,22 @@ def test_one_rank_of_two_gets_its_shard_with_the_right_frames(paths):
     assert seen == [1, 3, 5, 7, 9]
 
 
+def test_threaded_batches_of_a_gpu_rank_keep_sampler_order_and_frames(paths):
+    # the GPU path's decoding threads, driven here by a CPU dataset: same ids, order and frames as the sampler's
+    from playbook_utils.loaders import VideoClipDataset
+
+    ds = VideoClipDataset(paths, backend="pyav", device="cpu", k=4)
+    sampler = distributed.ShardSampler(len(ds), 0, 2, shuffle=True, seed=1)
+    batches = distributed._ThreadedBatches(distributed._Indexed(ds), sampler, batch_size=2, threads=3)
+    seen = []
+    for ids, frames in batches:
+        assert frames.shape == (len(ids), 4, 3, 144, 256)
+        for i, clip in zip(ids.tolist(), frames):
+            assert [media.read_stamp(f) for f in clip] == ds.indices(i)
+        seen += ids.tolist()
+    assert seen == list(sampler) and len(batches) == 3
+
+
 @pytest.mark.skipif(env.capabilities()["cuda"], reason="checks the error on a machine without a GPU")
 def test_cuda_rank_without_gpu_says_so():
     with pytest.raises(RuntimeError, match="no CUDA GPU"):

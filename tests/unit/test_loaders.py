@@ -32,6 +32,8 @@ def test_clip_strategy_is_reproducible_and_resizes(paths):
 
 def test_loader_batches_and_wait_measurement(paths):
     dl = loaders.make_loader(paths * 4, backend="pyav", batch_size=2, num_workers=1, k=4)
+    # spawned workers (a forked one hung on the H200 machine) and a time limit instead of a hang
+    assert dl.multiprocessing_context.get_start_method() == "spawn" and dl.timeout > 0
     batch = next(iter(dl))
     assert batch.shape == (2, 4, 3, 144, 256)
     r = loaders.measure_loader(dl, step_s=0.01, steps=5)
