@@ -118,6 +118,9 @@ def _gpu_mb(device: str) -> float:
     return torch.cuda.memory_allocated(index) / 2**20
 
 
+WARMUP_SHARE = 0.2   # a soak's warm-up ends after this share of its time cap, if its calls have not ended it before
+
+
 def _slope(points) -> float | None:
     """Least-squares RSS growth in bytes per call over curve points: a steady leak shows as a steady slope,
     whatever the process's size (a percentage hides a leak in a large process and inflates one in a small one)."""
@@ -137,9 +140,10 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     every `every` calls; growth is measured from the end of the warm-up to the end, in percent, and as the
     fitted slope in bytes per call ('rss_bytes_per_call'), which tells a steady leak from a one-off step.
     `max_seconds` caps the whole soak, warm-up included (the result says how many calls were made after
-    the warm-up: 'calls', 'stopped_by_time'). Growth over fewer calls than the warm-up says nothing, so
-    then 'rss_growth_pct' (and 'gpu_growth_pct') is None and 'not_measured' says why.
-    Runs in the calling process: use `decoders.isolated` or a child process to keep it apart.
+    the warm-up: 'calls', 'stopped_by_time'); a slow backend's warm-up also ends after a fifth of the cap
+    (`WARMUP_SHARE`), so that the rest is measured ('warmup' is then the calls it made). Growth over fewer
+    calls than the warm-up says nothing, so then 'rss_growth_pct' (and 'gpu_growth_pct') is None and
+    'not_measured' says why. Runs in the calling process: use a child process to keep it apart.
     """
     import gc
     import time
@@ -153,27 +157,38 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     proc = psutil.Process()
     cuda = device.startswith("cuda")
     t0 = time.monotonic()
-    deadline = t0 + max_seconds if max_seconds else None
-    curve = []
-    for c in range(calls + warmup):
+    curve, warm_end, c = [], None, 0
+    while True:
         read_frames(path, [rng.randrange(n) for _ in range(k)], backend=backend, device=device)
-        last = c == calls + warmup - 1 or (deadline is not None and time.monotonic() > deadline)
-        if c % every == 0 or c == warmup or last:
+        elapsed = time.monotonic() - t0
+        base = warm_end is None and (c >= warmup or (max_seconds is not None and elapsed > WARMUP_SHARE * max_seconds))
+        if base:
+            warm_end = c
+        done = (warm_end is not None and c - warm_end >= calls) or (max_seconds is not None and elapsed > max_seconds)
+        if c % every == 0 or base or done:
             gc.collect()
             curve.append({"call": c, "rss_mb": proc.memory_info().rss / 2**20,
                           "gpu_mb": _gpu_mb(device) if cuda else None})
-        if last:
+        if done:
             break
-    end = curve[-1]
-    made = max(0, end["call"] + 1 - warmup)
-    out = {"calls": made, "calls_asked": calls, "stopped_by_time": made < calls, "warmup": warmup,
-           "seconds": time.monotonic() - t0, "curve": curve, "rss_growth_pct": None}
-    if made < max(1, warmup):
-        out["not_measured"] = (f"{end['call'] + 1} calls in {out['seconds']:.0f} s: the measured part after the "
-                               f"{warmup}-call warm-up ({made} calls) is shorter than the warm-up")
+        c += 1
+    made = c - warm_end
+    out = {"calls": made, "calls_asked": calls, "stopped_by_time": made < calls, "warmup": warm_end,
+           "warmup_cut_by_time": warm_end < warmup, "seconds": time.monotonic() - t0, "curve": curve,
+           "rss_growth_pct": None}
+    if made < max(1, warm_end):
+        out["not_measured"] = (f"{c + 1} calls in {out['seconds']:.0f} s: the measured part after the "
+                               f"{warm_end}-call warm-up ({made} calls) is shorter than the warm-up")
         if cuda:
             out["gpu_growth_pct"] = None
         return out
+    end = curve[-1]
+    base = next(p for p in curve if p["call"] == warm_end)
+    out["rss_growth_pct"] = 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]
+    out["rss_bytes_per_call"] = _slope([p for p in curve if p["call"] >= warm_end])
+    if cuda:
+        out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"] if base["gpu_mb"] else None
+    return out
     base = next(p for p in curve if p["call"] >= warmup)
     out["rss_growth_pct"] = 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]
     out["rss_bytes_per_call"] = _slope([p for p in curve if p["call"] >= warmup])

@@ -31,7 +31,7 @@ def test_soak_reports_growth_after_warmup():
 
     clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
     r = faults.soak(clip, "pyav", calls=60, warmup=20, every=10)
-    assert r["calls"] == 60 and r["curve"][-1]["call"] == 79
+    assert r["calls"] == 60 and r["warmup"] == 20 and r["curve"][-1]["call"] == 80 and not r["warmup_cut_by_time"]
     assert abs(r["rss_growth_pct"]) < 50 and all(p["rss_mb"] > 0 for p in r["curve"])
     assert isinstance(r["rss_bytes_per_call"], float)
 
@@ -47,6 +47,16 @@ def test_soak_cut_short_inside_its_warmup_reports_no_growth():
     from playbook_utils import media
 
     clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
-    r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=0.5)
+    r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=1e-4)   # one call is longer
     assert r["stopped_by_time"] and r["calls"] == 0 and r["seconds"] < 30
     assert r["rss_growth_pct"] is None and "shorter than the warm-up" in r["not_measured"]
+
+
+def test_a_slow_soak_ends_its_warmup_at_a_fifth_of_the_cap_and_measures_the_rest():
+    from playbook_utils import media
+
+    clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
+    r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=2.0)
+    assert r["warmup_cut_by_time"] and 0 < r["warmup"] < 10_000 and r["stopped_by_time"]
+    assert r["calls"] >= r["warmup"] and r["rss_growth_pct"] is not None
+    assert r["curve"][0]["call"] == 0 and any(p["call"] == r["warmup"] for p in r["curve"])
