@@ -342,7 +342,8 @@ def main(argv=None) -> int:
     ap.add_argument("--output", default=None, help="results folder for a run (default: nightly/<YYYY-MM-DD>, UTC)")
     ap.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder holding the notebooks")
     ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    ap.add_argument("--timeout", type=float, default=1800,
+                    help="seconds per cell before its notebook counts as failed (hung); 0 for no limit (default: 1800)")
     args = ap.parse_args(argv)
     try:
         table = load_tolerances(args.tolerances)

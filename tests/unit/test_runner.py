@@ -55,3 +55,19 @@ def test_runner_selects_by_pattern_and_passes_mode(tmp_path):
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--mode", "full", "--pattern", "90"]) == 0
     assert json.loads((out / "90_good.json").read_text())["headline"]["smoke"] is False
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "nothing"]) == 2
+
+
+def test_a_cell_that_hangs_fails_its_notebook_and_the_run_goes_on(tmp_path):
+    # 21 once hung for 20 minutes on a GPU machine: with a per-cell time limit the run records a failure and goes on
+    import time
+
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_nb(nbs / "90_hangs.ipynb", "import time\ntime.sleep(600)")
+    _write_nb(nbs / "91_good.ipynb", GOOD.replace("90_good", "91_good"))
+    start = time.perf_counter()
+    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--timeout", "3"])
+    assert code == 1 and time.perf_counter() - start < 120
+    rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
+    assert rows["90_hangs.ipynb"]["status"] == "failed" and "3 seconds" in rows["90_hangs.ipynb"]["error"]
+    assert rows["91_good.ipynb"]["status"] == "passed"
