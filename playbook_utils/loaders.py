@@ -7,6 +7,7 @@ against a simulated training step and reports how much of each step waited for d
 
 from __future__ import annotations
 
+import os
 import time
 from typing import NamedTuple
 
@@ -80,23 +81,40 @@ def collate_skipping(items):
     return (torch.stack(good) if good else None), [x for x in items if isinstance(x, Skipped)]
 
 
+def _worker_threads(threads: int, worker_id: int) -> None:
+    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader)."""
+    from playbook_utils.decoders import set_cpu_threads
+
+    set_cpu_threads(threads)
+
+
 def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: int = 2,
                 pin_memory: bool = False, shuffle: bool = False, start_method: str = "spawn",
-                timeout_s: float = 600.0, **dataset_kwargs):
+                timeout_s: float = 600.0, decoder_threads: int | None = None, **dataset_kwargs):
     """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
 
     Workers start with `start_method` ('spawn' by default, not Linux's 'fork'): on the H200 machine (32
     cores, Python 3.12) a forked PyAV worker of notebook 21 hung for 20 minutes without a batch, its parent
     multi-threaded by CUDA and the notebook kernel, which Python 3.12 warns may deadlock a forked child.
-    A spawned worker starts from a fresh interpreter (a few seconds per worker, once: they persist).
+    A spawned worker starts from a fresh interpreter (a few seconds per worker, once: they persist); a
+    script that builds the loader needs the `if __name__ == "__main__":` guard, as on macOS and Windows.
     A worker that delivers no batch for `timeout_s` seconds raises RuntimeError instead of hanging.
+    Each worker's PyAV and TorchCodec decoders use `decoder_threads` threads, by default the cores divided
+    among the workers: a decoder left to its default takes every core, so N workers would run N x cores
+    threads (notebook 10 measures what the extra frame threads cost at each seek).
     """
+    import functools
+
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
     collate = collate_skipping if ds.on_error == "skip" else None
-    workers = {"multiprocessing_context": start_method, "timeout": timeout_s, "persistent_workers": True} \
-        if num_workers > 0 else {}
+    workers = {}
+    if num_workers > 0:
+        threads = decoder_threads if decoder_threads is not None else \
+            max(1, len(os.sched_getaffinity(0)) // num_workers)
+        workers = {"multiprocessing_context": start_method, "timeout": timeout_s, "persistent_workers": True,
+                   "worker_init_fn": functools.partial(_worker_threads, threads)}
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
                                        pin_memory=pin_memory, collate_fn=collate, **workers)
 

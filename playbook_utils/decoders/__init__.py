@@ -21,6 +21,7 @@ from pathlib import Path
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
 BACKENDS = ("pyav", "decord", "torchcodec", "pynvvideocodec", "dali")
+CPU_THREADS = 0   # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
 _IMPORT_NAME = {"pyav": "av", "decord": "decord", "torchcodec": "torchcodec",
                 "pynvvideocodec": "PyNvVideoCodec", "dali": "nvidia.dali"}
 
@@ -31,6 +32,15 @@ def _device_kind(device: str) -> str:
     if device == "cuda" or device.startswith("cuda:"):
         return "cuda"
     raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+def set_cpu_threads(n: int) -> None:
+    """How many threads each decoder of this process may use (PyAV, TorchCodec on the CPU; 0: the library's
+    choice, as many as cores; decord keeps its own: a spawned decord worker with a set thread count once
+    aborted at shutdown here). Loader workers that already run side by side set it so that
+    workers x threads stays within the cores (`loaders.make_loader`; notebook 10 shows the cost)."""
+    global CPU_THREADS
+    CPU_THREADS = max(0, int(n))
 
 
 def device_index(device: str) -> int:

@@ -42,12 +42,15 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list):
     import numpy as np
     import torch
 
+    from playbook_utils import decoders
+
     keyframe_of = info.keyframe_of
     wanted = sorted(set(indices))
     got = {}
     with _open(path, device) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
+        stream.thread_count = decoders.CPU_THREADS  # 0: one per core; loader workers set fewer
         pts = info.pts  # read from the packets by the probe, in presentation order
         if len(pts) != info.num_frames:
             raise RuntimeError(f"found {len(pts)} frames, the probe found {info.num_frames}")

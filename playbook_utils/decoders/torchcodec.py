@@ -51,13 +51,15 @@ def decoder(path: str, device: str, num_threads: int = 0):
 def cached_decoder(path: str, device: str):
     """This thread's decoder for `path` on `device`: reused while the same, unchanged file is read again
     (a loader reading a video in chunks, a sampler coming back to it), else a new one."""
+    from playbook_utils import decoders
+
     st = os.stat(path)
-    key = (path, device, st.st_size, st.st_mtime_ns)
+    key = (path, device, decoders.CPU_THREADS, st.st_size, st.st_mtime_ns)
     held = getattr(_local, "held", None)
     if held is not None and held[0] == key:
         return held[1]
     _local.held = None  # drop the old decoder before opening the next one
-    dec = decoder(path, device)
+    dec = decoder(path, device, decoders.CPU_THREADS)
     _local.held = (key, dec)
     return dec
 

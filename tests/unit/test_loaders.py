@@ -138,3 +138,22 @@ def test_process_loader_hands_over_cuda_videos_exactly(backend, paths):
                                       size=64, chunk=24)))[0]
     assert len(batches) == 2 and all(b.is_cuda and b.shape[0] == 2 for b in batches)
     assert all(torch.equal(v, ref) for b in batches for v in b)
+
+
+def test_loader_workers_share_the_cores_among_their_decoders(paths):
+    import os
+
+    from playbook_utils import decoders
+
+    dl = loaders.make_loader(paths, backend="pyav", batch_size=2, num_workers=2, k=4)
+    cores = len(os.sched_getaffinity(0))
+    assert dl.worker_init_fn.args == (max(1, cores // 2),)
+    assert loaders.make_loader(paths, num_workers=2, decoder_threads=3).worker_init_fn.args == (3,)
+    try:   # what a worker does at start-up, and the frames stay exact with one thread per decoder
+        loaders._worker_threads(1, 0)
+        assert decoders.CPU_THREADS == 1
+        for backend in ("pyav", "torchcodec"):
+            got = decoders.read_frames(paths[0], [7, 0, 3], backend=backend)
+            assert [media.read_stamp(f) for f in got] == [7, 0, 3], backend
+    finally:
+        decoders.set_cpu_threads(0)
