@@ -189,9 +189,3 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     if cuda:
         out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"] if base["gpu_mb"] else None
     return out
-    base = next(p for p in curve if p["call"] >= warmup)
-    out["rss_growth_pct"] = 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]
-    out["rss_bytes_per_call"] = _slope([p for p in curve if p["call"] >= warmup])
-    if cuda:
-        out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"] if base["gpu_mb"] else None
-    return out
