@@ -96,21 +96,16 @@ class _ThreadedBatches:
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
 
     def __iter__(self):
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
-
         import torch
 
+        from playbook_utils.loaders import decode_ahead
+
         order = list(self.sampler)
-        with ThreadPoolExecutor(self.threads) as pool:
-            pending, nxt = deque(), 0
-            for a in range(0, len(order), self.batch_size):
-                end = min(a + self.batch_size, len(order))
-                while nxt < len(order) and nxt < end + self.threads:  # keep every thread busy, a batch ahead
-                    pending.append(pool.submit(self.dataset.__getitem__, order[nxt]))
-                    nxt += 1
-                items = [pending.popleft().result() for _ in range(end - a)]
-                yield torch.tensor([i for i, _ in items]), torch.stack([x for _, x in items])
+        # every thread busy and a batch ahead of the consumer
+        results = decode_ahead(self.dataset.__getitem__, order, self.threads, self.batch_size + self.threads)
+        for a in range(0, len(order), self.batch_size):
+            items = [next(results) for _ in range(min(self.batch_size, len(order) - a))]
+            yield torch.tensor([i for i, _ in items]), torch.stack([x for _, x in items])
 
 
 class ShardedLoader:
@@ -150,7 +145,7 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     """
     import torch
 
-    from playbook_utils.loaders import VideoClipDataset
+    from playbook_utils.loaders import VideoClipDataset, worker_options
 
     if decode_device == "auto":
         decode_device = device if device.startswith("cuda") and backend in GPU_BACKENDS else "cpu"
@@ -161,11 +156,11 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     if decode_device.startswith("cuda"):   # CUDA decoders live in the rank's own process: threads, not workers
         return ShardedLoader(_ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers)),
                              sampler, device, decode_device)
-    # spawned workers, as in loaders.make_loader: a forked worker of a multi-threaded (CUDA, NCCL) parent can hang
-    workers = {"multiprocessing_context": "spawn", "persistent_workers": True} if num_workers > 0 else {}
+    # workers as make_loader's: spawned (a forked worker of a multi-threaded CUDA/NCCL parent can hang), with a
+    # batch timeout and decoders that share the cores
     loader = torch.utils.data.DataLoader(
         _Indexed(ds), batch_size=batch_size, sampler=sampler, num_workers=num_workers,
-        pin_memory=device.startswith("cuda") and decode_device == "cpu", **workers)
+        pin_memory=device.startswith("cuda") and decode_device == "cpu", **worker_options(num_workers))
     return ShardedLoader(loader, sampler, device, decode_device)
 
 

@@ -103,20 +103,31 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
     among the workers: a decoder left to its default takes every core, so N workers would run N x cores
     threads (notebook 10 measures what the extra frame threads cost at each seek).
     """
-    import functools
-
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
     collate = collate_skipping if ds.on_error == "skip" else None
-    workers = {}
-    if num_workers > 0:
-        threads = decoder_threads if decoder_threads is not None else \
-            max(1, len(os.sched_getaffinity(0)) // num_workers)
-        workers = {"multiprocessing_context": start_method, "timeout": timeout_s, "persistent_workers": True,
-                   "worker_init_fn": functools.partial(_worker_threads, threads)}
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
-                                       pin_memory=pin_memory, collate_fn=collate, **workers)
+                                       pin_memory=pin_memory, collate_fn=collate,
+                                       **worker_options(num_workers, start_method, timeout_s, decoder_threads))
+
+
+def share_of_cores(num_workers: int) -> int:
+    """Threads per decoder when `num_workers` workers decode side by side: the usable cores divided among them."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, num_workers))
+
+
+def worker_options(num_workers: int, start_method: str = "spawn", timeout_s: float = 600.0,
+                   decoder_threads: int | None = None) -> dict:
+    """The DataLoader arguments of `make_loader`'s workers (also `distributed.sharded_loader`'s): started by
+    `start_method`, persistent, a batch timeout, and decoders that share the cores; {} without workers."""
+    import functools
+
+    if num_workers <= 0:
+        return {}
+    threads = decoder_threads if decoder_threads is not None else share_of_cores(num_workers)
+    return {"multiprocessing_context": start_method, "timeout": timeout_s, "persistent_workers": True,
+            "worker_init_fn": functools.partial(_worker_threads, threads)}
 
 
 def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,
@@ -158,6 +169,29 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
     wait = sum(waits)
     return {"wait_fraction": wait / total, "wait_s_per_step": wait / len(waits), "step_s": step_s,
             "samples_per_s": samples / total, "steps": len(waits), "stopped_by_time": len(waits) < steps}
+
+
+def decode_ahead(fn, items, threads: int, ahead: int):
+    """`fn(item)` for each item, results yielded in order, computed by `threads` threads with at most `ahead`
+    items in flight (GpuLoader, and the GPU ranks of `distributed.sharded_loader`): decoders on the GPU work
+    while Python waits, so threads keep several busy without the copies that worker processes would need."""
+    import itertools
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    items = iter(items)
+    with ThreadPoolExecutor(threads) as pool:
+        pending = deque(pool.submit(fn, x) for x in itertools.islice(items, ahead))
+        while pending:
+            result = pending.popleft().result()
+            pending.extend(pool.submit(fn, x) for x in itertools.islice(items, 1))
+            yield result
+
+
+def _deliver(loader, videos):
+    """Count `videos` in `loader.frames_delivered` and make them one batch (GpuLoader, GpuProcessLoader)."""
+    loader.frames_delivered += sum(v.shape[0] for v in videos)
+    return _videos_to_batch(videos)
 
 
 def _videos_to_batch(videos):
@@ -209,25 +243,14 @@ class GpuLoader:
         return out
 
     def __iter__(self):
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
-
-        n = len(self.ds)
-        with ThreadPoolExecutor(self.threads) as pool:
-            pending, nxt = deque(), 0
-            while nxt < n and len(pending) < 2 * self.threads:
-                pending.append(pool.submit(self._item, nxt))
-                nxt += 1
-            batch = []
-            while pending:
-                batch.append(pending.popleft().result())
-                if nxt < n:
-                    pending.append(pool.submit(self._item, nxt))
-                    nxt += 1
-                if len(batch) == self.batch_size or not pending:
-                    self.frames_delivered += sum(b.shape[0] for b in batch)
-                    yield _videos_to_batch(batch)
-                    batch = []
+        batch = []
+        for video in decode_ahead(self._item, range(len(self.ds)), self.threads, 2 * self.threads):
+            batch.append(video)
+            if len(batch) == self.batch_size:
+                yield _deliver(self, batch)
+                batch = []
+        if batch:
+            yield _deliver(self, batch)
 
 
 class GpuProcessLoader:
@@ -285,10 +308,10 @@ class GpuProcessLoader:
                 batch.append(payload.clone())   # our own copy: the worker's memory is released at once
                 del payload
                 if len(batch) == self.batch_size:
-                    yield self._emit(batch)
+                    yield _deliver(self, batch)
                     batch = []
             if batch:
-                yield self._emit(batch)
+                yield _deliver(self, batch)
         finally:
             finished_epoch.set()
             for p in procs:
@@ -296,9 +319,6 @@ class GpuProcessLoader:
                 if p.is_alive():
                     p.kill()
 
-    def _emit(self, batch):
-        self.frames_delivered += sum(b.shape[0] for b in batch)
-        return _videos_to_batch(batch)
 
 
 def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):

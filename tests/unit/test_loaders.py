@@ -147,7 +147,8 @@ def test_loader_workers_share_the_cores_among_their_decoders(paths):
 
     dl = loaders.make_loader(paths, backend="pyav", batch_size=2, num_workers=2, k=4)
     cores = len(os.sched_getaffinity(0))
-    assert dl.worker_init_fn.args == (max(1, cores // 2),)
+    assert loaders.share_of_cores(2) == max(1, cores // 2) and loaders.share_of_cores(10 * cores) == 1
+    assert dl.worker_init_fn.args == (max(1, cores // 2),) and dl.timeout > 0
     assert loaders.make_loader(paths, num_workers=2, decoder_threads=3).worker_init_fn.args == (3,)
     try:   # what a worker does at start-up, and the frames stay exact with one thread per decoder
         loaders._worker_threads(1, 0)
