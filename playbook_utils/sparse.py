@@ -26,12 +26,12 @@ def frame_maps(path):
     return info.pts, info.keyframe_of
 
 
-def _open(path, threads: str):
+def _open(path, threads: str, thread_count: int = 0):
     import av
 
     c = av.open(str(path))
     s = c.streams.video[0]
-    s.thread_type = threads
+    s.thread_type, s.thread_count = threads, thread_count   # thread_count 0: FFmpeg's choice
     return c, s
 
 
@@ -69,11 +69,12 @@ def decode_everything(path, targets, pts, threads: str = "SLICE"):
     return [keep[t] for t in targets], decoded
 
 
-def sorted_pass(path, targets, pts, key_of, threads: str = "SLICE"):
-    """One forward pass over only the GOPs that hold targets; returns (frames, frames decoded)."""
+def sorted_pass(path, targets, pts, key_of, threads: str = "SLICE", thread_count: int = 0):
+    """One forward pass over only the GOPs that hold targets; returns (frames, frames decoded).
+    `thread_count` caps the decoder's threads (notebook 10 times frame threads against seeking)."""
     index_of = {p: i for i, p in enumerate(pts)}
     keep, decoded, pos = {}, 0, None
-    c, s = _open(path, threads)
+    c, s = _open(path, threads, thread_count)
     with c:
         frames = None
         for t in sorted(set(targets)):
