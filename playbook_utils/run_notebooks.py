@@ -139,7 +139,7 @@ def main(argv=None) -> int:
         note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
         print(f"  {row['status']:6s} {nb.name} in {row['seconds']} s{note}"
               + (f"\n         {row['error']}" if row["error"] else ""), flush=True)
-        rows.append(row)
+        rows.append({**row, "machine": machine})   # a row keeps its machine when merged with other runs' rows
     summary = write_summary(rows, output, args.mode, machine)
     print(f"summary: {summary}")
     return 1 if any(r["status"] != "passed" for r in rows) else 0
