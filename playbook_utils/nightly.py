@@ -13,7 +13,7 @@ several, it merges them (a notebook in more than one: the folder named last wins
 
 Each notebook's `<stem>.json` headline is compared with the same file in the baseline folder
 (`--baseline`, default results/h200) under the rules in results/tolerances.json (`--tolerances`).
-`--pattern` also limits which baseline notebooks are expected. Verdicts per metric: ok, better,
+`--pattern` also limits which notebooks are compared, on both sides. Verdicts per metric: ok, better,
 REGRESSION, MISSING (measured in the baseline, absent or None now: counted as a regression, since a
 section that stopped running is lost coverage), new (not in the baseline: never a regression),
 same/changed (`info` metrics: never a regression). A baseline notebook absent from the run is MISSING.
@@ -216,7 +216,8 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     """
     from playbook_utils.run_notebooks import matches
 
-    names = sorted({n for n in baseline["notebooks"] if matches(n, patterns)} | set(run["notebooks"]))
+    # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
+    names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
     notebooks, failures, regressions = [], [], []
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)

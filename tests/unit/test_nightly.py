@@ -153,6 +153,12 @@ def test_a_baseline_notebook_not_run_regresses_unless_pattern_leaves_it_out(tmp_
     assert code == 0 and [nb["notebook"] for nb in report["notebooks"]] == ["00_hardware_and_environment.ipynb"]
 
 
+def test_pattern_leaves_out_a_notebook_only_copied_into_the_run_folder(tmp_path):
+    # a folder that ran 10 but also holds 00's results (copied in as an input) reports 10 alone
+    code, report, _ = _compare(tmp_path, BASE, BASE, "--pattern", "10_")
+    assert code == 0 and [nb["notebook"] for nb in report["notebooks"]] == ["10_pyav.ipynb"]
+
+
 def test_failed_notebook_exits_1_even_with_regressions(tmp_path):
     heads = _changed(**{"10__exact": False})
     code, report, run = _compare(tmp_path, heads, BASE, status={"10_pyav": "RuntimeError: planted"})
