@@ -63,7 +63,8 @@ def indices_for(workload: str, num_frames: int, call: int) -> list[int]:
 
 
 class Sampler:
-    """Samples CPU use, RSS, NVDEC utilization and GPU memory every `period` s in a background thread."""
+    """Samples CPU use (this process), RSS, NVDEC and SM utilization and GPU memory every `period` s in a
+    background thread; `summary(since=...)` keeps only the samples taken after a `time.perf_counter()` value."""
 
     def __init__(self, period: float = 0.1, gpu: int | None = None):
         import psutil
@@ -79,11 +80,13 @@ class Sampler:
     def _run(self):
         self.proc.cpu_percent(None)
         while not self._stop.wait(self.period):
-            s = {"cpu_pct": self.proc.cpu_percent(None), "rss_mb": self.proc.memory_info().rss / 2**20}
+            s = {"t": time.perf_counter(), "cpu_pct": self.proc.cpu_percent(None),
+                 "rss_mb": self.proc.memory_info().rss / 2**20}
             if self._nvml:
                 nv, h = self._nvml
                 try:
                     s["nvdec_pct"] = nv.nvmlDeviceGetDecoderUtilization(h)[0]
+                    s["sm_pct"] = nv.nvmlDeviceGetUtilizationRates(h).gpu   # some kernel running, share of time
                     s["gpu_mem_mb"] = nv.nvmlDeviceGetMemoryInfo(h).used / 2**20
                 except Exception:
                     pass
@@ -97,11 +100,12 @@ class Sampler:
         self._stop.set()
         self._thread.join()
 
-    def summary(self) -> dict:
+    def summary(self, since: float | None = None) -> dict:
+        samples = [s for s in self.samples if since is None or s["t"] >= since]
         out = {}
         for key, agg in (("cpu_pct", statistics.median), ("rss_mb", max), ("nvdec_pct", statistics.median),
-                         ("gpu_mem_mb", max)):
-            values = [s[key] for s in self.samples if key in s]
+                         ("sm_pct", statistics.median), ("gpu_mem_mb", max)):
+            values = [s[key] for s in samples if key in s]
             out[key] = round(agg(values), 1) if values else None
         return out
 

@@ -188,18 +188,22 @@ def decode_ahead(fn, items, threads: int, ahead: int):
             yield result
 
 
-def _deliver(loader, videos):
+def _deliver(loader, videos, copy: bool = False):
     """Count `videos` in `loader.frames_delivered` and make them one batch (GpuLoader, GpuProcessLoader)."""
     loader.frames_delivered += sum(v.shape[0] for v in videos)
-    return _videos_to_batch(videos)
+    return _videos_to_batch(videos, copy)
 
 
-def _videos_to_batch(videos):
+def _videos_to_batch(videos, copy: bool = False):
     """One (B, K, 3, S, S) tensor when the videos have the same length, else the list of them (videos of
-    different lengths read whole): what GpuLoader and GpuProcessLoader yield."""
+    different lengths read whole): what GpuLoader and GpuProcessLoader yield. The stacked tensor is always
+    new memory; with `copy`, so is each video of a list (GpuProcessLoader: the videos it got belong to
+    its worker processes)."""
     import torch
 
-    return torch.stack(videos) if len({tuple(v.shape) for v in videos}) == 1 else videos
+    if len({tuple(v.shape) for v in videos}) == 1:
+        return torch.stack(videos)
+    return [v.clone() for v in videos] if copy else videos
 
 
 class GpuLoader:
@@ -305,13 +309,13 @@ class GpuProcessLoader:
                 if kind == "done":
                     done.add(payload)
                     continue
-                batch.append(payload.clone())   # our own copy: the worker's memory is released at once
+                batch.append(payload)   # a worker's memory until the batch is made: one copy, there
                 del payload
                 if len(batch) == self.batch_size:
-                    yield _deliver(self, batch)
+                    yield _deliver(self, batch, copy=True)
                     batch = []
             if batch:
-                yield _deliver(self, batch)
+                yield _deliver(self, batch, copy=True)
         finally:
             finished_epoch.set()
             for p in procs:
@@ -337,7 +341,7 @@ def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
 def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
     """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, a `GpuProcessLoader`,
     or a `dali_loader` seen through `_DaliVideos`. Returns {'frames_per_s', 'batches', 'seconds', 'frames',
-    'startup_s'} (notebook 21).
+    'startup_s', 'clock_start'} (notebook 21).
 
     With `warmup_batches`, the clock starts when that many batches have arrived, and only later frames count:
     the steady rate of a loader whose start (processes, CUDA contexts, decoders) an epoch pays once.
@@ -365,7 +369,7 @@ def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
     finished(videos[-1])
     seconds = time.perf_counter() - start
     return {"frames_per_s": frames / seconds, "batches": count - warmup_batches, "seconds": seconds,
-            "frames": frames, "startup_s": start - t0}
+            "frames": frames, "startup_s": start - t0, "clock_start": start}
 
 
 def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int = 224, device_id: int = 0,
@@ -420,10 +424,20 @@ def _run_spec(spec: dict) -> dict:
                                     batch_size=spec["batch_size"], backend=spec["backend"], device=spec["device"],
                                     chunk=spec.get("chunk", 32))
     else:
+        sampled = {k: spec[k] for k in ("strategy", "k") if k in spec}   # K sampled frames instead of every frame
+
         def make():
             return GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"], threads=spec["threads"],
-                             batch_size=spec["batch_size"], chunk=spec.get("chunk", 32))
-    result = measure_flat_out(make(), warmup_batches=spec.get("warmup_batches", 0))
+                             batch_size=spec["batch_size"], chunk=spec.get("chunk", 32), **sampled)
+    from playbook_utils.bench import Sampler
+    from playbook_utils.decoders import device_index
+
+    cuda = spec["device"].startswith("cuda")
+    with Sampler(gpu=device_index(spec["device"]) if cuda else None) as sampler:
+        result = measure_flat_out(make(), warmup_batches=spec.get("warmup_batches", 0))
+    # while the clock ran: NVDEC and SM busy (median %), this process's CPU (% of one core; not its workers')
+    result["utilization"] = {k: v for k, v in sampler.summary(since=result.pop("clock_start")).items()
+                             if k in ("nvdec_pct", "sm_pct", "cpu_pct")}
     if spec.get("step_s") is not None:
         result["wait"] = measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])
     return result
@@ -432,9 +446,12 @@ def _run_spec(spec: dict) -> dict:
 def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     """Measure a GPU-side loader in a fresh child process; return its result or {'error': ...} (notebook 21).
 
-    spec: {'kind': 'gpu' (a `GpuLoader`: 'backend', 'threads', 'chunk'; with 'processes' > 1 a
+    spec: {'kind': 'gpu' (a `GpuLoader`: 'backend', 'threads', 'chunk', optional 'strategy' and 'k'
+    to sample K frames per video instead of reading every frame; with 'processes' > 1 a
     `GpuProcessLoader`) or 'dali' (a `dali_loader`), 'paths', 'device', 'batch_size', optional
     'warmup_batches' (see `measure_flat_out`), 'step_s' and 'steps' to also measure the data wait}.
+    The result also says how busy NVDEC, the SMs and the process's CPU were while the clock ran
+    ('utilization', sampled every 0.1 s: `bench.Sampler`).
     Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
     both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs.
     """

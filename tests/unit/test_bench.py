@@ -80,3 +80,16 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
                                                                         "nvdec_util_median": 95, "saturated": True}}}
     assert r["best_loader"]["h264"]["fraction_of_ceiling"] == 0.69
     assert r["sparse_speedup"] == {"speedup": 5.0} and r["harness_overhead"] == {"overhead_pct": 1.0}
+
+
+def test_sampler_summary_keeps_only_samples_after_a_time():
+    import time
+
+    with bench.Sampler(period=0.02) as s:
+        time.sleep(0.15)
+        mid = time.perf_counter()
+        time.sleep(0.15)
+    later = [x for x in s.samples if x["t"] >= mid]
+    assert 0 < len(later) < len(s.samples)
+    assert s.summary(since=mid)["rss_mb"] == round(max(x["rss_mb"] for x in later), 1)
+    assert s.summary(since=time.perf_counter() + 60)["cpu_pct"] is None   # no sample that late: no figure

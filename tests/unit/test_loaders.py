@@ -82,6 +82,11 @@ def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path
     r = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]],
                                   "device": "cpu", "batch_size": 1, "step_s": 0.0, "steps": 2})
     assert r["frames"] == 96 and r["frames_per_s"] > 0 and r["wait"]["steps"] == 2
+    # how busy the machine was while the clock ran: no GPU here, so no NVDEC or SM figure
+    assert set(r["utilization"]) == {"cpu_pct", "nvdec_pct", "sm_pct"} and r["utilization"]["nvdec_pct"] is None
+    sampled = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 2, "paths": [paths[0]] * 3,
+                                        "device": "cpu", "batch_size": 1, "strategy": "uniform", "k": 4})
+    assert sampled["frames"] == 3 * 4 and sampled["batches"] == 3
     bad = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [tmp_path / "nope.mp4"],
                                     "device": "cpu", "batch_size": 1})
     assert "nope.mp4" in bad["error"]
