@@ -429,6 +429,8 @@ def _run_spec(spec: dict) -> dict:
         def make():
             return GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"], threads=spec["threads"],
                              batch_size=spec["batch_size"], chunk=spec.get("chunk", 32), **sampled)
+    if spec.get("step_s") is not None:   # the data wait against a training step, instead of the flat-out rate
+        return {"wait": measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])}
     from playbook_utils.bench import Sampler
     from playbook_utils.decoders import device_index
 
@@ -438,8 +440,6 @@ def _run_spec(spec: dict) -> dict:
     # while the clock ran: NVDEC and SM busy (median %), this process's CPU (% of one core; not its workers')
     result["utilization"] = {k: v for k, v in sampler.summary(since=result.pop("clock_start")).items()
                              if k in ("nvdec_pct", "sm_pct", "cpu_pct")}
-    if spec.get("step_s") is not None:
-        result["wait"] = measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])
     return result
 
 
@@ -449,7 +449,8 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     spec: {'kind': 'gpu' (a `GpuLoader`: 'backend', 'threads', 'chunk', optional 'strategy' and 'k'
     to sample K frames per video instead of reading every frame; with 'processes' > 1 a
     `GpuProcessLoader`) or 'dali' (a `dali_loader`), 'paths', 'device', 'batch_size', optional
-    'warmup_batches' (see `measure_flat_out`), 'step_s' and 'steps' to also measure the data wait}.
+    'warmup_batches' (see `measure_flat_out`); with 'step_s' and 'steps', the data wait against that
+    training step instead of the flat-out rate ({'wait': ...})}.
     The result also says how busy NVDEC, the SMs and the process's CPU were while the clock ran
     ('utilization', sampled every 0.1 s: `bench.Sampler`).
     Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once

@@ -80,8 +80,11 @@ def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
 
 def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path):
     r = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]],
+                                  "device": "cpu", "batch_size": 1})
+    assert r["frames"] == 96 and r["frames_per_s"] > 0 and "wait" not in r
+    w = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]] * 4,
                                   "device": "cpu", "batch_size": 1, "step_s": 0.0, "steps": 2})
-    assert r["frames"] == 96 and r["frames_per_s"] > 0 and r["wait"]["steps"] == 2
+    assert list(w) == ["wait"] and w["wait"]["steps"] == 2
     # how busy the machine was while the clock ran: no GPU here, so no NVDEC or SM figure
     assert set(r["utilization"]) == {"cpu_pct", "nvdec_pct", "sm_pct"} and r["utilization"]["nvdec_pct"] is None
     sampled = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 2, "paths": [paths[0]] * 3,
