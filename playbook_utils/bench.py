@@ -217,7 +217,7 @@ def stamp() -> dict:
 
 
 COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "fps", "call_median_s",
-           "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "gpu_mem_mb", "error"]
+           "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "sm_pct", "gpu_mem_mb", "error"]
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
