@@ -186,7 +186,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
 
 def run_job(job: Job, timeout: float = 600) -> dict:
     """Run `job` in a fresh child process; return one result row (failures become rows too)."""
-    from playbook_utils.decoders import refusal
+    from playbook_utils.decoders import child_env, refusal
 
     row = {**dataclasses.asdict(job), "clip": Path(job.clip).name}
     why = refusal(job.clip, job.backend, job.device)  # known before decoding: no child process needed
@@ -194,7 +194,7 @@ def run_job(job: Job, timeout: float = 600) -> dict:
         return {**row, "status": "unavailable", "error": why}
     try:
         run = subprocess.run([sys.executable, "-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))],
-                             capture_output=True, text=True, timeout=timeout)
+                             capture_output=True, text=True, timeout=timeout, env=child_env())
         lines = [x for x in run.stdout.splitlines() if x.startswith("{")]
         if lines:
             return {**row, **json.loads(lines[-1])}

@@ -462,8 +462,10 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
 
     spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
     try:
+        from playbook_utils.decoders import child_env
+
         run = subprocess.run([sys.executable, "-m", "playbook_utils.loaders", json.dumps(spec)],
-                             capture_output=True, text=True, timeout=timeout)
+                             capture_output=True, text=True, timeout=timeout, env=child_env())
     except subprocess.TimeoutExpired:
         return {"error": f"no answer within {timeout:.0f} s"}
     lines = [x for x in run.stdout.splitlines() if x.startswith("{")]

@@ -55,12 +55,33 @@ def adapter(backend: str):
     return importlib.import_module(f"playbook_utils.decoders.{backend}")
 
 
+PROBED_ENV = "PLAYBOOK_IMPORTS_PROBED"   # import names a parent process probed successfully (`child_env`)
+_probed_ok: set[str] = set()
+
+
 @lru_cache(maxsize=None)
 def _importable(backend: str) -> tuple[bool, str | None]:
+    import os
+
     from playbook_utils.env import probe_import
 
-    info = probe_import(_IMPORT_NAME[backend])
+    name = _IMPORT_NAME[backend]
+    if name in os.environ.get(PROBED_ENV, "").split(","):   # a measuring child: its parent's probe stands
+        return True, None
+    info = probe_import(name)
+    if info["importable"]:
+        _probed_ok.add(name)
     return info["importable"], info["error"]
+
+
+def child_env() -> dict:
+    """os.environ plus the libraries this process has already seen import cleanly in a probe, for the child
+    processes that measure one backend (bench jobs, notebook 21's loaders): they skip a second probe, which
+    costs a Python start and the library's import (seconds per child on a GPU machine)."""
+    import os
+
+    seen = set(filter(None, os.environ.get(PROBED_ENV, "").split(","))) | _probed_ok
+    return {**os.environ, PROBED_ENV: ",".join(sorted(seen))}
 
 
 @lru_cache(maxsize=None)

@@ -11,7 +11,6 @@ child process does the decoding; errors come back as our own exceptions, a crash
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,9 @@ from playbook_utils.errors import BackendUnavailable, DecodeError, last_line
 
 
 def _child_env() -> dict:
-    env = dict(os.environ)
+    from playbook_utils.decoders import child_env
+
+    env = child_env()   # the imports this process has probed need no second probe there
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 

@@ -216,3 +216,30 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     os.utime(a, ns=(1, 1))
     nv.decoder_for(str(a), 0)
     assert reconfigured == [str(b), str(a)] and made == [str(a)]
+
+
+def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch):
+    from playbook_utils import decoders, env
+
+    def probe(name):   # stands in for the child-process probe: av imports, decord does not
+        return {"importable": name == "av", "version": None, "error": None if name == "av" else "ImportError: planted"}
+
+    monkeypatch.setattr(env, "probe_import", probe)
+    monkeypatch.delenv(decoders.PROBED_ENV, raising=False)
+    monkeypatch.setattr(decoders, "_probed_ok", set())
+    decoders._importable.cache_clear()
+    try:
+        assert decoders._importable("pyav") == (True, None) and decoders._importable("decord")[0] is False
+        assert decoders.child_env()[decoders.PROBED_ENV] == "av"   # what failed is not passed on
+
+        def no_probe(name):
+            raise AssertionError(f"probed {name} again")
+
+        monkeypatch.setattr(env, "probe_import", no_probe)
+        monkeypatch.setenv(decoders.PROBED_ENV, "av")
+        decoders._importable.cache_clear()
+        assert decoders._importable("pyav") == (True, None)   # the child: no second probe
+        with pytest.raises(AssertionError, match="probed decord"):
+            decoders._importable("decord")                  # not vouched for: probed as usual
+    finally:
+        decoders._importable.cache_clear()
