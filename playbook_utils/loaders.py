@@ -81,10 +81,12 @@ def collate_skipping(items):
     return (torch.stack(good) if good else None), [x for x in items if isinstance(x, Skipped)]
 
 
-def _worker_threads(threads: int, worker_id: int) -> None:
-    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader)."""
-    from playbook_utils.decoders import set_cpu_threads
+def _worker_start(threads: int, probed: str, worker_id: int) -> None:
+    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader), and the
+    imports its parent probed need no second probe here (`decoders.child_env`)."""
+    from playbook_utils.decoders import PROBED_ENV, set_cpu_threads
 
+    os.environ[PROBED_ENV] = probed
     set_cpu_threads(threads)
 
 
@@ -123,11 +125,13 @@ def worker_options(num_workers: int, start_method: str = "spawn", timeout_s: flo
     `start_method`, persistent, a batch timeout, and decoders that share the cores; {} without workers."""
     import functools
 
+    from playbook_utils.decoders import PROBED_ENV, child_env
+
     if num_workers <= 0:
         return {}
     threads = decoder_threads if decoder_threads is not None else share_of_cores(num_workers)
     return {"multiprocessing_context": start_method, "timeout": timeout_s, "persistent_workers": True,
-            "worker_init_fn": functools.partial(_worker_threads, threads)}
+            "worker_init_fn": functools.partial(_worker_start, threads, child_env()[PROBED_ENV])}
 
 
 def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,

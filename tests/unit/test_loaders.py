@@ -153,16 +153,24 @@ def test_loader_workers_share_the_cores_among_their_decoders(paths):
 
     from playbook_utils import decoders
 
-    dl = loaders.make_loader(paths, backend="pyav", batch_size=2, num_workers=2, k=4)
     cores = len(os.sched_getaffinity(0))
     assert loaders.share_of_cores(2) == max(1, cores // 2) and loaders.share_of_cores(10 * cores) == 1
-    assert dl.worker_init_fn.args == (max(1, cores // 2),) and dl.timeout > 0
-    assert loaders.make_loader(paths, num_workers=2, decoder_threads=3).worker_init_fn.args == (3,)
+    decoders.why_unavailable("pyav")   # the parent probes PyAV's import: its workers are told so
+    probed = decoders.child_env()[decoders.PROBED_ENV]
+    assert "av" in probed.split(",")
+    dl = loaders.make_loader(paths, backend="pyav", batch_size=2, num_workers=2, k=4)
+    assert dl.worker_init_fn.args == (max(1, cores // 2), probed) and dl.timeout > 0
+    assert loaders.make_loader(paths, num_workers=2, decoder_threads=3).worker_init_fn.args == (3, probed)
+    saved = os.environ.get(decoders.PROBED_ENV)
     try:   # what a worker does at start-up, and the frames stay exact with one thread per decoder
-        loaders._worker_threads(1, 0)
-        assert decoders.CPU_THREADS == 1
+        loaders._worker_start(1, probed, 0)
+        assert decoders.CPU_THREADS == 1 and os.environ[decoders.PROBED_ENV] == probed
         for backend in ("pyav", "torchcodec"):
             got = decoders.read_frames(paths[0], [7, 0, 3], backend=backend)
             assert [media.read_stamp(f) for f in got] == [7, 0, 3], backend
     finally:
         decoders.set_cpu_threads(0)
+        if saved is None:
+            os.environ.pop(decoders.PROBED_ENV, None)
+        else:
+            os.environ[decoders.PROBED_ENV] = saved
