@@ -59,14 +59,19 @@ PROBED_ENV = "PLAYBOOK_IMPORTS_PROBED"   # import names a parent process probed 
 _probed_ok: set[str] = set()
 
 
-@lru_cache(maxsize=None)
-def _importable(backend: str) -> tuple[bool, str | None]:
+def _vouched() -> set[str]:
+    """The import names a parent process passed on as probed (`child_env`)."""
     import os
 
+    return set(filter(None, os.environ.get(PROBED_ENV, "").split(",")))
+
+
+@lru_cache(maxsize=None)
+def _importable(backend: str) -> tuple[bool, str | None]:
     from playbook_utils.env import probe_import
 
     name = _IMPORT_NAME[backend]
-    if name in os.environ.get(PROBED_ENV, "").split(","):   # a measuring child: its parent's probe stands
+    if name in _vouched():   # a measuring child: its parent's probe stands
         return True, None
     info = probe_import(name)
     if info["importable"]:
@@ -80,8 +85,7 @@ def child_env() -> dict:
     costs a Python start and the library's import (seconds per child on a GPU machine)."""
     import os
 
-    seen = set(filter(None, os.environ.get(PROBED_ENV, "").split(","))) | _probed_ok
-    return {**os.environ, PROBED_ENV: ",".join(sorted(seen))}
+    return {**os.environ, PROBED_ENV: ",".join(sorted(_vouched() | _probed_ok))}
 
 
 @lru_cache(maxsize=None)
