@@ -442,7 +442,7 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
         else:
             todo.append(spec)
     # Encoders use several threads each; a few clips at a time keep a large machine busy.
-    workers = max(1, min(len(todo), (os.cpu_count() or 1) // 4))
+    workers = max(1, min(len(todo), len(os.sched_getaffinity(0)) // 4))
     with ProcessPoolExecutor(workers) if workers > 1 else _InlineExecutor() as pool:
         jobs = {spec: pool.submit(make_clip, directory / spec.name, spec.codec, spec.width, spec.height,
                                   spec.fps, spec.num_frames, spec.gop, spec.bframes) for spec in todo}
