@@ -1,6 +1,7 @@
 """Every notebook, executed in smoke mode through the same runner users call; results read as data."""
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -138,3 +139,16 @@ def test_30_every_rank_reads_its_own_shard_and_every_sample_is_seen_once(smoke_r
     if h["storage_cold_mb_s"] is not None:
         assert h["storage_ranks_fed"] == pytest.approx(h["storage_cold_mb_s"] / h["per_rank_mb_s"], rel=0.05)
     assert (Path(out) / "30_scaling.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("smoke", [True, False], ids=["smoke", "full"])
+def test_21_gpu_loaders_get_more_batches_than_their_warm_up(smoke):
+    # the GPU cells never run in CI: their sizes are checked here (a smoke run on the H200 once had
+    # 4 videos = 1 batch of 4, all of it warm-up, and every GPU-side loader failed to measure)
+    nb = nbformat.read(run_notebooks.NOTEBOOK_DIR / "21_training_loader_benchmarks.ipynb", as_version=4)
+    cell = next(c.source for c in nb.cells if c.cell_type == "code" and "\nWARMUP_BATCHES = " in "\n" + c.source)
+    constants = [line for line in cell.splitlines() if re.match(r"[A-Z_]+ = ", line) and "cores" not in line]
+    ns = {"SMOKE": smoke}
+    exec("\n".join(constants), ns)
+    for items in ("GPU_ITEMS", "SAMPLED_ITEMS"):
+        assert ns[items] // ns["BATCH"] > ns["WARMUP_BATCHES"], items
