@@ -4,11 +4,13 @@
     python -m playbook_utils.nightly --pattern '0*' --pattern 1*      # some notebooks (into the same dated folder)
     python -m playbook_utils.nightly --compare-only nightly/2026-12-01
     python -m playbook_utils.nightly --compare-only part1/ part2/ --report-dir merged/
+    python -m playbook_utils.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
 
 By default the notebooks run through `playbook_utils.run_notebooks` (full mode) into
 `nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
 the same folder: each call adds its notebooks' rows to the folder's summary.json (a notebook run
-again replaces its earlier row). `--compare-only` compares folders that already hold results; given
+again replaces its earlier row). `--lanes N` runs N notebooks at a time, one GPU and an equal share of
+the cores each (see `run_notebooks`): the whole set in about half the time on two GPUs. `--compare-only` compares folders that already hold results; given
 several, it merges them (a notebook in more than one: the folder named last wins).
 
 Each notebook's `<stem>.json` headline is compared with the same file in the baseline folder
@@ -21,7 +23,8 @@ report.md and report.json go into the (first) results folder, or `--report-dir`.
 
 Exit status, for a scheduler (the first that applies wins):
     3  usage or setup error: baseline or results folder missing or unreadable, malformed JSON,
-       bad tolerance table, modes differ (smoke vs full), no notebook matched
+       bad tolerance table, modes differ (smoke vs full), no notebook matched, --lanes larger than
+       the machine's GPUs or cores
     1  a notebook failed in the run (its summary.json status), whatever the metrics say
     2  no notebook failed, but a metric regressed beyond its tolerance or is MISSING
     0  every notebook passed and no metric regressed
@@ -323,8 +326,11 @@ def run(args) -> Path:
         argv += ["--video-dir", args.video_dir]
     if args.timeout:
         argv += ["--timeout", str(args.timeout)]
+    if args.lanes > 1:
+        argv += ["--lanes", str(args.lanes)]
     if run_notebooks.main(argv) == 2:
-        raise NightlyError(f"no notebooks match {args.pattern}")
+        raise NightlyError(f"no notebooks match {args.pattern}, or --lanes {args.lanes} does not fit this machine "
+                           "(the line above says which)")
     _merge_summary(output, before)
     return output
 
@@ -345,6 +351,8 @@ def main(argv=None) -> int:
     ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
     ap.add_argument("--timeout", type=float, default=1800,
                     help="seconds per cell before its notebook counts as failed (hung); 0 for no limit (default: 1800)")
+    ap.add_argument("--lanes", type=int, default=1,
+                    help="notebooks run this many at a time, one GPU and an equal share of the cores each (default: 1)")
     args = ap.parse_args(argv)
     try:
         table = load_tolerances(args.tolerances)

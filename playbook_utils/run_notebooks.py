@@ -2,11 +2,19 @@
 
     python -m playbook_utils.run_notebooks --mode smoke --output playbook-output/smoke
     python -m playbook_utils.run_notebooks --mode full --pattern '0*' --device cuda
+    python -m playbook_utils.run_notebooks --mode full --device cuda --lanes 2   # two GPUs, two at a time
 
 Each notebook gets its `parameters` cell overridden (SMOKE, DEVICE, VIDEO_DIR, OUTPUT_DIR),
 is executed into the output folder, and its `<stem>.json` is read back for the summary.
 One failing notebook does not stop the rest; the exit status is 1 when any failed.
 `make playbook`, the tests and nightly validation all call this.
+
+With `--lanes N` the notebooks run N at a time, each in a child runner that sees one GPU and an equal
+share of the usable cores (so one lane's CPU figures do not share cores with another's); a free lane
+takes the ready notebook with the longest time in the baseline's summary first. Notebook metadata
+orders them: `"after": [stems]` waits for those notebooks (22 reads 20's and 21's tables), and
+`"whole_machine": true` runs alone once every lane is done, with every GPU and core (30 scales over
+GPUs). The full set takes about 50 minutes one after another on an H200; two lanes about half that.
 """
 
 from __future__ import annotations
@@ -14,18 +22,25 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
+import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
 
-NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+BASELINE_SUMMARY = ROOT / "results" / "h200" / "summary.json"
+
+
+def _playbook_meta(path) -> dict:
+    return json.loads(Path(path).read_text()).get("metadata", {}).get("playbook", {})
 
 
 def notebook_requirements(path) -> list[str]:
     """What a notebook declares it needs (metadata 'playbook' -> 'requires'), e.g. ['cuda', 'nvdec']."""
-    meta = json.loads(Path(path).read_text()).get("metadata", {})
-    return list(meta.get("playbook", {}).get("requires", []))
+    return list(_playbook_meta(path).get("requires", []))
 
 
 def matches(name: str, patterns: list[str] | None) -> bool:
@@ -77,6 +92,101 @@ def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | N
     return row
 
 
+def lane_resources(lanes: int, gpus: int) -> list[dict]:
+    """Split this machine into `lanes`: {'gpu': id or None, 'cores': [...]} each, one GPU per lane (where
+    the machine has GPUs) and an equal share of the usable cores. Raises ValueError naming the shortage."""
+    cores = sorted(os.sched_getaffinity(0))
+    visible = [g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    ids = (visible or [str(i) for i in range(gpus)]) if gpus else []
+    if lanes > len(cores):
+        raise ValueError(f"--lanes {lanes}: this machine has only {len(cores)} usable cores")
+    if gpus and lanes > len(ids):
+        raise ValueError(f"--lanes {lanes} needs one GPU per lane; {len(ids)} visible here")
+    share = len(cores) // lanes
+    return [{"gpu": ids[i] if gpus else None, "cores": cores[i * share:(i + 1) * share]} for i in range(lanes)]
+
+
+def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dict) -> Path | None:
+    """The notebook a free lane takes: among those whose `after` notebooks have finished (passed or not),
+    the one with the longest expected seconds (notebook order on ties); None when none is ready."""
+    ready = [p for p in pending if waits_for.get(p.name, set()) <= finished]
+    return max(ready, key=lambda p: expected.get(p.name, 0), default=None)
+
+
+def _expected_seconds() -> dict:
+    try:
+        return {r["notebook"]: r.get("seconds") or 0 for r in json.loads(BASELINE_SUMMARY.read_text())["notebooks"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}   # no baseline: notebook order
+
+
+def _span(cores: list[int]) -> str:
+    if len(cores) > 1 and cores == list(range(cores[0], cores[-1] + 1)):
+        return f"{cores[0]}-{cores[-1]}"
+    return ",".join(map(str, cores))
+
+
+def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict) -> list[dict]:
+    """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
+    and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
+    names = {p.stem for p in notebooks}
+    waits_for = {p.name: {f"{d}.ipynb" for d in _playbook_meta(p).get("after", []) if d in names} for p in notebooks}
+    whole = [p for p in notebooks if _playbook_meta(p).get("whole_machine")]
+    for p in notebooks:
+        late = [w.name for w in whole if w.name in waits_for[p.name] and p not in whole]
+        if late:
+            raise ValueError(f"{p.name} waits for {late}, which run only after every lane is done")
+    pending, running, rows, finished = [p for p in notebooks if p not in whole], {}, [], set()
+    expected = _expected_seconds()
+    (output / "logs").mkdir(exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    while pending or running:
+        for i, lane in enumerate(lanes):
+            nb = None if i in running else pick_next(pending, waits_for, finished, expected)
+            if nb is None:
+                continue
+            pending.remove(nb)
+            row_file = output / "logs" / f"{nb.stem}.row.json"
+            row_file.unlink(missing_ok=True)
+            cmd = [sys.executable, "-m", "playbook_utils.run_notebooks", "--mode", args.mode, "--device", args.device,
+                   "--output", str(output), "--notebooks", str(args.notebooks), "--pattern", nb.name,
+                   "--row-file", str(row_file)]
+            cmd += ["--video-dir", args.video_dir] if args.video_dir else []
+            cmd += ["--timeout", str(args.timeout)] if args.timeout else []
+            lane_env = {**env, "CUDA_VISIBLE_DEVICES": lane["gpu"]} if lane["gpu"] is not None else env
+            log = open(output / "logs" / f"{nb.stem}.log", "w")
+            proc = subprocess.Popen(cmd, env=lane_env, stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=lambda cores=lane["cores"]: os.sched_setaffinity(0, cores))
+            log.close()
+            running[i] = (proc, nb, row_file, time.perf_counter())
+            gpu = f"GPU {lane['gpu']}, " if lane["gpu"] is not None else ""
+            print(f"  lane {i} ({gpu}cores {_span(lane['cores'])}): started {nb.name}", flush=True)
+        time.sleep(0.5)
+        for i, (proc, nb, row_file, t0) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[i]
+            finished.add(nb.name)
+            if row_file.exists():
+                row = json.loads(row_file.read_text())[0]
+                row_file.unlink()
+            else:   # the child runner itself died (the notebook's own failures come back as rows)
+                row = {"notebook": nb.name, "requires": notebook_requirements(nb), "missing": [], "status": "failed",
+                       "error": f"its runner exited with code {proc.returncode} without a result; "
+                                f"see {output / 'logs' / (nb.stem + '.log')}",
+                       "seconds": round(time.perf_counter() - t0, 1), "headline": {}, "skipped": [], "machine": machine}
+            rows.append(row)
+            print(f"  {row['status']:6s} {nb.name} in {row['seconds']} s (lane {i})"
+                  + (f"\n         {row['error']}" if row["error"] else ""), flush=True)
+    for nb in whole:
+        print(f"  whole machine: started {nb.name}", flush=True)
+        row = run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps)
+        rows.append({**row, "machine": machine})
+        print(f"  {row['status']:6s} {nb.name} in {row['seconds']} s" + (f"\n         {row['error']}" if row["error"] else ""),
+              flush=True)
+    return sorted(rows, key=lambda r: r["notebook"])
+
+
 def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
@@ -117,6 +227,9 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    ap.add_argument("--lanes", type=int, default=1,
+                    help="notebooks run this many at a time, one GPU and an equal share of the cores each")
+    ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)   # a lane's child writes its rows here
     args = ap.parse_args(argv)
 
     from playbook_utils import env
@@ -132,7 +245,24 @@ def main(argv=None) -> int:
     gpu = rep["gpu"]["devices"][0]["name"] if rep["gpu"]["available"] else "no GPU"
     machine = {"gpu": gpu, "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "date_utc": rep["date_utc"],
                "capabilities": caps}
-    print(f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}; output: {output}", flush=True)
+    if args.lanes > 1:
+        try:
+            lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
+        except ValueError as e:
+            print(f"run_notebooks: {e}", file=sys.stderr)
+            return 2
+        print(f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}, {args.lanes} at a time; "
+              f"output: {output}", flush=True)
+        try:
+            rows = run_lanes(notebooks, lanes, output, args, caps, machine)
+        except ValueError as e:
+            print(f"run_notebooks: {e}", file=sys.stderr)
+            return 2
+        summary = write_summary(rows, output, args.mode, machine)
+        print(f"summary: {summary}")
+        return 1 if any(r["status"] != "passed" for r in rows) else 0
+    if not args.row_file:
+        print(f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}; output: {output}", flush=True)
     rows = []
     for nb in notebooks:
         row = run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps)
@@ -140,6 +270,9 @@ def main(argv=None) -> int:
         print(f"  {row['status']:6s} {nb.name} in {row['seconds']} s{note}"
               + (f"\n         {row['error']}" if row["error"] else ""), flush=True)
         rows.append({**row, "machine": machine})   # a row keeps its machine when merged with other runs' rows
+    if args.row_file:   # a lane of a --lanes run: its parent writes the summary
+        Path(args.row_file).write_text(json.dumps(rows))
+        return 1 if any(r["status"] != "passed" for r in rows) else 0
     summary = write_summary(rows, output, args.mode, machine)
     print(f"summary: {summary}")
     return 1 if any(r["status"] != "passed" for r in rows) else 0

@@ -1,4 +1,6 @@
 import json
+import os
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -71,3 +73,82 @@ def test_a_cell_that_hangs_fails_its_notebook_and_the_run_goes_on(tmp_path):
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert rows["90_hangs.ipynb"]["status"] == "failed" and "3 seconds" in rows["90_hangs.ipynb"]["error"]
     assert rows["91_good.ipynb"]["status"] == "passed"
+
+
+def _write_timed_nb(path, after=(), whole=False, fail=False, sleep=1):
+    """A notebook that records the cores and GPU it was given and when it ran."""
+    body = f"""import json, os, pathlib, time
+t0 = time.time()
+time.sleep({sleep})
+{"raise RuntimeError('planted failure')" if fail else ""}
+pathlib.Path(OUTPUT_DIR, "{path.stem}.json").write_text(json.dumps({{"headline": {{
+    "cores": len(os.sched_getaffinity(0)), "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    "start": t0, "end": time.time()}}}}))"""
+    _write_nb(path, body)
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["playbook"].update({"after": list(after)} if after else {})
+    nb.metadata["playbook"].update({"whole_machine": True} if whole else {})
+    nbformat.write(nb, path)
+
+
+def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        pytest.skip("two lanes need two cores")
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_timed_nb(nbs / "90_a.ipynb", sleep=4)   # 91 ends first: the free lane must still wait for 90
+    _write_timed_nb(nbs / "91_b.ipynb")
+    _write_timed_nb(nbs / "92_reads_a.ipynb", after=["90_a"])
+    _write_timed_nb(nbs / "93_all.ipynb", whole=True)
+    _write_timed_nb(nbs / "94_broken.ipynb", fail=True)
+    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--lanes", "2"])
+    assert code == 1
+    rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
+    assert list(rows) == ["90_a.ipynb", "91_b.ipynb", "92_reads_a.ipynb", "93_all.ipynb", "94_broken.ipynb"]
+    assert rows["94_broken.ipynb"]["status"] == "failed" and "planted failure" in rows["94_broken.ipynb"]["error"]
+    h = {n[:2]: r["headline"] for n, r in rows.items() if r["status"] == "passed"}
+    assert [h[k]["cores"] for k in ("90", "91", "92")] == [cores // 2] * 3   # a lane's share of the cores
+    assert h["93"]["cores"] == cores                                          # the whole machine
+    assert h["92"]["start"] >= h["90"]["end"]                                 # "after" waited
+    assert h["93"]["start"] >= max(h[k]["end"] for k in ("90", "91", "92"))   # alone, at the end
+    assert h["90"]["start"] < h["91"]["end"] and h["91"]["start"] < h["90"]["end"]   # two at a time
+    assert (out / "logs" / "90_a.log").exists()
+
+
+def test_a_lane_notebook_cannot_wait_for_a_whole_machine_one(tmp_path):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _write_timed_nb(nbs / "90_all.ipynb", whole=True)
+    _write_timed_nb(nbs / "91_after_all.ipynb", after=["90_all"])
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(tmp_path / "out"), "--lanes", "2"]) == 2
+
+
+def test_pick_next_takes_the_longest_ready_notebook():
+    nbs = [Path(f"{n}.ipynb") for n in ("20_x", "21_y", "22_z", "23_w")]
+    waits = {"22_z.ipynb": {"20_x.ipynb", "21_y.ipynb"}}
+    expected = {"20_x.ipynb": 800, "21_y.ipynb": 830, "22_z.ipynb": 30, "23_w.ipynb": 400}
+    order, finished, pending = [], set(), list(nbs)
+    while pending:
+        nb = run_notebooks.pick_next(pending, waits, finished, expected)
+        if nb is None:   # what is left waits for notebooks still running: let them finish
+            finished |= set(order)
+            continue
+        pending.remove(nb)
+        order.append(nb.name)
+    assert order == ["21_y.ipynb", "20_x.ipynb", "23_w.ipynb", "22_z.ipynb"]
+    assert run_notebooks.pick_next([nbs[2]], waits, {"20_x.ipynb"}, expected) is None
+
+
+def test_lane_resources_split_gpus_and_cores(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    lanes = run_notebooks.lane_resources(2, gpus=8)
+    assert lanes == [{"gpu": "3", "cores": list(range(16))}, {"gpu": "5", "cores": list(range(16, 32))}]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert [lane["gpu"] for lane in run_notebooks.lane_resources(2, gpus=2)] == ["0", "1"]
+    assert [lane["gpu"] for lane in run_notebooks.lane_resources(4, gpus=0)] == [None] * 4
+    with pytest.raises(ValueError, match="one GPU per lane"):
+        run_notebooks.lane_resources(3, gpus=2)
+    with pytest.raises(ValueError, match="only 32 usable cores"):
+        run_notebooks.lane_resources(33, gpus=0)
