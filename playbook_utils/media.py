@@ -210,7 +210,7 @@ def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fp
         raise RuntimeError(f"this PyAV ({av.__version__}) has no encoder for {codec}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")   # two runs making one clip at once (--lanes)
     if frame_times is not None and len(frame_times) != num_frames:
         raise ValueError("frame_times needs one time per frame")
     time_base = Fraction(1, fps) if frame_times is None else Fraction(1, 90000)

@@ -179,3 +179,16 @@ def test_pick_clip_takes_the_size_nearest_1080p_then_the_gop():
     assert media.pick_clip(infos, "h264") == "b" and media.pick_clip(infos, "h264", long_gop=True) == "c"
     assert media.pick_clip(infos, "h264", height=700) == "a"
     assert media.pick_clip(infos, "vp9") is None
+
+
+def test_two_processes_making_the_same_clip_at_once_both_succeed(tmp_path):
+    # notebooks running side by side (run_notebooks --lanes) can both find a clip missing and build it
+    from concurrent.futures import ProcessPoolExecutor
+
+    path = tmp_path / "same.mp4"
+    with ProcessPoolExecutor(2) as pool:
+        done = [pool.submit(make_clip, path, "h264", 640, 360, 30, 60) for _ in range(2)]
+        assert [f.result() for f in done] == [path, path]
+    info = probe(path)
+    assert info.num_frames == 60 and (info.width, info.height) == (640, 360)
+    assert [p.name for p in tmp_path.iterdir()] == ["same.mp4"]   # no temporary file left behind
