@@ -161,6 +161,8 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             running[i] = (proc, nb, row_file, time.perf_counter())
             gpu = f"GPU {lane['gpu']}, " if lane["gpu"] is not None else ""
             print(f"  lane {i} ({gpu}cores {_span(lane['cores'])}): started {nb.name}", flush=True)
+        if pending and not running:
+            raise ValueError(f"{', '.join(p.name for p in pending)}: each waits for another ('after' in a circle)")
         time.sleep(0.5)
         for i, (proc, nb, row_file, t0) in list(running.items()):
             if proc.poll() is None:

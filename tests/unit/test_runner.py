@@ -116,11 +116,16 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
     assert (out / "logs" / "90_a.log").exists()
 
 
-def test_a_lane_notebook_cannot_wait_for_a_whole_machine_one(tmp_path):
+def test_lanes_refuse_an_order_they_cannot_keep(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     _write_timed_nb(nbs / "90_all.ipynb", whole=True)
     _write_timed_nb(nbs / "91_after_all.ipynb", after=["90_all"])
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(tmp_path / "out"), "--lanes", "2"]) == 2
+    (nbs / "90_all.ipynb").unlink()
+    (nbs / "91_after_all.ipynb").unlink()
+    _write_timed_nb(nbs / "92_x.ipynb", after=["93_y"])
+    _write_timed_nb(nbs / "93_y.ipynb", after=["92_x"])
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(tmp_path / "out"), "--lanes", "2"]) == 2
 
 
