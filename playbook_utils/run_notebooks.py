@@ -178,15 +178,26 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
                                 f"see {output / 'logs' / (nb.stem + '.log')}",
                        "seconds": round(time.perf_counter() - t0, 1), "headline": {}, "skipped": [], "machine": machine}
             rows.append(row)
-            print(f"  {row['status']:6s} {nb.name} in {row['seconds']} s (lane {i})"
-                  + (f"\n         {row['error']}" if row["error"] else ""), flush=True)
+            print(_status_line(row, f" (lane {i})"), flush=True)
     for nb in whole:
         print(f"  whole machine: started {nb.name}", flush=True)
-        row = run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps)
-        rows.append({**row, "machine": machine})
-        print(f"  {row['status']:6s} {nb.name} in {row['seconds']} s" + (f"\n         {row['error']}" if row["error"] else ""),
-              flush=True)
+        rows.append(_run_here(nb, output, args, caps, machine))
     return sorted(rows, key=lambda r: r["notebook"])
+
+
+def _status_line(row: dict, where: str = "") -> str:
+    """The line the runner prints when a notebook ends: status, seconds, skipped needs, the error."""
+    note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
+    return (f"  {row['status']:6s} {row['notebook']} in {row['seconds']} s{note}{where}"
+            + (f"\n         {row['error']}" if row["error"] else ""))
+
+
+def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
+    """Run one notebook in this process, print its status line; its row carries `machine` (so a row merged
+    with other runs' rows keeps its stamp)."""
+    row = {**run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps), "machine": machine}
+    print(_status_line(row), flush=True)
+    return row
 
 
 def _fmt(value) -> str:
@@ -247,36 +258,24 @@ def main(argv=None) -> int:
     gpu = rep["gpu"]["devices"][0]["name"] if rep["gpu"]["available"] else "no GPU"
     machine = {"gpu": gpu, "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "date_utc": rep["date_utc"],
                "capabilities": caps}
+    at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
+    started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
     if args.lanes > 1:
         try:
             lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
-        except ValueError as e:
-            print(f"run_notebooks: {e}", file=sys.stderr)
-            return 2
-        print(f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}, {args.lanes} at a time; "
-              f"output: {output}", flush=True)
-        try:
+            print(started, flush=True)
             rows = run_lanes(notebooks, lanes, output, args, caps, machine)
-        except ValueError as e:
+        except ValueError as e:   # lanes that do not fit this machine, or an order they cannot keep
             print(f"run_notebooks: {e}", file=sys.stderr)
             return 2
-        summary = write_summary(rows, output, args.mode, machine)
-        print(f"summary: {summary}")
-        return 1 if any(r["status"] != "passed" for r in rows) else 0
-    if not args.row_file:
-        print(f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}; output: {output}", flush=True)
-    rows = []
-    for nb in notebooks:
-        row = run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps)
-        note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
-        print(f"  {row['status']:6s} {nb.name} in {row['seconds']} s{note}"
-              + (f"\n         {row['error']}" if row["error"] else ""), flush=True)
-        rows.append({**row, "machine": machine})   # a row keeps its machine when merged with other runs' rows
+    else:
+        if not args.row_file:
+            print(started, flush=True)
+        rows = [_run_here(nb, output, args, caps, machine) for nb in notebooks]
     if args.row_file:   # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
-        return 1 if any(r["status"] != "passed" for r in rows) else 0
-    summary = write_summary(rows, output, args.mode, machine)
-    print(f"summary: {summary}")
+    else:
+        print(f"summary: {write_summary(rows, output, args.mode, machine)}")
     return 1 if any(r["status"] != "passed" for r in rows) else 0
 
 
