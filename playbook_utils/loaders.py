@@ -328,7 +328,6 @@ class GpuProcessLoader:
                     p.kill()
 
 
-
 def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
     """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message."""
     try:
