@@ -10,8 +10,9 @@ By default the notebooks run through `playbook_utils.run_notebooks` (full mode) 
 `nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
 the same folder: each call adds its notebooks' rows to the folder's summary.json (a notebook run
 again replaces its earlier row). `--lanes N` runs N notebooks at a time, one GPU and an equal share of
-the cores each (see `run_notebooks`): the whole set in about half the time on two GPUs. `--compare-only` compares folders that already hold results; given
-several, it merges them (a notebook in more than one: the folder named last wins).
+the cores each (see `run_notebooks`): the whole set in about half the time on two GPUs. `--compare-only`
+compares folders that already hold results; given several, it merges them (a notebook in more than one:
+the folder named last wins).
 
 Each notebook's `<stem>.json` headline is compared with the same file in the baseline folder
 (`--baseline`, default results/h200) under the rules in results/tolerances.json (`--tolerances`).
