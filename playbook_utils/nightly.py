@@ -19,7 +19,10 @@ Each notebook's `<stem>.json` headline is compared with the same file in the bas
 `--pattern` also limits which notebooks are compared, on both sides. Verdicts per metric: ok, better,
 REGRESSION, MISSING (measured in the baseline, absent or None now: counted as a regression, since a
 section that stopped running is lost coverage), new (not in the baseline: never a regression),
-same/changed (`info` metrics: never a regression). A baseline notebook absent from the run is MISSING.
+same/changed (`info` metrics: never a regression), not comparable (a rule marked `per_core`, when the
+notebook ran with another number of usable cores than in the baseline, as `--lanes` gives it: a CPU rate
+measured on 16 cores says nothing against one measured on 32; never a regression, and the report says so).
+A baseline notebook absent from the run is MISSING.
 report.md and report.json go into the (first) results folder, or `--report-dir`.
 
 Exit status, for a scheduler (the first that applies wins):
@@ -84,7 +87,15 @@ def load_tolerances(path=TOLERANCES) -> dict:
         for k in ("rel", "abs"):
             if not isinstance(rule.get(k, 0), (int, float)) or isinstance(rule.get(k, 0), bool) or rule.get(k, 0) < 0:
                 raise NightlyError(f"{path}: rule {i} ({rule!r}): '{k}' must be a number >= 0")
+        if not isinstance(rule.get("per_core", False), bool):
+            raise NightlyError(f"{path}: rule {i} ({rule!r}): 'per_core' must be true or false")
     return table
+
+
+def cores_of(machine) -> int | None:
+    """The usable cores a row's machine line names ('Intel Xeon x16' -> 16), or None."""
+    words = str((machine or {}).get("cpu") or "").split()
+    return int(words[-1][1:]) if words and words[-1][:1] == "x" and words[-1][1:].isdigit() else None
 
 
 def rule_for(table: dict, notebook: str, metric: str, value) -> dict:
@@ -177,7 +188,7 @@ def load_results(folders, label: str) -> dict:
             for row in doc["notebooks"]:
                 if not isinstance(row, dict) or "notebook" not in row:
                     raise NightlyError(f"{summary}: a notebook row without a 'notebook' name: {row!r}"[:300])
-                rows[row["notebook"]] = dict(row)
+                rows[row["notebook"]] = {"machine": doc.get("machine") or {}, **row}
         for path in sorted(folder.glob("[0-9][0-9]_*.json")):
             data = _read_json(path)
             if not isinstance(data, dict) or "headline" not in data:
@@ -222,12 +233,15 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
 
     # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
-    notebooks, failures, regressions = [], [], []
+    notebooks, failures, regressions, unjudged = [], [], [], []
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
         stem = Path(name).stem
         entry = {"notebook": name, "status": None, "error": None, "in_baseline": b is not None,
-                 "baseline_status": b.get("status") if b else None, "metrics": [], "newly_skipped": []}
+                 "baseline_status": b.get("status") if b else None, "metrics": [], "newly_skipped": [],
+                 "cores": {"baseline": cores_of(b.get("machine")) if b else None,
+                           "now": cores_of(r.get("machine")) if r else None}}
+        other_cores = None not in entry["cores"].values() and entry["cores"]["baseline"] != entry["cores"]["now"]
         if r is None:
             entry["status"] = "not run"
             regressions.append(f"{name}: not run")
@@ -247,14 +261,21 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                     verdict, change = ("changed" if rule["direction"] == "info" else "MISSING"), "not reported now"
                 else:
                     verdict, change = compare_value(bv, nv, rule)
+                if other_cores and rule.get("per_core") and verdict in ("ok", "better", "REGRESSION") \
+                        and None not in (bv, nv):
+                    verdict = "not comparable"
+                    change = f"{change} ({entry['cores']['now']} vs {entry['cores']['baseline']} cores)".lstrip()
                 entry["metrics"].append({"metric": metric, "baseline": bv, "now": nv, "change": change,
                                          "tolerance": describe(rule), "verdict": verdict, "why": rule.get("why")})
                 if verdict in REGRESSED:
                     regressions.append(f"{name}: {metric}")
+                elif verdict == "not comparable":
+                    unjudged.append(f"{name}: {metric}")
         notebooks.append(entry)
     code = EXIT_FAILED if failures else EXIT_REGRESSION if regressions else EXIT_OK
     verdict = {EXIT_OK: "passed", EXIT_FAILED: "notebook failure", EXIT_REGRESSION: "regression"}[code]
     return {"exit_code": code, "verdict": verdict, "failures": failures, "regressions": regressions,
+            "not_comparable": unjudged,
             "tolerances": table.get("source"), "baseline": stamp(baseline), "run": stamp(run), "notebooks": notebooks}
 
 
@@ -279,12 +300,20 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     if report["failures"]:
         lines.append("Failed notebooks: " + ", ".join(report["failures"]))
     lines.append("Regressions: " + ("; ".join(report["regressions"]) if report["regressions"] else "none"))
+    if report.get("not_comparable"):
+        lines.append("")
+        lines.append("Not judged, the notebook had another number of cores than in the baseline: "
+                     + "; ".join(report["not_comparable"]))
     for nb in report["notebooks"]:
         status = nb["status"] + (f": {nb['error']}" if nb["error"] else "")
         base = (nb["baseline_status"] or "passed (no summary row)") if nb["in_baseline"] else "not in the baseline"
         lines += ["", f"## {nb['notebook']}", "", f"Run: {status}; baseline: {base}"]
         for s in nb["newly_skipped"]:
             lines.append(f"- skipped now, not in the baseline: {s}")
+        c = nb.get("cores") or {}
+        if None not in (c.get("baseline"), c.get("now")) and c["baseline"] != c["now"]:
+            lines.append(f"- usable cores: {c['baseline']} in the baseline, {c['now']} now: the metrics that depend on "
+                         "the core count (rules with per_core) are not judged")
         if nb["metrics"]:
             lines += ["", "| metric | baseline | now | change | tolerance | verdict |", "|---|---|---|---|---|---|"]
             for m in nb["metrics"]:
@@ -372,7 +401,8 @@ def main(argv=None) -> int:
         print(f"nightly: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(f"nightly: {report['verdict']} (exit {report['exit_code']}); report: {md}")
-    for line in [f"  failed: {n}" for n in report["failures"]] + [f"  regressed: {r}" for r in report["regressions"]]:
+    for line in ([f"  failed: {n}" for n in report["failures"]] + [f"  regressed: {r}" for r in report["regressions"]]
+                 + [f"  not comparable (other core count): {r}" for r in report["not_comparable"]]):
         print(line)
     return report["exit_code"]
 

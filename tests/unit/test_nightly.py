@@ -18,7 +18,7 @@ BASE = {
 }
 
 
-def _folder(path, headlines, mode="full", status=None, environment=None):
+def _folder(path, headlines, mode="full", status=None, environment=None, cpu="Test CPU x4"):
     """A results folder as the runner writes it: summary.json plus one <stem>.json per notebook."""
     path.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -30,7 +30,7 @@ def _folder(path, headlines, mode="full", status=None, environment=None):
         if environment and stem.startswith("00_"):
             doc["environment"] = environment
         (path / f"{stem}.json").write_text(json.dumps(doc))
-    machine = {"gpu": "Test GPU", "cpu": "Test CPU x4", "date_utc": "2000-01-01 00:00"}
+    machine = {"gpu": "Test GPU", "cpu": cpu, "date_utc": "2000-01-01 00:00"}
     (path / "summary.json").write_text(json.dumps({"mode": mode, "machine": machine, "notebooks": rows}))
     return path
 
@@ -97,6 +97,24 @@ def test_within_tolerance_passes_and_just_beyond_fails(tmp_path):
     assert code == 0 and _verdicts(report)[("10", "cpu_sequential_fps")] == "ok"
     code, report, _ = _compare(tmp_path / "b", _changed(**{"10__cpu_sequential_fps": base * (1 - rel * 1.5)}))
     assert code == 2 and _verdicts(report)[("10", "cpu_sequential_fps")] == "REGRESSION"
+
+
+def test_a_cpu_rate_measured_on_fewer_cores_is_not_judged_but_reported(tmp_path):
+    """A lane of run_notebooks --lanes has a share of the cores: its CPU rates are not comparable with a baseline
+    measured on all of them. The same halved rate on the same core count is a regression (test above)."""
+    heads = _changed(**{"10__cpu_sequential_fps": BASE["10_pyav"]["cpu_sequential_fps"] * 0.5, "10__exact": False,
+                        "00__h2d_pinned_gb_s": BASE["00_hardware_and_environment"]["h2d_pinned_gb_s"] * 0.5})
+    code, report, run = _compare(tmp_path, heads, BASE, cpu="Test CPU x2")
+    v = _verdicts(report)
+    assert v[("10", "cpu_sequential_fps")] == "not comparable" and v[("10", "cpu_sparse_fps")] == "not comparable"
+    # what does not follow the cores is still judged: exactness, and a copy bandwidth
+    assert v[("10", "exact")] == "REGRESSION" and v[("00", "h2d_pinned_gb_s")] == "REGRESSION"
+    assert code == 2 and "10_pyav.ipynb: cpu_sequential_fps" not in report["regressions"]
+    assert report["not_comparable"] == ["10_pyav.ipynb: cpu_sequential_fps", "10_pyav.ipynb: cpu_sparse_fps"]
+    md = (run / "report.md").read_text()
+    assert "| -50.0% (2 vs 4 cores) |" in md and "usable cores: 4 in the baseline, 2 now" in md
+    assert nightly.cores_of({"cpu": "Intel(R) Xeon(R) Processor x16"}) == 16
+    assert nightly.cores_of({"cpu": "unknown"}) is None and nightly.cores_of(None) is None
 
 
 def test_an_improvement_is_not_a_regression(tmp_path):
