@@ -98,6 +98,11 @@ def cores_of(machine) -> int | None:
     return int(words[-1][1:]) if words and words[-1][:1] == "x" and words[-1][1:].isdigit() else None
 
 
+def other_cores(cores: dict | None) -> bool:
+    """Whether a report entry's {'baseline': n, 'now': n} core counts are both known and differ."""
+    return bool(cores) and None not in cores.values() and cores["baseline"] != cores["now"]
+
+
 def rule_for(table: dict, notebook: str, metric: str, value) -> dict:
     """The first rule of `table` that fits this notebook stem and metric (else the default for its type)."""
     for rule in table["rules"]:
@@ -241,7 +246,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                  "baseline_status": b.get("status") if b else None, "metrics": [], "newly_skipped": [],
                  "cores": {"baseline": cores_of(b.get("machine")) if b else None,
                            "now": cores_of(r.get("machine")) if r else None}}
-        other_cores = None not in entry["cores"].values() and entry["cores"]["baseline"] != entry["cores"]["now"]
+        judge_per_core = not other_cores(entry["cores"])
         if r is None:
             entry["status"] = "not run"
             regressions.append(f"{name}: not run")
@@ -261,7 +266,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                     verdict, change = ("changed" if rule["direction"] == "info" else "MISSING"), "not reported now"
                 else:
                     verdict, change = compare_value(bv, nv, rule)
-                if other_cores and rule.get("per_core") and verdict in ("ok", "better", "REGRESSION") \
+                if not judge_per_core and rule.get("per_core") and verdict in ("ok", "better", "REGRESSION") \
                         and None not in (bv, nv):
                     verdict = "not comparable"
                     change = f"{change} ({entry['cores']['now']} vs {entry['cores']['baseline']} cores)".lstrip()
@@ -310,8 +315,8 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
         lines += ["", f"## {nb['notebook']}", "", f"Run: {status}; baseline: {base}"]
         for s in nb["newly_skipped"]:
             lines.append(f"- skipped now, not in the baseline: {s}")
-        c = nb.get("cores") or {}
-        if None not in (c.get("baseline"), c.get("now")) and c["baseline"] != c["now"]:
+        c = nb.get("cores")
+        if other_cores(c):
             lines.append(f"- usable cores: {c['baseline']} in the baseline, {c['now']} now: the metrics that depend on "
                          "the core count (rules with per_core) are not judged")
         if nb["metrics"]:

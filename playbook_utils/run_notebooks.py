@@ -129,9 +129,9 @@ def _span(cores: list[int]) -> str:
 def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict) -> list[dict]:
     """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
     and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
-    names = {p.stem for p in notebooks}
-    waits_for = {p.name: {f"{d}.ipynb" for d in _playbook_meta(p).get("after", []) if d in names} for p in notebooks}
-    whole = [p for p in notebooks if _playbook_meta(p).get("whole_machine")]
+    names, meta = {p.stem for p in notebooks}, {p: _playbook_meta(p) for p in notebooks}
+    waits_for = {p.name: {f"{d}.ipynb" for d in meta[p].get("after", []) if d in names} for p in notebooks}
+    whole = [p for p in notebooks if meta[p].get("whole_machine")]
     for p in notebooks:
         late = [w.name for w in whole if w.name in waits_for[p.name] and p not in whole]
         if late:
