@@ -6,7 +6,7 @@
 Every job runs in a fresh child process (no library shares a process with another, no warm cache
 leaks between jobs): it warms up, repeats until a minimum time (each call on another name of the clip, so
 that no adapter reuses the decoder of the previous call), checks the frames of one call
-against their stamps, and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
+against their stamps (or, on a clip without stamps, against another library's decode: `exactness`), and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
 memory while it runs. A failing job is a recorded row, not a crash. Results are a tidy table
 (CSV and JSON) with an environment stamp.
 """
@@ -133,7 +133,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
     """The measurement of `_child`, with `clips` the names of job.clip to rotate over."""
     import torch
 
-    from playbook_utils import media
+    from playbook_utils import exactness, verdicts
     from playbook_utils.decoders import device_index, read_frames, video_info
 
     n = video_info(job.clip).num_frames
@@ -141,7 +141,8 @@ def _measure(job: Job, clips: list[str]) -> dict:
     want = indices_for(job.workload, n, 0)
     first = read_frames(job.clip, want, job.backend, job.device)
     sync()
-    exact = [media.read_stamp(f) for f in first] == want
+    check = exactness.check_frames(job.clip, want, first, job.backend)   # stamps, or a reference decode
+    del first
     # The first call decoded the whole clip for a sequential job: that is its warm-up. Sparse jobs warm up
     # on other frames (decoder caches, file cache), then measure.
     for w in range(0 if job.workload == "sequential" else job.warmup):
@@ -177,9 +178,11 @@ def _measure(job: Job, clips: list[str]) -> dict:
     frames = sum(k for _, k in calls)
     med = statistics.median(secs)
     return {
-        "status": "ok", "error": None, "exact": exact, "calls": len(calls), "frames": frames,
+        "status": "ok", "error": None, "exact": check.exact, "check": check.method, "check_detail": check.detail,
+        "calls": len(calls), "frames": frames,
         "fps": frames / wall,  # aggregate over all threads, wall clock
         "call_median_s": med, "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
+        "rate_spread_pct": verdicts.spread_pct([k / s for s, k in calls]),   # per-call rates, middle half
         "frames_per_call": frames / len(calls), **sampler.summary(),
     }
 
@@ -216,8 +219,8 @@ def stamp() -> dict:
             "libraries": {k: v["version"] for k, v in rep["libraries"].items()}}
 
 
-COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "fps", "call_median_s",
-           "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "sm_pct", "gpu_mem_mb", "error"]
+COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "check", "fps", "rate_spread_pct",
+           "call_median_s", "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "sm_pct", "gpu_mem_mb", "error"]
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
