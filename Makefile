@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 MODE   ?= smoke
 OUT    ?= playbook-output/$(MODE)
+# make playbook PARAMS="WORKLOAD=sequential MAX_FILES=50" VIDEO_DIR=~/videos   (a value without spaces each)
+PARAMS ?=
+VIDEO_DIR ?=
 PY     := $(VENV)/bin/python
 
 .PHONY: setup playbook test nightly clean
@@ -16,7 +19,8 @@ setup: $(PY)
 	@$(PY) -m playbook_utils.setup_env
 
 playbook: setup
-	$(PY) -m playbook_utils.run_notebooks --mode $(MODE) --output $(OUT)
+	$(PY) -m playbook_utils.run_notebooks --mode $(MODE) --output $(OUT) \
+		$(if $(VIDEO_DIR),--video-dir $(VIDEO_DIR)) $(foreach p,$(PARAMS),--param $(p))
 
 test: setup
 	$(PY) -m pytest

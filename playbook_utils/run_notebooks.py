@@ -3,9 +3,13 @@
     python -m playbook_utils.run_notebooks --mode smoke --output playbook-output/smoke
     python -m playbook_utils.run_notebooks --mode full --pattern '0*' --device cuda
     python -m playbook_utils.run_notebooks --mode full --device cuda --lanes 2   # two GPUs, two at a time
+    python -m playbook_utils.run_notebooks --pattern 22 --video-dir ~/videos --param WORKLOAD=sequential
 
-Each notebook gets its `parameters` cell overridden (SMOKE, DEVICE, VIDEO_DIR, OUTPUT_DIR),
-is executed into the output folder, and its `<stem>.json` is read back for the summary.
+Each notebook gets its `parameters` cell overridden (SMOKE from --mode, DEVICE, VIDEO_DIR, OUTPUT_DIR from
+--output, and any `--param KEY=VALUE`), is executed into the output folder, and its `<stem>.json` is read
+back for the summary. A `--param` value is read as a Python literal when it is one (50, 0.5, True, None,
+[1, 2], "text"), else as a string (sequential). A notebook whose parameters cell does not define KEY runs
+without it (one line says which); a KEY no selected notebook defines is an error.
 One failing notebook does not stop the rest; the exit status is 1 when any failed.
 `make playbook`, the tests and nightly validation all call this.
 
@@ -20,6 +24,7 @@ GPUs). The full set takes about 50 minutes one after another on an H200; two lan
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import json
 import os
@@ -43,6 +48,60 @@ def notebook_requirements(path) -> list[str]:
     return list(_playbook_meta(path).get("requires", []))
 
 
+def notebook_parameters(path) -> list[str]:
+    """The names the notebook's cell tagged `parameters` assigns, in order (what `--param` may set)."""
+    for cell in json.loads(Path(path).read_text()).get("cells", []):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            names = []
+            for node in ast.parse(source).body:
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, ast.AnnAssign) else []
+                names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+            return names
+    return []
+
+
+OWN_PARAMETERS = {"SMOKE": "--mode", "OUTPUT_DIR": "--output"}   # set by the runner's own options only
+
+
+def parse_params(items: list[str] | None) -> dict:
+    """`--param KEY=VALUE` arguments as {KEY: value}: a value that is a Python literal (50, 0.5, True, None,
+    [1, 2], "text") becomes that object, anything else stays a string. Raises ValueError naming a malformed
+    item or a KEY the runner's own options set."""
+    params = {}
+    for item in items or []:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(f"--param {item!r}: expected KEY=VALUE with KEY a parameter name, e.g. WORKLOAD=sequential")
+        if key in OWN_PARAMETERS:
+            raise ValueError(f"--param {key}: set it with {OWN_PARAMETERS[key]}")
+        try:
+            params[key] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            params[key] = text
+    return params
+
+
+def params_per_notebook(notebooks: list[Path], params: dict) -> tuple[dict, list[str]]:
+    """({notebook name: the `params` its parameters cell defines}, one line per KEY some notebooks lack).
+
+    Papermill would inject a KEY the notebook does not define, where nothing reads it; the runner leaves it
+    out and says so. Raises ValueError when no notebook in `notebooks` defines a KEY (a misspelt name)."""
+    defined = {p.name: set(notebook_parameters(p)) for p in notebooks}
+    notes = []
+    for key in params:
+        have = [p.stem for p in notebooks if key in defined[p.name]]
+        lack = [p.stem for p in notebooks if key not in defined[p.name]]
+        if not have:
+            raise ValueError(f"--param {key}: not a parameter of {', '.join(p.stem for p in notebooks)}")
+        if lack:
+            where = ", ".join(lack) if len(lack) <= 3 else f"the other {len(lack)} notebooks"
+            notes.append(f"--param {key}: a parameter of {', '.join(have)} only; left out of {where}")
+    return {p.name: {k: v for k, v in params.items() if k in defined[p.name]} for p in notebooks}, notes
+
+
 def matches(name: str, patterns: list[str] | None) -> bool:
     """True when notebook file `name` fits any glob or substring in `patterns` (always when None).
 
@@ -61,13 +120,15 @@ def select(notebook_dir, patterns: list[str] | None) -> list[Path]:
 
 
 def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | None,
-            timeout: float | None, capabilities: dict) -> dict:
-    """Execute one notebook; return its summary row (never raises for a notebook failure)."""
+            timeout: float | None, capabilities: dict, extra: dict | None = None) -> dict:
+    """Execute one notebook, its parameters cell overridden by the runner's options and `extra` (from
+    `--param`); return its summary row (never raises for a notebook failure)."""
     import papermill as pm
 
     requires = notebook_requirements(path)
     missing = [r for r in requires if not capabilities.get(r, False)]
-    params = {"SMOKE": mode == "smoke", "DEVICE": device, "VIDEO_DIR": video_dir, "OUTPUT_DIR": str(output)}
+    params = {"SMOKE": mode == "smoke", "DEVICE": device, "VIDEO_DIR": video_dir, **(extra or {}),
+              "OUTPUT_DIR": str(output)}
     row = {"notebook": path.name, "requires": requires, "missing": missing, "status": "passed",
            "error": None, "seconds": None, "headline": {}, "skipped": []}
     start = time.perf_counter()
@@ -153,6 +214,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
                    "--row-file", str(row_file)]
             cmd += ["--video-dir", args.video_dir] if args.video_dir else []
             cmd += ["--timeout", str(args.timeout)] if args.timeout else []
+            cmd += [a for k, v in args.params[nb.name].items() for a in ("--param", f"{k}={v!r}")]
             lane_env = {**env, "CUDA_VISIBLE_DEVICES": lane["gpu"]} if lane["gpu"] is not None else env
             log = open(output / "logs" / f"{nb.stem}.log", "w")
             proc = subprocess.Popen(cmd, env=lane_env, stdout=log, stderr=subprocess.STDOUT,
@@ -195,7 +257,8 @@ def _status_line(row: dict, where: str = "") -> str:
 def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
     """Run one notebook in this process, print its status line; its row carries `machine` (so a row merged
     with other runs' rows keeps its stamp)."""
-    row = {**run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps), "machine": machine}
+    row = {**run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps,
+                     args.params.get(nb.name)), "machine": machine}
     print(_status_line(row), flush=True)
     return row
 
@@ -242,6 +305,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
     ap.add_argument("--lanes", type=int, default=1,
                     help="notebooks run this many at a time, one GPU and an equal share of the cores each")
+    ap.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="set a notebook parameter, e.g. WORKLOAD=sequential or MAX_FILES=50; repeatable "
+                         "(values read as Python literals where they parse, else as strings)")
     ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)   # a lane's child writes its rows here
     args = ap.parse_args(argv)
 
@@ -253,6 +319,11 @@ def main(argv=None) -> int:
     if not notebooks:
         print(f"no notebooks match {args.pattern} in {args.notebooks}", file=sys.stderr)
         return 2
+    try:
+        args.params, notes = params_per_notebook(notebooks, parse_params(args.param))
+    except ValueError as e:
+        print(f"run_notebooks: {e}", file=sys.stderr)
+        return 2
     rep = env.report(probe_libraries=False)
     caps = env.capabilities(rep)
     gpu = rep["gpu"]["devices"][0]["name"] if rep["gpu"]["available"] else "no GPU"
@@ -263,14 +334,14 @@ def main(argv=None) -> int:
     if args.lanes > 1:
         try:
             lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
-            print(started, flush=True)
+            print(started, *notes, sep="\n", flush=True)
             rows = run_lanes(notebooks, lanes, output, args, caps, machine)
         except ValueError as e:   # lanes that do not fit this machine, or an order they cannot keep
             print(f"run_notebooks: {e}", file=sys.stderr)
             return 2
     else:
         if not args.row_file:
-            print(started, flush=True)
+            print(started, *notes, sep="\n", flush=True)
         rows = [_run_here(nb, output, args, caps, machine) for nb in notebooks]
     if args.row_file:   # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))

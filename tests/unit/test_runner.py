@@ -11,8 +11,8 @@ from playbook_utils import run_notebooks
 pytestmark = pytest.mark.notebook
 
 
-def _write_nb(path, body, requires=()):
-    params = new_code_cell('SMOKE = True\nDEVICE = "auto"\nVIDEO_DIR = None\nOUTPUT_DIR = "."')
+def _write_nb(path, body, requires=(), extra_params=""):
+    params = new_code_cell('SMOKE = True\nDEVICE = "auto"\nVIDEO_DIR = None\nOUTPUT_DIR = "."' + extra_params)
     params.metadata["tags"] = ["parameters"]
     nb = new_notebook(cells=[params, new_code_cell(body)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -75,16 +75,52 @@ def test_a_cell_that_hangs_fails_its_notebook_and_the_run_goes_on(tmp_path):
     assert rows["91_good.ipynb"]["status"] == "passed"
 
 
-def _write_timed_nb(path, after=(), whole=False, fail=False, sleep=1):
-    """A notebook that records the cores and GPU it was given and when it ran."""
+def test_param_values_are_python_literals_where_they_parse():
+    assert run_notebooks.parse_params(["WORKLOAD=sequential", "MAX_FILES=50", "RATE=0.5", "ON=True", "X=None",
+                                       "SIZES=[1, 2]", 'NAME="a b"', "EXPR=1+"]) == {
+        "WORKLOAD": "sequential", "MAX_FILES": 50, "RATE": 0.5, "ON": True, "X": None, "SIZES": [1, 2],
+        "NAME": "a b", "EXPR": "1+"}
+    assert run_notebooks.parse_params(["EMPTY="]) == {"EMPTY": ""}
+    for bad, why in (("WORKLOAD", "KEY=VALUE"), ("=3", "KEY=VALUE"), ("SMOKE=False", "--mode"),
+                     ("OUTPUT_DIR=/tmp", "--output")):
+        with pytest.raises(ValueError, match=why):
+            run_notebooks.parse_params([bad])
+
+
+def test_a_param_reaches_the_notebooks_that_define_it_and_the_others_are_named(tmp_path, capsys):
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    body = """import json, pathlib
+pathlib.Path(OUTPUT_DIR, "{stem}.json").write_text(json.dumps({{"headline": {{
+    "workload": globals().get("WORKLOAD"), "max_files": globals().get("MAX_FILES")}}}}))"""
+    _write_nb(nbs / "90_takes.ipynb", body.format(stem="90_takes"), extra_params='\nWORKLOAD = "uniform16"\nMAX_FILES = 200')
+    _write_nb(nbs / "91_lacks.ipynb", body.format(stem="91_lacks"))
+    assert run_notebooks.notebook_parameters(nbs / "90_takes.ipynb") == [
+        "SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR", "WORKLOAD", "MAX_FILES"]
+    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out),
+                               "--param", "WORKLOAD=sequential", "--param", "MAX_FILES=50"])
+    assert code == 0
+    rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
+    assert rows["90_takes.ipynb"]["headline"] == {"workload": "sequential", "max_files": 50}
+    assert rows["91_lacks.ipynb"]["headline"] == {"workload": None, "max_files": None}   # not injected there
+    lines = capsys.readouterr().out.splitlines()
+    assert "--param WORKLOAD: a parameter of 90_takes only; left out of 91_lacks" in lines
+    assert "--param MAX_FILES: a parameter of 90_takes only; left out of 91_lacks" in lines
+    # a name no selected notebook defines is a usage error, before anything runs
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--param", "WORKLAOD=x"]) == 2
+    assert "WORKLAOD: not a parameter of 90_takes, 91_lacks" in capsys.readouterr().err
+
+
+def _write_timed_nb(path, after=(), whole=False, fail=False, sleep=1, label=False):
+    """A notebook that records the cores and GPU it was given and when it ran (and its LABEL parameter)."""
     body = f"""import json, os, pathlib, time
 t0 = time.time()
 time.sleep({sleep})
 {"raise RuntimeError('planted failure')" if fail else ""}
 pathlib.Path(OUTPUT_DIR, "{path.stem}.json").write_text(json.dumps({{"headline": {{
     "cores": len(os.sched_getaffinity(0)), "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
-    "start": t0, "end": time.time()}}}}))"""
-    _write_nb(path, body)
+    "start": t0, "end": time.time(), "label": {"LABEL" if label else None}}}}}))"""
+    _write_nb(path, body, extra_params='\nLABEL = "default"' if label else "")
     nb = nbformat.read(path, as_version=4)
     nb.metadata["playbook"].update({"after": list(after)} if after else {})
     nb.metadata["playbook"].update({"whole_machine": True} if whole else {})
@@ -99,10 +135,11 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
     nbs.mkdir()
     _write_timed_nb(nbs / "90_a.ipynb", sleep=4)   # 91 ends first: the free lane must still wait for 90
     _write_timed_nb(nbs / "91_b.ipynb")
-    _write_timed_nb(nbs / "92_reads_a.ipynb", after=["90_a"])
+    _write_timed_nb(nbs / "92_reads_a.ipynb", after=["90_a"], label=True)
     _write_timed_nb(nbs / "93_all.ipynb", whole=True)
     _write_timed_nb(nbs / "94_broken.ipynb", fail=True)
-    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--lanes", "2"])
+    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--lanes", "2",
+                               "--param", "LABEL=from the command line"])
     assert code == 1
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert list(rows) == ["90_a.ipynb", "91_b.ipynb", "92_reads_a.ipynb", "93_all.ipynb", "94_broken.ipynb"]
@@ -110,6 +147,7 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
     h = {n[:2]: r["headline"] for n, r in rows.items() if r["status"] == "passed"}
     assert [h[k]["cores"] for k in ("90", "91", "92")] == [cores // 2] * 3   # a lane's share of the cores
     assert h["93"]["cores"] == cores                                          # the whole machine
+    assert h["92"]["label"] == "from the command line" and h["91"]["label"] is None   # --param reached its lane
     assert h["92"]["start"] >= h["90"]["end"]                                 # "after" waited
     assert h["93"]["start"] >= max(h[k]["end"] for k in ("90", "91", "92"))   # alone, at the end
     assert h["90"]["start"] < h["91"]["end"] and h["91"]["start"] < h["90"]["end"]   # two at a time
