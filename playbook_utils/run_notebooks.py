@@ -36,7 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
-BASELINE_SUMMARY = ROOT / "results" / "h200" / "summary.json"
+REFERENCE_SUMMARY = {"full": ROOT / "results" / "h200" / "summary.json",
+                     "smoke": ROOT / "results" / "cpu-2core" / "summary.json"}
 
 
 def _playbook_meta(path) -> dict:
@@ -119,6 +120,29 @@ def select(notebook_dir, patterns: list[str] | None) -> list[Path]:
     return [p for p in found if matches(p.name, patterns)]
 
 
+def kernel_config(kernel_name: str = "python3", encrypt: bool = True):
+    """The kernel manager settings (a traitlets Config) each notebook's kernel starts with.
+
+    A kernel listens on TCP sockets by default, and ipykernel 7 warns on every start that they are not
+    encrypted. Where jupyter_client can provision CurveZMQ keys (its `transport_encryption` setting, pyzmq
+    built with Curve) and the kernelspec declares Curve support, the sockets are encrypted ('auto');
+    otherwise (or with `encrypt=False`) the kernel uses the ipc transport, Unix sockets with no network port.
+    """
+    import zmq
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    if encrypt and "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
+        try:
+            declared = KernelSpecManager().get_kernel_spec(kernel_name).metadata.get("supported_encryption")
+        except Exception:   # no such kernelspec: papermill reports it when it starts the kernel
+            declared = None
+        if "curve" in ([declared] if isinstance(declared, str) else declared or []):
+            return Config({"KernelManager": {"transport_encryption": "auto"}})
+    return Config({"KernelManager": {"transport": "ipc"}})
+
+
 def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | None,
             timeout: float | None, capabilities: dict, extra: dict | None = None) -> dict:
     """Execute one notebook, its parameters cell overridden by the runner's options and `extra` (from
@@ -134,7 +158,8 @@ def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | N
     start = time.perf_counter()
     try:
         pm.execute_notebook(str(path), str(output / path.name), parameters=params, kernel_name="python3",
-                            execution_timeout=timeout, progress_bar=False, cwd=str(output))
+                            execution_timeout=timeout, progress_bar=False, cwd=str(output),
+                            config=kernel_config("python3"))
     except Exception as e:  # papermill wraps the notebook's own error; record it and go on
         row["status"] = "failed"
         ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
@@ -174,11 +199,49 @@ def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dic
     return max(ready, key=lambda p: expected.get(p.name, 0), default=None)
 
 
-def _expected_seconds() -> dict:
-    try:
-        return {r["notebook"]: r.get("seconds") or 0 for r in json.loads(BASELINE_SUMMARY.read_text())["notebooks"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}   # no baseline: notebook order
+def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
+    """({notebook name: seconds it took last time}, where those times come from): the previous run of the
+    same mode in `output` when there is one, else the reference run of that mode (results/h200 for full,
+    results/cpu-2core for smoke); ({}, None) when neither can be read."""
+    for path in (Path(output) / "summary.json", REFERENCE_SUMMARY[mode]):
+        try:
+            doc = json.loads(path.read_text())
+            if doc.get("mode") != mode:
+                continue
+            times = {r["notebook"]: r["seconds"] for r in doc["notebooks"] if r.get("seconds")}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        machine = doc.get("machine") or {}
+        where = (f"the last {mode} run in this folder" if path.parent == Path(output)
+                 else f"{path.parent.relative_to(ROOT)} ({machine.get('gpu', 'no GPU')}; {machine.get('cpu')})")
+        return times, where
+    return {}, None
+
+
+def duration(seconds: float) -> str:
+    """Seconds as the console shows them: '45s', '1m20s', '1h05m'."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    return f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class Progress:
+    """The console lines of a run: a start line per notebook ('[3/12] 20_decode_benchmarks ... expected ~1m20s'),
+    a result line when it ends, and the final tally."""
+
+    def __init__(self, total: int, expected: dict):
+        self.total, self.expected, self.count, self.t0 = total, expected, 0, time.perf_counter()
+
+    def start(self, nb: Path, where: str = "") -> None:
+        self.count += 1
+        secs = self.expected.get(nb.name)
+        eta = f"expected ~{duration(secs)}" if secs else "no time from an earlier run"
+        print(f"[{self.count}/{self.total}] {nb.stem}{where} ... {eta}", flush=True)
+
+    def tally(self, rows: list[dict]) -> str:
+        failed = sum(r["status"] != "passed" for r in rows)
+        return f"{len(rows) - failed} passed, {failed} failed in {duration(time.perf_counter() - self.t0)}"
 
 
 def _span(cores: list[int]) -> str:
@@ -187,7 +250,8 @@ def _span(cores: list[int]) -> str:
     return ",".join(map(str, cores))
 
 
-def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict) -> list[dict]:
+def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict,
+              progress: Progress) -> list[dict]:
     """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
     and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
     names, meta = {p.stem for p in notebooks}, {p: _playbook_meta(p) for p in notebooks}
@@ -198,7 +262,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
         if late:
             raise ValueError(f"{p.name} waits for {late}, which run only after every lane is done")
     pending, running, rows, finished = [p for p in notebooks if p not in whole], {}, [], set()
-    expected = _expected_seconds()
+    expected = progress.expected
     (output / "logs").mkdir(exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     while pending or running:
@@ -222,7 +286,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             log.close()
             running[i] = (proc, nb, row_file, time.perf_counter())
             gpu = f"GPU {lane['gpu']}, " if lane["gpu"] is not None else ""
-            print(f"  lane {i} ({gpu}cores {_span(lane['cores'])}): started {nb.name}", flush=True)
+            progress.start(nb, f" on lane {i} ({gpu}cores {_span(lane['cores'])})")
         if pending and not running:
             raise ValueError(f"{', '.join(p.name for p in pending)}: each waits for another ('after' in a circle)")
         time.sleep(0.5)
@@ -242,7 +306,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             rows.append(row)
             print(_status_line(row, f" (lane {i})"), flush=True)
     for nb in whole:
-        print(f"  whole machine: started {nb.name}", flush=True)
+        progress.start(nb, " on the whole machine")
         rows.append(_run_here(nb, output, args, caps, machine))
     return sorted(rows, key=lambda r: r["notebook"])
 
@@ -250,7 +314,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
 def _status_line(row: dict, where: str = "") -> str:
     """The line the runner prints when a notebook ends: status, seconds, skipped needs, the error."""
     note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
-    return (f"  {row['status']:6s} {row['notebook']} in {row['seconds']} s{note}{where}"
+    return (f"       {row['status']} {Path(row['notebook']).stem} in {duration(row['seconds'])}{note}{where}"
             + (f"\n         {row['error']}" if row["error"] else ""))
 
 
@@ -331,22 +395,29 @@ def main(argv=None) -> int:
                "capabilities": caps}
     at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
+    expected, source = expected_seconds(output, args.mode)
+    progress = Progress(len(notebooks), expected)
+    if source:
+        started += f"\nexpected times from {source}"
     if args.lanes > 1:
         try:
             lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
             print(started, *notes, sep="\n", flush=True)
-            rows = run_lanes(notebooks, lanes, output, args, caps, machine)
+            rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)
         except ValueError as e:   # lanes that do not fit this machine, or an order they cannot keep
             print(f"run_notebooks: {e}", file=sys.stderr)
             return 2
     else:
         if not args.row_file:
             print(started, *notes, sep="\n", flush=True)
-        rows = [_run_here(nb, output, args, caps, machine) for nb in notebooks]
+        rows = []
+        for nb in notebooks:
+            progress.start(nb)
+            rows.append(_run_here(nb, output, args, caps, machine))
     if args.row_file:   # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:
-        print(f"summary: {write_summary(rows, output, args.mode, machine)}")
+        print(progress.tally(rows), f"summary: {write_summary(rows, output, args.mode, machine)}", sep="\n")
     return 1 if any(r["status"] != "passed" for r in rows) else 0
 
 

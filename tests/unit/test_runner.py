@@ -1,5 +1,6 @@
 import json
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -25,7 +26,7 @@ pathlib.Path(OUTPUT_DIR, "90_good.json").write_text(json.dumps(
     {"headline": {"smoke": SMOKE, "answer": 42}, "skipped": ["gpu part: no GPU"]}))"""
 
 
-def test_runner_runs_every_notebook_and_reports_failures(tmp_path):
+def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
     _write_nb(nbs / "90_good.ipynb", GOOD, requires=["cuda"])
@@ -45,6 +46,36 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path):
     md = (out / "summary.md").read_text()
     assert "1 passed, 2 failed" in md and "answer: 42" in md and "gpu part: no GPU" in md
     assert (out / "90_good.ipynb").exists()
+    # the console: a start line with the place in the run, a result line, a tally with the total time
+    lines = capsys.readouterr().out.splitlines()
+    starts = [line for line in lines if line.startswith("[")]
+    assert starts == [f"[{k}/3] {stem} ... no time from an earlier run"
+                      for k, stem in enumerate(["90_good", "91_broken", "92_silent"], 1)]
+    ends = [line.split() for line in lines if line.split()[:1] in (["passed"], ["failed"])]
+    assert [e[:2] for e in ends] == [["passed", "90_good"], ["failed", "91_broken"], ["failed", "92_silent"]]
+    assert all(re.fullmatch(r"\d+s", e[3]) for e in ends)
+    assert re.fullmatch(r"1 passed, 2 failed in \d+s", lines[-2]) and lines[-1].startswith("summary: ")
+
+
+def test_a_second_run_expects_the_times_of_the_first(tmp_path, capsys):
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_nb(nbs / "90_good.ipynb", GOOD)
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
+    first = json.loads((out / "summary.json").read_text())["notebooks"][0]["seconds"]
+    capsys.readouterr()
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "expected times from the last smoke run in this folder" in lines
+    assert f"[1/1] 90_good ... expected ~{run_notebooks.duration(first)}" in lines
+    # a full run in the same folder takes its times from the full reference run, not from a smoke run
+    times, source = run_notebooks.expected_seconds(out, "full")
+    assert source is None or source.startswith("results/h200")
+
+
+def test_durations_read_as_a_person_would_say_them():
+    assert [run_notebooks.duration(s) for s in (0.4, 45, 80, 370.4, 3600, 3725)] == \
+        ["0s", "45s", "1m20s", "6m10s", "1h00m", "1h02m"]
 
 
 def test_runner_selects_by_pattern_and_passes_mode(tmp_path):
@@ -127,7 +158,7 @@ pathlib.Path(OUTPUT_DIR, "{path.stem}.json").write_text(json.dumps({{"headline":
     nbformat.write(nb, path)
 
 
-def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
+def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path, capsys):
     cores = len(os.sched_getaffinity(0))
     if cores < 2:
         pytest.skip("two lanes need two cores")
@@ -141,6 +172,11 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
     code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--lanes", "2",
                                "--param", "LABEL=from the command line"])
     assert code == 1
+    lines = capsys.readouterr().out.splitlines()
+    starts = [line for line in lines if line.startswith("[")]
+    assert [s.split()[0] for s in starts] == [f"[{k}/5]" for k in range(1, 6)]
+    assert sum(" on lane " in s for s in starts) == 4 and starts[-1].startswith("[5/5] 93_all on the whole machine")
+    assert re.fullmatch(r"4 passed, 1 failed in \d+s", lines[-2])
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert list(rows) == ["90_a.ipynb", "91_b.ipynb", "92_reads_a.ipynb", "93_all.ipynb", "94_broken.ipynb"]
     assert rows["94_broken.ipynb"]["status"] == "failed" and "planted failure" in rows["94_broken.ipynb"]["error"]
@@ -195,3 +231,20 @@ def test_lane_resources_split_gpus_and_cores(monkeypatch):
         run_notebooks.lane_resources(3, gpus=2)
     with pytest.raises(ValueError, match="only 32 usable cores"):
         run_notebooks.lane_resources(33, gpus=0)
+
+
+@pytest.mark.parametrize("encrypt", [True, False], ids=["curve-where-supported", "ipc"])
+def test_kernels_start_without_the_unencrypted_tcp_warning(tmp_path, capfd, monkeypatch, encrypt):
+    # ipykernel 7 warns on every start of a kernel on plain TCP; the runner encrypts it or uses Unix sockets
+    config = run_notebooks.kernel_config("python3", encrypt=encrypt)["KernelManager"]
+    assert config in ([{"transport": "ipc"}, {"transport_encryption": "auto"}] if encrypt else [{"transport": "ipc"}])
+    original = run_notebooks.kernel_config
+    monkeypatch.setattr(run_notebooks, "kernel_config", lambda name: original(name, encrypt=encrypt))
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    out.mkdir()
+    _write_nb(nbs / "90_good.ipynb", GOOD)
+    row = run_notebooks.run_one(nbs / "90_good.ipynb", out, "smoke", "cpu", None, 60, {})
+    assert row["status"] == "passed" and row["headline"]["answer"] == 42
+    captured = capfd.readouterr()
+    assert "without encryption" not in captured.err + captured.out
