@@ -172,6 +172,8 @@ def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | N
         data = json.loads(result.read_text())
         row["headline"] = data.get("headline", {})
         row["skipped"] = data.get("skipped", [])
+        if isinstance(data.get("unreadable"), dict) and data["unreadable"]:
+            row["unreadable"] = data["unreadable"]   # {path: cause} of the reader's files it could not open
     elif row["status"] == "passed":
         row["status"] = "failed"
         row["error"] = f"the notebook finished without writing {result.name}"
@@ -330,7 +332,53 @@ def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
 def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
     return str(value)
+
+
+def _with_spread(headline: dict, key: str) -> str:
+    """A headline value, with '± N%' when the notebook gives its spread as the sibling key `<key>_spread_pct`."""
+    spread = headline.get(f"{key}_spread_pct")
+    return _fmt(headline[key]) + (f" ± {spread:.0f}%" if isinstance(spread, (int, float)) else "")
+
+
+def headline_cells(headline: dict) -> list[str]:
+    """The headline as the summary table shows it, one 'key: value' per entry; a rate with a sibling
+    `<key>_spread_pct` reads 'key: value ± N%' (the spread is not listed again on its own)."""
+    spreads = {f"{k}_spread_pct" for k in headline}
+    return [f"{k}: {_with_spread(headline, k)}" for k in headline if k not in spreads]
+
+
+def open_first(rows: list[dict]) -> str | None:
+    """The line summary.md starts with: notebook 22's recommendation (with its rate, runner-up and margin
+    where its headline gives them) when 22 ran, else the first failed notebook; None when neither applies."""
+    r22 = next((r for r in rows if r["notebook"].startswith("22_")), None)
+    if r22 is not None and r22["status"] == "passed":
+        h = r22.get("headline") or {}
+        if h.get("recommended") is None:
+            why = h.get("margin_note") or "open it for the reason"
+            return f"**Open this first:** `{r22['notebook']}` made no recommendation here: {why}"
+        parts = [f"at {_with_spread(h, 'recommended_fps')} frames/s" if h.get("recommended_fps") is not None else "",
+                 f"for the {h['workload']} workload" if h.get("workload") else ""]
+        extra = [f"runner-up: {_fmt(h['runner_up'])}" if h.get("runner_up") else "",
+                 str(h["margin_note"]) if h.get("margin_note") else ""]
+        extra = "; ".join(e for e in extra if e)
+        return (f"**Open this first:** `{r22['notebook']}` recommends **{h['recommended']}** "
+                + " ".join(p for p in parts if p) + (f" ({extra})" if extra else "")).rstrip()
+    failed = [r for r in rows if r["status"] != "passed"]
+    if failed:
+        return f"**Open this first:** `{failed[0]['notebook']}`, which failed: {failed[0]['error']}"
+    return None
+
+
+def unreadable_files(rows: list[dict]) -> dict:
+    """{path: (cause, [notebooks that reported it])} over every row's `unreadable`."""
+    files: dict = {}
+    for r in rows:
+        for path, cause in (r.get("unreadable") or {}).items():
+            files.setdefault(path, (cause, []))[1].append(Path(r["notebook"]).stem)
+    return files
 
 
 def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
@@ -339,20 +387,24 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
 
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
-    lines = [f"# Playbook run ({mode} mode)", "",
-             f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC", "",
-             "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
-    elsewhere = [r for r in rows if r.get("machine") and r["machine"] != machine]
-    if elsewhere:   # rows merged from an earlier run on another machine keep that machine's stamp
-        lines[3:3] = [f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
-                      f"{r['machine'].get('date_utc')} UTC  " for r in elsewhere]
+    first = open_first(rows)
+    lines = [f"# Playbook run ({mode} mode)", "", *([first, ""] if first else []),
+             f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC"]
+    # rows merged from an earlier run on another machine keep that machine's stamp
+    lines += [f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
+              f"{r['machine'].get('date_utc')} UTC  " for r in rows if r.get("machine") and r["machine"] != machine]
+    lines += ["", "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
     for r in rows:
-        head = "<br>".join(f"{k}: {_fmt(v)}" for k, v in r["headline"].items()) or "-"
+        head = "<br>".join(headline_cells(r["headline"])) or "-"
         skipped = "<br>".join(r["skipped"]) or "-"
         status = r["status"] if r["status"] == "passed" else f"**{r['status']}**: {r['error']}"
         lines.append(f"| {r['notebook']} | {status} | {r['seconds']} | {head} | {skipped} |")
     failed = [r["notebook"] for r in rows if r["status"] != "passed"]
     lines += ["", f"{len(rows) - len(failed)} passed, {len(failed)} failed"]
+    unreadable = unreadable_files(rows)
+    if unreadable:
+        lines += ["", f"## Files that could not be read ({len(unreadable)})", ""]
+        lines += [f"- `{path}` ({', '.join(nbs)}): {cause}" for path, (cause, nbs) in unreadable.items()]
     path = output / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -417,7 +469,10 @@ def main(argv=None) -> int:
     if args.row_file:   # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:
-        print(progress.tally(rows), f"summary: {write_summary(rows, output, args.mode, machine)}", sep="\n")
+        summary = write_summary(rows, output, args.mode, machine)
+        unreadable = unreadable_files(rows)
+        print(progress.tally(rows), *([f"{len(unreadable)} of your files could not be read: listed in summary.md"]
+                                      if unreadable else []), f"summary: {summary}", sep="\n")
     return 1 if any(r["status"] != "passed" for r in rows) else 0
 
 

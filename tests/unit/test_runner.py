@@ -248,3 +248,50 @@ def test_kernels_start_without_the_unencrypted_tcp_warning(tmp_path, capfd, monk
     assert row["status"] == "passed" and row["headline"]["answer"] == 42
     captured = capfd.readouterr()
     assert "without encryption" not in captured.err + captured.out
+
+
+def _row(name, status="passed", headline=None, **kw):
+    return {"notebook": name, "requires": [], "missing": [], "status": status, "error": kw.pop("error", None),
+            "seconds": 1.0, "headline": headline or {}, "skipped": [], **kw}
+
+
+def test_summary_opens_with_the_recommendation_and_lists_spreads_and_unreadable_files(tmp_path):
+    machine = {"gpu": "no GPU", "cpu": "Test CPU x2", "date_utc": "2026-12-01 00:00"}
+    rows = [_row("20_decode_benchmarks.ipynb", headline={"best_fps": 1386.4, "best_fps_spread_pct": 7.2, "jobs": 9},
+                 unreadable={"/videos/broken.mp4": "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file"}),
+            _row("21_training_loader_benchmarks.ipynb", unreadable={"/videos/broken.mp4": "DecodeError: same file"}),
+            _row("22_choosing_a_loader.ipynb", headline={
+                "workload": "sequential", "recommended": "pyav on cpu", "recommended_fps": 1386.4,
+                "recommended_fps_spread_pct": 12.0, "runner_up": "torchcodec on cpu",
+                "margin_note": "13% ahead, inside the spread: tied"})]
+    md = run_notebooks.write_summary(rows, tmp_path, "smoke", machine).read_text().splitlines()
+    assert md[2] == ("**Open this first:** `22_choosing_a_loader.ipynb` recommends **pyav on cpu** at 1,386 ± 12% "
+                     "frames/s for the sequential workload (runner-up: torchcodec on cpu; 13% ahead, inside the spread: tied)")
+    row20 = next(line for line in md if line.startswith("| 20_decode"))
+    assert "best_fps: 1,386 ± 7%<br>jobs: 9 |" in row20 and "best_fps_spread_pct" not in row20
+    at = md.index("## Files that could not be read (1)")
+    assert md[at + 2] == ("- `/videos/broken.mp4` (20_decode_benchmarks, 21_training_loader_benchmarks): "
+                          "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file")
+    assert json.loads((tmp_path / "summary.json").read_text())["notebooks"][0]["unreadable"] == rows[0]["unreadable"]
+
+
+def test_open_first_says_when_22_made_no_recommendation_or_something_failed():
+    none = _row("22_choosing_a_loader.ipynb", headline={"recommended": None})
+    assert run_notebooks.open_first([none]) == \
+        "**Open this first:** `22_choosing_a_loader.ipynb` made no recommendation here: open it for the reason"
+    failed = _row("21_training_loader_benchmarks.ipynb", "failed", error="StampError: no valid frame stamp")
+    assert run_notebooks.open_first([failed]) == \
+        "**Open this first:** `21_training_loader_benchmarks.ipynb`, which failed: StampError: no valid frame stamp"
+    assert run_notebooks.open_first([_row("10_pyav.ipynb")]) is None
+
+
+def test_a_notebooks_unreadable_files_reach_the_summary_and_the_console(tmp_path, capsys):
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_nb(nbs / "90_reads.ipynb", """import json, pathlib
+pathlib.Path(OUTPUT_DIR, "90_reads.json").write_text(json.dumps({"headline": {}, "unreadable": {
+    "bad.mp4": "DecodeError: bad.mp4 [probe]: cannot open as a media file"}}))""")
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
+    assert "- `bad.mp4` (90_reads): DecodeError: bad.mp4 [probe]: cannot open as a media file" in \
+        (out / "summary.md").read_text()
+    assert "1 of your files could not be read: listed in summary.md" in capsys.readouterr().out
