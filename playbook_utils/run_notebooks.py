@@ -28,6 +28,7 @@ import ast
 import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -180,6 +181,36 @@ def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | N
     return row
 
 
+def set_aside(output: Path, notebooks: list[Path]) -> str | None:
+    """Before a run into a folder that holds one (a summary.json): move that run's summary and the files of
+    the notebooks about to run again (`NN_*` entries with their numbers, and their logs) into
+    `output/previous/`, replacing what an earlier run left there; return the line that says so (None when
+    there was no run). The files of other notebooks stay, since a notebook may read them (22 reads 20's)."""
+    summary = output / "summary.json"
+    if not summary.exists():
+        return None
+    try:
+        doc = json.loads(summary.read_text())
+        what = f"a {doc.get('mode')} run of {(doc.get('machine') or {}).get('date_utc')} UTC"
+    except (OSError, ValueError, AttributeError):
+        what = "an earlier run"
+    previous = output / "previous"
+    replaced = previous.exists()
+    shutil.rmtree(previous, ignore_errors=True)
+    (previous / "logs").mkdir(parents=True)
+    numbers = {nb.name[:3] for nb in notebooks}
+    moving = [output / n for n in ("summary.json", "summary.md") if (output / n).exists()]
+    moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
+    logs = [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers] \
+        if (output / "logs").is_dir() else []
+    for p in moving:
+        shutil.move(str(p), str(previous / p.name))
+    for p in logs:
+        shutil.move(str(p), str(previous / "logs" / p.name))
+    return (f"{output} held {what}: its summary and the files of the {len(numbers)} notebook(s) run again "
+            f"moved to {previous}/" + (" (replacing the run kept there)" if replaced else ""))
+
+
 def lane_resources(lanes: int, gpus: int) -> list[dict]:
     """Split this machine into `lanes`: {'gpu': id or None, 'cores': [...]} each, one GPU per lane (where
     the machine has GPUs) and an equal share of the usable cores. Raises ValueError naming the shortage."""
@@ -252,10 +283,10 @@ def _span(cores: list[int]) -> str:
     return ",".join(map(str, cores))
 
 
-def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict,
-              progress: Progress) -> list[dict]:
-    """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
-    and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
+def lane_order(notebooks: list[Path]) -> tuple[dict, list[Path]]:
+    """({notebook name: names of the notebooks it waits for}, the whole-machine notebooks), from their
+    metadata. Raises ValueError for an order lanes cannot keep: a lane notebook waiting for a whole-machine
+    one (those run last), or notebooks waiting for each other in a circle."""
     names, meta = {p.stem for p in notebooks}, {p: _playbook_meta(p) for p in notebooks}
     waits_for = {p.name: {f"{d}.ipynb" for d in meta[p].get("after", []) if d in names} for p in notebooks}
     whole = [p for p in notebooks if meta[p].get("whole_machine")]
@@ -263,6 +294,21 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
         late = [w.name for w in whole if w.name in waits_for[p.name] and p not in whole]
         if late:
             raise ValueError(f"{p.name} waits for {late}, which run only after every lane is done")
+    done, left = set(), [p for p in notebooks if p not in whole]
+    while left:
+        ready = [p for p in left if waits_for[p.name] <= done]
+        if not ready:
+            raise ValueError(f"{', '.join(p.name for p in left)}: each waits for another ('after' in a circle)")
+        done |= {p.name for p in ready}
+        left = [p for p in left if p not in ready]
+    return waits_for, whole
+
+
+def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict,
+              progress: Progress) -> list[dict]:
+    """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
+    and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
+    waits_for, whole = lane_order(notebooks)
     pending, running, rows, finished = [p for p in notebooks if p not in whole], {}, [], set()
     expected = progress.expected
     (output / "logs").mkdir(exist_ok=True)
@@ -414,7 +460,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["smoke", "full"], default="smoke")
     ap.add_argument("--pattern", action="append", help="glob or substring of notebook names; repeatable")
-    ap.add_argument("--output", default=None, help="folder for executed notebooks, JSON and summary")
+    ap.add_argument("--output", default=None,
+                    help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
+                         "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
+                         "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
+                         "run again stay, for the notebooks that read them)")
     ap.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help="folder holding the notebooks")
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
@@ -452,16 +502,18 @@ def main(argv=None) -> int:
     if source:
         started += f"\nexpected times from {source}"
     if args.lanes > 1:
-        try:
+        try:   # lanes that do not fit this machine, or an order they cannot keep: refused before anything moves
             lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
-            print(started, *notes, sep="\n", flush=True)
-            rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)
-        except ValueError as e:   # lanes that do not fit this machine, or an order they cannot keep
+            lane_order(notebooks)
+        except ValueError as e:
             print(f"run_notebooks: {e}", file=sys.stderr)
             return 2
+    if not args.row_file:
+        moved = set_aside(output, notebooks)
+        print(started, *([moved] if moved else []), *notes, sep="\n", flush=True)
+    if args.lanes > 1:
+        rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)
     else:
-        if not args.row_file:
-            print(started, *notes, sep="\n", flush=True)
         rows = []
         for nb in notebooks:
             progress.start(nb)

@@ -200,7 +200,9 @@ def test_lanes_refuse_an_order_they_cannot_keep(tmp_path):
     (nbs / "91_after_all.ipynb").unlink()
     _write_timed_nb(nbs / "92_x.ipynb", after=["93_y"])
     _write_timed_nb(nbs / "93_y.ipynb", after=["92_x"])
+    (tmp_path / "out" / "summary.json").write_text('{"mode": "smoke", "notebooks": []}')
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(tmp_path / "out"), "--lanes", "2"]) == 2
+    assert (tmp_path / "out" / "summary.json").exists() and not (tmp_path / "out" / "previous").exists()
 
 
 def test_pick_next_takes_the_longest_ready_notebook():
@@ -295,3 +297,27 @@ pathlib.Path(OUTPUT_DIR, "90_reads.json").write_text(json.dumps({"headline": {},
     assert "- `bad.mp4` (90_reads): DecodeError: bad.mp4 [probe]: cannot open as a media file" in \
         (out / "summary.md").read_text()
     assert "1 of your files could not be read: listed in summary.md" in capsys.readouterr().out
+
+
+def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_path, capsys):
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_nb(nbs / "90_good.ipynb", GOOD)
+    _write_nb(nbs / "91_good.ipynb", GOOD.replace("90_good", "91_good").replace("42", "43"))
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
+    (out / "90_plot.png").write_bytes(b"old")
+    first = json.loads((out / "summary.json").read_text())
+    assert "previous" not in capsys.readouterr().out
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90"]) == 0
+    out_lines = capsys.readouterr().out.splitlines()
+    assert f"{out} held a smoke run of {first['machine']['date_utc']} UTC: its summary and the files of the " \
+           f"1 notebook(s) run again moved to {out / 'previous'}/" in out_lines
+    previous = out / "previous"
+    assert json.loads((previous / "summary.json").read_text()) == first
+    assert {p.name for p in previous.iterdir()} == {"summary.json", "summary.md", "90_good.ipynb", "90_good.json",
+                                                    "90_plot.png", "logs"}
+    assert not (out / "90_plot.png").exists()                               # the re-run notebook's old plot went
+    assert json.loads((out / "91_good.json").read_text())["headline"]["answer"] == 43   # the other stayed
+    assert [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]] == ["90_good.ipynb"]
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90"]) == 0
+    assert any(line.endswith("(replacing the run kept there)") for line in capsys.readouterr().out.splitlines())
