@@ -363,9 +363,11 @@ def run(args) -> Path:
         argv += ["--timeout", str(args.timeout)]
     if args.lanes > 1:
         argv += ["--lanes", str(args.lanes)]
+    for item in args.param or []:
+        argv += ["--param", item]
     if run_notebooks.main(argv) == 2:
-        raise NightlyError(f"no notebooks match {args.pattern}, or --lanes {args.lanes} does not fit this machine "
-                           "(the line above says which)")
+        raise NightlyError(f"no notebooks match {args.pattern}, a --param is malformed or names no notebook's "
+                           f"parameter, or --lanes {args.lanes} does not fit this machine (the line above says which)")
     _merge_summary(output, before)
     return output
 
@@ -375,15 +377,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compare-only", nargs="+", metavar="RESULTS_DIR",
                     help="compare these result folders (merged, the last winning) without running notebooks")
-    ap.add_argument("--baseline", default=str(BASELINE), help="folder of reference results (default: results/h200)")
+    ap.add_argument("--baseline", default=str(BASELINE),
+                    help="folder of reference results, e.g. results/cpu-2core for a smoke run (default: results/h200)")
     ap.add_argument("--tolerances", default=str(TOLERANCES), help="tolerance table (default: results/tolerances.json)")
     ap.add_argument("--report-dir", default=None, help="where report.md/json go (default: the first results folder)")
-    ap.add_argument("--pattern", action="append", help="notebooks to run and expect (glob or substring); repeatable")
-    ap.add_argument("--mode", choices=["smoke", "full"], default="full")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--pattern", action="append",
+                    help="notebooks to run and expect, a glob or substring of their names, e.g. '2[0-2]*' or 22; "
+                         "repeatable (default: every notebook)")
+    ap.add_argument("--mode", choices=["smoke", "full"], default="full",
+                    help="smoke: small media and short runs; full: the full measurements. The baseline must "
+                         "hold a run of the same mode (default: full)")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                    help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)")
     ap.add_argument("--output", default=None, help="results folder for a run (default: nightly/<YYYY-MM-DD>, UTC)")
-    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder holding the notebooks")
-    ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
+    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"),
+                    help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)")
+    ap.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="a notebook parameter for the run, as run_notebooks --param; repeatable")
+    ap.add_argument("--video-dir", default=None,
+                    help="a folder of your own videos, measured instead of the generated media set")
     ap.add_argument("--timeout", type=float, default=1800,
                     help="seconds per cell before its notebook counts as failed (hung); 0 for no limit (default: 1800)")
     ap.add_argument("--lanes", type=int, default=1,

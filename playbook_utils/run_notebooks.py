@@ -457,23 +457,36 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke")
-    ap.add_argument("--pattern", action="append", help="glob or substring of notebook names; repeatable")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
+                                        "(no notebook matched, a malformed --param, --lanes that do not fit).")
+    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke",
+                    help="smoke: small media and short runs, the same code as full; full: the full-size media set "
+                         "(720p to 4K) and full-length measurements (default: smoke)")
+    ap.add_argument("--pattern", action="append",
+                    help="which notebooks: a glob or a substring of their names, e.g. '2[0-2]*', 22 or decode; "
+                         "repeatable (default: every notebook)")
     ap.add_argument("--output", default=None,
                     help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
                          "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
                          "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
                          "run again stay, for the notebooks that read them)")
-    ap.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help="folder holding the notebooks")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    ap.add_argument("--notebooks", default=str(NOTEBOOK_DIR),
+                    help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                    help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)")
+    ap.add_argument("--video-dir", default=None,
+                    help="a folder of your own videos, measured instead of the generated media set; files that "
+                         "cannot be read are listed in summary.md (default: the generated media)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds one cell may run before its notebook counts as failed (default: no limit)")
     ap.add_argument("--lanes", type=int, default=1,
-                    help="notebooks run this many at a time, one GPU and an equal share of the cores each")
+                    help="run this many notebooks at a time, each with one GPU (where the machine has GPUs) and "
+                         "an equal share of the usable cores (default: 1)")
     ap.add_argument("--param", action="append", metavar="KEY=VALUE",
                     help="set a notebook parameter, e.g. WORKLOAD=sequential or MAX_FILES=50; repeatable "
-                         "(values read as Python literals where they parse, else as strings)")
+                         "(values read as Python literals where they parse, else as strings; SMOKE and "
+                         "OUTPUT_DIR come from --mode and --output)")
     ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)   # a lane's child writes its rows here
     args = ap.parse_args(argv)
 

@@ -55,3 +55,56 @@ def test_environment_yml_agrees_with_pyproject():
         expected |= set(extras[group])
     assert conda_pip == expected
     assert "-e ." in pip
+
+
+def _makefile():
+    return (ROOT / "Makefile").read_text()
+
+
+def test_make_help_lists_every_target_and_variable():
+    import re
+
+    text = _makefile()
+    phony = next(line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith(".PHONY:"))
+    assert "help" in phony and ".DEFAULT_GOAL := help" in text
+    recipe = re.search(r"^help:.*\n((?:\t.*\n)+)", text, re.M).group(1)
+    awk = next(line for line in recipe.splitlines() if "awk" in line)
+    program = re.search(r"awk '(.*)'", awk).group(1).replace("$$", "$")
+    if shutil.which("awk"):   # the recipe's own program on the Makefile, as make runs it
+        listed = subprocess.run(["awk", program, str(ROOT / "Makefile")], capture_output=True, text=True).stdout
+        rows = [line.split(None, 1) for line in listed.splitlines()]
+        assert [r[0] for r in rows] == phony and all(len(r) == 2 and r[1].strip() for r in rows)
+    for target in phony:
+        assert re.search(rf"^{target}:[^#\n]*## \S", text, re.M), f"{target} has no one-line description"
+    for variable in re.findall(r"^([A-Z_]+)\s*\?=", text, re.M):
+        assert re.search(rf'echo "  [^"]*\b{variable}=', recipe), f"make help does not describe {variable}"
+
+
+def test_make_playbook_passes_params_and_video_dir_to_the_runner():
+    text = _makefile()
+    assert "$(foreach p,$(PARAMS),--param $(p))" in text and "$(if $(VIDEO_DIR),--video-dir $(VIDEO_DIR))" in text
+
+
+@pytest.mark.parametrize("module", ["run_notebooks", "bench", "nightly", "setup_env"])
+def test_every_cli_option_is_described_with_its_values(module, monkeypatch):
+    import argparse
+    import importlib
+
+    class Parsed(Exception):
+        pass
+
+    def capture(self, *a, **k):
+        raise Parsed(self)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    with pytest.raises(Parsed) as e:
+        importlib.import_module(f"playbook_utils.{module}").main([])
+    parser = e.value.args[0]
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        assert action.help and len(action.help) > 15, f"{module} {action.option_strings}: no description"
+        for choice in action.choices or []:   # each valid value explained, not only listed in the usage line
+            assert str(choice) in action.help, f"{module} {action.option_strings}: {choice} is not explained"
+        if action.default not in (None, False) and not isinstance(action.default, bool):
+            assert "default" in action.help, f"{module} {action.option_strings}: the default is not said"
