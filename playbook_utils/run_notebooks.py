@@ -182,7 +182,8 @@ def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | N
 
 
 def set_aside(output: Path, notebooks: list[Path]) -> str | None:
-    """Before a run into a folder that holds one (a summary.json): move that run's summary and the files of
+    """Before a run into a folder that holds one (a summary.json): move that run's summary (and its
+    constraints.txt, the library versions it ran with) and the files of
     the notebooks about to run again (`NN_*` entries with their numbers, and their logs) into
     `output/previous/`, replacing what an earlier run left there; return the line that says so (None when
     there was no run). The files of other notebooks stay, since a notebook may read them (22 reads 20's)."""
@@ -199,7 +200,7 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     shutil.rmtree(previous, ignore_errors=True)
     (previous / "logs").mkdir(parents=True)
     numbers = {nb.name[:3] for nb in notebooks}
-    moving = [output / n for n in ("summary.json", "summary.md") if (output / n).exists()]
+    moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
     moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
     logs = [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers] \
         if (output / "logs").is_dir() else []
@@ -490,7 +491,7 @@ def main(argv=None) -> int:
     ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)   # a lane's child writes its rows here
     args = ap.parse_args(argv)
 
-    from playbook_utils import env
+    from playbook_utils import env, setup_env
 
     output = Path(args.output or f"playbook-output/{args.mode}").resolve()
     output.mkdir(parents=True, exist_ok=True)
@@ -507,7 +508,7 @@ def main(argv=None) -> int:
     caps = env.capabilities(rep)
     gpu = rep["gpu"]["devices"][0]["name"] if rep["gpu"]["available"] else "no GPU"
     machine = {"gpu": gpu, "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "date_utc": rep["date_utc"],
-               "capabilities": caps}
+               "capabilities": caps, "libraries": setup_env.installed_versions()}
     at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
     expected, source = expected_seconds(output, args.mode)
@@ -535,6 +536,8 @@ def main(argv=None) -> int:
         Path(args.row_file).write_text(json.dumps(rows))
     else:
         summary = write_summary(rows, output, args.mode, machine)
+        setup_env.write_constraints(output, machine["libraries"], f"installed for this {args.mode} run of "
+                                                                  f"{machine['date_utc']} UTC")
         unreadable = unreadable_files(rows)
         print(progress.tally(rows), *([f"{len(unreadable)} of your files could not be read: listed in summary.md"]
                                       if unreadable else []), f"summary: {summary}", sep="\n")

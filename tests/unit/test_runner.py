@@ -43,6 +43,12 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     assert rows["91_broken.ipynb"]["status"] == "failed"
     assert "planted failure" in rows["91_broken.ipynb"]["error"]
     assert rows["92_silent.ipynb"]["status"] == "failed" and "without writing" in rows["92_silent.ipynb"]["error"]
+    # the library versions it ran with: in the summary's stamp, and as the constraints a baseline carries
+    from playbook_utils import setup_env
+
+    assert summary["machine"]["libraries"] == setup_env.installed_versions() and "torch" in summary["machine"]["libraries"]
+    assert setup_env.read_constraints(out / "constraints.txt")["torch"] == \
+        f"torch=={summary['machine']['libraries']['torch'].split('+')[0]}"
     md = (out / "summary.md").read_text()
     assert "1 passed, 2 failed" in md and "answer: 42" in md and "gpu part: no GPU" in md
     assert (out / "90_good.ipynb").exists()
@@ -314,8 +320,8 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
            f"1 notebook(s) run again moved to {out / 'previous'}/" in out_lines
     previous = out / "previous"
     assert json.loads((previous / "summary.json").read_text()) == first
-    assert {p.name for p in previous.iterdir()} == {"summary.json", "summary.md", "90_good.ipynb", "90_good.json",
-                                                    "90_plot.png", "logs"}
+    assert {p.name for p in previous.iterdir()} == {"summary.json", "summary.md", "constraints.txt", "90_good.ipynb",
+                                                    "90_good.json", "90_plot.png", "logs"}
     assert not (out / "90_plot.png").exists()                               # the re-run notebook's old plot went
     assert json.loads((out / "91_good.json").read_text())["headline"]["answer"] == 43   # the other stayed
     assert [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]] == ["90_good.ipynb"]
