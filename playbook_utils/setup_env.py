@@ -8,7 +8,7 @@ Standard library only, so it runs before anything is installed. It
   * never installs, reinstalls or upgrades torch when torch is already importable (the NGC
     container's build stays). Where there is none it installs $TORCH_SPEC, else the constraints
     file's torch; on a machine without an NVIDIA driver the CPU-only build, from
-    $TORCH_INDEX_URL (default https://download.pytorch.org/whl/cpu), a few hundred MB instead of GBs;
+    $TORCH_INDEX_URL (default https://download.pytorch.org/whl/cpu), without the CUDA libraries;
   * picks the TorchCodec release that matches the installed torch, and the DALI wheel that
     matches torch's CUDA major (no CUDA: cuda120);
   * on a CPU-only machine (no NVIDIA driver, torch not a CUDA build) leaves out what cannot run
