@@ -198,7 +198,7 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     previous = output / "previous"
     replaced = previous.exists()
     shutil.rmtree(previous, ignore_errors=True)
-    (previous / "logs").mkdir(parents=True)
+    previous.mkdir()
     numbers = {nb.name[:3] for nb in notebooks}
     moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
     moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
@@ -207,9 +207,12 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     for p in moving:
         shutil.move(str(p), str(previous / p.name))
     for p in logs:
+        (previous / "logs").mkdir(exist_ok=True)
         shutil.move(str(p), str(previous / "logs" / p.name))
-    return (f"{output} held {what}: its summary and the files of the {len(numbers)} notebook(s) run again "
-            f"moved to {previous}/" + (" (replacing the run kept there)" if replaced else ""))
+    again = len({p.name[:3] for p in moving if p.name[:2].isdigit()})
+    files = f" and the files of the {again} notebook(s) run again" if again else ""
+    return (f"{output} held {what}: its summary{files} moved to {previous}/"
+            + (" (replacing the run kept there)" if replaced else ""))
 
 
 def lane_resources(lanes: int, gpus: int) -> list[dict]:

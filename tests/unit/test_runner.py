@@ -321,9 +321,12 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
     previous = out / "previous"
     assert json.loads((previous / "summary.json").read_text()) == first
     assert {p.name for p in previous.iterdir()} == {"summary.json", "summary.md", "constraints.txt", "90_good.ipynb",
-                                                    "90_good.json", "90_plot.png", "logs"}
+                                                    "90_good.json", "90_plot.png"}
     assert not (out / "90_plot.png").exists()                               # the re-run notebook's old plot went
     assert json.loads((out / "91_good.json").read_text())["headline"]["answer"] == 43   # the other stayed
     assert [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]] == ["90_good.ipynb"]
-    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90"]) == 0
-    assert any(line.endswith("(replacing the run kept there)") for line in capsys.readouterr().out.splitlines())
+    _write_nb(nbs / "92_new.ipynb", GOOD.replace("90_good", "92_new"))
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90", "--pattern", "92"]) == 0
+    assert any(line.endswith("the files of the 1 notebook(s) run again moved to "
+                             f"{out / 'previous'}/ (replacing the run kept there)")
+               for line in capsys.readouterr().out.splitlines())
