@@ -63,22 +63,6 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     assert re.fullmatch(r"1 passed, 2 failed in \d+s", lines[-2]) and lines[-1].startswith("summary: ")
 
 
-def test_a_second_run_expects_the_times_of_the_first(tmp_path, capsys):
-    nbs, out = tmp_path / "nbs", tmp_path / "out"
-    nbs.mkdir()
-    _write_nb(nbs / "90_good.ipynb", GOOD)
-    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
-    first = json.loads((out / "summary.json").read_text())["notebooks"][0]["seconds"]
-    capsys.readouterr()
-    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert "expected times from the last smoke run in this folder" in lines
-    assert f"[1/1] 90_good ... expected ~{run_notebooks.duration(first)}" in lines
-    # a full run in the same folder takes its times from the full reference run, not from a smoke run
-    times, source = run_notebooks.expected_seconds(out, "full")
-    assert source is None or source.startswith("results/h200")
-
-
 def test_durations_read_as_a_person_would_say_them():
     assert [run_notebooks.duration(s) for s in (0.4, 45, 80, 370.4, 3600, 3725)] == \
         ["0s", "45s", "1m20s", "6m10s", "1h00m", "1h02m"]
@@ -316,6 +300,12 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
     assert "previous" not in capsys.readouterr().out
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90"]) == 0
     out_lines = capsys.readouterr().out.splitlines()
+    # the times expected are the last run's, of the same mode
+    seconds = next(r["seconds"] for r in first["notebooks"] if r["notebook"] == "90_good.ipynb")
+    assert "expected times from the last smoke run in this folder" in out_lines
+    assert f"[1/1] 90_good ... expected ~{run_notebooks.duration(seconds)}" in out_lines
+    times, source = run_notebooks.expected_seconds(out, "full")   # a full run: the full reference's, not these
+    assert "90_good.ipynb" not in times and (source is None or source.startswith("results/h200"))
     assert f"{out} held a smoke run of {first['machine']['date_utc']} UTC: its summary and the files of the " \
            f"1 notebook(s) run again moved to {out / 'previous'}/" in out_lines
     previous = out / "previous"
