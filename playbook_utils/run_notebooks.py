@@ -28,6 +28,7 @@ import ast
 import fnmatch
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,8 +56,12 @@ def notebook_parameters(path) -> list[str]:
     for cell in json.loads(Path(path).read_text()).get("cells", []):
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            try:
+                body = ast.parse(source).body
+            except SyntaxError:   # e.g. an IPython magic: the plain `NAME = ...` lines still count
+                return list(dict.fromkeys(re.findall(r"^([A-Za-z_]\w*)\s*=[^=]", source, re.M)))
             names = []
-            for node in ast.parse(source).body:
+            for node in body:
                 targets = node.targets if isinstance(node, ast.Assign) else \
                     [node.target] if isinstance(node, ast.AnnAssign) else []
                 names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]

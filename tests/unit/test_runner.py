@@ -118,6 +118,10 @@ pathlib.Path(OUTPUT_DIR, "{stem}.json").write_text(json.dumps({{"headline": {{
     _write_nb(nbs / "91_lacks.ipynb", body.format(stem="91_lacks"))
     assert run_notebooks.notebook_parameters(nbs / "90_takes.ipynb") == [
         "SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR", "WORKLOAD", "MAX_FILES"]
+    _write_nb(nbs / "93_magic.ipynb", "x = 1", extra_params="\n%matplotlib inline\nWORKLOAD = 'a'")
+    assert run_notebooks.notebook_parameters(nbs / "93_magic.ipynb") == [
+        "SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR", "WORKLOAD"]
+    (nbs / "93_magic.ipynb").unlink()
     code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out),
                                "--param", "WORKLOAD=sequential", "--param", "MAX_FILES=50"])
     assert code == 0
