@@ -254,11 +254,12 @@ def install_ffmpeg(apt: bool) -> None:
               "  sudo apt-get install -y ffmpeg    (Debian/Ubuntu)", flush=True)
 
 
-def install_lean(install: Installer, spec: str) -> list[str]:
+def install_lean(install: Installer, spec: str) -> list[str] | None:
     """Install `spec` without the NVIDIA libraries it depends on (its other dependencies installed as usual);
-    return the left-out requirement names. For DALI on a CPU-only machine, whose CPU video decoder needs none."""
+    return the left-out requirement names, or None when pip failed (it said why). For DALI on a CPU-only
+    machine, whose CPU video decoder needs none of them."""
     if not install([spec], check=False, options=("--no-deps",)):
-        return []
+        return None
     dist = _requirement(spec).name
     left, others = [], []
     for line in md.requires(dist) or []:
@@ -317,6 +318,7 @@ def main(argv=None) -> int:
     build = torch_build()
     driver = nvidia_driver_present()
     gpu = {"yes": True, "no": False}.get(args.gpu_libraries, driver or bool(build and build[1]))
+    no_gpu = "--gpu-libraries no" if args.gpu_libraries == "no" else "no NVIDIA driver here"
     path = None if args.no_constraints else Path(args.constraints or BASELINES["gpu" if gpu else "cpu"] / "constraints.txt")
     constraints = read_constraints(path) if path and path.exists() else None
     install = Installer(constraints)
@@ -339,7 +341,7 @@ def main(argv=None) -> int:
         spec = os.environ.get("TORCH_SPEC") or (constraints or {}).get("torch") or "torch"
         index = os.environ.get("TORCH_INDEX_URL") or (None if gpu else CPU_TORCH_INDEX)
         where = f" from {index}" if index else ""
-        why = "" if gpu else " (no NVIDIA driver here: the CPU-only build)"
+        why = "" if gpu else f" ({no_gpu}: the CPU-only build)"
         print(f"setup: no torch here; installing {spec}{where}{why}", flush=True)
         install([spec], options=("--index-url", index) if index else ())
         build = torch_build()
@@ -366,8 +368,9 @@ def main(argv=None) -> int:
             if tc is None:
                 print(f"setup: left out TorchCodec: {why}", flush=True)
             if not gpu:
-                print("setup: left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and this machine has no NVIDIA "
-                      "driver (no libcuda.so.1, no nvidia-smi)", flush=True)
+                print("setup: left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and "
+                      + ("--gpu-libraries no" if args.gpu_libraries == "no" else
+                         "this machine has no NVIDIA driver (no libcuda.so.1, no nvidia-smi)"), flush=True)
         for spec in pending:
             if not install([spec], check=False):
                 print(f"setup: {spec} is not installed; the notebooks will report it as unavailable", flush=True)
@@ -376,9 +379,12 @@ def main(argv=None) -> int:
                 print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
         elif dali_pending:
             left = install_lean(install, dali)
-            print(f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP9 only (the notebooks "
-                  "use it on the CPU)" + (f"; left out its GPU libraries {', '.join(left)}: no NVIDIA driver here"
-                                          if left else ""), flush=True)
+            if left is None:
+                print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
+            else:
+                print(f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP9 only (the notebooks "
+                      "use it on the CPU)" + (f"; left out its GPU libraries {', '.join(left)}: {no_gpu}"
+                                              if left else ""), flush=True)
 
     if not _project_installed():
         install([str(ROOT)], options=("--no-deps", "--no-build-isolation", "-e"))

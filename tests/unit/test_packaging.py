@@ -225,6 +225,15 @@ def test_a_cpu_only_machine_gets_cpu_torch_and_leaves_out_what_needs_a_driver(mo
     specs = [s for batch, _ in installed for s in batch]
     assert "pynvvideocodec>=2.0" in specs and (["nvidia-dali-cuda130"], ()) in installed
     assert "installing within results/h200/constraints.txt" in capsys.readouterr().out
+    # --gpu-libraries no on that machine: left out, and the line gives that reason, not a missing driver
+    installed.clear()
+    torch = iter([("2.11.0", "13.0")])
+    assert setup_env.main(["--gpu-libraries", "no", "--no-constraints"]) == 0
+    out = capsys.readouterr().out
+    assert not any(s.startswith("pynvvideocodec") for batch, _ in installed for s in batch)
+    assert "left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and --gpu-libraries no" in out
+    assert "left out its GPU libraries nvidia-nvimgcodec-cu12, nvidia-libnvcomp-cu12: --gpu-libraries no" in out
+    assert "--no-constraints: installing the newest releases" in out
 
 
 def test_setup_is_silent_when_there_is_nothing_to_do(monkeypatch, capsys):
