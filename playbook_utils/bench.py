@@ -224,14 +224,15 @@ COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact"
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
-    """Write rows as bench.csv (stamp in leading comment lines) and bench.json; return both paths."""
+    """Write rows as bench.csv (a plain CSV: one header line, then one line per row), the environment stamp
+    beside it as bench_stamp.json, and both as bench.json; return the CSV and JSON paths."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     js = output / "bench.json"
     js.write_text(json.dumps({"stamp": env_stamp, "rows": rows}, indent=1))
+    (output / "bench_stamp.json").write_text(json.dumps(env_stamp, indent=1))
     cs = output / "bench.csv"
     with cs.open("w", newline="") as f:
-        f.write(f"# {json.dumps(env_stamp)}\n")
         w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
@@ -262,16 +263,39 @@ def run_all(jobs: list[Job], progress: bool = True) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from playbook_utils.decoders import BACKENDS
+
+    def words(spec: dict) -> str:
+        if spec["kind"] == "uniform":
+            return f"{spec['k']} frames spread evenly over the video"
+        if spec["kind"] == "clips":
+            return f"{spec['num_clips']} random clips of {spec['clip_len']} frames, stride {spec['stride']}"
+        return "every frame in order"
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Writes OUTPUT/bench.csv (plain CSV, one row per job), OUTPUT/bench_stamp.json "
+                                        "(the environment stamp) and OUTPUT/bench.json (both). Exit status 0 when at "
+                                        "least one job was measured, else 1.")
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--backends", default="pyav,decord,torchcodec,pynvvideocodec,dali")
-    ap.add_argument("--workloads", default="sequential,uniform16")
-    ap.add_argument("--clips", default=None, help="comma-separated paths; default: the media set's clips")
-    ap.add_argument("--threads", default="1")
-    ap.add_argument("--min-time", type=float, default=None)
-    ap.add_argument("--output", default="playbook-output/bench")
+    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke",
+                    help="smoke: the small media set, 0.3 s per job; full: the full-size media, 3 s per job "
+                         "(default: smoke)")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, cuda or cuda:N; a backend without a path on it gives 'unavailable' rows (default: cpu)")
+    ap.add_argument("--backends", default=",".join(BACKENDS),
+                    help=f"comma-separated, among {', '.join(BACKENDS)} (default: all)")
+    ap.add_argument("--workloads", default="sequential,uniform16",
+                    help="comma-separated, among " + "; ".join(
+                        f"{name} ({words(spec)})" for name, spec in WORKLOADS.items())
+                    + " (default: sequential,uniform16)")
+    ap.add_argument("--clips", default=None,
+                    help="comma-separated video paths (default: the media set of --mode, made on first use)")
+    ap.add_argument("--threads", default="1",
+                    help="comma-separated counts of concurrent callers in one process, e.g. 1,4 (default: 1)")
+    ap.add_argument("--min-time", type=float, default=None,
+                    help="seconds each job repeats its calls for, at least (default: 0.3 smoke, 3.0 full)")
+    ap.add_argument("--output", default="playbook-output/bench",
+                    help="folder for the tables (default: playbook-output/bench)")
     args = ap.parse_args(argv)
     if args.child:
         try:
@@ -283,6 +307,10 @@ def main(argv=None) -> int:
             result = {"status": status, "error": f"{type(e).__name__}: {e}"[:400]}
         print(json.dumps(result), flush=True)
         return 0
+    unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + \
+        [b for b in args.backends.split(",") if b not in BACKENDS]
+    if unknown:
+        ap.error(f"unknown workload or backend: {', '.join(unknown)} (see --help for the valid names)")
     from playbook_utils import media
 
     clips = args.clips.split(",") if args.clips else list(media.default_media(smoke=args.mode == "smoke").values())
