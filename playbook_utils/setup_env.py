@@ -61,6 +61,20 @@ def satisfied(spec: str) -> bool:
     return not req.specifier or req.specifier.contains(version, prereleases=True)
 
 
+def reachable(url: str, timeout: float = 3.0) -> bool:
+    """True when a TCP connection to `url`'s host and port opens within `timeout` seconds (a machine without
+    internet access, or one that reaches only a mirror, would otherwise spend minutes in pip's retries)."""
+    import socket
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    try:
+        with socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def torch_build() -> tuple[str, str | None] | None:
     """(version, CUDA version or None) of the importable torch, or None when there is none."""
     code = "import torch; print(torch.__version__.split('+')[0]); print(torch.version.cuda or '')"
@@ -340,6 +354,10 @@ def main(argv=None) -> int:
         say_constraints()
         spec = os.environ.get("TORCH_SPEC") or (constraints or {}).get("torch") or "torch"
         index = os.environ.get("TORCH_INDEX_URL") or (None if gpu else CPU_TORCH_INDEX)
+        if index and not os.environ.get("TORCH_INDEX_URL") and not reachable(index):
+            print(f"setup: {index} cannot be reached from here; taking torch from the configured package index",
+                  flush=True)
+            index = None
         where = f" from {index}" if index else ""
         why = "" if gpu else f" ({no_gpu}: the CPU-only build)"
         print(f"setup: no torch here; installing {spec}{where}{why}", flush=True)

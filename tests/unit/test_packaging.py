@@ -244,3 +244,16 @@ def test_setup_is_silent_when_there_is_nothing_to_do(monkeypatch, capsys):
     monkeypatch.setattr(setup_env, "satisfied", lambda spec: True)
     assert setup_env.main([]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_reachable_tells_an_open_port_from_a_closed_one():
+    import socket
+
+    from playbook_utils.setup_env import reachable
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert reachable(f"http://127.0.0.1:{port}/whl/cpu")
+    assert not reachable(f"http://127.0.0.1:{port}/whl/cpu", timeout=1)
