@@ -204,6 +204,13 @@ def test_a_cpu_only_machine_gets_cpu_torch_and_leaves_out_what_needs_a_driver(mo
     monkeypatch.setattr(importlib.metadata, "requires", lambda dist: [
         "numpy", "nvtx", "nvidia-nvimgcodec-cu12[all]<0.10.0,>=0.9.0", "nvidia-libnvcomp-cu12==5.3.0.16",
         'pytest; extra == "test"'])
+    monkeypatch.setattr(setup_env, "reachable", lambda url: False)   # a machine that reaches only a mirror
+    assert setup_env.main([]) == 0
+    assert installed[0] == (["torch==2.13.0"], ())
+    assert "cannot be reached from here; taking torch from the configured package index" in capsys.readouterr().out
+    installed.clear()
+    torch = iter([None, ("2.13.0", None)])
+    monkeypatch.setattr(setup_env, "reachable", lambda url: True)
     assert setup_env.main([]) == 0
     out = capsys.readouterr().out
     specs = [s for batch, _ in installed for s in batch]
