@@ -166,9 +166,9 @@ class Notebook:
         return self.infos[name] if name else None
 
     # ------------------------------------------------------------------ checks and skips
-    def check(self, label: str, frames, wanted, record: bool = True) -> bool:
+    def check(self, label: str, frames, wanted, record: bool = True) -> None:
         """Read the stamp of every frame, compare with the indices `wanted`, print one line
-        ('exact' or 'WRONG' with what came back) and record it in `checks`; return the verdict."""
+        ('exact' or 'WRONG' with what came back) and record the verdict in `checks[label]`."""
         got, wanted = media.read_stamps(frames), list(wanted)
         ok = got == wanted
         if record:
@@ -180,7 +180,6 @@ class Notebook:
             bad = sum(g != w for g, w in zip(got, wanted)) + abs(len(got) - len(wanted))
             print(f"WRONG   {label}: {bad} of {len(wanted)} frames are not the ones asked for\n"
                   f"        asked {wanted[:12]}\n        got   {got[:12]}")
-        return ok
 
     def skip(self, section: str, reason: str) -> None:
         """Record a section that cannot run here and say so in one visible line."""
@@ -247,10 +246,10 @@ class Notebook:
 
         return {f"{kind}_{w}_fps": rate(kind == "gpu", w) for kind in ("cpu", "gpu") for w in ("sequential", "sparse")}
 
-    def matrix_rows(self, backend: str, devices) -> dict:
+    def matrix_rows(self, backend: str, devices) -> None:
         """Run the correctness matrix for one backend on `devices` (each file in a child process), print
         the table and the reason for every outcome that is not 'exact', and record that no outcome is
-        WRONG or crashed. Returns {case: {column: outcome}}."""
+        WRONG or crashed. The table, {case: {column: outcome}}, goes to `results.data['matrix']`."""
         from playbook_utils.decoders import matrix
 
         table: dict = {}
@@ -268,13 +267,12 @@ class Notebook:
         self.checks[f"matrix: {backend} returns no wrong frame"] = not any(
             o.startswith(("WRONG", "crashed")) for row in table.values() for o in row.values())
         self.results.data["matrix"] = table
-        return table
 
     # ------------------------------------------------------------------ the end
-    def finish(self, **headline) -> Path:
+    def finish(self, **headline) -> None:
         """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact': every stamp check passed, unless
-        given), the checks and the figures; print the headline; then fail the notebook if a check or a
-        `section` failed. Returns the JSON's path."""
+        given), the checks and the figures; print its path and the headline; then fail the notebook if a
+        check or a `section` failed."""
         import json
 
         headline.setdefault("exact", bool(self.checks) and all(self.checks.values()))
@@ -286,4 +284,3 @@ class Notebook:
         self.results.raise_failures()
         if failed:
             raise AssertionError(f"stamp checks failed: {failed}")
-        return path

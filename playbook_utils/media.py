@@ -276,6 +276,11 @@ class VideoInfo:
     pts: list[int] = dataclasses.field(default_factory=list, repr=False)  # per frame, presentation order
 
     @property
+    def name(self) -> str:
+        """The file name, without its folder."""
+        return Path(self.path).name
+
+    @property
     def gop_lengths(self) -> list[int]:
         """Frames between consecutive keyframes (the last GOP runs to the end)."""
         ks = self.keyframes + [self.num_frames]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,36 @@ def notebook_stats(path) -> NotebookStats:
             except SyntaxError as e:
                 stats.parse_errors.append(f"cell {k}: {e.msg} (line {e.lineno})")
     return stats
+
+
+WARNING_LINE = re.compile(r"Warning|WARN|\[W ")
+_SHOWS_FIGURE = re.compile(r"savefig\(|\b(nb|kit)\.show\(")
+
+
+def output_problems(path) -> list[str]:
+    """What an executed notebook shows that a reader should not see, one line per problem: a traceback (an
+    error output), raw stderr, a warning line in printed output (`WARNING_LINE`), or a cell that saves or
+    shows a figure (`savefig(`, `nb.show(`, `kit.show(`) without an inline image and without a SKIPPED
+    line that says why. Used by the notebook tests on every executed smoke copy."""
+    nb = json.loads(Path(path).read_text())
+    problems = []
+    for k, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        outputs = cell.get("outputs", [])
+        text = "".join("".join(o.get("text", "")) for o in outputs
+                       if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        for o in outputs:
+            if o.get("output_type") == "error":
+                problems.append(f"cell {k}: traceback: {o.get('ename')}: {str(o.get('evalue'))[:120]}")
+            elif o.get("output_type") == "stream" and o.get("name") == "stderr":
+                problems.append(f"cell {k}: stderr: {''.join(o.get('text', '')).strip()[:120]}")
+        problems += [f"cell {k}: warning line: {line.strip()[:120]}" for line in text.splitlines()
+                     if WARNING_LINE.search(line)]
+        images = sum("image/png" in o.get("data", {}) for o in outputs)
+        if _SHOWS_FIGURE.search(_source(cell)) and not images and "SKIPPED" not in text:
+            problems.append(f"cell {k}: makes a figure but shows no inline image")
+    return problems
 
 
 def shared_names(all_stats: list[NotebookStats]) -> dict[str, list[str]]:

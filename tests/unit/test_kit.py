@@ -85,8 +85,9 @@ def test_check_skip_rate_table_and_finish(tmp_path, capsys):
     nb = kit.Notebook("90_kit", tmp_path, "cpu")
     assert nb.device == "cpu" and not nb.gpu and nb.no_gpu == "DEVICE='cpu'"
     assert capsys.readouterr().out.startswith("Ran on ")
-    assert nb.check("right", luma_frames([3, 1, 1]), [3, 1, 1])
-    assert not nb.check("wrong", luma_frames([3, 2]), [3, 1], record=False)
+    nb.check("right", luma_frames([3, 1, 1]), [3, 1, 1])
+    nb.check("wrong", luma_frames([3, 2]), [3, 1], record=False)
+    assert nb.checks == {"right": True}
     assert "WRONG   wrong: 1 of 2 frames" in capsys.readouterr().out
     assert nb.needs_gpu("a GPU part") is False
     assert nb.results.skipped == ["a GPU part: DEVICE='cpu'"]

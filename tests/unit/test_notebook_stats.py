@@ -48,3 +48,37 @@ def test_strict_exit_follows_the_limits(tmp_path, capsys, monkeypatch):
     assert notebook_stats.main([str(a), str(b)]) == 0            # reports, does not fail
     assert notebook_stats.main(["--strict", str(a), str(b)]) == 1  # f in two notebooks
     assert re.search(r"names_in_several_notebooks +1 +limit +0 +OVER", capsys.readouterr().out)
+
+
+def _executed(path, cells):
+    doc = {"cells": [{"cell_type": "code", "metadata": {}, "source": src, "outputs": outs, "execution_count": 1}
+                     for src, outs in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _stream(text, name="stdout"):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def test_output_problems_finds_tracebacks_stderr_warnings_and_missing_figures(tmp_path):
+    image = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Image>"}, "metadata": {}}
+    clean = _executed(tmp_path / "clean.ipynb", [
+        ("print('exact')", [_stream("exact   16 frames\n")]),
+        ("nb.show(fig, 'a.png')", [image]),
+        ("if nb.needs_gpu('grid'):\n    nb.show(fig, 'b.png')", [_stream("SKIPPED  grid: no CUDA GPU here\n")]),
+        ("fig.savefig('c.png')\nplt.show()", [image]),
+    ])
+    assert notebook_stats.output_problems(clean) == []
+    dirty = _executed(tmp_path / "dirty.ipynb", [
+        ("x", [{"output_type": "error", "ename": "RuntimeError", "evalue": "boom", "traceback": []}]),
+        ("y", [_stream("[/opt/dali/video_loader.h:162] a notice\n", "stderr")]),
+        ("z", [_stream("ok\n[WARN ][03:12:48] INVALID INDEX 300\n"), _stream("UserWarning: slow\n")]),
+        ("fig.savefig('d.png')\nplt.show()", [_stream("saved\n")]),
+        ("nb.show(fig, 'e.png')", []),
+    ])
+    problems = notebook_stats.output_problems(dirty)
+    assert [p.split(":")[0] for p in problems] == ["cell 0", "cell 1", "cell 2", "cell 2", "cell 3", "cell 4"]
+    assert "traceback: RuntimeError: boom" in problems[0] and "stderr" in problems[1]
+    assert "INVALID INDEX 300" in problems[2] and "UserWarning" in problems[3]
+    assert problems[4].endswith("no inline image") and problems[5].endswith("no inline image")
