@@ -237,11 +237,12 @@ class Notebook:
         return table
 
     @staticmethod
-    def headline_rates(table: list[dict], clip: str) -> dict:
-        """cpu/gpu sequential and sparse frames/s of `clip` from a `rate_table` (None where not measured):
-        the headline numbers every library notebook reports."""
+    def headline_rates(table: list[dict], clip: str, gpu_clip: str | None = None) -> dict:
+        """cpu/gpu sequential and sparse frames/s of `clip` (on the GPU: `gpu_clip`, if given) from a
+        `rate_table`, None where not measured or not exact: the headline every library notebook reports."""
         def rate(gpu, workload):
-            return next((r["fps"] for r in table if r["clip"] == clip and r["device"].startswith("cuda") == gpu
+            name = gpu_clip or clip if gpu else clip
+            return next((r["fps"] for r in table if r["clip"] == name and r["device"].startswith("cuda") == gpu
                          and r["workload"].startswith(workload) and r["exact"]), None)
 
         return {f"{kind}_{w}_fps": rate(kind == "gpu", w) for kind in ("cpu", "gpu") for w in ("sequential", "sparse")}
@@ -263,7 +264,7 @@ class Notebook:
                 if outcome != "exact":
                     reasons.setdefault(f"{col}: {outcome}", []).append(case)
         for why, cases in reasons.items():
-            print(f"  {', '.join(cases)} -> {why}")
+            print(f"  {' | '.join(cases)} -> {why}")
         self.checks[f"matrix: {backend} returns no wrong frame"] = not any(
             o.startswith(("WRONG", "crashed")) for row in table.values() for o in row.values())
         self.results.data["matrix"] = table
