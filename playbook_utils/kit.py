@@ -169,7 +169,11 @@ class Notebook:
     def check(self, label: str, frames, wanted, record: bool = True) -> None:
         """Read the stamp of every frame, compare with the indices `wanted`, print one line
         ('exact' or 'WRONG' with what came back) and record the verdict in `checks[label]`."""
-        got, wanted = media.read_stamps(frames), list(wanted)
+        self.check_stamps(label, media.read_stamps(frames), wanted, record)
+
+    def check_stamps(self, label: str, got, wanted, record: bool = True) -> None:
+        """`check` for stamps already read (`media.read_stamps`): `got` against the indices `wanted`."""
+        got, wanted = list(got), list(wanted)
         ok = got == wanted
         if record:
             self.checks[label] = ok

@@ -92,6 +92,9 @@ def test_decoder_notebooks_prove_their_frames(smoke_run):
     r13 = result(out, "13_pynvvideocodec")
     if not env.capabilities()["nvdec"]:
         assert r13["skipped"] and r13["headline"]["gpu_sequential_fps"] is None
+    r15 = result(out, "15_dali_readers")
+    assert r15["headline"]["exact"] is True
+    assert r15["headline"]["cpu_reader_drops_undecodable"] in (True, False)
 
 
 def test_20_benchmarks_every_available_backend_exactly(smoke_run):
