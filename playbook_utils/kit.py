@@ -116,13 +116,13 @@ class Notebook:
     """One notebook's run: device, media, stamp checks, skips, figures, rate table and results.
 
     `Notebook(stem, output_dir, device="auto", libraries=("av",))` resolves DEVICE ('cuda' only where
-    torch sees a GPU), prints the one-line machine stamp, and collects what `finish` writes to
+    torch sees a GPU), prints the one-line machine stamp (unless `stamp=False`), and collects what `finish` writes to
     `output_dir/<stem>.json`. Attributes: `device`, `gpu` (a CUDA device whose NVDEC library loads),
     `gpu_id`, `no_gpu` (why not, or None), `out`, `machine` (a short label for figure titles),
     `checks` ({label: passed}), `results` (the `NotebookResults`). Introduced in notebook 01.
     """
 
-    def __init__(self, stem: str, output_dir, device: str = "auto", libraries=()):
+    def __init__(self, stem: str, output_dir, device: str = "auto", libraries=(), stamp: bool = True):
         self.results = NotebookResults(stem, output_dir)
         self.out = Path(output_dir)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -145,7 +145,8 @@ class Notebook:
         self.machine = f"{g['devices'][0]['name']}, {cpu}" if g["available"] else cpu
         self.results.data["environment"] = {k: rep[k] for k in ("date_utc", "host", "cpu_model", "cpu_usable_cores")}
         self.results.data["environment"]["gpu"] = g
-        print(machine_line(rep, self.device, libraries))
+        if stamp:   # notebook 00 prints the whole report instead
+            print(machine_line(rep, self.device, libraries))
         if device not in ("auto", self.device):   # asked for a device this machine does not have
             print(note)
 
@@ -275,12 +276,12 @@ class Notebook:
 
     # ------------------------------------------------------------------ the end
     def finish(self, **headline) -> None:
-        """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact': every stamp check passed, unless
-        given), the checks and the figures; print its path and the headline; then fail the notebook if a
+        """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact': every stamp check passed, None when
+        there were none, unless given), the checks and the figures; print its path and the headline; then fail the notebook if a
         check or a `section` failed."""
         import json
 
-        headline.setdefault("exact", bool(self.checks) and all(self.checks.values()))
+        headline.setdefault("exact", all(self.checks.values()) if self.checks else None)
         self.results.headline = headline
         self.results.data.update(checks=self.checks, figures=self.figures)
         path = self.results.write()

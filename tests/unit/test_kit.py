@@ -115,6 +115,8 @@ def test_finish_passes_when_every_check_does(tmp_path):
     nb.check("right", luma_frames([0, 5]), [0, 5])
     nb.finish()
     assert json.loads((tmp_path / "90_ok.json").read_text())["headline"] == {"exact": True}
+    kit.Notebook("90_none", tmp_path, "cpu").finish(answer=1)
+    assert json.loads((tmp_path / "90_none.json").read_text())["headline"] == {"answer": 1, "exact": None}
 
 
 def test_pick_chooses_by_codec_and_gop(tmp_path, monkeypatch):
