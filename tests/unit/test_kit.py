@@ -145,3 +145,13 @@ def test_plots_title_each_frame_with_its_stamp_and_count_gops():
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["a\n2 frames, 1 of 3 GOPs", "b\n3 frames, 3 of 3 GOPs"]
     plt.close("all")
+
+
+def test_headline_rates_take_the_gpu_rows_of_their_own_clip():
+    table = [{"device": "cpu", "workload": "sequential", "clip": "a.webm", "fps": 10.0, "exact": True},
+             {"device": "cpu", "workload": "sparse K=16", "clip": "a.webm", "fps": 2.0, "exact": True},
+             {"device": "cuda:0", "workload": "sequential", "clip": "b.mp4", "fps": 500.0, "exact": True},
+             {"device": "cuda:0", "workload": "sparse K=16", "clip": "b.mp4", "fps": 30.0, "exact": False}]
+    assert kit.Notebook.headline_rates(table, "a.webm", "b.mp4") == {
+        "cpu_sequential_fps": 10.0, "cpu_sparse_fps": 2.0, "gpu_sequential_fps": 500.0, "gpu_sparse_fps": None}
+    assert kit.Notebook.headline_rates(table, "a.webm")["gpu_sequential_fps"] is None
