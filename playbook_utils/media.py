@@ -116,6 +116,19 @@ def read_stamp(frame) -> int:
     return int(sum(int(bit) << (STAMP_BITS - 1 - i) for i, bit in enumerate(bits[0])))
 
 
+def read_stamps(frames) -> list[int | None]:
+    """Return the stamped index of each frame of `frames` (a batch in any layout `read_stamp` takes, or a
+    list of frames; any device), with None for a frame that carries no valid stamp. Introduced in notebook 01;
+    every notebook checks its frames with it (`kit.Notebook.check`)."""
+    got = []
+    for frame in frames:
+        try:
+            got.append(read_stamp(frame))
+        except StampError:
+            got.append(None)
+    return got
+
+
 def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) -> None:
     for k, digit in enumerate(str(number)):
         glyph = np.array([int(c) for c in _FONT[digit]], dtype=bool).reshape(5, 3)
@@ -281,6 +294,11 @@ class VideoInfo:
     b_frames: bool = False
     open_gop: bool = False
     pts: list[int] = dataclasses.field(default_factory=list, repr=False)  # per frame, presentation order
+
+    @property
+    def name(self) -> str:
+        """The file name, without its folder."""
+        return Path(self.path).name
 
     @property
     def gop_lengths(self) -> list[int]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from playbook_utils import env, media, run_notebooks
+from playbook_utils import env, media, notebook_stats, run_notebooks
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 NOTEBOOKS = sorted(run_notebooks.NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -92,6 +92,9 @@ def test_decoder_notebooks_prove_their_frames(smoke_run):
     r13 = result(out, "13_pynvvideocodec")
     if not env.capabilities()["nvdec"]:
         assert r13["skipped"] and r13["headline"]["gpu_sequential_fps"] is None
+    r15 = result(out, "15_dali_readers")
+    assert r15["headline"]["exact"] is True
+    assert r15["headline"]["cpu_reader_drops_undecodable"] in (True, False)
 
 
 def test_20_benchmarks_every_available_backend_exactly(smoke_run):
@@ -152,6 +155,19 @@ def test_21_gpu_loaders_get_more_batches_than_their_warm_up(smoke):
     exec("\n".join(constants), ns)
     for items in ("GPU_ITEMS", "SAMPLED_ITEMS"):
         assert ns[items] // ns["BATCH"] > ns["WARMUP_BATCHES"], items
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_executed_copy_shows_its_figures_and_no_traceback_warning_or_stderr(smoke_run, path):
+    _, out, _ = smoke_run
+    executed = Path(out) / path.name
+    if not executed.exists():
+        pytest.fail(f"no executed copy of {path.name} (see test_every_notebook_passes_in_smoke_mode)")
+    assert notebook_stats.output_problems(executed) == []
+    figures = json.loads((Path(out) / f"{path.stem}.json").read_text()).get("figures", [])
+    images = sum("image/png" in o.get("data", {}) for c in nbformat.read(executed, as_version=4).cells
+                 if c.cell_type == "code" for o in c.get("outputs", []))
+    assert images >= len(figures), f"{len(figures)} figures saved ({figures}), {images} shown inline"
 
 
 @pytest.fixture(scope="module")
