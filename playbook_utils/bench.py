@@ -240,6 +240,23 @@ def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
     return cs, js
 
 
+def format_rows(rows: list[dict]) -> str:
+    """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
+    per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
+    row has no rate). Notebook 20."""
+    lines = [f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
+             f"exact  check"]
+    for r in rows:
+        ok = r["status"] == "ok"
+        fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
+        spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
+        pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
+        note = r["check"] if ok else f"{r['status']}: {(r.get('error') or '')[:70]}"
+        lines.append(f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:24]:24s} {fps} "
+                     f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}")
+    return "\n".join(lines)
+
+
 def plan(backends, device: str, workloads, clips, threads=(1,), min_time: float = 2.0) -> list[Job]:
     """Every backend x workload x clip x thread count (a backend that cannot run here yields 'unavailable' rows)."""
     return [Job(b, device, w, str(c), t, min_time) for b in backends for w in workloads for c in clips for t in threads]

@@ -166,6 +166,25 @@ class Notebook:
         name = media.pick_clip(self.infos, codec, long_gop)
         return self.infos[name] if name else None
 
+    def timed(self, codec: str, video_dir=None, long_gop: bool = False):
+        """The clip a measured section times: with `video_dir`, the reader's own file of `codec` nearest 1080p
+        with the shortest (or longest) GOP, its frames then checked against another library's decode since it
+        carries no stamps (`exactness`); without it, or where no readable file of that codec is there (said in
+        one line), the media set's clip (`pick`). The folder's unreadable files are listed once, with their cause."""
+        if video_dir is None:
+            return self.pick(codec, long_gop)
+        if getattr(self, "_yours", None) is None:
+            self._yours = media.scan_videos(video_dir)
+            print(self._yours.report())
+            self.results.data["unreadable"] = self._yours.unreadable
+        name = media.pick_clip(self._yours.infos, codec, long_gop)
+        if name is None:
+            print(f"none of your files is {codec}: timing the media set's clip instead")
+            return self.pick(codec, long_gop)
+        info = self._yours.infos[name]
+        self.infos[info.name] = info
+        return info
+
     # ------------------------------------------------------------------ checks and skips
     def check(self, label: str, frames, wanted, record: bool = True) -> None:
         """Read the stamp of every frame, compare with the indices `wanted`, print one line
@@ -214,18 +233,22 @@ class Notebook:
         """Time each row and check its frames; print one small table and return its rows.
 
         `rows`: (device, workload, clip name, fn, wanted indices); `fn()` returns the frames. One call is
-        stamp-checked, then `fn` is timed with `timing.measure` (GPU work synchronized). A row whose
+        checked (by the stamps, or against another library's decode on a clip without them: `exactness`), then `fn` is timed with `timing.measure` (GPU work synchronized). A row whose
         call raises gets its error instead of a rate. Each row: device, workload, clip, fps, spread_pct,
         exact, error.
         """
+        from playbook_utils import exactness
+        from playbook_utils.decoders import BACKENDS
+
+        backend = next((b for b in BACKENDS if self.results.stem.split("_", 1)[1].startswith(b)), None)
         table = []
         for dev, workload, clip, fn, wanted in rows:
             row = {"device": dev, "workload": workload, "clip": clip, "fps": None, "spread_pct": None,
-                   "exact": None, "error": None}
+                   "exact": None, "check": None, "error": None}
             try:
-                got = media.read_stamps(fn())
-                row["exact"] = got == list(wanted)
-                self.checks[f"table: {dev} {workload} {clip}"] = row["exact"]
+                check = exactness.check_frames(self.infos[clip].path, list(wanted), fn(), backend)
+                row["exact"], row["check"] = check.exact, check.method
+                self.checks[f"table: {dev} {workload} {clip}"] = check.exact is True
                 m = timing.measure(fn, items=len(wanted), min_time=min_time, sync=timing.cuda_sync(dev))
                 row.update(fps=m["per_s"], spread_pct=m["spread_pct"])
             except Exception as e:  # a path this machine cannot run is a row with its reason
@@ -233,10 +256,11 @@ class Notebook:
 
                 row["error"] = describe(e)[:160]
             table.append(row)
-        print(f"{'device':7s} {'workload':14s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} exact")
+        print(f"{'device':7s} {'workload':14s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} exact (check)")
         for r in table:
             rate = f"{r['fps']:9,.0f} {r['spread_pct']:6.0f}%" if r["fps"] else f"{'-':>9s} {'':7s}"
-            print(f"{r['device']:7s} {r['workload']:14s} {r['clip']:24s} {rate} {r['exact']}"
+            print(f"{r['device']:7s} {r['workload']:14s} {r['clip'][:24]:24s} {rate} {r['exact']}"
+                  + (f" ({r['check']})" if r["check"] else "")
                   + (f"  ({r['error']})" if r["error"] else ""))
         self.results.data["table"] = table
         return table

@@ -1,5 +1,6 @@
-"""The pictures the early notebooks share: a grid of stamped frames (01, 10-14) and a sampling timeline
-(01, 15). Each returns the figure; show and save it with `kit.show`."""
+"""The pictures the notebooks share: a grid of stamped frames (01, 10-14), a sampling timeline (01, 15), and
+grouped bars and lines with reference lines for the measurements (20, 21). Each returns the figure; show and
+save it with `kit.show`."""
 
 from __future__ import annotations
 
@@ -67,4 +68,56 @@ def sampling_timeline(strategies: dict, keyframes, num_frames: int, title: str =
     fig.tight_layout()
     if path:
         fig.savefig(path, dpi=90, bbox_inches="tight")
+    return fig
+
+
+def _legend_outside(ax) -> None:
+    """A legend right of the axes, where it covers no data."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def grouped_bars(values: dict, categories, ylabel: str, title: str, reference: dict | None = None,
+                 width_in: float = 9.0):
+    """Bars of `values` ({series label: one value per category, None for none}) side by side per category;
+    `reference` ({label: value}) draws a dashed horizontal line for each (a ceiling, a baseline). The legend
+    sits outside the axes. Returns the figure (notebooks 20, 21)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    categories = list(categories)
+    fig, ax = plt.subplots(figsize=(width_in, 3.4))
+    width = 0.8 / max(1, len(values))
+    for k, (label, vals) in enumerate(values.items()):
+        ax.bar(np.arange(len(categories)) + k * width, [v or 0 for v in vals], width, label=label)
+    for k, (label, y) in enumerate((reference or {}).items()):
+        ax.axhline(y, color="black", ls="--", lw=1, alpha=0.4 + 0.6 / (k + 1), label=label)
+    ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, categories, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    _legend_outside(ax)
+    fig.tight_layout()
+    return fig
+
+
+def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | None = None, ylim=None):
+    """One line with markers per entry of `series` ({label: (xs, ys)}); `reference` ({label: (xs, ys)})
+    draws dashed lines (perfect scaling, a ceiling). The legend sits outside the axes. Returns the figure
+    (notebooks 20, 21)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for label, (xs, ys) in series.items():
+        ax.plot(xs, ys, marker="o", label=label)
+    for label, (xs, ys) in (reference or {}).items():
+        ax.plot(xs, ys, ls="--", color="gray", label=label)
+    ticks = sorted({x for xs, _ in series.values() for x in xs})
+    if ticks and all(float(x).is_integer() for x in ticks) and len(ticks) <= 12:
+        ax.set_xticks(ticks)   # counts (threads, workers, ranks): no fractional ticks
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_title(title, fontsize=9)
+    _legend_outside(ax)
+    fig.tight_layout()
     return fig
