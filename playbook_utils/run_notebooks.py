@@ -109,6 +109,11 @@ def params_per_notebook(notebooks: list[Path], params: dict) -> tuple[dict, list
     return {p.name: {k: v for k, v in params.items() if k in defined[p.name]} for p in notebooks}, notes
 
 
+# A path a workshop can run on one GPU in about half an hour and read in under two hours: the machine (00), the
+# media (01), TorchCodec and PyNvVideoCodec (12, 13), the head-to-head (20) and the choice for your files (22).
+WORKSHOP = ("00", "01", "12", "13", "20", "22")
+
+
 def matches(name: str, patterns: list[str] | None) -> bool:
     """True when notebook file `name` fits any glob or substring in `patterns` (always when None).
 
@@ -496,8 +501,15 @@ def main(argv=None) -> int:
                     help="set a notebook parameter, e.g. WORKLOAD=sequential or MAX_FILES=50; repeatable "
                          "(values read as Python literals where they parse, else as strings; SMOKE and "
                          "OUTPUT_DIR come from --mode and --output)")
+    ap.add_argument("--workshop", action="store_true",
+                    help=f"the workshop path, {', '.join(WORKSHOP)}: the machine, the media, two libraries, the "
+                         "head-to-head and the choice, in full mode unless --mode says otherwise (README: its times)")
     ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)   # a lane's child writes its rows here
     args = ap.parse_args(argv)
+    if args.workshop:
+        args.pattern = list(WORKSHOP)
+        if "--mode" not in " ".join(argv if argv is not None else sys.argv):
+            args.mode = "full"
 
     from playbook_utils import env, setup_env
 

@@ -324,3 +324,17 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
     assert any(line.endswith("the files of the 1 notebook(s) run again moved to "
                              f"{out / 'previous'}/ (replacing the run kept there)")
                for line in capsys.readouterr().out.splitlines())
+
+
+def test_the_workshop_preset_selects_its_path_in_full_mode(monkeypatch, tmp_path):
+    seen, real_select = {}, run_notebooks.select
+
+    def fake_select(folder, patterns):
+        seen["patterns"] = patterns
+        return []
+
+    monkeypatch.setattr(run_notebooks, "select", fake_select)
+    assert run_notebooks.main(["--workshop", "--output", str(tmp_path)]) == 2   # nothing selected by the fake
+    assert seen["patterns"] == list(run_notebooks.WORKSHOP)
+    picked = real_select(run_notebooks.NOTEBOOK_DIR, list(run_notebooks.WORKSHOP))
+    assert [p.name[:2] for p in picked] == list(run_notebooks.WORKSHOP)
