@@ -208,3 +208,22 @@ def test_the_readers_unstamped_folder_is_measured_and_gets_a_recommendation(read
     assert h22["recommended"] and h22["recommended_fps"] > 0 and h22["runner_up"]
     assert h22["margin_note"].startswith(h22["recommended"]) and h22["tied"] in (True, False)
     assert "these files" in h22["table_source"] and "these files" in h22["recommendation_source"]
+
+
+def test_a_fresh_smoke_run_compares_with_the_cpu_reference_without_structural_changes(smoke_run):
+    """The nightly's comparison against results/cpu-2core: the reference must describe today's notebooks. Rates may
+    move on another CPU (they are reported), but nothing the reference holds may be missing, no notebook may fail,
+    and no metric with an exact rule (exactness, job counts, skipped sections' kinds, capabilities) may differ."""
+    from playbook_utils import nightly
+
+    _, out, _ = smoke_run
+    reference = run_notebooks.ROOT / "results" / "cpu-2core"
+    table = nightly.load_tolerances()
+    report = nightly.compare(nightly.load_results([reference], "baseline"), nightly.load_results([out], "run"), table)
+    assert report["failures"] == []
+    structural = [f"{e['notebook']}: {m['metric']} {m['baseline']!r} -> {m['now']!r}"
+                  for e in report["notebooks"] for m in e["metrics"]
+                  if m["verdict"] in nightly.REGRESSED
+                  and (m["verdict"] == "MISSING" or m["tolerance"] == "must match" or m["tolerance"].endswith(" nothing"))]
+    assert structural == [], "regenerate results/cpu-2core (run_notebooks --mode smoke) or fix the notebook"
+    assert not [e["notebook"] for e in report["notebooks"] if e["status"] == "not run"]
