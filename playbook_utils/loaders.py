@@ -49,7 +49,7 @@ class VideoClipDataset:
         from playbook_utils import sampling
         from playbook_utils.decoders import video_info
 
-        n = video_info(self.paths[i]).num_frames
+        n = video_info(self.paths[i], self.backend).num_frames
         if self.strategy == "uniform":
             return sampling.uniform(n, self.k)
         return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
@@ -240,7 +240,7 @@ class GpuLoader:
         from playbook_utils.decoders import read_frames, video_info
 
         ds = self.ds
-        idx = sampling.all_frames(video_info(ds.paths[i]).num_frames) if self.all_frames else ds.indices(i)
+        idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames) if self.all_frames else ds.indices(i)
         parts = []
         for a in range(0, len(idx), self.chunk):
             frames = read_frames(ds.paths[i], idx[a:a + self.chunk], backend=ds.backend, device=ds.device)

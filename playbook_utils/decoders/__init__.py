@@ -126,13 +126,19 @@ def _probe_cached(path: str, size: int, mtime_ns: int):
     return media.probe(path)
 
 
-def video_info(path):
-    """`media.probe(path)`, cached while the file is unchanged."""
+def video_info(path, backend: str | None = None):
+    """`media.probe(path)`, cached while the file is unchanged. A `DecodeError` names `backend`, the library
+    the probe was made for (the probe itself reads with PyAV)."""
     p = Path(path)
-    if not p.exists():
-        raise DecodeError(p, "file does not exist")
-    st = p.stat()
-    return _probe_cached(str(p), st.st_size, st.st_mtime_ns)
+    try:
+        if not p.exists():
+            raise DecodeError(p, "file does not exist")
+        st = p.stat()
+        return _probe_cached(str(p), st.st_size, st.st_mtime_ns)
+    except DecodeError as e:
+        if backend is None or e.backend == backend:
+            raise
+        raise DecodeError(p, e.cause, backend) from e
 
 
 def check_indices(path, indices, num_frames: int, backend: str | None = None) -> list[int]:
@@ -166,10 +172,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
         raise BackendUnavailable(path, why, backend)
     if path.exists() and path.stat().st_size == 0:
         raise DecodeError(path, "file is empty (0 bytes)", backend)
-    try:
-        info = video_info(path)
-    except DecodeError as e:
-        raise DecodeError(path, e.cause, backend) from e
+    info = video_info(path, backend)
     if info.b_frames and info.container == "avi":
         raise DecodeError(path, "AVI with B-frames stores no presentation timestamps, so no library can "
                                 "locate a frame exactly; remux it to MP4 or MKV", backend)

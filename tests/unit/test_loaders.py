@@ -174,3 +174,47 @@ def test_loader_workers_share_the_cores_among_their_decoders(paths):
             os.environ.pop(decoders.PROBED_ENV, None)
         else:
             os.environ[decoders.PROBED_ENV] = saved
+
+
+def test_our_errors_keep_type_file_backend_and_cause_across_processes(tmp_path):
+    import pickle
+
+    from playbook_utils.errors import BackendUnavailable, DecodeError
+
+    for e in (DecodeError(tmp_path / "a b.mp4", "cause: with a colon", "pyav"), BackendUnavailable(None, "no GPU", "dali"),
+              DecodeError("x.mp4", "file is empty")):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and (back.path, back.backend, back.cause, str(back)) == \
+            (e.path, e.backend, e.cause, str(e))
+    # what PyTorch's DataLoader does with a worker's error: type(message), the message its formatted traceback
+    import traceback
+
+    try:
+        raise DecodeError("/data/clip 7.mp4", "cannot open as a media file (InvalidDataError: x)", "decord")
+    except DecodeError as e:
+        text = f"Caught DecodeError in DataLoader worker process 0.\nOriginal {''.join(traceback.format_exception(e))}"
+    rebuilt = DecodeError(text)
+    assert (rebuilt.path, rebuilt.backend, rebuilt.cause) == ("/data/clip 7.mp4", "decord",
+                                                              "cannot open as a media file (InvalidDataError: x)")
+    assert str(rebuilt) == text
+
+
+def test_a_worker_error_reaches_the_training_process_as_decode_error(paths, tmp_path):
+    """A spawned DataLoader worker raises DecodeError; the parent catches DecodeError naming the file and the
+    backend asked for (not the probe that found the fault)."""
+    from playbook_utils import distributed
+    from playbook_utils.errors import DecodeError
+
+    garbage = tmp_path / "garbage.mp4"
+    garbage.write_bytes(b"not a video\n" * 200)
+    loader = loaders.make_loader([paths[0], garbage], backend="pyav", batch_size=1, num_workers=1, k=2)
+    with pytest.raises(DecodeError) as e:
+        list(loader)
+    assert (e.value.path, e.value.backend) == (str(garbage), "pyav") and "cannot open" in e.value.cause
+    assert "worker process" in str(e.value)   # the worker's traceback is kept in the message
+    sharded = distributed.sharded_loader([paths[0], tmp_path / "gone.mp4"], "decord", rank=0, world_size=1,
+                                         batch_size=1, num_workers=1, k=2)
+    with pytest.raises(DecodeError) as e:
+        list(sharded)
+    assert (e.value.path, e.value.backend) == (str(tmp_path / "gone.mp4"), "decord")
+    assert "does not exist" in e.value.cause
