@@ -142,12 +142,31 @@ def video_info(path, backend: str | None = None):
 
 
 def check_indices(path, indices, num_frames: int, backend: str | None = None) -> list[int]:
-    """`indices` as a list of ints, or `DecodeError` naming the first index the file does not have."""
+    """`indices` as a list of ints.
+
+    A malformed argument is the caller's mistake, named with the file: `TypeError` for a bare integer, a
+    string, or an index that is not an integer (a float, a bool, a nested list); `ValueError` for an array
+    of more than one dimension. An index the file does not have is a `DecodeError` naming the first one.
+    """
+    import operator
+
+    where = f"{path} [{backend}]" if backend else str(path)
+    ndim = getattr(indices, "ndim", None)
+    if isinstance(indices, (str, bytes)) or ndim == 0 or not hasattr(indices, "__iter__"):
+        raise TypeError(f"{where}: indices must be a sequence of frame indices, got {type(indices).__name__} "
+                        f"{indices!r}; for one frame pass a list of one, e.g. [{indices!r}]")
+    if ndim is not None and ndim != 1:
+        raise ValueError(f"{where}: indices must be one-dimensional, got an array of shape "
+                         f"{tuple(indices.shape)}; flatten it, or read each row separately")
     out = []
-    for i in indices:
-        if isinstance(i, bool) or not isinstance(i, (int,)) and not hasattr(i, "__index__"):
-            raise DecodeError(path, f"frame indices must be integers, got {i!r}", backend)
-        i = int(i)
+    for k, i in enumerate(indices):
+        if isinstance(i, bool) or str(getattr(i, "dtype", "")) in ("bool", "torch.bool"):
+            raise TypeError(f"{where}: frame indices must be integers, got the bool {i!r} at position {k}")
+        try:
+            i = operator.index(i)
+        except TypeError:
+            raise TypeError(f"{where}: frame indices must be integers, got {type(i).__name__} {i!r} "
+                            f"at position {k}") from None
         if not 0 <= i < num_frames:
             raise DecodeError(path, f"frame index {i} is out of range: the video has {num_frames} frames "
                                     f"(0..{num_frames - 1})", backend)

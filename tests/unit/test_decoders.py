@@ -65,11 +65,31 @@ def test_bad_requests_raise_our_errors_naming_file_and_backend(backend, tmp_path
     empty.write_bytes(b"")
     garbage.write_bytes(b"definitely not a video\n" * 100)
     cases = [(missing, [0], "does not exist"), (empty, [0], "empty"), (garbage, [0], "cannot open"),
-             (good, [96], "out of range"), (good, [-1], "out of range"), (good, [1.5], "integers")]
+             (good, [96], "out of range"), (good, [-1], "out of range")]
     for path, idx, cause in cases:
         with pytest.raises(DecodeError, match=cause) as e:
             read_frames(path, idx, backend=backend)
         assert str(path) in str(e.value) and f"[{backend}]" in str(e.value)
+
+
+@pytest.mark.parametrize("backend", CPU)
+def test_malformed_index_arguments_are_named_with_the_file(backend, smoke_media):
+    import numpy as np
+
+    good = smoke_media["vp9_144p_gop12.webm"]
+    cases = [(5, TypeError, "sequence of frame indices.*\\[5\\]"), (np.int64(5), TypeError, "sequence"),
+             ("0,1", TypeError, "sequence"), ([1.5], TypeError, "integers, got float 1.5 at position 0"),
+             ([0, 2.0], TypeError, "float 2.0 at position 1"), ([True, 1], TypeError, "bool True"),
+             (np.array([0, 1], dtype=bool), TypeError, "bool"), ([[0, 1]], TypeError, "list"),
+             (np.zeros((2, 3), dtype=int), ValueError, "one-dimensional.*\\(2, 3\\)"),
+             (torch.zeros((2, 2), dtype=torch.int64), ValueError, "one-dimensional")]
+    for idx, kind, cause in cases:
+        with pytest.raises(kind, match=cause) as e:
+            read_frames(good, idx, backend=backend)
+        assert str(e.value).startswith(f"{good} [{backend}]: "), str(e.value)
+    # integers of any kind are fine: numpy and torch scalars, a 1-D array or tensor
+    for idx in (np.array([3, 1]), torch.tensor([3, 1]), [np.int32(3), torch.tensor(1)]):
+        assert [media.read_stamp(f) for f in read_frames(good, idx, backend=backend)] == [3, 1]
 
 
 def test_device_and_backend_checks(smoke_media):
