@@ -239,6 +239,21 @@ def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fp
     return path
 
 
+def pad_mp4(path, size: int) -> Path:
+    """Grow the MP4 (or MOV) at `path` to exactly `size` bytes with a trailing `free` box, which every
+    reader skips: a file of the same size as another with other frames, to test that caches tell files
+    apart by more than size and mtime (notebook 23). Returns the path; ValueError when it cannot fit."""
+    path = Path(path)
+    extra = size - path.stat().st_size
+    if extra == 0:
+        return path
+    if extra < 8 or extra >= 2**32:
+        raise ValueError(f"{path}: a free box needs 8 bytes to 4 GiB; the file would grow by {extra}")
+    with open(path, "ab") as f:
+        f.write(extra.to_bytes(4, "big") + b"free" + bytes(extra - 8))
+    return path
+
+
 # --------------------------------------------------------------------------- probing
 
 @dataclasses.dataclass

@@ -119,22 +119,36 @@ def available(device: str = "cpu") -> list[str]:
     return [b for b in BACKENDS if why_unavailable(b, device) is None]
 
 
+def file_identity(path) -> tuple:
+    """(device, inode, size, mtime, ctime in ns) of the file at `path`: the key of every cache that holds
+    something read from a file (the probe here, TorchCodec's and PyNvVideoCodec's open decoders).
+
+    Size and mtime alone miss a file replaced by another of the same size with its mtime kept
+    (`rsync -a`, `cp -p` of a re-encoded file): moved into place (`os.replace`) it has another inode,
+    written in place its ctime moves (setting the mtime back sets the ctime), so the cache re-opens it.
+    Raises OSError when the file cannot be stat'ed.
+    """
+    import os
+
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 @lru_cache(maxsize=256)
-def _probe_cached(path: str, size: int, mtime_ns: int):
+def _probe_cached(path: str, identity: tuple):
     from playbook_utils import media
 
     return media.probe(path)
 
 
 def video_info(path, backend: str | None = None):
-    """`media.probe(path)`, cached while the file is unchanged. A `DecodeError` names `backend`, the library
+    """`media.probe(path)`, cached while the file is the same one (`file_identity`). A `DecodeError` names `backend`, the library
     the probe was made for (the probe itself reads with PyAV)."""
     p = Path(path)
     try:
         if not p.exists():
             raise DecodeError(p, "file does not exist")
-        st = p.stat()
-        return _probe_cached(str(p), st.st_size, st.st_mtime_ns)
+        return _probe_cached(str(p), file_identity(p))
     except DecodeError as e:
         if backend is None or e.backend == backend:
             raise

@@ -35,17 +35,17 @@ def refuses(info, device: str) -> str | None:
 
 
 def decoder_for(path: str, gpu_id: int):
-    """A SimpleDecoder on `path`: the cached one of this thread and GPU, kept as it is for the same unchanged
-    file (a loader reading it in chunks keeps the decoder's position), reconfigured for another file, or new."""
-    import os
-
+    """A SimpleDecoder on `path`: the cached one of this thread and GPU, kept as it is for the same file
+    (`decoders.file_identity`; a loader reading it in chunks keeps the decoder's position), reconfigured
+    for another file, or new."""
     import PyNvVideoCodec as nvc
+
+    from playbook_utils.decoders import file_identity
 
     cache = getattr(_local, "decoders", None)
     if cache is None:
         cache = _local.decoders = {}
-    st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
+    key = (path, file_identity(path))
     held_key, dec = cache.get(gpu_id, (None, None))
     if dec is not None and held_key == key:
         return dec

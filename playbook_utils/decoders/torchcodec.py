@@ -49,12 +49,11 @@ def decoder(path: str, device: str, num_threads: int = 0):
 
 
 def cached_decoder(path: str, device: str):
-    """This thread's decoder for `path` on `device`: reused while the same, unchanged file is read again
-    (a loader reading a video in chunks, a sampler coming back to it), else a new one."""
+    """This thread's decoder for `path` on `device`: reused while the same file (`decoders.file_identity`) is
+    read again (a loader reading a video in chunks, a sampler coming back to it), else a new one."""
     from playbook_utils import decoders
 
-    st = os.stat(path)
-    key = (path, device, decoders.CPU_THREADS, st.st_size, st.st_mtime_ns)
+    key = (path, device, decoders.CPU_THREADS, decoders.file_identity(path))
     held = getattr(_local, "held", None)
     if held is not None and held[0] == key:
         return held[1]

@@ -236,6 +236,17 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     os.utime(a, ns=(1, 1))
     nv.decoder_for(str(a), 0)
     assert reconfigured == [str(b), str(a)] and made == [str(a)]
+    assert nv.decoder_for(str(a), 0) is first and len(reconfigured) == 2
+    c = tmp_path / "c.mp4"                                 # same size, mtime restored, moved into place
+    c.write_bytes(b"LONGER")
+    os.replace(c, a)
+    os.utime(a, ns=(1, 1))
+    nv.decoder_for(str(a), 0)
+    assert reconfigured == [str(b), str(a), str(a)]
+    a.write_bytes(b"longer")                               # and written in place
+    os.utime(a, ns=(1, 1))
+    nv.decoder_for(str(a), 0)
+    assert reconfigured == [str(b), str(a), str(a), str(a)] and made == [str(a)]
 
 
 def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch):
@@ -263,3 +274,52 @@ def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch
             decoders._importable("decord")                  # not vouched for: probed as usual
     finally:
         decoders._importable.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def look_alikes(tmp_path_factory):
+    """Two stamped VP9-in-MP4 clips of exactly the same size (a `free` box pads the smaller): 24 frames of
+    160x96 and 36 frames of 192x108. Every CPU backend reads VP9 (DALI's CPU decoder takes nothing else)."""
+    d = tmp_path_factory.mktemp("look-alikes")
+    a = media.make_clip(d / "a.mp4", "vp9", 160, 96, num_frames=24, gop=8)
+    b = media.make_clip(d / "b.mp4", "vp9", 192, 108, num_frames=36, gop=12)
+    size = max(a.stat().st_size, b.stat().st_size) + 64
+    return media.pad_mp4(a, size), media.pad_mp4(b, size)
+
+
+CACHE_CASES = [pytest.param(b, "cpu", id=f"{b}-cpu") for b in CPU] + [
+    pytest.param(b, "cuda", id=f"{b}-cuda", marks=[pytest.mark.gpu, needs_gpu]) for b in ("torchcodec", "pynvvideocodec")]
+
+
+@pytest.mark.parametrize("backend,device", CACHE_CASES)
+def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache(backend, device, look_alikes, tmp_path):
+    """The probe cache and the adapters' decoder caches re-open a file replaced by another of the same size with
+    its mtime restored, moved into place (os.replace: a new inode) or written in place (same inode, new ctime)."""
+    import os
+    import shutil
+
+    if why_unavailable(backend, device):
+        pytest.skip(why_unavailable(backend, device))
+    a, b = look_alikes
+    target = tmp_path / "clip.mp4"
+    shutil.copy(a, target)
+
+    def check(want, shape):
+        got = read_frames(target, want, backend=backend, device=device)
+        assert tuple(got.shape[2:]) == shape and [media.read_stamp(f) for f in got] == want
+
+    check([20, 3, 3], (96, 160))                 # the caches now hold the 24-frame file
+    before = target.stat()
+    staged = tmp_path / "staged.mp4"
+    shutil.copy(b, staged)
+    os.replace(staged, target)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    moved = target.stat()
+    assert (moved.st_size, moved.st_mtime_ns) == (before.st_size, before.st_mtime_ns)  # what size+mtime would see
+    check([35, 0, 20], (108, 192))
+    with open(target, "r+b") as f:              # back to the 24-frame file, written in place
+        f.write(a.read_bytes())
+    os.utime(target, ns=(moved.st_atime_ns, moved.st_mtime_ns))
+    after = target.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (moved.st_ino, moved.st_size, moved.st_mtime_ns)
+    check([23, 1], (96, 160))
