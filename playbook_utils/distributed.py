@@ -118,6 +118,12 @@ class ShardedLoader:
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
 
+    def close(self) -> None:
+        """End the DataLoader workers now, even mid-epoch (`loaders.close_loader`); a new epoch starts new ones."""
+        from playbook_utils.loaders import close_loader
+
+        close_loader(self.loader)
+
     def __len__(self) -> int:
         return len(self.loader)
 

@@ -82,12 +82,40 @@ def collate_skipping(items):
 
 
 def _worker_start(threads: int, probed: str, worker_id: int) -> None:
-    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader), and the
-    imports its parent probed need no second probe here (`decoders.child_env`)."""
+    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader), the
+    imports its parent probed need no second probe here (`decoders.child_env`), and the worker lets its
+    last batch leave before it exits (`finish_sending`)."""
+    import atexit
+
     from playbook_utils.decoders import PROBED_ENV, set_cpu_threads
 
     os.environ[PROBED_ENV] = probed
     set_cpu_threads(threads)
+    atexit.unregister(finish_sending)   # once per process
+    atexit.register(finish_sending)
+
+
+FEEDER_JOIN_S = 10.0   # how long an exiting worker waits for its last batch to leave
+
+
+def finish_sending(timeout_s: float = FEEDER_JOIN_S) -> None:
+    """Wait (at most `timeout_s`) for this process's `multiprocessing` queue feeder threads to finish: run at a
+    loader worker's exit (make_loader, sharded_loader, GpuProcessLoader; notebook 23).
+
+    A worker told to stop while it decodes finishes that batch, hands it to its queue's feeder thread, and
+    exits. The feeder is a daemon thread: if it is still dropping the batch's tensors when the interpreter
+    starts finalizing, torch's tensor deallocation (C++) releases and retakes the GIL, and Python ends the
+    thread there with pthread_exit, whose unwinding through C++ aborts the process ("terminate called
+    without an active exception", SIGABRT, seen with PyAV and decord workers alike). Joining the feeder
+    before finalization lets it finish in time. Bounded, since a feeder of a queue nobody closed never ends.
+    """
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    for t in threading.enumerate():
+        if t.name == "QueueFeederThread" and t.is_alive() and t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: int = 2,
@@ -112,6 +140,21 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
                                        pin_memory=pin_memory, collate_fn=collate,
                                        **worker_options(num_workers, start_method, timeout_s, decoder_threads))
+
+
+def close_loader(loader) -> None:
+    """End the worker processes of a loader from `make_loader` (or of a `distributed.ShardedLoader`) now, even
+    mid-epoch with batches in flight; each worker finishes the batch in hand and exits cleanly (notebook 23).
+
+    Workers persist between epochs (`persistent_workers`), so breaking out of an epoch leaves them running
+    until the loader is dropped; `close_loader` stops them without waiting for that. Iterating the loader
+    again starts new workers.
+    """
+    inner = getattr(loader, "loader", loader)   # a ShardedLoader holds its DataLoader as .loader
+    it = getattr(inner, "_iterator", None)
+    if it is not None and hasattr(it, "_shutdown_workers"):
+        it._shutdown_workers()
+        inner._iterator = None
 
 
 def share_of_cores(num_workers: int) -> int:
@@ -178,18 +221,22 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
 def decode_ahead(fn, items, threads: int, ahead: int):
     """`fn(item)` for each item, results yielded in order, computed by `threads` threads with at most `ahead`
     items in flight (GpuLoader, and the GPU ranks of `distributed.sharded_loader`): decoders on the GPU work
-    while Python waits, so threads keep several busy without the copies that worker processes would need."""
+    while Python waits, so threads keep several busy without the copies that worker processes would need.
+    Closing the generator early cancels the items not yet started and joins the threads."""
     import itertools
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     items = iter(items)
-    with ThreadPoolExecutor(threads) as pool:
+    pool = ThreadPoolExecutor(threads)
+    try:
         pending = deque(pool.submit(fn, x) for x in itertools.islice(items, ahead))
         while pending:
             result = pending.popleft().result()
             pending.extend(pool.submit(fn, x) for x in itertools.islice(items, 1))
             yield result
+    finally:   # a consumer that stops early (break, an error) waits only for the items being decoded now
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _deliver(loader, videos, copy: bool = False):
@@ -293,6 +340,7 @@ class GpuProcessLoader:
         procs = [ctx.Process(target=_process_loader_worker, daemon=True,
                              args=(self.paths[r::self.processes], self.threads, self.kwargs, r, q, finished_epoch))
                  for r in range(self.processes) if self.paths[r::self.processes]]
+        self._workers = procs   # this epoch's worker processes (their exit codes, once it has ended)
         for p in procs:
             p.start()
         try:
@@ -328,17 +376,36 @@ class GpuProcessLoader:
                     p.kill()
 
 
+def _put_unless(q, item, stop) -> bool:
+    """Put `item` on the bounded queue `q`, waiting for room unless `stop` is set; whether it was put."""
+    import queue as queue_module
+
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.2)
+            return True
+        except queue_module.Full:
+            continue
+    return False
+
+
 def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
-    """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message."""
+    """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message.
+    When the training process ends the epoch early (`finished_epoch` set before this worker is done), the
+    worker stops decoding and returns instead of waiting for room on the queue."""
+    videos = iter(GpuLoader(paths, threads=threads, batch_size=1, **kwargs))
     try:
-        for batch in GpuLoader(paths, threads=threads, batch_size=1, **kwargs):
-            q.put(("video", batch[0]))
+        for batch in videos:
+            if not _put_unless(q, ("video", batch[0]), finished_epoch):
+                return
     except Exception as e:  # reported to the training process, which raises it with the cause
         from playbook_utils.errors import first_line
 
-        q.put(("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"))
-    q.put(("done", rank))
-    finished_epoch.wait(timeout=3600)   # CUDA IPC: the tensors sent must outlive their use in the parent
+        _put_unless(q, ("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"), finished_epoch)
+    finally:
+        videos.close()   # its decoding threads end here, before the process does
+    if _put_unless(q, ("done", rank), finished_epoch):
+        finished_epoch.wait(timeout=3600)   # CUDA IPC: the tensors sent must outlive their use in the parent
 
 
 def measure_flat_out(batches, warmup_batches: int = 0) -> dict:

@@ -218,3 +218,95 @@ def test_a_worker_error_reaches_the_training_process_as_decode_error(paths, tmp_
         list(sharded)
     assert (e.value.path, e.value.backend) == (str(tmp_path / "gone.mp4"), "decord")
     assert "does not exist" in e.value.cause
+
+
+def _spawned_workers(pids_before) -> list:
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True)
+            if p.pid not in pids_before and "spawn_main" in " ".join(p.cmdline())]
+
+
+def _new_threads(before: set, within_s: float = 5.0) -> list:
+    """Threads alive now that were not in `before`, after up to `within_s` for them to end (a closed queue's
+    feeder thread takes a moment; a leaked thread never ends)."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + within_s
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return sorted(t.name for t in set(threading.enumerate()) - before)
+
+
+def test_breaking_out_early_ends_every_worker_cleanly(paths, capfd):
+    """Drop or close a loader after one batch, with the next ones in flight: every worker exits 0 (no SIGABRT,
+    "terminate called without an active exception"), and no process or thread is left behind."""
+    import gc
+    import threading
+
+    import psutil
+
+    from playbook_utils import distributed
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    threads = set(threading.enumerate())
+    codes = []
+    for trial, backend in enumerate(("pyav", "decord", "pyav", "decord")):
+        items = [paths[1], paths[0]] * 6
+        if trial == 2:
+            dl = distributed.sharded_loader(items, backend, batch_size=3, num_workers=2, k=24)
+            it = iter(dl.loader)
+        else:
+            dl = loaders.make_loader(items, backend=backend, batch_size=3, num_workers=2, k=24)
+            it = iter(dl)
+        next(it)
+        workers = list(it._workers)
+        del it
+        if trial % 2:
+            loaders.close_loader(dl)
+        elif trial == 2:
+            dl.close()
+        else:
+            del dl
+            gc.collect()
+        codes += [(backend, w.exitcode) for w in workers]
+    assert codes == [(b, 0) for b, _ in codes]
+    err = capfd.readouterr().err
+    assert "terminate called" not in err and "Aborted" not in err, err[-2000:]
+    assert _spawned_workers(before) == [] and _new_threads(threads) == []
+    # the cause, shown directly: a closed queue's feeder thread is done once finish_sending returns
+    import multiprocessing
+
+    q = multiprocessing.get_context("spawn").Queue()
+    q.put(b"x" * 100_000)   # more than a pipe holds: the feeder is still writing
+    q.close()
+    assert any(t.name == "QueueFeederThread" for t in threading.enumerate())
+    reader = threading.Thread(target=q._reader.recv_bytes)
+    reader.start()
+    loaders.finish_sending(10)
+    reader.join(10)
+    assert not any(t.name == "QueueFeederThread" for t in threading.enumerate())
+
+
+def test_gpu_side_loaders_stopped_early_leave_no_thread_or_process(paths):
+    """GpuLoader's threads and GpuProcessLoader's processes end when the consumer breaks out after one batch
+    (with the CPU backend: the same code runs on CUDA)."""
+    import threading
+
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    threads = set(threading.enumerate())
+    for b in loaders.GpuLoader([paths[0]] * 8, backend="pyav", device="cpu", threads=2, batch_size=1, size=32):
+        break
+    assert _new_threads(threads) == []
+    codes = []
+    for _ in range(2):
+        L = loaders.GpuProcessLoader([paths[0], paths[1]] * 4, processes=2, threads=2, batch_size=1,
+                                     backend="pyav", device="cpu", size=32, chunk=24)
+        for b in L:
+            break
+        codes += [w.exitcode for w in L._workers]
+    assert codes == [0, 0, 0, 0] and _spawned_workers(before) == []
+    assert _new_threads(threads) == []
