@@ -8,6 +8,8 @@ the file traits that the correctness matrix found decord to get wrong.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 DEVICES = ("cpu", "cuda")
 
 # File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
@@ -22,10 +24,16 @@ def device_unavailable(device: str) -> str | None:
     """Why decord cannot decode on `device` here (None when it can).
 
     Never imports decord into this process: its bundled FFmpeg 4 libraries, once loaded, break
-    PyAV's VP9 encoder in the same process (shown in notebook 11).
+    PyAV's VP9 encoder in the same process (shown in notebook 11). The answer for 'cuda' comes from
+    a child process, once per process.
     """
     if device != "cuda":
         return None
+    return _cuda_unavailable()
+
+
+@lru_cache(maxsize=None)
+def _cuda_unavailable() -> str | None:
     import subprocess
     import sys
 

@@ -323,3 +323,53 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache
     after = target.stat()
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (moved.st_ino, moved.st_size, moved.st_mtime_ns)
     check([23, 1], (96, 160))
+
+
+def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
+    """A long, unsorted list with repeats: the pipeline is asked for the unique frames, sorted; the answer is
+    still every frame asked for, in the order asked."""
+    import random
+
+    import numpy as np
+
+    from playbook_utils.decoders import dali
+
+    if why_unavailable("dali", "cpu"):
+        pytest.skip(why_unavailable("dali", "cpu"))
+    path = smoke_media["vp9_144p_gop12.webm"]
+    read_frames(path, [0], backend="dali")   # builds the CPU pipeline
+    pipe = dali._pipes[("cpu", -1)]
+    asked, real_feed = [], pipe.feed_input
+
+    def feed(name, data, *args, **kwargs):
+        if name == "frames":
+            asked.append(np.asarray(data[0]).tolist())
+        return real_feed(name, data, *args, **kwargs)
+
+    monkeypatch.setattr(pipe, "feed_input", feed)
+    rng = random.Random(1)
+    want = [rng.randrange(96) for _ in range(600)]
+    got = read_frames(path, want, backend="dali")
+    assert asked == [sorted(set(want))] and len(asked[0]) < 100
+    assert [media.read_stamp(f) for f in got] == want
+
+
+def test_decord_cuda_availability_is_asked_of_one_child_per_process(monkeypatch):
+    import subprocess
+
+    from playbook_utils.decoders import decord as adapter
+
+    started, real_run = [], subprocess.run
+
+    def counting_run(cmd, *args, **kwargs):
+        started.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    adapter._cuda_unavailable.cache_clear()
+    try:
+        answers = {adapter.device_unavailable("cuda") for _ in range(5)}
+    finally:
+        adapter._cuda_unavailable.cache_clear()
+    assert len(started) == 1 and len(answers) == 1
+    assert adapter.device_unavailable("cpu") is None and len(started) == 1
