@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 
 class Skipped(NamedTuple):
-    """An item the dataset could not decode, carried to the main process instead of a crash (notebook 23)."""
+    """An item the dataset could not deliver, carried to the main process instead of a crash (notebook 23):
+    its index, its file and the cause (unreadable, refused, too short for the clip, or another size)."""
 
     index: int
     path: str
@@ -25,34 +26,78 @@ class VideoClipDataset:
 
     strategy: 'uniform' (K = k frames over the video) or 'clip' (one random clip of `clip_len`
     frames at `stride`, drawn from `seed` and the item index, so epochs are reproducible).
-    All videos must share one size, or give `size` (H, W) to resize on the decoding side.
-    on_error='raise' stops at the first bad file with its DecodeError; 'skip' returns a `Skipped`
-    record for it, which `collate_skipping` sets aside so the epoch goes on.
+
+    Videos of several sizes need a choice: `size` (H, W) resizes every item on the decoding side, and
+    mixed_sizes='list' lets a batch of several sizes be a list of tensors instead of one tensor. With
+    neither, every video must have the size of the first one that can be read (the dataset's
+    reference; `reference_size`), and another size is the item's failure.
+
+    on_error='raise' stops at the first item that fails, with an error naming its file: `DecodeError`
+    (unreadable, or too short for the clip), `BackendUnavailable` (a file this library is known to
+    decode wrongly) or ValueError (another size). on_error='skip' returns a `Skipped` record for it
+    instead, which `collate_skipping` sets aside, so the epoch goes on with every other item once.
     """
 
     def __init__(self, paths, backend: str = "pyav", device: str = "cpu", strategy: str = "uniform",
                  k: int = 16, clip_len: int = 8, stride: int = 2, seed: int = 0, size=None,
-                 on_error: str = "raise"):
+                 on_error: str = "raise", mixed_sizes: str | None = None):
         if strategy not in ("uniform", "clip"):
             raise ValueError(f"strategy must be 'uniform' or 'clip', got {strategy!r}")
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
-        self.on_error = on_error
+        if mixed_sizes not in (None, "list"):
+            raise ValueError(f"mixed_sizes must be None or 'list', got {mixed_sizes!r}")
+        self.on_error, self.mixed_sizes = on_error, mixed_sizes
         self.paths = [str(p) for p in paths]
         self.backend, self.device, self.strategy = backend, device, strategy
         self.k, self.clip_len, self.stride, self.seed, self.size = k, clip_len, stride, seed, size
+        self._reference = None
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def indices(self, i: int) -> list[int]:
+        """The frames item i reads; `DecodeError` for a file that cannot be read or is too short for the clip."""
         from playbook_utils import sampling
         from playbook_utils.decoders import video_info
+        from playbook_utils.errors import DecodeError
 
         n = video_info(self.paths[i], self.backend).num_frames
         if self.strategy == "uniform":
             return sampling.uniform(n, self.k)
+        span = sampling.clip_span(self.clip_len, self.stride)
+        if span > n:
+            raise DecodeError(self.paths[i], f"too short for the clip: {n} frames, and a clip of {self.clip_len} "
+                                             f"frames at stride {self.stride} spans {span}", self.backend)
         return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
+
+    def reference_size(self) -> tuple[str, tuple[int, int]] | None:
+        """(path, (H, W)) of the first video that can be probed: the size every item must have when neither
+        `size` nor mixed_sizes='list' is given. The same in every worker and on every rank; None when no
+        video can be read."""
+        from playbook_utils.decoders import frame_size, video_info
+        from playbook_utils.errors import DecodeError
+
+        if self._reference is None:
+            for p in self.paths:
+                try:
+                    self._reference = (p, frame_size(video_info(p)))
+                    break
+                except DecodeError:
+                    continue
+        return self._reference
+
+    def _other_size(self, i: int) -> str | None:
+        """Why item i does not fit the batches (another size than the reference, and no choice made), or None."""
+        from playbook_utils.decoders import frame_size, video_info
+
+        if self.size is not None or self.mixed_sizes == "list":
+            return None
+        own, ref = frame_size(video_info(self.paths[i], self.backend)), self.reference_size()
+        if ref is None or own == ref[1]:
+            return None
+        return (f"{self.paths[i]}: frames of {own[0]}x{own[1]} do not fit batches of {ref[1][0]}x{ref[1][1]} "
+                f"(the size of {ref[0]}); pass size=(H, W) to resize every video, or mixed_sizes='list'")
 
     def __getitem__(self, i: int):
         import torch
@@ -62,7 +107,13 @@ class VideoClipDataset:
         from playbook_utils.errors import BackendUnavailable, DecodeError
 
         try:
-            frames = read_frames(self.paths[i], self.indices(i), backend=self.backend, device=self.device)
+            idx = self.indices(i)
+            other = self._other_size(i)
+            if other and self.on_error == "raise":
+                raise ValueError(other)
+            if other:
+                return Skipped(i, self.paths[i], other)
+            frames = read_frames(self.paths[i], idx, backend=self.backend, device=self.device)
         except (DecodeError, BackendUnavailable) as e:
             if self.on_error == "raise":
                 raise
@@ -73,12 +124,26 @@ class VideoClipDataset:
         return frames
 
 
-def collate_skipping(items):
-    """Collate for on_error='skip': (uint8 batch of the good items or None, list of `Skipped`)."""
+def batch_of(videos):
+    """One uint8 tensor (B, K, 3, H, W) of `videos` of one shape (in a DataLoader worker, made in shared memory
+    as PyTorch's default collate does), else the list of them (mixed_sizes='list')."""
     import torch
 
+    if len({tuple(v.shape) for v in videos}) == 1:
+        return torch.utils.data.default_collate(videos)
+    return list(videos)
+
+
+def collate_skipping(items):
+    """Collate for on_error='skip': (the good items as `batch_of` makes them, or None when none is good;
+    the list of `Skipped`). Every item lands in exactly one of the two."""
     good = [x for x in items if not isinstance(x, Skipped)]
-    return (torch.stack(good) if good else None), [x for x in items if isinstance(x, Skipped)]
+    return (batch_of(good) if good else None), [x for x in items if isinstance(x, Skipped)]
+
+
+def collate_videos(items):
+    """Collate for on_error='raise': the items as `batch_of` makes them."""
+    return batch_of(items)
 
 
 def _worker_start(threads: int, probed: str, worker_id: int) -> None:
@@ -123,6 +188,11 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
                 timeout_s: float = 600.0, decoder_threads: int | None = None, **dataset_kwargs):
     """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
 
+    dataset_kwargs go to `VideoClipDataset` (k, strategy, size, mixed_sizes, on_error, ...). A batch of
+    videos of several sizes (mixed_sizes='list') is a list of (K, 3, H, W) tensors. With on_error='skip'
+    each batch is a pair (the batch of the good items, or None; the list of `Skipped` items).
+    `close_loader` ends the workers mid-epoch.
+
     Workers start with `start_method` ('spawn' by default, not Linux's 'fork'): on the H200 machine (32
     cores, Python 3.12) a forked PyAV worker of notebook 21 hung for 20 minutes without a batch, its parent
     multi-threaded by CUDA and the notebook kernel, which Python 3.12 warns may deadlock a forked child.
@@ -136,7 +206,7 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
-    collate = collate_skipping if ds.on_error == "skip" else None
+    collate = collate_skipping if ds.on_error == "skip" else collate_videos
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
                                        pin_memory=pin_memory, collate_fn=collate,
                                        **worker_options(num_workers, start_method, timeout_s, decoder_threads))

@@ -216,7 +216,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     if not idx:
         import torch
 
-        return torch.empty((0, 3, info.height, info.width), dtype=torch.uint8, device=device)
+        return torch.empty((0, 3, *frame_size(info)), dtype=torch.uint8, device=device)
     try:
         frames = mod.read(str(path), idx, device, info)
     except (DecodeError, BackendUnavailable):
@@ -224,10 +224,15 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
         msg = first_line(e, type(e).__name__)
         raise DecodeError(path, f"{type(e).__name__}: {msg[:300]}", backend) from e
-    expected = (len(idx), 3, info.height, info.width)
+    expected = (len(idx), 3, *frame_size(info))
     if tuple(frames.shape) != expected:
         raise DecodeError(path, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
     return frames
+
+
+def frame_size(info) -> tuple[int, int]:
+    """(H, W) of the frames `read_frames` returns for a file `video_info` described."""
+    return info.height, info.width
 
 
 def refusal(path, backend: str, device: str = "cpu") -> str | None:

@@ -310,3 +310,75 @@ def test_gpu_side_loaders_stopped_early_leave_no_thread_or_process(paths):
         codes += [w.exitcode for w in L._workers]
     assert codes == [0, 0, 0, 0] and _spawned_workers(before) == []
     assert _new_threads(threads) == []
+
+
+@pytest.fixture(scope="module")
+def scraped(paths, tmp_path_factory):
+    """A scraped dataset in miniature: good clips, one too short for the clip, two of another size, an empty, a
+    missing and a garbage file. Returns (items, {index: what the skip record must say})."""
+    d = tmp_path_factory.mktemp("scraped")
+    short = media.make_clip(d / "short.mp4", "h264", 256, 144, num_frames=6, gop=6)
+    wide = media.make_clip(d / "wide.mp4", "h264", 320, 180, num_frames=24, gop=12)
+    (d / "empty.mp4").write_bytes(b"")
+    (d / "garbage.mp4").write_bytes(b"<html>not found</html>\n" * 50)
+    items = [paths[0], short, paths[1], d / "empty.mp4", wide, paths[0], d / "missing.mp4", paths[1],
+             d / "garbage.mp4", wide, paths[1]]
+    bad = {1: "too short for the clip: 6 frames", 3: "empty", 4: "frames of 180x320 do not fit batches of 144x256",
+           6: "does not exist", 8: "cannot open", 9: "do not fit"}
+    return items, bad
+
+
+CLIP = {"strategy": "clip", "clip_len": 4, "stride": 3}
+
+
+def test_skip_policy_covers_every_fault_of_the_sample_and_delivers_the_rest_once(scraped):
+    from playbook_utils import distributed
+
+    items, bad = scraped
+    good = [i for i in range(len(items)) if i not in bad]
+    dl = loaders.make_loader(items, backend="pyav", batch_size=3, num_workers=2, on_error="skip", **CLIP)
+    delivered, skipped = 0, []
+    for batch, skips in dl:
+        delivered += 0 if batch is None else batch.shape[0]
+        skipped += skips
+    loaders.close_loader(dl)
+    assert delivered == len(good) and sorted(s.index for s in skipped) == sorted(bad)
+    for s in skipped:
+        assert bad[s.index] in s.cause and s.path == str(items[s.index]), s
+    # sharded: over two ranks, the delivered ids and the skipped ones hold every sample exactly once, and each
+    # delivered clip is exactly the frames its sampler asked for
+    seen, ranks = [], []
+    for rank in (0, 1):
+        loader = distributed.sharded_loader(items, "pyav", rank=rank, world_size=2, batch_size=2, shuffle=True,
+                                            num_workers=rank, on_error="skip", **CLIP)
+        ds = loader.loader.dataset.dataset
+        ids = []
+        for batch_ids, frames, skips in loader:
+            for i, clip in zip(batch_ids, frames if frames is not None else []):
+                assert [media.read_stamp(f) for f in clip] == ds.indices(i)
+            ids += batch_ids
+            seen += skips
+        loader.close()
+        ranks.append(ids)
+    assert distributed.exactly_once([*ranks, [s.index for s in seen]], len(items))["ok"]
+    assert sorted(i for r in ranks for i in r) == good
+
+
+def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
+    from playbook_utils.errors import DecodeError
+
+    items, bad = scraped
+    fine = [items[0], items[4], items[2]]                  # 144x256, 180x320, 144x256
+    resized = next(iter(loaders.make_loader(fine, batch_size=3, num_workers=0, size=(72, 128), **CLIP)))
+    assert tuple(resized.shape) == (3, 4, 3, 72, 128)
+    listed = next(iter(loaders.make_loader(fine, batch_size=3, num_workers=0, mixed_sizes="list", **CLIP)))
+    assert [tuple(v.shape) for v in listed] == [(4, 3, 144, 256), (4, 3, 180, 320), (4, 3, 144, 256)]
+    ds = loaders.VideoClipDataset(fine, mixed_sizes="list", **CLIP)
+    assert all([media.read_stamp(f) for f in v] == ds.indices(i) for i, v in enumerate(listed))
+    with pytest.raises(ValueError, match=f"{items[4]}: frames of 180x320 do not fit .*{items[0]}.*size=.*'list'"):
+        list(loaders.make_loader(fine, batch_size=3, num_workers=0, **CLIP))
+    with pytest.raises(DecodeError, match="too short for the clip") as e:
+        list(loaders.make_loader([items[0], items[1]], batch_size=2, num_workers=0, **CLIP))
+    assert e.value.path == str(items[1]) and e.value.backend == "pyav"
+    with pytest.raises(ValueError, match="mixed_sizes"):
+        loaders.VideoClipDataset(fine, mixed_sizes="pad")
