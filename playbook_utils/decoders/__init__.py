@@ -135,20 +135,20 @@ def file_identity(path) -> tuple:
 
 
 @lru_cache(maxsize=256)
-def _probe_cached(path: str, identity: tuple):
+def _probe_cached(path: str, identity: tuple, stream: int | None = None):
     from playbook_utils import media
 
-    return media.probe(path)
+    return media.probe(path, stream)
 
 
-def video_info(path, backend: str | None = None):
-    """`media.probe(path)`, cached while the file is the same one (`file_identity`). A `DecodeError` names `backend`, the library
-    the probe was made for (the probe itself reads with PyAV)."""
+def video_info(path, backend: str | None = None, stream: int | None = None):
+    """`media.probe(path, stream)`, cached while the file is the same one (`file_identity`). A `DecodeError`
+    names `backend`, the library the probe was made for (the probe itself reads with PyAV)."""
     p = Path(path)
     try:
         if not p.exists():
             raise DecodeError(p, "file does not exist")
-        return _probe_cached(str(p), file_identity(p))
+        return _probe_cached(str(p), file_identity(p), stream)
     except DecodeError as e:
         if backend is None or e.backend == backend:
             raise
@@ -188,11 +188,15 @@ def check_indices(path, indices, num_frames: int, backend: str | None = None) ->
     return out
 
 
-def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
+def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", stream: int | None = None):
     """Decode the frames `indices` of `path`; return uint8 (N, 3, H, W) on `device`.
 
-    The tensor may be a view of channels-last memory (not `.is_contiguous()`), which saves a copy;
-    call `.contiguous()` where a consumer needs it.
+    Frames are what a player shows, the same from every backend: FFmpeg's best video stream (or the
+    container's stream `stream`, ffprobe's numbering); frame 0 is the first frame shown (frames an MP4
+    edit list hides are not counted); pictures turned as the display matrix says (a phone's portrait
+    video comes back portrait, H > W; `frame_size`). The tensor may be a view of channels-last or
+    turned memory (not `.is_contiguous()`), which saves a copy; call `.contiguous()` where a consumer
+    needs it.
 
     Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
     path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
@@ -205,7 +209,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
         raise BackendUnavailable(path, why, backend)
     if path.exists() and path.stat().st_size == 0:
         raise DecodeError(path, "file is empty (0 bytes)", backend)
-    info = video_info(path, backend)
+    info = video_info(path, backend, stream)
     if info.b_frames and info.container == "avi":
         raise DecodeError(path, "AVI with B-frames stores no presentation timestamps, so no library can "
                                 "locate a frame exactly; remux it to MP4 or MKV", backend)
@@ -224,6 +228,10 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
         msg = first_line(e, type(e).__name__)
         raise DecodeError(path, f"{type(e).__name__}: {msg[:300]}", backend) from e
+    if info.rotation and not getattr(mod, "ROTATES", False):   # the library returns the picture as stored
+        import torch
+
+        frames = torch.rot90(frames, info.rotation // 90, dims=(-2, -1))
     expected = (len(idx), 3, *frame_size(info))
     if tuple(frames.shape) != expected:
         raise DecodeError(path, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
@@ -231,8 +239,17 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
 
 
 def frame_size(info) -> tuple[int, int]:
-    """(H, W) of the frames `read_frames` returns for a file `video_info` described."""
-    return info.height, info.width
+    """(H, W) of the frames `read_frames` returns for a file `video_info` described: as displayed, so a
+    quarter turn (`info.rotation` 90 or 270) swaps the stored width and height."""
+    return (info.width, info.height) if info.rotation in (90, 270) else (info.height, info.width)
+
+
+def as_stored(frames, info):
+    """Frames from `read_frames` turned back to the picture as stored (the orientation `media.read_stamp`
+    reads): the inverse of the display rotation. Used by the correctness matrix and the tests."""
+    import torch
+
+    return torch.rot90(frames, -(info.rotation // 90), dims=(-2, -1)) if info.rotation else frames
 
 
 def refusal(path, backend: str, device: str = "cpu") -> str | None:
@@ -255,6 +272,9 @@ def refusal(path, backend: str, device: str = "cpu") -> str | None:
 def _refuses(mod, info, kind: str) -> str | None:
     """The adapter's refusal of this file's traits, then (every GPU path decodes on NVDEC) NVDEC's size limits."""
     found = mod.refuses(info, kind) if hasattr(mod, "refuses") else None
+    if found is None and info.stream != info.best_stream and not getattr(mod, "CHOOSES_STREAM", False):
+        found = (f"{mod.__name__.rsplit('.', 1)[-1]} always decodes FFmpeg's best video stream "
+                 f"({info.best_stream}); it cannot read stream {info.stream}")
     if kind == "cuda" and found is None:
         from playbook_utils.nvdec import too_small
 

@@ -12,15 +12,21 @@ from __future__ import annotations
 import threading
 
 DEVICES = ("cpu", "cuda")
+# Always FFmpeg's best video stream; returns the picture as stored (read_frames turns it as displayed).
 CPU_CODECS = ("vp8", "vp9", "mjpeg")
 _lock = threading.Lock()
 _pipes: dict = {}
 
 
 def refuses(info, device: str) -> str | None:
+    from playbook_utils.decoders.matrix import traits
+
     if device == "cpu" and info.codec not in CPU_CODECS:
         return (f"DALI's CPU video decoder does not take {info.codec} (only {', '.join(CPU_CODECS)}); "
                 "use device='cuda'")
+    if device == "cuda" and "edit-list" in traits(info):
+        return ("the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's CPU path (exact in "
+                "the correctness matrix); its NVDEC path has not been checked on such files")
     return None
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from functools import lru_cache
 
 DEVICES = ("cpu", "cuda")
+ROTATES = True   # returns frames turned as the display matrix says; always FFmpeg's best video stream
 
 # File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
 KNOWN_WRONG = {
     "open-gop": "after a seek it returns a neighbouring frame (seen with H.264 and HEVC, off by 1-3)",
     "codec:av1": "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')",
     "container:avi": "random access returns frames of the first GOP (seen with and without B-frames)",
+    "edit-list": "it counts the frames an MP4 edit list hides, and returns frames other than those a player shows",
 }
 
 

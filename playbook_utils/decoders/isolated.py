@@ -84,10 +84,11 @@ def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
 def _serve_one(req: dict) -> dict:
     import numpy as np
 
-    from playbook_utils.decoders import read_frames
+    from playbook_utils.decoders import as_stored, read_frames, video_info
 
     try:
-        frames = read_frames(req["path"], req["indices"], backend=req["backend"], device=req["device"])
+        frames = read_frames(req["path"], req["indices"], backend=req["backend"], device=req["device"],
+                             stream=req.get("stream"))
     except BackendUnavailable as e:
         return {"status": "unavailable", "error": e.cause}
     except DecodeError as e:
@@ -99,7 +100,7 @@ def _serve_one(req: dict) -> dict:
         from playbook_utils.media import StampError, read_stamp
 
         stamps = []
-        for f in frames:
+        for f in as_stored(frames, video_info(req["path"], stream=req.get("stream"))):   # stamps read upright
             try:
                 stamps.append(read_stamp(f))
             except StampError:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 
 DEVICES = ("cuda",)
+# Always FFmpeg's best video stream (its FFmpeg demuxer's choice); NVDEC returns the picture as stored
+# (read_frames turns it as displayed).
 _CHUNK = 8
 _local = threading.local()
 
@@ -26,6 +28,9 @@ def refuses(info, device: str) -> str | None:
     from playbook_utils.decoders.matrix import traits
 
     found = traits(info)
+    if "edit-list" in found:
+        return ("PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the frames an MP4 edit list "
+                "hides; not checked on such files")
     if "open-gop" in found:
         return ("PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: asked "
                 "[24, 33], got [1, none]; HEVC: asked 33, got 38)")

@@ -120,13 +120,24 @@ def test_isolated_read_matches_in_process(smoke_media):
 @pytest.mark.slow
 def test_matrix_never_returns_a_wrong_frame_silently(tmp_path):
     table = matrix.run(CPU, "cpu", tmp_path)
-    assert len(table) == len([c for c in matrix.CASES if media.encoder_for(c.codec)])
+    assert len(table) == len([c for c in matrix.CASES if media.encoder_for(c.codec)
+                              and (media.ffmpeg_cli() or not c.needs_cli)])
     for case, row in table.items():
         for backend, outcome in row.items():
             assert outcome.split(":")[0] in ("exact", "refused", "error"), f"{backend} on {case}: {outcome}"
     # PyAV decodes every case except the one no library can do exactly.
     assert all(row["pyav"] == "exact" for case, row in table.items() if case != "h264 avi")
     assert table["h264 avi, no B-frames"]["torchcodec"] == "exact"
+    if media.ffmpeg_cli():   # streams, edit lists and rotation: one answer from every library, or a refusal
+        for case in ("two video streams", "rotated 90", "rotated 180", "rotated 270"):
+            assert {o.split(":")[0] for o in table[f"h264 mp4, {case}"].values()} <= {"exact", "refused"}
+            assert {table[f"h264 mp4, {case}"][b] for b in ("pyav", "decord", "torchcodec")} == {"exact"}
+        for case in ("two video streams", "edit list", "rotated 90"):
+            assert table[f"vp9 mp4, {case}"]["dali"] == "exact"
+        assert table["h264 mp4, two streams, stream 0"]["torchcodec"] == "exact"
+        assert table["h264 mp4, two streams, stream 0"]["decord"].startswith("refused: decord always decodes")
+        for b in ("decord", "torchcodec"):
+            assert table["h264 mp4, edit list"][b].startswith("refused") and "edit list" in table["h264 mp4, edit list"][b]
 
 
 GPU = available("cuda") if torch.cuda.is_available() else []
@@ -373,3 +384,74 @@ def test_decord_cuda_availability_is_asked_of_one_child_per_process(monkeypatch)
         adapter._cuda_unavailable.cache_clear()
     assert len(started) == 1 and len(answers) == 1
     assert adapter.device_unavailable("cpu") is None and len(started) == 1
+
+
+@pytest.fixture(scope="module")
+def unusual(tmp_path_factory):
+    """VP9-in-MP4 files every CPU backend reads (DALI's CPU decoder takes VP9 only), made with the ffmpeg tool:
+    two video streams (the first 256x144 with 18 frames, the second, FFmpeg's best, 320x180 with 24), an edit
+    list hiding 6 leading frames, and a 90 degree display rotation."""
+    if not media.ffmpeg_cli():
+        pytest.skip("needs the ffmpeg command-line tool")
+    d = tmp_path_factory.mktemp("unusual")
+    base = media.make_clip(d / "base.mp4", "vp9", 320, 180, num_frames=24, gop=12)
+    first = media.make_clip(d / "first.mp4", "vp9", 256, 144, num_frames=18, gop=12)
+    return {"two": media.mux_video_streams(d / "two.mp4", [first, base], best=1),
+            "edit": media.hide_leading_frames(base, d / "edit.mp4", 6),
+            "rot": media.rotate_display(base, d / "rot.mp4", 90)}
+
+
+@pytest.mark.parametrize("backend", CPU)
+def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, unusual):
+    from playbook_utils.decoders import as_stored, frame_size, video_info
+
+    def stamps(path, idx, **kw):
+        frames = read_frames(path, idx, backend=backend, **kw)
+        return tuple(frames.shape[-2:]), [media.read_stamp(f) for f in as_stored(frames, video_info(path, **kw))]
+
+    # FFmpeg's best stream by default, as the ffmpeg tool shows it; stream= picks another where the library can
+    assert media.shown_stamps(unusual["two"]) == list(range(24))
+    assert stamps(unusual["two"], [23, 0, 7]) == ((180, 320), [23, 0, 7])
+    try:
+        assert stamps(unusual["two"], [17, 0], stream=0) == ((144, 256), [17, 0])
+    except BackendUnavailable as e:
+        assert backend in ("decord", "dali") and "cannot read stream 0" in str(e)
+    with pytest.raises(DecodeError, match="stream 2 is not a video stream.*0, 1"):
+        read_frames(unusual["two"], [0], backend=backend, stream=2)
+    # an edit list: frame 0 is the first frame shown (stamped 6), 18 frames in all
+    shown = media.shown_stamps(unusual["edit"])
+    assert shown == list(range(6, 24)) and video_info(unusual["edit"]).num_frames == 18
+    try:
+        assert stamps(unusual["edit"], [17, 0, 5]) == ((180, 320), [shown[17], shown[0], shown[5]])
+    except BackendUnavailable as e:
+        assert backend in ("decord", "torchcodec") and "edit list" in str(e)
+    # rotation: as displayed (portrait here), the same from every backend
+    info = video_info(unusual["rot"])
+    assert info.rotation == 90 and frame_size(info) == (320, 180)
+    assert stamps(unusual["rot"], [20, 1]) == ((320, 180), [20, 1])
+
+
+def test_the_edit_list_refusals_still_stand(unusual):
+    """What TorchCodec and decord return on an H.264 edit-list file when not refused: not what a player shows. If
+    a new release gets it right, this fails, and the refusal can go."""
+    import subprocess
+    import sys
+
+    d = unusual["edit"].parent
+    base = media.make_clip(d / "h264.mp4", "h264", 320, 180, num_frames=24, gop=12, bframes=0)
+    path = media.hide_leading_frames(base, d / "h264_edit.mp4", 6)
+    shown = media.shown_stamps(path)
+    code = ("import sys, json, torch; from playbook_utils.media import read_stamp\n"
+            "b, p = sys.argv[1], sys.argv[2]\n"
+            "if b == 'torchcodec':\n"
+            "    from torchcodec.decoders import VideoDecoder; f = VideoDecoder(p, seek_mode='exact').get_frames_at([0, 5, 17]).data\n"
+            "else:\n"
+            "    import decord; f = torch.from_numpy(decord.VideoReader(p).get_batch([0, 5, 17]).asnumpy()).permute(0, 3, 1, 2)\n"
+            "print(json.dumps([read_stamp(x) for x in f]))")
+    for backend in ("torchcodec", "decord"):
+        if why_unavailable(backend, "cpu"):
+            continue
+        run = subprocess.run([sys.executable, "-c", code, backend, str(path)], capture_output=True, text=True, timeout=120)
+        got = [int(x) for x in run.stdout.strip().splitlines()[-1].strip("[]").split(",")]
+        assert len(shown) == 18 and got != [shown[0], shown[5], shown[17]], \
+            f"{backend} now reads edit lists right: lift its refusal"
