@@ -128,11 +128,12 @@ class ShardedLoader:
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
 
-    def close(self) -> None:
-        """End the DataLoader workers now, even mid-epoch (`loaders.close_loader`); a new epoch starts new ones."""
+    def close(self) -> list[int]:
+        """End the DataLoader workers now, even mid-epoch; their exit codes (`loaders.close_loader`). A new epoch
+        starts new ones."""
         from playbook_utils.loaders import close_loader
 
-        close_loader(self.loader)
+        return close_loader(self.loader)
 
     def __len__(self) -> int:
         return len(self.loader)

@@ -212,9 +212,10 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
                                        **worker_options(num_workers, start_method, timeout_s, decoder_threads))
 
 
-def close_loader(loader) -> None:
+def close_loader(loader) -> list[int]:
     """End the worker processes of a loader from `make_loader` (or of a `distributed.ShardedLoader`) now, even
-    mid-epoch with batches in flight; each worker finishes the batch in hand and exits cleanly (notebook 23).
+    mid-epoch with batches in flight; each worker finishes the batch in hand and exits cleanly. Returns the
+    workers' exit codes: 0 each, a negative code is the signal that ended one (notebook 23).
 
     Workers persist between epochs (`persistent_workers`), so breaking out of an epoch leaves them running
     until the loader is dropped; `close_loader` stops them without waiting for that. Iterating the loader
@@ -222,9 +223,11 @@ def close_loader(loader) -> None:
     """
     inner = getattr(loader, "loader", loader)   # a ShardedLoader holds its DataLoader as .loader
     it = getattr(inner, "_iterator", None)
-    if it is not None and hasattr(it, "_shutdown_workers"):
-        it._shutdown_workers()
-        inner._iterator = None
+    if it is None or not hasattr(it, "_shutdown_workers"):
+        return []
+    it._shutdown_workers()
+    inner._iterator = None
+    return [w.exitcode for w in it._workers]
 
 
 def share_of_cores(num_workers: int) -> int:
@@ -400,6 +403,11 @@ class GpuProcessLoader:
     def __len__(self) -> int:
         return (len(self.paths) + self.batch_size - 1) // self.batch_size
 
+    @property
+    def worker_exit_codes(self) -> list:
+        """Exit codes of the last epoch's worker processes (None while one runs; negative: ended by that signal)."""
+        return [p.exitcode for p in getattr(self, "_workers", [])]
+
     def __iter__(self):
         import queue as queue_module
 
@@ -410,7 +418,7 @@ class GpuProcessLoader:
         procs = [ctx.Process(target=_process_loader_worker, daemon=True,
                              args=(self.paths[r::self.processes], self.threads, self.kwargs, r, q, finished_epoch))
                  for r in range(self.processes) if self.paths[r::self.processes]]
-        self._workers = procs   # this epoch's worker processes (their exit codes, once it has ended)
+        self._workers = procs
         for p in procs:
             p.start()
         try:

@@ -93,12 +93,15 @@ def traits(info) -> set[str]:
     return out
 
 
-def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48) -> dict[str, Path]:
-    """Encode every case that this PyAV (and, for the cases that need it, the ffmpeg tool) can make; return
-    {case name: path} (cached by file name)."""
+def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48,
+                names=None) -> dict[str, Path]:
+    """Encode every case (or those `names`) that this PyAV (and, for the cases that need it, the ffmpeg tool)
+    can make; return {case name: path} (cached by file name)."""
     directory = Path(directory)
     clips = {}
     for case in CASES:
+        if names is not None and case.name not in names:
+            continue
         if media.encoder_for(case.codec) is None or (case.needs_cli and media.ffmpeg_cli() is None):
             continue
         path = directory / f"{width}x{height}_{num_frames}" / case.file_name()

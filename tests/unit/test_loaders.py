@@ -264,9 +264,9 @@ def test_breaking_out_early_ends_every_worker_cleanly(paths, capfd):
         workers = list(it._workers)
         del it
         if trial % 2:
-            loaders.close_loader(dl)
+            assert loaders.close_loader(dl) == [w.exitcode for w in workers]
         elif trial == 2:
-            dl.close()
+            assert dl.close() == [w.exitcode for w in workers]
         else:
             del dl
             gc.collect()
@@ -307,7 +307,7 @@ def test_gpu_side_loaders_stopped_early_leave_no_thread_or_process(paths):
                                      backend="pyav", device="cpu", size=32, chunk=24)
         for b in L:
             break
-        codes += [w.exitcode for w in L._workers]
+        codes += L.worker_exit_codes
     assert codes == [0, 0, 0, 0] and _spawned_workers(before) == []
     assert _new_threads(threads) == []
 
