@@ -81,7 +81,8 @@ def read(path: str, indices: list[int], device: str, info):
             torch.cuda.current_stream(device).synchronize()
     if len(frames) != len(unique):
         raise RuntimeError(f"asked DALI for {len(unique)} frames, got {len(frames)}")
+    frames = frames.permute(0, 3, 1, 2).contiguous()   # (U, 3, H, W), then one gather into the order asked
     if unique != indices:
         position = {i: k for k, i in enumerate(unique)}
         frames = frames[torch.tensor([position[i] for i in indices], device=frames.device)]
-    return frames.permute(0, 3, 1, 2).contiguous()
+    return frames

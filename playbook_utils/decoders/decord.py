@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 DEVICES = ("cpu", "cuda")
-ROTATES = True   # returns frames turned as the display matrix says; always FFmpeg's best video stream
+ROTATES = True   # returns frames turned as the display matrix says
 
 # File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
 KNOWN_WRONG = {
@@ -19,6 +19,9 @@ KNOWN_WRONG = {
     "codec:av1": "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')",
     "container:avi": "random access returns frames of the first GOP (seen with and without B-frames)",
     "edit-list": "it counts the frames an MP4 edit list hides, and returns frames other than those a player shows",
+    "several-streams": ("its bundled FFmpeg 4 picks the video stream by another rule than FFmpeg 5 and later "
+                        "(which prefer the stream flagged default): it read a 204x114 stream where the others "
+                        "read the 256x144 default one"),
 }
 
 
