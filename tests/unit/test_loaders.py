@@ -181,8 +181,8 @@ def test_our_errors_keep_type_file_backend_and_cause_across_processes(tmp_path):
 
     from playbook_utils.errors import BackendUnavailable, DecodeError
 
-    for e in (DecodeError(tmp_path / "a b.mp4", "cause: with a colon", "pyav"), BackendUnavailable(None, "no GPU", "dali"),
-              DecodeError("x.mp4", "file is empty")):
+    for e in (DecodeError(tmp_path / "a b.mp4", "cause: with a colon", "pyav"),
+              BackendUnavailable(None, "no GPU", "dali"), DecodeError("x.mp4", "file is empty")):
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and (back.path, back.backend, back.cause, str(back)) == \
             (e.path, e.backend, e.cause, str(e))
@@ -382,3 +382,34 @@ def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
     assert e.value.path == str(items[1]) and e.value.backend == "pyav"
     with pytest.raises(ValueError, match="mixed_sizes"):
         loaders.VideoClipDataset(fine, mixed_sizes="pad")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU_LOADER_BACKENDS, reason="needs a CUDA GPU with PyNvVideoCodec or TorchCodec")
+@pytest.mark.parametrize("backend", GPU_LOADER_BACKENDS or ["none"])
+def test_gpu_loaders_stopped_early_end_cleanly_and_free_gpu_memory(backend, paths):
+    """On CUDA: breaking out of GpuLoader and GpuProcessLoader after one batch, three times, leaves no worker
+    ended by a signal, no thread or process behind, and this process's CUDA memory where it was."""
+    import threading
+
+    import psutil
+    import torch
+
+    torch.zeros(1, device="cuda")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    threads = set(threading.enumerate())
+    memory = torch.cuda.memory_allocated()
+    codes = []
+    for _ in range(3):
+        for batch in loaders.GpuLoader([paths[0]] * 8, backend=backend, device="cuda", threads=2, batch_size=1,
+                                       size=64, chunk=24):
+            break
+        L = loaders.GpuProcessLoader([paths[0], paths[1]] * 4, processes=2, threads=2, batch_size=1,
+                                     backend=backend, device="cuda", size=64, chunk=24)
+        for batch in L:
+            break
+        del batch
+        codes += L.worker_exit_codes
+    torch.cuda.synchronize()
+    assert codes == [0] * 6 and _spawned_workers(before) == [] and _new_threads(threads) == []
+    assert torch.cuda.memory_allocated() == memory
