@@ -467,3 +467,11 @@ def test_the_edit_list_refusals_still_stand(unusual):
     assert len(shown) == 18 and set(got) == set(backends), run.stderr[-500:]
     for backend, stamps in got.items():
         assert stamps != [shown[0], shown[5], shown[17]], f"{backend} now reads edit lists right: lift its refusal"
+
+
+def test_isolated_reads_the_stream_asked_for(unusual):
+    from playbook_utils.decoders import as_stored, video_info
+
+    frames = read_frames_isolated(unusual["two"], [17, 2], backend="pyav", stream=0)
+    assert tuple(frames.shape) == (2, 3, 144, 256)
+    assert [media.read_stamp(f) for f in as_stored(frames, video_info(unusual["two"], stream=0))] == [17, 2]
