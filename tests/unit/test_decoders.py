@@ -292,14 +292,9 @@ def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch
 
 @pytest.fixture(scope="module")
 def look_alikes(tmp_path_factory):
-    """Two stamped VP9-in-MP4 clips of exactly the same size (a `free` box pads the smaller): 24 frames of
-    256x144 and 36 frames of 320x180. Every CPU backend reads VP9 (DALI's CPU decoder takes nothing else),
-    and NVDEC takes these sizes."""
-    d = tmp_path_factory.mktemp("look-alikes")
-    a = media.make_clip(d / "a.mp4", "vp9", 256, 144, num_frames=24, gop=8)
-    b = media.make_clip(d / "b.mp4", "vp9", 320, 180, num_frames=36, gop=12)
-    size = max(a.stat().st_size, b.stat().st_size) + 64
-    return media.pad_mp4(a, size), media.pad_mp4(b, size)
+    from playbook_utils import faults
+
+    return faults.make_look_alikes(tmp_path_factory.mktemp("look-alikes"))
 
 
 CACHE_CASES = [pytest.param(b, "cpu", id=f"{b}-cpu") for b in CPU] + [
@@ -318,6 +313,7 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache
     if why_unavailable(backend, device):
         pytest.skip(why_unavailable(backend, device))
     a, b = look_alikes
+    assert a.stat().st_size == b.stat().st_size and media.probe(a).num_frames != media.probe(b).num_frames
     target = tmp_path / "clip.mp4"
     shutil.copy(a, target)
 
@@ -340,6 +336,10 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache
     after = target.stat()
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (moved.st_ino, moved.st_size, moved.st_mtime_ns)
     check([23, 1], (144, 256))
+    # the same sequence as notebook 23 runs it
+    from playbook_utils import faults
+
+    assert faults.replaced_file_reads(a, b, tmp_path / "again.mp4", backend, device) == [True, True, True]
 
 
 def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
