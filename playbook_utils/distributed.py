@@ -95,10 +95,19 @@ class _Indexed:
         return i, self.dataset[i]
 
 
+def _collate_indexed(pairs):
+    """(ids of the delivered samples, their batch or None, the `Skipped` ones) from (i, item) pairs: every
+    sample of the batch lands in exactly one of the ids and the skipped."""
+    from playbook_utils.loaders import Skipped, collate_skipping
+
+    frames, skipped = collate_skipping([x for _, x in pairs])
+    return [i for i, x in pairs if not isinstance(x, Skipped)], frames, skipped
+
+
 class _ThreadedBatches:
-    """Batches (ids, frames) of a rank that decodes on its GPU: `threads` threads decode the sampler's
-    items ahead of the consumer, batches in sampler order. DataLoader workers are processes and cannot
-    hold the rank's CUDA decoders; threads can (as `loaders.GpuLoader` does in notebook 21)."""
+    """Batches (ids, frames, skipped) of a rank that decodes on its GPU: `threads` threads decode the
+    sampler's items ahead of the consumer, batches in sampler order. DataLoader workers are processes and
+    cannot hold the rank's CUDA decoders; threads can (as `loaders.GpuLoader` does in notebook 21)."""
 
     def __init__(self, dataset, sampler, batch_size: int, threads: int):
         self.dataset, self.sampler, self.batch_size, self.threads = dataset, sampler, batch_size, threads
@@ -107,36 +116,50 @@ class _ThreadedBatches:
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
 
     def __iter__(self):
-        import torch
-
         from playbook_utils.loaders import decode_ahead
 
         order = list(self.sampler)
         # every thread busy and a batch ahead of the consumer
         results = decode_ahead(self.dataset.__getitem__, order, self.threads, self.batch_size + self.threads)
         for a in range(0, len(order), self.batch_size):
-            items = [next(results) for _ in range(min(self.batch_size, len(order) - a))]
-            yield torch.tensor([i for i, _ in items]), torch.stack([x for _, x in items])
+            yield _collate_indexed([next(results) for _ in range(min(self.batch_size, len(order) - a))])
 
 
 class ShardedLoader:
     """Iterates (sample_ids, frames) over one rank's shard: ids a list of ints, frames uint8
-    (B, K, 3, H, W) on the rank's device. Call `set_epoch(e)` before each epoch when shuffling."""
+    (B, K, 3, H, W) on the rank's device (a list of (K, 3, H, W) tensors for a batch of several sizes
+    with mixed_sizes='list'). With on_error='skip', (sample_ids, frames or None, skipped): the
+    `loaders.Skipped` samples of the batch, so that ids and skipped together hold every sample of the
+    shard once. Call `set_epoch(e)` before each epoch when shuffling."""
 
-    def __init__(self, loader, sampler: ShardSampler, device: str, decode_device: str):
+    def __init__(self, loader, sampler: ShardSampler, device: str, decode_device: str, skipping: bool = False):
         self.loader, self.sampler, self.device, self.decode_device = loader, sampler, device, decode_device
+        self.skipping = skipping
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
 
+    def close(self) -> list[int]:
+        """End the DataLoader workers now, even mid-epoch; their exit codes (`loaders.close_loader`). A new epoch
+        starts new ones."""
+        from playbook_utils.loaders import close_loader
+
+        return close_loader(self.loader)
+
     def __len__(self) -> int:
         return len(self.loader)
 
+    def _on_device(self, frames):
+        if isinstance(frames, list):
+            return [self._on_device(f) for f in frames]
+        if frames is not None and str(frames.device) != self.device:
+            return frames.to(self.device, non_blocking=True)
+        return frames
+
     def __iter__(self):
-        for ids, frames in self.loader:
-            if str(frames.device) != self.device:
-                frames = frames.to(self.device, non_blocking=True)
-            yield ids.tolist(), frames
+        for ids, frames, skipped in self.loader:
+            frames = self._on_device(frames)
+            yield (ids, frames, skipped) if self.skipping else (ids, frames)
 
 
 def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int = 1, device: str = "cpu",
@@ -151,8 +174,11 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     (`read_frames` with device cuda:N); DALI's own `fn.readers.video(shard_id=, num_shards=)`
     is not used, since it samples fixed-length sequences rather than our K frames per video.
     (Run on two H200s with NCCL and PyNvVideoCodec; the DALI path has not yet run on GPUs.)
-    dataset_kwargs go to `loaders.VideoClipDataset` (k, strategy, size, ...). Returns a
-    `ShardedLoader` of (sample_ids, frames). Introduced in notebook 30.
+    dataset_kwargs go to `loaders.VideoClipDataset` (k, strategy, size, mixed_sizes, on_error, ...).
+    With on_error='skip' a sample that fails (unreadable, too short for the clip, another size) is
+    handed back as skipped, once, and every other sample is delivered once. Returns a
+    `ShardedLoader` of (sample_ids, frames), or (sample_ids, frames, skipped) with on_error='skip'.
+    Introduced in notebook 30.
     """
     import torch
 
@@ -161,18 +187,17 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     if decode_device == "auto":
         decode_device = device if device.startswith("cuda") and backend in GPU_BACKENDS else "cpu"
     ds = VideoClipDataset(paths, backend=backend, device=decode_device, **dataset_kwargs)
-    if ds.on_error != "raise":
-        raise ValueError("sharded_loader counts every sample; use on_error='raise' (the default)")
+    skipping = ds.on_error == "skip"
     sampler = ShardSampler(len(ds), rank, world_size, shuffle=shuffle, seed=seed)
     if decode_device.startswith("cuda"):   # CUDA decoders live in the rank's own process: threads, not workers
         return ShardedLoader(_ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers)),
-                             sampler, device, decode_device)
+                             sampler, device, decode_device, skipping)
     # workers as make_loader's: spawned (a forked worker of a multi-threaded CUDA/NCCL parent can hang), with a
     # batch timeout and decoders that share the cores
     loader = torch.utils.data.DataLoader(
-        _Indexed(ds), batch_size=batch_size, sampler=sampler, num_workers=num_workers,
+        _Indexed(ds), batch_size=batch_size, sampler=sampler, num_workers=num_workers, collate_fn=_collate_indexed,
         pin_memory=device.startswith("cuda") and decode_device == "cpu", **worker_options(num_workers))
-    return ShardedLoader(loader, sampler, device, decode_device)
+    return ShardedLoader(loader, sampler, device, decode_device, skipping)
 
 
 def rank_device(kind: str) -> tuple[str, str]:

@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import os
+import re
+
+# "path [backend]: cause", "[backend]: cause" or "path: cause": how `_VideoError` writes its message
+_MESSAGE = re.compile(r"(?s)^(?:(?P<path>.*?) )?\[(?P<backend>[\w.-]+)\]: (?P<cause>.*)$")
 
 
 class _VideoError(Exception):
-    """Base class: every message names the file, the backend and the cause."""
+    """Base class: every message names the file, the backend and the cause.
 
-    def __init__(self, path: str | os.PathLike | None, cause: str, backend: str | None = None):
+    The error keeps its type, file, backend and cause across processes: it pickles (a `multiprocessing`
+    queue, a process pool), and PyTorch's DataLoader, which re-raises a worker's error as
+    `type(message)` with the worker's traceback as the message, gets the same type back, with `path`,
+    `backend` and `cause` read from the traceback's last line (notebook 23).
+    """
+
+    def __init__(self, path: str | os.PathLike | None, cause: str | None = None, backend: str | None = None):
+        if cause is None and backend is None and isinstance(path, str):
+            # One argument: a worker's error rebuilt from its formatted traceback (DataLoader's re-raise).
+            self.path, self.backend, self.cause = _fields_from_traceback(path, type(self))
+            super().__init__(path)
+            return
         self.path = None if path is None else os.fspath(path)
         self.backend = backend
         self.cause = cause
@@ -19,6 +34,24 @@ class _VideoError(Exception):
             parts.append(f"[{backend}]")
         parts.append(cause)
         super().__init__(": ".join([" ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else cause)
+
+    def __reduce__(self):
+        return type(self), (self.path, self.cause, self.backend)
+
+
+def _fields_from_traceback(text: str, cls) -> tuple[str | None, str | None, str]:
+    """(path, backend, cause) of the last `cls` error in a formatted traceback; for a text that holds none,
+    (None, None, text)."""
+    mark = f"{cls.__module__}.{cls.__qualname__}: "
+    at = text.rfind(mark)
+    if at < 0:
+        return None, None, text
+    message = text[at + len(mark):].strip()
+    found = _MESSAGE.match(message)
+    if found:
+        return found["path"], found["backend"], found["cause"]
+    path, sep, cause = message.partition(": ")
+    return (path, None, cause) if sep else (None, None, message)
 
 
 class DecodeError(_VideoError):

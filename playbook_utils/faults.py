@@ -98,6 +98,54 @@ def run(backends, device: str, directory, timeout: float = 120) -> dict[str, dic
     return table(make_bad_files(directory), backends, device, classify, timeout)
 
 
+def make_look_alikes(directory) -> tuple[Path, Path]:
+    """Two stamped VP9-in-MP4 clips of exactly the same size (a `free` box pads the smaller, `media.pad_mp4`):
+    24 frames of 256x144 and 36 frames of 320x180. Every backend reads them (VP9 is all DALI's CPU path takes;
+    NVDEC takes these sizes). Returns (the 24-frame clip, the 36-frame clip)."""
+    d = Path(directory)
+    a = media.make_clip(d / "a.mp4", "vp9", 256, 144, num_frames=24, gop=8)
+    b = media.make_clip(d / "b.mp4", "vp9", 320, 180, num_frames=36, gop=12)
+    size = max(a.stat().st_size, b.stat().st_size) + 64
+    return media.pad_mp4(a, size), media.pad_mp4(b, size)
+
+
+def replaced_file_reads(a, b, target, backend: str, device: str = "cpu") -> list:
+    """Read `target` (a copy of the look-alike `a`), replace it by `b` moved into place (`os.replace`), then by
+    `a` written in place, restoring the modification time each time, and read it after each swap, all in this
+    process (so that its caches see every swap). Returns one entry per read: True when the frames are the new
+    file's (stamps and width), else the error in words (notebook 23). A refusal ('refused: ...') comes first
+    and ends the list."""
+    import os
+    import shutil
+
+    from playbook_utils.decoders import read_frames
+    from playbook_utils.errors import BackendUnavailable, DecodeError
+
+    a, b, target = Path(a), Path(b), Path(target)
+    shutil.copy(a, target)
+    out = []
+    for step, (src, want) in enumerate(((None, [20, 3]), (b, [35, 0, 20]), (a, [23, 1]))):
+        if src is not None:
+            before = target.stat()
+            if step == 1:
+                staged = target.with_name(f".{target.name}.staged")
+                shutil.copy(src, staged)
+                os.replace(staged, target)
+            else:
+                with open(target, "r+b") as f:
+                    f.write(src.read_bytes())
+            os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+        width = media.probe(src or a).width
+        try:
+            frames = read_frames(target, want, backend=backend, device=device)
+            out.append([media.read_stamp(f) for f in frames] == want and frames.shape[-1] == width)
+        except BackendUnavailable as e:
+            return [f"refused: {e.cause[:100]}"]
+        except DecodeError as e:   # what a stale probe gives: the old file's frame count
+            out.append(f"DecodeError: {e.cause[:100]}")
+    return out
+
+
 def _gpu_mb(device: str) -> float:
     """GPU memory this process holds: NVML's per-process figure (sees every library's allocations),
     else torch's allocator (sees only torch's)."""

@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 
 class Skipped(NamedTuple):
-    """An item the dataset could not decode, carried to the main process instead of a crash (notebook 23)."""
+    """An item the dataset could not deliver, carried to the main process instead of a crash (notebook 23):
+    its index, its file and the cause (unreadable, refused, too short for the clip, or another size)."""
 
     index: int
     path: str
@@ -25,34 +26,78 @@ class VideoClipDataset:
 
     strategy: 'uniform' (K = k frames over the video) or 'clip' (one random clip of `clip_len`
     frames at `stride`, drawn from `seed` and the item index, so epochs are reproducible).
-    All videos must share one size, or give `size` (H, W) to resize on the decoding side.
-    on_error='raise' stops at the first bad file with its DecodeError; 'skip' returns a `Skipped`
-    record for it, which `collate_skipping` sets aside so the epoch goes on.
+
+    Videos of several sizes need a choice: `size` (H, W) resizes every item on the decoding side, and
+    mixed_sizes='list' lets a batch of several sizes be a list of tensors instead of one tensor. With
+    neither, every video must have the size of the first one that can be read (the dataset's
+    reference; `reference_size`), and another size is the item's failure.
+
+    on_error='raise' stops at the first item that fails, with an error naming its file: `DecodeError`
+    (unreadable, or too short for the clip), `BackendUnavailable` (a file this library is known to
+    decode wrongly) or ValueError (another size). on_error='skip' returns a `Skipped` record for it
+    instead, which `collate_skipping` sets aside, so the epoch goes on with every other item once.
     """
 
     def __init__(self, paths, backend: str = "pyav", device: str = "cpu", strategy: str = "uniform",
                  k: int = 16, clip_len: int = 8, stride: int = 2, seed: int = 0, size=None,
-                 on_error: str = "raise"):
+                 on_error: str = "raise", mixed_sizes: str | None = None):
         if strategy not in ("uniform", "clip"):
             raise ValueError(f"strategy must be 'uniform' or 'clip', got {strategy!r}")
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
-        self.on_error = on_error
+        if mixed_sizes not in (None, "list"):
+            raise ValueError(f"mixed_sizes must be None or 'list', got {mixed_sizes!r}")
+        self.on_error, self.mixed_sizes = on_error, mixed_sizes
         self.paths = [str(p) for p in paths]
         self.backend, self.device, self.strategy = backend, device, strategy
         self.k, self.clip_len, self.stride, self.seed, self.size = k, clip_len, stride, seed, size
+        self._reference = None
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def indices(self, i: int) -> list[int]:
+        """The frames item i reads; `DecodeError` for a file that cannot be read or is too short for the clip."""
         from playbook_utils import sampling
         from playbook_utils.decoders import video_info
+        from playbook_utils.errors import DecodeError
 
-        n = video_info(self.paths[i]).num_frames
+        n = video_info(self.paths[i], self.backend).num_frames
         if self.strategy == "uniform":
             return sampling.uniform(n, self.k)
+        span = sampling.clip_span(self.clip_len, self.stride)
+        if span > n:
+            raise DecodeError(self.paths[i], f"too short for the clip: {n} frames, and a clip of {self.clip_len} "
+                                             f"frames at stride {self.stride} spans {span}", self.backend)
         return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
+
+    def reference_size(self) -> tuple[str, tuple[int, int]] | None:
+        """(path, (H, W)) of the first video that can be probed: the size every item must have when neither
+        `size` nor mixed_sizes='list' is given. The same in every worker and on every rank; None when no
+        video can be read."""
+        from playbook_utils.decoders import frame_size, video_info
+        from playbook_utils.errors import DecodeError
+
+        if self._reference is None:
+            for p in self.paths:
+                try:
+                    self._reference = (p, frame_size(video_info(p)))
+                    break
+                except DecodeError:
+                    continue
+        return self._reference
+
+    def _other_size(self, i: int) -> str | None:
+        """Why item i does not fit the batches (another size than the reference, and no choice made), or None."""
+        from playbook_utils.decoders import frame_size, video_info
+
+        if self.size is not None or self.mixed_sizes == "list":
+            return None
+        own, ref = frame_size(video_info(self.paths[i], self.backend)), self.reference_size()
+        if ref is None or own == ref[1]:
+            return None
+        return (f"{self.paths[i]}: frames of {own[0]}x{own[1]} do not fit batches of {ref[1][0]}x{ref[1][1]} "
+                f"(the size of {ref[0]}); pass size=(H, W) to resize every video, or mixed_sizes='list'")
 
     def __getitem__(self, i: int):
         import torch
@@ -62,7 +107,13 @@ class VideoClipDataset:
         from playbook_utils.errors import BackendUnavailable, DecodeError
 
         try:
-            frames = read_frames(self.paths[i], self.indices(i), backend=self.backend, device=self.device)
+            idx = self.indices(i)
+            other = self._other_size(i)
+            if other and self.on_error == "raise":
+                raise ValueError(other)
+            if other:
+                return Skipped(i, self.paths[i], other)
+            frames = read_frames(self.paths[i], idx, backend=self.backend, device=self.device)
         except (DecodeError, BackendUnavailable) as e:
             if self.on_error == "raise":
                 raise
@@ -73,27 +124,74 @@ class VideoClipDataset:
         return frames
 
 
-def collate_skipping(items):
-    """Collate for on_error='skip': (uint8 batch of the good items or None, list of `Skipped`)."""
+def batch_of(videos):
+    """One uint8 tensor (B, K, 3, H, W) of `videos` of one shape (in a DataLoader worker, made in shared memory
+    as PyTorch's default collate does), else the list of them (mixed_sizes='list')."""
     import torch
 
+    if len({tuple(v.shape) for v in videos}) == 1:
+        return torch.utils.data.default_collate(videos)
+    return list(videos)
+
+
+def collate_skipping(items):
+    """Collate for on_error='skip': (the good items as `batch_of` makes them, or None when none is good;
+    the list of `Skipped`). Every item lands in exactly one of the two."""
     good = [x for x in items if not isinstance(x, Skipped)]
-    return (torch.stack(good) if good else None), [x for x in items if isinstance(x, Skipped)]
+    return (batch_of(good) if good else None), [x for x in items if isinstance(x, Skipped)]
+
+
+def collate_videos(items):
+    """Collate for on_error='raise': the items as `batch_of` makes them."""
+    return batch_of(items)
 
 
 def _worker_start(threads: int, probed: str, worker_id: int) -> None:
-    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader), and the
-    imports its parent probed need no second probe here (`decoders.child_env`)."""
+    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader), the
+    imports its parent probed need no second probe here (`decoders.child_env`), and the worker lets its
+    last batch leave before it exits (`finish_sending`)."""
+    import atexit
+
     from playbook_utils.decoders import PROBED_ENV, set_cpu_threads
 
     os.environ[PROBED_ENV] = probed
     set_cpu_threads(threads)
+    atexit.unregister(finish_sending)   # once per process
+    atexit.register(finish_sending)
+
+
+FEEDER_JOIN_S = 10.0   # how long an exiting worker waits for its last batch to leave
+
+
+def finish_sending(timeout_s: float = FEEDER_JOIN_S) -> None:
+    """Wait (at most `timeout_s`) for this process's `multiprocessing` queue feeder threads to finish: run at a
+    loader worker's exit (make_loader, sharded_loader, GpuProcessLoader; notebook 23).
+
+    A worker told to stop while it decodes finishes that batch, hands it to its queue's feeder thread, and
+    exits. The feeder is a daemon thread: if it is still dropping the batch's tensors when the interpreter
+    starts finalizing, torch's tensor deallocation (C++) releases and retakes the GIL, and Python ends the
+    thread there with pthread_exit, whose unwinding through C++ aborts the process ("terminate called
+    without an active exception", SIGABRT, seen with PyAV and decord workers alike). Joining the feeder
+    before finalization lets it finish in time. Bounded, since a feeder of a queue nobody closed never ends.
+    """
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    for t in threading.enumerate():
+        if t.name == "QueueFeederThread" and t.is_alive() and t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: int = 2,
                 pin_memory: bool = False, shuffle: bool = False, start_method: str = "spawn",
                 timeout_s: float = 600.0, decoder_threads: int | None = None, **dataset_kwargs):
     """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
+
+    dataset_kwargs go to `VideoClipDataset` (k, strategy, size, mixed_sizes, on_error, ...). A batch of
+    videos of several sizes (mixed_sizes='list') is a list of (K, 3, H, W) tensors. With on_error='skip'
+    each batch is a pair (the batch of the good items, or None; the list of `Skipped` items).
+    `close_loader` ends the workers mid-epoch.
 
     Workers start with `start_method` ('spawn' by default, not Linux's 'fork'): on the H200 machine (32
     cores, Python 3.12) a forked PyAV worker of notebook 21 hung for 20 minutes without a batch, its parent
@@ -108,10 +206,28 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
-    collate = collate_skipping if ds.on_error == "skip" else None
+    collate = collate_skipping if ds.on_error == "skip" else collate_videos
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
                                        pin_memory=pin_memory, collate_fn=collate,
                                        **worker_options(num_workers, start_method, timeout_s, decoder_threads))
+
+
+def close_loader(loader) -> list[int]:
+    """End the worker processes of a loader from `make_loader` (or of a `distributed.ShardedLoader`) now, even
+    mid-epoch with batches in flight; each worker finishes the batch in hand and exits cleanly. Returns the
+    workers' exit codes: 0 each, a negative code is the signal that ended one (notebook 23).
+
+    Workers persist between epochs (`persistent_workers`), so breaking out of an epoch leaves them running
+    until the loader is dropped; `close_loader` stops them without waiting for that. Iterating the loader
+    again starts new workers.
+    """
+    inner = getattr(loader, "loader", loader)   # a ShardedLoader holds its DataLoader as .loader
+    it = getattr(inner, "_iterator", None)
+    if it is None or not hasattr(it, "_shutdown_workers"):
+        return []
+    it._shutdown_workers()
+    inner._iterator = None
+    return [w.exitcode for w in it._workers]
 
 
 def share_of_cores(num_workers: int) -> int:
@@ -182,18 +298,22 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
 def decode_ahead(fn, items, threads: int, ahead: int):
     """`fn(item)` for each item, results yielded in order, computed by `threads` threads with at most `ahead`
     items in flight (GpuLoader, and the GPU ranks of `distributed.sharded_loader`): decoders on the GPU work
-    while Python waits, so threads keep several busy without the copies that worker processes would need."""
+    while Python waits, so threads keep several busy without the copies that worker processes would need.
+    Closing the generator early cancels the items not yet started and joins the threads."""
     import itertools
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     items = iter(items)
-    with ThreadPoolExecutor(threads) as pool:
+    pool = ThreadPoolExecutor(threads)
+    try:
         pending = deque(pool.submit(fn, x) for x in itertools.islice(items, ahead))
         while pending:
             result = pending.popleft().result()
             pending.extend(pool.submit(fn, x) for x in itertools.islice(items, 1))
             yield result
+    finally:   # a consumer that stops early (break, an error) waits only for the items being decoded now
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _deliver(loader, videos, copy: bool = False):
@@ -244,7 +364,7 @@ class GpuLoader:
         from playbook_utils.decoders import read_frames, video_info
 
         ds = self.ds
-        idx = sampling.all_frames(video_info(ds.paths[i]).num_frames) if self.all_frames else ds.indices(i)
+        idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames) if self.all_frames else ds.indices(i)
         parts = []
         for a in range(0, len(idx), self.chunk):
             frames = read_frames(ds.paths[i], idx[a:a + self.chunk], backend=ds.backend, device=ds.device)
@@ -287,6 +407,11 @@ class GpuProcessLoader:
     def __len__(self) -> int:
         return (len(self.paths) + self.batch_size - 1) // self.batch_size
 
+    @property
+    def worker_exit_codes(self) -> list:
+        """Exit codes of the last epoch's worker processes (None while one runs; negative: ended by that signal)."""
+        return [p.exitcode for p in getattr(self, "_workers", [])]
+
     def __iter__(self):
         import queue as queue_module
 
@@ -297,6 +422,7 @@ class GpuProcessLoader:
         procs = [ctx.Process(target=_process_loader_worker, daemon=True,
                              args=(self.paths[r::self.processes], self.threads, self.kwargs, r, q, finished_epoch))
                  for r in range(self.processes) if self.paths[r::self.processes]]
+        self._workers = procs
         for p in procs:
             p.start()
         try:
@@ -332,17 +458,36 @@ class GpuProcessLoader:
                     p.kill()
 
 
+def _put_unless(q, item, stop) -> bool:
+    """Put `item` on the bounded queue `q`, waiting for room unless `stop` is set; whether it was put."""
+    import queue as queue_module
+
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.2)
+            return True
+        except queue_module.Full:
+            continue
+    return False
+
+
 def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
-    """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message."""
+    """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message.
+    When the training process ends the epoch early (`finished_epoch` set before this worker is done), the
+    worker stops decoding and returns instead of waiting for room on the queue."""
+    videos = iter(GpuLoader(paths, threads=threads, batch_size=1, **kwargs))
     try:
-        for batch in GpuLoader(paths, threads=threads, batch_size=1, **kwargs):
-            q.put(("video", batch[0]))
+        for batch in videos:
+            if not _put_unless(q, ("video", batch[0]), finished_epoch):
+                return
     except Exception as e:  # reported to the training process, which raises it with the cause
         from playbook_utils.errors import first_line
 
-        q.put(("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"))
-    q.put(("done", rank))
-    finished_epoch.wait(timeout=3600)   # CUDA IPC: the tensors sent must outlive their use in the parent
+        _put_unless(q, ("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"), finished_epoch)
+    finally:
+        videos.close()   # its decoding threads end here, before the process does
+    if _put_unless(q, ("done", rank), finished_epoch):
+        finished_epoch.wait(timeout=3600)   # CUDA IPC: the tensors sent must outlive their use in the parent
 
 
 def measure_flat_out(batches, warmup_batches: int = 0) -> dict:

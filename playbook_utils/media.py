@@ -272,6 +272,94 @@ def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fp
     return path
 
 
+def pad_mp4(path, size: int) -> Path:
+    """Grow the MP4 (or MOV) at `path` to exactly `size` bytes with a trailing `free` box, which every
+    reader skips: a file of the same size as another with other frames, to test that caches tell files
+    apart by more than size and mtime (notebook 23). Returns the path; ValueError when it cannot fit."""
+    path = Path(path)
+    extra = size - path.stat().st_size
+    if extra == 0:
+        return path
+    if extra < 8 or extra >= 2**32:
+        raise ValueError(f"{path}: a free box needs 8 bytes to 4 GiB; the file would grow by {extra}")
+    with open(path, "ab") as f:
+        f.write(extra.to_bytes(4, "big") + b"free" + bytes(extra - 8))
+    return path
+
+
+def ffmpeg_cli() -> str | None:
+    """The path of the `ffmpeg` command-line tool, or None: it makes the test media PyAV cannot write
+    (several video streams, an edit list, a display matrix) and decodes as a player would."""
+    import shutil
+
+    return shutil.which("ffmpeg")
+
+
+def _run_ffmpeg(*args) -> None:
+    import subprocess
+
+    cli = ffmpeg_cli()
+    if cli is None:
+        raise RuntimeError("the ffmpeg command-line tool is not installed")
+    run = subprocess.run([cli, "-hide_banner", "-loglevel", "error", "-y", *map(str, args)],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"ffmpeg {' '.join(map(str, args))} failed: {run.stderr.strip()[-300:]}")
+
+
+def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
+    """The stamps of the frames the ffmpeg command-line tool shows for `path` (its default stream, its edit
+    list honoured, the picture as stored): the ground truth of what a player shows. None for a frame
+    without a valid stamp."""
+    import subprocess
+
+    info = probe(path)
+    limit = ["-frames:v", str(max_frames)] if max_frames else []
+    run = subprocess.run([ffmpeg_cli() or "ffmpeg", "-hide_banner", "-loglevel", "error", "-noautorotate", "-i",
+                          str(path), *limit, "-f", "rawvideo", "-pix_fmt", "gray", "-"], capture_output=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"ffmpeg could not decode {path}: {run.stderr.decode(errors='replace')[-300:]}")
+    out = []
+    for y in np.frombuffer(run.stdout, np.uint8).reshape(-1, info.height, info.width):
+        try:
+            out.append(read_stamp(y))
+        except StampError:
+            out.append(None)
+    return out
+
+
+def mux_video_streams(path, sources, best: int = 1) -> Path:
+    """An MP4 holding the video stream of each of `sources`, in order, stream `best` flagged as the default
+    one, which makes it FFmpeg's best video stream (notebook 23, the correctness matrix)."""
+    args = [x for src in sources for x in ("-i", src)]
+    args += [x for k in range(len(sources)) for x in ("-map", f"{k}:v")]
+    args += ["-c", "copy"] + [x for k in range(len(sources)) for x in
+                              (f"-disposition:v:{k}", "default" if k == best else "0")]
+    _run_ffmpeg(*args, path)
+    return Path(path)
+
+
+def hide_leading_frames(src, path, frames: int, fps: int = 30) -> Path:
+    """A copy of the MP4 `src` whose edit list hides its first `frames` frames: the packets from the keyframe
+    before are kept for decoding, and a player starts at frame `frames` (the file `-ss` with `-c copy`
+    writes). Checked with the ffmpeg tool: RuntimeError unless the first frame it shows is stamped `frames`."""
+    _run_ffmpeg("-ss", f"{frames / fps:.6f}", "-i", src, "-c", "copy", path)
+    first = shown_stamps(path, max_frames=1)
+    if first != [frames]:
+        raise RuntimeError(f"{path}: expected ffmpeg to show frame {frames} first, it shows {first}")
+    return Path(path)
+
+
+def rotate_display(src, path, degrees: int) -> Path:
+    """A copy of the MP4 `src` whose display matrix turns the picture `degrees` (90, 180, 270) counterclockwise,
+    as `probe(...).rotation` reports it; the frames are stored as before."""
+    _run_ffmpeg("-i", src, "-c", "copy", "-metadata:s:v", f"rotate={degrees}", path)
+    got = probe(path).rotation
+    if got != degrees:
+        raise RuntimeError(f"{path}: asked for a {degrees} degree display rotation, the file says {got}")
+    return Path(path)
+
+
 # --------------------------------------------------------------------------- probing
 
 @dataclasses.dataclass
@@ -289,11 +377,15 @@ class VideoInfo:
     duration_s: float
     keyframes: list[int]
     bit_rate: int | None
-    rotation: int
+    rotation: int   # degrees counterclockwise a player turns the stored picture (the display matrix): 0/90/180/270
     variable_frame_rate: bool
     b_frames: bool = False
     open_gop: bool = False
     pts: list[int] = dataclasses.field(default_factory=list, repr=False)  # per frame, presentation order
+    stream: int = 0             # the container's index of the stream described (FFmpeg's numbering, as ffprobe's)
+    best_stream: int = 0        # the video stream FFmpeg picks by default (av_find_best_stream)
+    video_streams: int = 1      # video streams in the file
+    edit_list_hidden: int = 0   # leading frames an edit list hides (decoded, never shown): not counted in num_frames
 
     @property
     def name(self) -> str:
@@ -319,12 +411,17 @@ class VideoInfo:
         return dataclasses.asdict(self)
 
 
-def probe(path) -> VideoInfo:
-    """Return a `VideoInfo` for the first video stream of `path`, from its packets (no decoding).
+def probe(path, stream: int | None = None) -> VideoInfo:
+    """Return a `VideoInfo` for a video stream of `path`, from its packets (no decoding).
 
-    Frame count and keyframe indices come from the packets in presentation order, so they are
-    exact even where the container's header is wrong. Raises `DecodeError` naming the file and
-    the cause for a missing, empty, unreadable or video-less file. Introduced in notebook 01.
+    The stream is FFmpeg's best video stream (what ffmpeg, TorchCodec, decord and DALI pick by default),
+    or the container's stream `stream` (ffprobe's numbering). Frames are the frames a player shows:
+    frame count and keyframe indices come from the packets in presentation order, so they are exact
+    even where the container's header is wrong, and packets an MP4 edit list hides (decoded only to
+    reach the first frame shown) are left out and counted in `edit_list_hidden`. `rotation` is read
+    from the MP4 display matrix. Raises `DecodeError` naming the file and the cause for a missing,
+    empty, unreadable or video-less file, or a `stream` that is not a video stream of it.
+    Introduced in notebook 01.
     """
     import av
 
@@ -340,13 +437,21 @@ def probe(path) -> VideoInfo:
     with container:
         if not container.streams.video:
             raise DecodeError(path, "contains no video stream", backend="probe")
-        stream = container.streams.video[0]
+        videos = {s.index: s for s in container.streams.video}
+        best = container.streams.best("video") or container.streams.video[0]
+        if stream is not None and stream not in videos:
+            raise DecodeError(path, f"stream {stream} is not a video stream of this file (its video streams: "
+                                    f"{', '.join(map(str, videos))})", backend="probe")
+        stream = videos[best.index if stream is None else stream]
         ctx = stream.codec_context
         pts_key = []
-        open_gop, key_pts = False, None
+        open_gop, key_pts, hidden = False, None, 0
         try:
             for packet in container.demux(stream):
                 if packet.size == 0 or packet.pts is None:
+                    continue
+                if packet.is_discard:   # before the edit list's start: decoded for reference, never shown
+                    hidden += 1
                     continue
                 # Open GOP: after a keyframe (in decode order) come frames shown before it.
                 if packet.is_keyframe and pts_key:
@@ -371,11 +476,7 @@ def probe(path) -> VideoInfo:
             duration = span + (span / (len(pts_key) - 1))
         else:
             duration = len(pts_key) / fps if fps else 0.0
-        rotation = 0
-        try:
-            rotation = int(round(stream.metadata.get("rotate", 0) or 0))
-        except (TypeError, ValueError):
-            rotation = 0
+        rotation = _mp4_rotations(path).get(stream.id, 0) if container.format.name.startswith("mov") else 0
         fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
         return VideoInfo(
             path=str(path), container=container.format.name, codec=ctx.codec.canonical_name,
@@ -383,7 +484,64 @@ def probe(path) -> VideoInfo:
             num_frames=len(pts_key), duration_s=round(duration, 3), keyframes=keyframes,
             bit_rate=container.bit_rate or None, rotation=rotation, variable_frame_rate=vfr,
             b_frames=bool(ctx.has_b_frames), open_gop=open_gop, pts=[p for p, _ in pts_key],
+            stream=stream.index, best_stream=best.index, video_streams=len(videos), edit_list_hidden=hidden,
         )
+
+
+def _mp4_boxes(data: bytes, start: int, end: int):
+    """(type, content start, end) of each ISO-BMFF box in data[start:end]."""
+    import struct
+
+    at = start
+    while at + 8 <= end:
+        size, kind = struct.unpack(">I4s", data[at:at + 8])
+        head = 8
+        if size == 1:
+            size, head = struct.unpack(">Q", data[at + 8:at + 16])[0], 16
+        elif size == 0:
+            size = end - at
+        if size < head or at + size > end:
+            return
+        yield kind, at + head, at + size
+        at += size
+
+
+def _mp4_rotations(path) -> dict[int, int]:
+    """{track ID: degrees counterclockwise} from each track header's display matrix of an MP4/MOV file, as
+    FFmpeg reads it (av_display_rotation_get), rounded to a quarter turn. {} when there is no readable moov."""
+    import math
+    import struct
+
+    out = {}
+    with open(path, "rb") as f:
+        total = os.fstat(f.fileno()).st_size
+        at = 0
+        while at + 8 <= total:
+            f.seek(at)
+            head = f.read(16)
+            size, kind = struct.unpack(">I4s", head[:8])
+            skip = 8
+            if size == 1:
+                size, skip = struct.unpack(">Q", head[8:16])[0], 16
+            elif size == 0:
+                size = total - at
+            if size < skip:
+                break
+            if kind == b"moov":
+                f.seek(at + skip)
+                moov = f.read(size - skip)
+                for kind, a, b in _mp4_boxes(moov, 0, len(moov)):
+                    for kind2, a2, _ in (_mp4_boxes(moov, a, b) if kind == b"trak" else ()):
+                        if kind2 != b"tkhd":
+                            continue
+                        v1 = moov[a2] == 1   # version 1: 64-bit times
+                        track = struct.unpack(">I", moov[a2 + (20 if v1 else 12):a2 + (24 if v1 else 16)])[0]
+                        m = a2 + (4 + 32 if v1 else 4 + 20) + 16   # times, id, duration; layer, volume
+                        a_, b_ = struct.unpack(">2i", moov[m:m + 8])
+                        out[track] = round(-math.degrees(math.atan2(b_, a_)) / 90) % 4 * 90
+                break
+            at += size
+    return out
 
 
 # --------------------------------------------------------------------------- the shared set

@@ -119,29 +119,68 @@ def available(device: str = "cpu") -> list[str]:
     return [b for b in BACKENDS if why_unavailable(b, device) is None]
 
 
+def file_identity(path) -> tuple:
+    """(device, inode, size, mtime, ctime in ns) of the file at `path`: the key of every cache that holds
+    something read from a file (the probe here, TorchCodec's and PyNvVideoCodec's open decoders).
+
+    Size and mtime alone miss a file replaced by another of the same size with its mtime kept
+    (`rsync -a`, `cp -p` of a re-encoded file): moved into place (`os.replace`) it has another inode,
+    written in place its ctime moves (setting the mtime back sets the ctime), so the cache re-opens it.
+    Raises OSError when the file cannot be stat'ed.
+    """
+    import os
+
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 @lru_cache(maxsize=256)
-def _probe_cached(path: str, size: int, mtime_ns: int):
+def _probe_cached(path: str, identity: tuple, stream: int | None = None):
     from playbook_utils import media
 
-    return media.probe(path)
+    return media.probe(path, stream)
 
 
-def video_info(path):
-    """`media.probe(path)`, cached while the file is unchanged."""
+def video_info(path, backend: str | None = None, stream: int | None = None):
+    """`media.probe(path, stream)`, cached while the file is the same one (`file_identity`). A `DecodeError`
+    names `backend`, the library the probe was made for (the probe itself reads with PyAV)."""
     p = Path(path)
-    if not p.exists():
-        raise DecodeError(p, "file does not exist")
-    st = p.stat()
-    return _probe_cached(str(p), st.st_size, st.st_mtime_ns)
+    try:
+        if not p.exists():
+            raise DecodeError(p, "file does not exist")
+        return _probe_cached(str(p), file_identity(p), stream)
+    except DecodeError as e:
+        if backend is None or e.backend == backend:
+            raise
+        raise DecodeError(p, e.cause, backend) from e
 
 
 def check_indices(path, indices, num_frames: int, backend: str | None = None) -> list[int]:
-    """`indices` as a list of ints, or `DecodeError` naming the first index the file does not have."""
+    """`indices` as a list of ints.
+
+    A malformed argument is the caller's mistake, named with the file: `TypeError` for a bare integer, a
+    string, or an index that is not an integer (a float, a bool, a nested list); `ValueError` for an array
+    of more than one dimension. An index the file does not have is a `DecodeError` naming the first one.
+    """
+    import operator
+
+    where = f"{path} [{backend}]" if backend else str(path)
+    ndim = getattr(indices, "ndim", None)
+    if isinstance(indices, (str, bytes)) or ndim == 0 or not hasattr(indices, "__iter__"):
+        raise TypeError(f"{where}: indices must be a sequence of frame indices, got {type(indices).__name__} "
+                        f"{indices!r}; for one frame pass a list of one, e.g. [{indices!r}]")
+    if ndim is not None and ndim != 1:
+        raise ValueError(f"{where}: indices must be one-dimensional, got an array of shape "
+                         f"{tuple(indices.shape)}; flatten it, or read each row separately")
     out = []
-    for i in indices:
-        if isinstance(i, bool) or not isinstance(i, (int,)) and not hasattr(i, "__index__"):
-            raise DecodeError(path, f"frame indices must be integers, got {i!r}", backend)
-        i = int(i)
+    for k, i in enumerate(indices):
+        if isinstance(i, bool) or str(getattr(i, "dtype", "")) in ("bool", "torch.bool"):
+            raise TypeError(f"{where}: frame indices must be integers, got the bool {i!r} at position {k}")
+        try:
+            i = operator.index(i)
+        except TypeError:
+            raise TypeError(f"{where}: frame indices must be integers, got {type(i).__name__} {i!r} "
+                            f"at position {k}") from None
         if not 0 <= i < num_frames:
             raise DecodeError(path, f"frame index {i} is out of range: the video has {num_frames} frames "
                                     f"(0..{num_frames - 1})", backend)
@@ -149,11 +188,15 @@ def check_indices(path, indices, num_frames: int, backend: str | None = None) ->
     return out
 
 
-def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
+def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", stream: int | None = None):
     """Decode the frames `indices` of `path`; return uint8 (N, 3, H, W) on `device`.
 
-    The tensor may be a view of channels-last memory (not `.is_contiguous()`), which saves a copy;
-    call `.contiguous()` where a consumer needs it.
+    Frames are what a player shows, the same from every backend: FFmpeg's best video stream (or the
+    container's stream `stream`, ffprobe's numbering); frame 0 is the first frame shown (frames an MP4
+    edit list hides are not counted); pictures turned as the display matrix says (a phone's portrait
+    video comes back portrait, H > W; `frame_size`). The tensor may be a view of channels-last or
+    turned memory (not `.is_contiguous()`), which saves a copy; call `.contiguous()` where a consumer
+    needs it.
 
     Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
     path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
@@ -166,10 +209,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
         raise BackendUnavailable(path, why, backend)
     if path.exists() and path.stat().st_size == 0:
         raise DecodeError(path, "file is empty (0 bytes)", backend)
-    try:
-        info = video_info(path)
-    except DecodeError as e:
-        raise DecodeError(path, e.cause, backend) from e
+    info = video_info(path, backend, stream)
     if info.b_frames and info.container == "avi":
         raise DecodeError(path, "AVI with B-frames stores no presentation timestamps, so no library can "
                                 "locate a frame exactly; remux it to MP4 or MKV", backend)
@@ -180,7 +220,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     if not idx:
         import torch
 
-        return torch.empty((0, 3, info.height, info.width), dtype=torch.uint8, device=device)
+        return torch.empty((0, 3, *frame_size(info)), dtype=torch.uint8, device=device)
     try:
         frames = mod.read(str(path), idx, device, info)
     except (DecodeError, BackendUnavailable):
@@ -188,10 +228,28 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
         msg = first_line(e, type(e).__name__)
         raise DecodeError(path, f"{type(e).__name__}: {msg[:300]}", backend) from e
-    expected = (len(idx), 3, info.height, info.width)
+    if info.rotation and not getattr(mod, "ROTATES", False):   # the library returns the picture as stored
+        import torch
+
+        frames = torch.rot90(frames, info.rotation // 90, dims=(-2, -1))
+    expected = (len(idx), 3, *frame_size(info))
     if tuple(frames.shape) != expected:
         raise DecodeError(path, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
     return frames
+
+
+def frame_size(info) -> tuple[int, int]:
+    """(H, W) of the frames `read_frames` returns for a file `video_info` described: as displayed, so a
+    quarter turn (`info.rotation` 90 or 270) swaps the stored width and height."""
+    return (info.width, info.height) if info.rotation in (90, 270) else (info.height, info.width)
+
+
+def as_stored(frames, info):
+    """Frames from `read_frames` turned back to the picture as stored (the orientation `media.read_stamp`
+    reads): the inverse of the display rotation. Used by the correctness matrix and the tests."""
+    import torch
+
+    return torch.rot90(frames, -(info.rotation // 90), dims=(-2, -1)) if info.rotation else frames
 
 
 def refusal(path, backend: str, device: str = "cpu") -> str | None:
@@ -214,6 +272,9 @@ def refusal(path, backend: str, device: str = "cpu") -> str | None:
 def _refuses(mod, info, kind: str) -> str | None:
     """The adapter's refusal of this file's traits, then (every GPU path decodes on NVDEC) NVDEC's size limits."""
     found = mod.refuses(info, kind) if hasattr(mod, "refuses") else None
+    if found is None and info.stream != info.best_stream and not getattr(mod, "CHOOSES_STREAM", False):
+        found = (f"{mod.__name__.rsplit('.', 1)[-1]} always decodes FFmpeg's best video stream "
+                 f"({info.best_stream}); it cannot read stream {info.stream}")
     if kind == "cuda" and found is None:
         from playbook_utils.nvdec import too_small
 

@@ -3,7 +3,8 @@
 On "cuda" the operator runs as DALI's mixed backend (demux on the CPU, decode on NVDEC);
 on "cpu" it uses FFmpeg, which in DALI 2.x takes only VP8, VP9 and MJPEG — other codecs are
 refused up front with that reason. One pipeline per device is built once and fed each file's
-bytes and frame list; outputs are copied into torch tensors (DALI reuses its buffers).
+bytes and its needed frames, once each and in order (then reordered to the request); outputs are
+copied into torch tensors (DALI reuses its buffers).
 """
 
 from __future__ import annotations
@@ -11,15 +12,21 @@ from __future__ import annotations
 import threading
 
 DEVICES = ("cpu", "cuda")
+# Always FFmpeg's best video stream; returns the picture as stored (read_frames turns it as displayed).
 CPU_CODECS = ("vp8", "vp9", "mjpeg")
 _lock = threading.Lock()
 _pipes: dict = {}
 
 
 def refuses(info, device: str) -> str | None:
+    from playbook_utils.decoders.matrix import traits
+
     if device == "cpu" and info.codec not in CPU_CODECS:
         return (f"DALI's CPU video decoder does not take {info.codec} (only {', '.join(CPU_CODECS)}); "
                 "use device='cuda'")
+    if device == "cuda" and "edit-list" in traits(info):
+        return ("the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's CPU path (exact in "
+                "the correctness matrix); its NVDEC path has not been checked on such files")
     return None
 
 
@@ -47,10 +54,13 @@ def read(path: str, indices: list[int], device: str, info):
 
     kind = "cpu" if device == "cpu" else "cuda"
     gpu = device_index(device) if kind == "cuda" else -1
+    # Each needed frame once, in order, then reordered here: DALI's decoder given a long unsorted list with
+    # repeats takes time growing faster than the list (5,000 random indices of a 300-frame clip: over a minute).
+    unique = sorted(set(indices))
     with _lock:
         pipe = _pipes.get((kind, gpu)) or _pipes.setdefault((kind, gpu), _pipeline(kind, gpu))
         pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8)])
-        pipe.feed_input("frames", [np.asarray(indices, dtype=np.int32)])
+        pipe.feed_input("frames", [np.asarray(unique, dtype=np.int32)])
         try:
             (out,) = pipe.run()
         except Exception as e:
@@ -69,4 +79,10 @@ def read(path: str, indices: list[int], device: str, info):
             frames = torch.empty(sample.shape(), dtype=torch.uint8, device=device)
             feed_ndarray(sample, frames, cuda_stream=torch.cuda.current_stream(device))
             torch.cuda.current_stream(device).synchronize()
-    return frames.permute(0, 3, 1, 2).contiguous()
+    if len(frames) != len(unique):
+        raise RuntimeError(f"asked DALI for {len(unique)} frames, got {len(frames)}")
+    frames = frames.permute(0, 3, 1, 2).contiguous()   # (U, 3, H, W), then one gather into the order asked
+    if unique != indices:
+        position = {i: k for k, i in enumerate(unique)}
+        frames = frames[torch.tensor([position[i] for i in indices], device=frames.device)]
+    return frames

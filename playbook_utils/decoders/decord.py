@@ -8,13 +8,20 @@ the file traits that the correctness matrix found decord to get wrong.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 DEVICES = ("cpu", "cuda")
+ROTATES = True   # returns frames turned as the display matrix says
 
 # File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
 KNOWN_WRONG = {
     "open-gop": "after a seek it returns a neighbouring frame (seen with H.264 and HEVC, off by 1-3)",
     "codec:av1": "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')",
     "container:avi": "random access returns frames of the first GOP (seen with and without B-frames)",
+    "edit-list": "it counts the frames an MP4 edit list hides, and returns frames other than those a player shows",
+    "several-streams": ("its bundled FFmpeg 4 picks the video stream by another rule than FFmpeg 5 and later "
+                        "(which prefer the stream flagged default): it read a 204x114 stream where the others "
+                        "read the 256x144 default one"),
 }
 
 
@@ -22,10 +29,16 @@ def device_unavailable(device: str) -> str | None:
     """Why decord cannot decode on `device` here (None when it can).
 
     Never imports decord into this process: its bundled FFmpeg 4 libraries, once loaded, break
-    PyAV's VP9 encoder in the same process (shown in notebook 11).
+    PyAV's VP9 encoder in the same process (shown in notebook 11). The answer for 'cuda' comes from
+    a child process, once per process.
     """
     if device != "cuda":
         return None
+    return _cuda_unavailable()
+
+
+@lru_cache(maxsize=None)
+def _cuda_unavailable() -> str | None:
     import subprocess
     import sys
 

@@ -27,8 +27,10 @@ def _child_env() -> dict:
     return env
 
 
-def read_frames_isolated(path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300):
-    """`read_frames` in a child process; the frames come back through a temporary .npy file.
+def read_frames_isolated(path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300,
+                         stream: int | None = None):
+    """`read_frames` in a child process (of the container's stream `stream`, by default FFmpeg's best video
+    stream); the frames come back through a temporary .npy file.
 
     Returns the same tensor `read_frames` would (moved to `device`). Introduced in notebook 12.
     """
@@ -38,7 +40,7 @@ def read_frames_isolated(path, indices, backend: str = "pyav", device: str = "cp
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "frames.npy"
         req = {"path": str(path), "indices": [int(i) for i in indices], "backend": backend,
-               "device": device, "save": str(out)}
+               "device": device, "save": str(out), "stream": stream}
         results = run_requests([req], timeout=timeout)
         r = results[0]
         if r["status"] != "ok":
@@ -54,7 +56,7 @@ def raise_result(r: dict, path, backend: str):
 
 
 def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
-    """Serve `requests` (dicts of path, indices, backend, device[, save]) in one child process.
+    """Serve `requests` (dicts of path, indices, backend, device[, stream][, save]) in one child process.
 
     Each result: {'status': 'ok' | 'unavailable' | 'error' | 'crashed', 'stamps' (when asked with
     'stamps': True), 'error'}. If the child dies, the request it was on is 'crashed' and a new
@@ -84,10 +86,11 @@ def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
 def _serve_one(req: dict) -> dict:
     import numpy as np
 
-    from playbook_utils.decoders import read_frames
+    from playbook_utils.decoders import as_stored, read_frames, video_info
 
     try:
-        frames = read_frames(req["path"], req["indices"], backend=req["backend"], device=req["device"])
+        frames = read_frames(req["path"], req["indices"], backend=req["backend"], device=req["device"],
+                             stream=req.get("stream"))
     except BackendUnavailable as e:
         return {"status": "unavailable", "error": e.cause}
     except DecodeError as e:
@@ -99,7 +102,7 @@ def _serve_one(req: dict) -> dict:
         from playbook_utils.media import StampError, read_stamp
 
         stamps = []
-        for f in frames:
+        for f in as_stored(frames, video_info(req["path"], stream=req.get("stream"))):   # stamps read upright
             try:
                 stamps.append(read_stamp(f))
             except StampError:

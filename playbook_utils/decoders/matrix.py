@@ -1,8 +1,10 @@
 """The correctness matrix: which library returns exactly the requested frames for which file (10-14).
 
 Tricky files are made locally (codecs, 8/10-bit, containers, GOP structures, B-frames, open
-GOP, variable frame rate), every backend is asked for the same out-of-order, repeated frame
-list in its own process, and each returned frame's stamp is read back. An outcome is one of
+GOP, variable frame rate; with the ffmpeg tool also two video streams, an MP4 edit list that hides
+leading frames, and a display rotation), every backend is asked for the same out-of-order,
+repeated frame list in its own process, and each returned frame's stamp is read back (turned back
+to the stored picture for a rotated file) and compared with what a player shows. An outcome is one of
 `exact`, `WRONG` (frames returned but not the ones asked for), `refused` (our BackendUnavailable,
 with the reason), `error` (DecodeError) or `crashed` (the process died).
 """
@@ -25,9 +27,22 @@ class Case:
     bframes: int = 2
     closed_gop: bool = True
     vfr: bool = False
+    streams: int = 1            # 2: a smaller, shorter video stream first, this clip second (FFmpeg's best)
+    stream: int | None = None   # the stream asked for (None: FFmpeg's best)
+    hide: int = 0               # leading frames an MP4 edit list hides
+    rotation: int = 0           # display rotation, degrees counterclockwise
 
     def file_name(self) -> str:
         return self.name.replace(" ", "_").replace(",", "") + self.suffix
+
+    @property
+    def needs_cli(self) -> bool:
+        """Whether the ffmpeg command-line tool makes this file (PyAV cannot write it)."""
+        return self.streams > 1 or bool(self.hide) or bool(self.rotation)
+
+    def shown(self, indices: list[int]) -> list[int]:
+        """The stamps a player shows at `indices` of this file."""
+        return [i + self.hide for i in indices]
 
 
 CASES = [
@@ -44,11 +59,22 @@ CASES = [
     Case("vp9 webm", "vp9", ".webm"),
     Case("av1 mp4", "av1"),
     Case("av1 mkv, 10-bit", "av1", ".mkv", pix_fmt="yuv420p10le"),
+    Case("h264 mp4, two video streams", "h264", streams=2),
+    Case("h264 mp4, two streams, stream 0", "h264", streams=2, stream=0),
+    Case("h264 mp4, edit list", "h264", bframes=0, hide=6),
+    Case("h264 mp4, rotated 90", "h264", rotation=90),
+    Case("h264 mp4, rotated 180", "h264", rotation=180),
+    Case("h264 mp4, rotated 270", "h264", rotation=270),
+    # VP9 twins: the only codec DALI's CPU decoder takes
+    Case("vp9 mp4, two video streams", "vp9", streams=2),
+    Case("vp9 mp4, edit list", "vp9", hide=6),
+    Case("vp9 mp4, rotated 90", "vp9", rotation=90),
 ]
 
 
 def traits(info) -> set[str]:
-    """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'codec:X', 'container:X'."""
+    """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list' (an
+    MP4 edit list hides leading frames), 'several-streams' (video streams), 'codec:X', 'container:X'."""
     out = {f"codec:{info.codec}", f"container:{info.container.split(',')[0]}"}
     if info.b_frames:
         out.add("b-frames")
@@ -60,17 +86,27 @@ def traits(info) -> set[str]:
         out.add("10-bit")
     if info.rotation:
         out.add("rotated")
+    if getattr(info, "edit_list_hidden", 0):
+        out.add("edit-list")
+    if getattr(info, "video_streams", 1) > 1:
+        out.add("several-streams")
     return out
 
 
-def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48) -> dict[str, Path]:
-    """Encode every case that this PyAV can make; return {case name: path} (cached by file name)."""
+def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48,
+                names=None) -> dict[str, Path]:
+    """Encode every case (or those `names`) that this PyAV (and, for the cases that need it, the ffmpeg tool)
+    can make; return {case name: path} (cached by file name)."""
     directory = Path(directory)
     clips = {}
     for case in CASES:
-        if media.encoder_for(case.codec) is None:
+        if names is not None and case.name not in names:
+            continue
+        if media.encoder_for(case.codec) is None or (case.needs_cli and media.ffmpeg_cli() is None):
             continue
         path = directory / f"{width}x{height}_{num_frames}" / case.file_name()
+        if case.needs_cli and not path.exists():
+            _build_with_cli(case, path, width, height, num_frames)
         if not path.exists():
             times = None
             if case.vfr:  # irregular gaps: 1/30 s mostly, 1/15 s every fifth frame
@@ -83,6 +119,34 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
                             frame_times=times)
         clips[case.name] = path
     return clips
+
+
+def _build_with_cli(case: Case, path: Path, width: int, height: int, num_frames: int) -> None:
+    """Make a case the ffmpeg tool writes from clips PyAV encodes (beside it, named after it)."""
+    base = path.with_name(f"base_{path.name}")
+    media.make_clip(base, case.codec, width, height, num_frames=num_frames, gop=case.gop, bframes=case.bframes)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    if case.streams > 1:
+        first = path.with_name(f"first_{path.name}")   # another size and length: a wrong stream cannot pass
+        media.make_clip(first, case.codec, width * 4 // 5 // 2 * 2, height * 4 // 5 // 2 * 2,
+                        num_frames=num_frames * 3 // 4, gop=case.gop, bframes=case.bframes)
+        media.mux_video_streams(tmp, [first, base], best=1)
+    elif case.hide:
+        media.hide_leading_frames(base, tmp, case.hide)
+    else:
+        media.rotate_display(base, tmp, case.rotation)
+    tmp.replace(path)
+
+
+def cases_to_ask(clips: dict[str, Path]) -> dict[str, tuple]:
+    """{name: (path, indices, stamps a player shows there, stream)} for the built cases `clips`: what `table`
+    asks every backend (`request_for` the case's frame count, of the case's stream)."""
+    out = {}
+    for case in CASES:
+        if case.name in clips:
+            want = request_for(media.probe(clips[case.name], case.stream).num_frames)
+            out[case.name] = (clips[case.name], want, case.shown(want), case.stream)
+    return out
 
 
 def request_for(num_frames: int) -> list[int]:
@@ -103,30 +167,32 @@ def outcome(result: dict, wanted: list[int]) -> str:
 
 
 def table(cases: dict, backends, device: str, classify=None, timeout: float = 300) -> dict[str, dict[str, str]]:
-    """{case: {backend: outcome}} for cases given as {name: (path, indices)}; each backend in its own process."""
+    """{case: {backend: outcome}} for cases given as {name: (path, indices[, stamps shown there[, stream]])}
+    (the stamps default to the indices, the stream to FFmpeg's best); each backend in its own process."""
     from playbook_utils.decoders.isolated import run_requests
 
     classify = classify or outcome
+    full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None)
+            for name, c in cases.items()}
     result: dict[str, dict[str, str]] = {name: {} for name in cases}
     for backend in backends:
-        reqs = [{"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True}
-                for p, idx in cases.values()]
-        for (name, (_, idx)), r in zip(cases.items(), run_requests(reqs, timeout=timeout)):
-            result[name][backend] = classify(r, idx)
+        reqs = [{"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True, "stream": s}
+                for p, idx, _, s in full.values()]
+        for (name, (_, _, shown, _)), r in zip(full.items(), run_requests(reqs, timeout=timeout)):
+            result[name][backend] = classify(r, shown)
     return result
 
 
 def run(backends, device: str, directory, **size) -> dict[str, dict[str, str]]:
     """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process."""
-    clips = build_cases(directory, **size)
-    return table({name: (path, request_for(media.probe(path).num_frames)) for name, path in clips.items()},
-                 backends, device)
+    return table(cases_to_ask(build_cases(directory, **size)), backends, device)
 
 
 def format_table(table: dict[str, dict[str, str]], width: int = 16) -> str:
     """The matrix as fixed-width text: one row per file, one short column per backend."""
     backends = list(next(iter(table.values())).keys()) if table else []
-    lines = [f"{'file':26s}" + "".join(f"{b:>{width}s}" for b in backends)]
+    first = max([26, *map(len, table)]) + 1
+    lines = [f"{'file':{first}s}" + "".join(f"{b:>{width}s}" for b in backends)]
     for name, row in table.items():
-        lines.append(f"{name:26s}" + "".join(f"{row[b].split(':')[0]:>{width}s}" for b in backends))
+        lines.append(f"{name:{first}s}" + "".join(f"{row[b].split(':')[0]:>{width}s}" for b in backends))
     return "\n".join(lines)

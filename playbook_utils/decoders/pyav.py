@@ -7,6 +7,9 @@ are visited in one sorted forward pass that seeks only when the next target lies
 from __future__ import annotations
 
 DEVICES = ("cpu", "cuda")
+CHOOSES_STREAM = True   # any video stream of the file (read_frames' stream=)
+# Returns the picture as stored (read_frames turns it as displayed). Frames an MP4 edit list hides are
+# dropped by FFmpeg's decoder and left out of the probe's frame list, so frame 0 is the first one shown.
 
 
 def _open(path: str, device: str):
@@ -48,7 +51,7 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list):
     wanted = sorted(set(indices))
     got = {}
     with _open(path, device) as container:
-        stream = container.streams.video[0]
+        stream = container.streams[info.stream]
         stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
         stream.thread_count = decoders.CPU_THREADS  # 0: one per core; loader workers set fewer
         pts = info.pts  # read from the packets by the probe, in presentation order

@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 
 DEVICES = ("cuda",)
+# Always FFmpeg's best video stream (its FFmpeg demuxer's choice); NVDEC returns the picture as stored
+# (read_frames turns it as displayed).
 _CHUNK = 8
 _local = threading.local()
 
@@ -26,6 +28,9 @@ def refuses(info, device: str) -> str | None:
     from playbook_utils.decoders.matrix import traits
 
     found = traits(info)
+    if "edit-list" in found:
+        return ("PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the frames an MP4 edit list "
+                "hides; not checked on such files")
     if "open-gop" in found:
         return ("PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: asked "
                 "[24, 33], got [1, none]; HEVC: asked 33, got 38)")
@@ -35,17 +40,17 @@ def refuses(info, device: str) -> str | None:
 
 
 def decoder_for(path: str, gpu_id: int):
-    """A SimpleDecoder on `path`: the cached one of this thread and GPU, kept as it is for the same unchanged
-    file (a loader reading it in chunks keeps the decoder's position), reconfigured for another file, or new."""
-    import os
-
+    """A SimpleDecoder on `path`: the cached one of this thread and GPU, kept as it is for the same file
+    (`decoders.file_identity`; a loader reading it in chunks keeps the decoder's position), reconfigured
+    for another file, or new."""
     import PyNvVideoCodec as nvc
+
+    from playbook_utils.decoders import file_identity
 
     cache = getattr(_local, "decoders", None)
     if cache is None:
         cache = _local.decoders = {}
-    st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
+    key = (path, file_identity(path))
     held_key, dec = cache.get(gpu_id, (None, None))
     if dec is not None and held_key == key:
         return dec

@@ -13,6 +13,8 @@ import os
 import threading
 
 DEVICES = ("cpu", "cuda")
+CHOOSES_STREAM = True   # stream_index=
+ROTATES = True          # returns frames turned as the display matrix says
 _local = threading.local()
 _inherited: list = []
 
@@ -32,40 +34,43 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 def refuses(info, device: str) -> str | None:
     from playbook_utils.decoders.matrix import traits
 
+    if "edit-list" in traits(info):
+        return ("TorchCodec returned other frames than a player shows on an MP4 whose edit list hides its first "
+                "frames (0.13 on the CPU, H.264 without B-frames: asked frame 0, got frame 6)")
     if device == "cuda" and {"open-gop", "codec:hevc"} <= traits(info):
         return ("TorchCodec's CUDA path returned a neighbouring frame in open-GOP HEVC in the correctness "
                 "matrix (asked 24, got 25); its CPU path was exact: use device='cpu' for this file")
     return None
 
 
-def decoder(path: str, device: str, num_threads: int = 0):
-    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`."""
+def decoder(path: str, device: str, num_threads: int = 0, stream: int | None = None):
+    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`, of the container's stream `stream`
+    (None: FFmpeg's best video stream)."""
     from torchcodec.decoders import VideoDecoder
 
-    kwargs = {"device": device, "seek_mode": "exact"}
+    kwargs = {"device": device, "seek_mode": "exact", "stream_index": stream}
     if device == "cpu":
         kwargs["num_ffmpeg_threads"] = num_threads
     return VideoDecoder(path, **kwargs)
 
 
-def cached_decoder(path: str, device: str):
-    """This thread's decoder for `path` on `device`: reused while the same, unchanged file is read again
-    (a loader reading a video in chunks, a sampler coming back to it), else a new one."""
+def cached_decoder(path: str, device: str, stream: int | None = None):
+    """This thread's decoder for `path` on `device`: reused while the same file (`decoders.file_identity`) is
+    read again (a loader reading a video in chunks, a sampler coming back to it), else a new one."""
     from playbook_utils import decoders
 
-    st = os.stat(path)
-    key = (path, device, decoders.CPU_THREADS, st.st_size, st.st_mtime_ns)
+    key = (path, device, stream, decoders.CPU_THREADS, decoders.file_identity(path))
     held = getattr(_local, "held", None)
     if held is not None and held[0] == key:
         return held[1]
     _local.held = None  # drop the old decoder before opening the next one
-    dec = decoder(path, device, decoders.CPU_THREADS)
+    dec = decoder(path, device, decoders.CPU_THREADS, stream)
     _local.held = (key, dec)
     return dec
 
 
 def read(path: str, indices: list[int], device: str, info):
-    dec = cached_decoder(path, device)
+    dec = cached_decoder(path, device, info.stream)
     n = dec.metadata.num_frames
     if n != info.num_frames:
         raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")

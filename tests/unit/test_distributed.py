@@ -75,11 +75,11 @@ def test_threaded_batches_of_a_gpu_rank_keep_sampler_order_and_frames(paths):
     sampler = distributed.ShardSampler(len(ds), 0, 2, shuffle=True, seed=1)
     batches = distributed._ThreadedBatches(distributed._Indexed(ds), sampler, batch_size=2, threads=3)
     seen = []
-    for ids, frames in batches:
-        assert frames.shape == (len(ids), 4, 3, 144, 256)
-        for i, clip in zip(ids.tolist(), frames):
+    for ids, frames, skipped in batches:
+        assert frames.shape == (len(ids), 4, 3, 144, 256) and skipped == []
+        for i, clip in zip(ids, frames):
             assert [media.read_stamp(f) for f in clip] == ds.indices(i)
-        seen += ids.tolist()
+        seen += ids
     assert seen == list(sampler) and len(batches) == 3
 
 

@@ -174,3 +174,242 @@ def test_loader_workers_share_the_cores_among_their_decoders(paths):
             os.environ.pop(decoders.PROBED_ENV, None)
         else:
             os.environ[decoders.PROBED_ENV] = saved
+
+
+def test_our_errors_keep_type_file_backend_and_cause_across_processes(tmp_path):
+    import pickle
+
+    from playbook_utils.errors import BackendUnavailable, DecodeError
+
+    for e in (DecodeError(tmp_path / "a b.mp4", "cause: with a colon", "pyav"),
+              BackendUnavailable(None, "no GPU", "dali"), DecodeError("x.mp4", "file is empty")):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and (back.path, back.backend, back.cause, str(back)) == \
+            (e.path, e.backend, e.cause, str(e))
+    # what PyTorch's DataLoader does with a worker's error: type(message), the message its formatted traceback
+    import traceback
+
+    try:
+        raise DecodeError("/data/clip 7.mp4", "cannot open as a media file (InvalidDataError: x)", "decord")
+    except DecodeError as e:
+        text = f"Caught DecodeError in DataLoader worker process 0.\nOriginal {''.join(traceback.format_exception(e))}"
+    rebuilt = DecodeError(text)
+    assert (rebuilt.path, rebuilt.backend, rebuilt.cause) == ("/data/clip 7.mp4", "decord",
+                                                              "cannot open as a media file (InvalidDataError: x)")
+    assert str(rebuilt) == text
+
+
+def test_a_worker_error_reaches_the_training_process_as_decode_error(paths, tmp_path):
+    """A spawned DataLoader worker raises DecodeError; the parent catches DecodeError naming the file and the
+    backend asked for (not the probe that found the fault)."""
+    from playbook_utils import distributed
+    from playbook_utils.errors import DecodeError
+
+    garbage = tmp_path / "garbage.mp4"
+    garbage.write_bytes(b"not a video\n" * 200)
+    loader = loaders.make_loader([paths[0], garbage], backend="pyav", batch_size=1, num_workers=1, k=2)
+    with pytest.raises(DecodeError) as e:
+        list(loader)
+    assert (e.value.path, e.value.backend) == (str(garbage), "pyav") and "cannot open" in e.value.cause
+    assert "worker process" in str(e.value)   # the worker's traceback is kept in the message
+    sharded = distributed.sharded_loader([paths[0], tmp_path / "gone.mp4"], "decord", rank=0, world_size=1,
+                                         batch_size=1, num_workers=1, k=2)
+    with pytest.raises(DecodeError) as e:
+        list(sharded)
+    assert (e.value.path, e.value.backend) == (str(tmp_path / "gone.mp4"), "decord")
+    assert "does not exist" in e.value.cause
+
+
+def _spawned_workers(pids_before) -> list:
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True)
+            if p.pid not in pids_before and "spawn_main" in " ".join(p.cmdline())]
+
+
+def _new_threads(before: set, within_s: float = 5.0) -> list:
+    """Threads alive now that were not in `before`, after up to `within_s` for them to end (a closed queue's
+    feeder thread takes a moment; a leaked thread never ends)."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + within_s
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return sorted(t.name for t in set(threading.enumerate()) - before)
+
+
+def test_breaking_out_early_ends_every_worker_cleanly(paths, capfd):
+    """Drop or close a loader after one batch, with the next ones in flight: every worker exits 0 (no SIGABRT,
+    "terminate called without an active exception"), and no process or thread is left behind."""
+    import gc
+    import threading
+
+    import psutil
+
+    from playbook_utils import distributed
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    threads = set(threading.enumerate())
+    codes = []
+    for trial, backend in enumerate(("pyav", "decord", "pyav", "decord")):
+        items = [paths[1], paths[0]] * 6
+        if trial == 2:
+            dl = distributed.sharded_loader(items, backend, batch_size=3, num_workers=2, k=24)
+            it = iter(dl.loader)
+        else:
+            dl = loaders.make_loader(items, backend=backend, batch_size=3, num_workers=2, k=24)
+            it = iter(dl)
+        next(it)
+        workers = list(it._workers)
+        del it
+        if trial % 2:
+            assert loaders.close_loader(dl) == [w.exitcode for w in workers]
+        elif trial == 2:
+            assert dl.close() == [w.exitcode for w in workers]
+        else:
+            del dl
+            gc.collect()
+        codes += [(backend, w.exitcode) for w in workers]
+    assert codes == [(b, 0) for b, _ in codes]
+    err = capfd.readouterr().err
+    assert "terminate called" not in err and "Aborted" not in err, err[-2000:]
+    assert _spawned_workers(before) == [] and _new_threads(threads) == []
+    # the cause, shown directly: a closed queue's feeder thread is done once finish_sending returns
+    import multiprocessing
+
+    q = multiprocessing.get_context("spawn").Queue()
+    q.put(b"x" * 100_000)   # more than a pipe holds: the feeder is still writing
+    q.close()
+    assert any(t.name == "QueueFeederThread" for t in threading.enumerate())
+    reader = threading.Thread(target=q._reader.recv_bytes)
+    reader.start()
+    loaders.finish_sending(10)
+    reader.join(10)
+    assert not any(t.name == "QueueFeederThread" for t in threading.enumerate())
+
+
+def test_gpu_side_loaders_stopped_early_leave_no_thread_or_process(paths):
+    """GpuLoader's threads and GpuProcessLoader's processes end when the consumer breaks out after one batch
+    (with the CPU backend: the same code runs on CUDA)."""
+    import threading
+
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    threads = set(threading.enumerate())
+    for b in loaders.GpuLoader([paths[0]] * 8, backend="pyav", device="cpu", threads=2, batch_size=1, size=32):
+        break
+    assert _new_threads(threads) == []
+    codes = []
+    for _ in range(2):
+        L = loaders.GpuProcessLoader([paths[0], paths[1]] * 4, processes=2, threads=2, batch_size=1,
+                                     backend="pyav", device="cpu", size=32, chunk=24)
+        for b in L:
+            break
+        codes += L.worker_exit_codes
+    assert codes == [0, 0, 0, 0] and _spawned_workers(before) == []
+    assert _new_threads(threads) == []
+
+
+@pytest.fixture(scope="module")
+def scraped(paths, tmp_path_factory):
+    """A scraped dataset in miniature: good clips, one too short for the clip, two of another size, an empty, a
+    missing and a garbage file. Returns (items, {index: what the skip record must say})."""
+    d = tmp_path_factory.mktemp("scraped")
+    short = media.make_clip(d / "short.mp4", "h264", 256, 144, num_frames=6, gop=6)
+    wide = media.make_clip(d / "wide.mp4", "h264", 320, 180, num_frames=24, gop=12)
+    (d / "empty.mp4").write_bytes(b"")
+    (d / "garbage.mp4").write_bytes(b"<html>not found</html>\n" * 50)
+    items = [paths[0], short, paths[1], d / "empty.mp4", wide, paths[0], d / "missing.mp4", paths[1],
+             d / "garbage.mp4", wide, paths[1]]
+    bad = {1: "too short for the clip: 6 frames", 3: "empty", 4: "frames of 180x320 do not fit batches of 144x256",
+           6: "does not exist", 8: "cannot open", 9: "do not fit"}
+    return items, bad
+
+
+CLIP = {"strategy": "clip", "clip_len": 4, "stride": 3}
+
+
+def test_skip_policy_covers_every_fault_of_the_sample_and_delivers_the_rest_once(scraped):
+    from playbook_utils import distributed
+
+    items, bad = scraped
+    good = [i for i in range(len(items)) if i not in bad]
+    dl = loaders.make_loader(items, backend="pyav", batch_size=3, num_workers=2, on_error="skip", **CLIP)
+    delivered, skipped = 0, []
+    for batch, skips in dl:
+        delivered += 0 if batch is None else batch.shape[0]
+        skipped += skips
+    loaders.close_loader(dl)
+    assert delivered == len(good) and sorted(s.index for s in skipped) == sorted(bad)
+    for s in skipped:
+        assert bad[s.index] in s.cause and s.path == str(items[s.index]), s
+    # sharded: over two ranks, the delivered ids and the skipped ones hold every sample exactly once, and each
+    # delivered clip is exactly the frames its sampler asked for
+    seen, ranks = [], []
+    for rank in (0, 1):
+        loader = distributed.sharded_loader(items, "pyav", rank=rank, world_size=2, batch_size=2, shuffle=True,
+                                            num_workers=rank, on_error="skip", **CLIP)
+        ds = loader.loader.dataset.dataset
+        ids = []
+        for batch_ids, frames, skips in loader:
+            for i, clip in zip(batch_ids, frames if frames is not None else []):
+                assert [media.read_stamp(f) for f in clip] == ds.indices(i)
+            ids += batch_ids
+            seen += skips
+        loader.close()
+        ranks.append(ids)
+    assert distributed.exactly_once([*ranks, [s.index for s in seen]], len(items))["ok"]
+    assert sorted(i for r in ranks for i in r) == good
+
+
+def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
+    from playbook_utils.errors import DecodeError
+
+    items, bad = scraped
+    fine = [items[0], items[4], items[2]]                  # 144x256, 180x320, 144x256
+    resized = next(iter(loaders.make_loader(fine, batch_size=3, num_workers=0, size=(72, 128), **CLIP)))
+    assert tuple(resized.shape) == (3, 4, 3, 72, 128)
+    listed = next(iter(loaders.make_loader(fine, batch_size=3, num_workers=0, mixed_sizes="list", **CLIP)))
+    assert [tuple(v.shape) for v in listed] == [(4, 3, 144, 256), (4, 3, 180, 320), (4, 3, 144, 256)]
+    ds = loaders.VideoClipDataset(fine, mixed_sizes="list", **CLIP)
+    assert all([media.read_stamp(f) for f in v] == ds.indices(i) for i, v in enumerate(listed))
+    with pytest.raises(ValueError, match=f"{items[4]}: frames of 180x320 do not fit .*{items[0]}.*size=.*'list'"):
+        list(loaders.make_loader(fine, batch_size=3, num_workers=0, **CLIP))
+    with pytest.raises(DecodeError, match="too short for the clip") as e:
+        list(loaders.make_loader([items[0], items[1]], batch_size=2, num_workers=0, **CLIP))
+    assert e.value.path == str(items[1]) and e.value.backend == "pyav"
+    with pytest.raises(ValueError, match="mixed_sizes"):
+        loaders.VideoClipDataset(fine, mixed_sizes="pad")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU_LOADER_BACKENDS, reason="needs a CUDA GPU with PyNvVideoCodec or TorchCodec")
+@pytest.mark.parametrize("backend", GPU_LOADER_BACKENDS or ["none"])
+def test_gpu_loaders_stopped_early_end_cleanly_and_free_gpu_memory(backend, paths):
+    """On CUDA: breaking out of GpuLoader and GpuProcessLoader after one batch, three times, leaves no worker
+    ended by a signal, no thread or process behind, and this process's CUDA memory where it was."""
+    import threading
+
+    import psutil
+    import torch
+
+    torch.zeros(1, device="cuda")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    threads = set(threading.enumerate())
+    memory = torch.cuda.memory_allocated()
+    codes = []
+    for _ in range(3):
+        for batch in loaders.GpuLoader([paths[0]] * 8, backend=backend, device="cuda", threads=2, batch_size=1,
+                                       size=64, chunk=24):
+            break
+        L = loaders.GpuProcessLoader([paths[0], paths[1]] * 4, processes=2, threads=2, batch_size=1,
+                                     backend=backend, device="cuda", size=64, chunk=24)
+        for batch in L:
+            break
+        del batch
+        codes += L.worker_exit_codes
+    torch.cuda.synchronize()
+    assert codes == [0] * 6 and _spawned_workers(before) == [] and _new_threads(threads) == []
+    assert torch.cuda.memory_allocated() == memory

@@ -192,3 +192,36 @@ def test_two_processes_making_the_same_clip_at_once_both_succeed(tmp_path):
     info = probe(path)
     assert info.num_frames == 60 and (info.width, info.height) == (640, 360)
     assert [p.name for p in tmp_path.iterdir()] == ["same.mp4"]   # no temporary file left behind
+
+
+@pytest.mark.skipif(not media.ffmpeg_cli(), reason="needs the ffmpeg command-line tool")
+def test_probe_reads_the_best_stream_the_shown_frames_and_the_display_rotation(tmp_path):
+    base = make_clip(tmp_path / "base.mp4", "h264", 320, 180, num_frames=24, gop=12, bframes=0)
+    first = make_clip(tmp_path / "first.mp4", "h264", 256, 144, num_frames=18, gop=6, bframes=0)
+    two = media.mux_video_streams(tmp_path / "two.mp4", [first, base], best=1)
+    info = probe(two)
+    assert (info.stream, info.best_stream, info.video_streams, info.width, info.num_frames) == (1, 1, 2, 320, 24)
+    other = probe(two, stream=0)
+    assert (other.stream, other.width, other.num_frames, other.keyframes) == (0, 256, 18, [0, 6, 12])
+    with pytest.raises(DecodeError, match="stream 5 is not a video stream"):
+        probe(two, stream=5)
+    edit = media.hide_leading_frames(base, tmp_path / "edit.mp4", 5)
+    info = probe(edit)
+    assert (info.num_frames, info.edit_list_hidden, info.keyframes) == (19, 5, [7])
+    assert media.shown_stamps(edit) == list(range(5, 24))
+    for degrees in (90, 180, 270):
+        rotated = media.rotate_display(base, tmp_path / f"rot{degrees}.mp4", degrees)
+        assert probe(rotated).rotation == degrees and (probe(rotated).width, probe(rotated).height) == (320, 180)
+        with av.open(str(rotated)) as c:   # FFmpeg's own reading of the display matrix agrees
+            assert next(c.decode(video=0)).rotation % 360 == degrees
+    assert probe(base).rotation == 0 and probe(base).edit_list_hidden == 0
+
+
+def test_pad_mp4_makes_a_same_size_file_every_reader_still_reads(tmp_path):
+    path = make_clip(tmp_path / "c.mp4", "h264", 160, 96, num_frames=12, gop=6)
+    size = path.stat().st_size
+    media.pad_mp4(path, size + 1000)
+    assert path.stat().st_size == size + 1000 and probe(path).num_frames == 12
+    assert [read_stamp(f) for f in decode_rgb(path)] == list(range(12))
+    with pytest.raises(ValueError, match="free box"):
+        media.pad_mp4(path, size + 1003)
