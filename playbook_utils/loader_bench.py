@@ -29,7 +29,7 @@ def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, s
                 log(f"{b:11s} workers={w:2d}: {'STUCK' if 'timed out' in str(e) else 'FAILED'}, {str(e)[:120]}")
                 continue
             finally:
-                del dl
+                loaders.close_loader(dl)   # its workers exit now, cleanly, not when the loader is collected
             threads = loaders.share_of_cores(w) if w and b != "decord" else 0   # make_loader's default
             rows.append({"backend": b, "workers": w, "decoder_threads": threads, **r})
             cut = f", {r['steps']} steps in the {max_s} s cap" if r["stopped_by_time"] else ""
