@@ -10,6 +10,7 @@ Introduced in notebook 01; used by every decoder test and benchmark.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -286,20 +287,34 @@ def probe(path) -> VideoInfo:
 
     Frame count and keyframe indices come from the packets in presentation order, so they are
     exact even where the container's header is wrong. Raises `DecodeError` naming the file and
-    the cause for a missing, empty, unreadable or video-less file. Introduced in notebook 01.
+    the cause for a missing, empty, unreadable or video-less file. `path` may also be any input
+    `sources.resolve` takes (bytes, a file-like object, a tar member, a URL); the packets are then
+    read through it. Introduced in notebook 01.
     """
     import av
 
-    path = Path(path)
-    if not path.exists():
-        raise DecodeError(path, "file does not exist", backend="probe")
-    if path.stat().st_size == 0:
-        raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+    from playbook_utils import sources
+
+    opened = None
+    if sources.is_local(path):
+        path = Path(path)
+        if not path.exists():
+            raise DecodeError(path, "file does not exist", backend="probe")
+        if path.stat().st_size == 0:
+            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+    else:
+        src = sources.resolve(path)
+        path = src.name
+        if src.size == 0:
+            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+        opened = src.open()
     try:
-        container = av.open(str(path))
+        container = av.open(opened if opened is not None else str(path))
     except Exception as e:  # PyAV raises its own FFmpeg error types
+        if opened is not None:
+            opened.close()
         raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {e})", backend="probe") from e
-    with container:
+    with container, (opened if opened is not None else contextlib.nullcontext()):
         if not container.streams.video:
             raise DecodeError(path, "contains no video stream", backend="probe")
         stream = container.streams.video[0]

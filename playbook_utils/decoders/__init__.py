@@ -127,7 +127,11 @@ def _probe_cached(path: str, size: int, mtime_ns: int):
 
 
 def video_info(path):
-    """`media.probe(path)`, cached while the file is unchanged."""
+    """`media.probe(path)`, cached while the file is unchanged (any input of `sources.resolve` too)."""
+    from playbook_utils import sources
+
+    if not sources.is_local(path):   # bytes, file-like objects, tar members, URLs (notebook 24)
+        return sources.info(path)
     p = Path(path)
     if not p.exists():
         raise DecodeError(p, "file does not exist")
@@ -157,7 +161,12 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu"):
 
     Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
     path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
+    `path` may also be bytes, a file-like object, a tar member or a URL: see `sources` (notebook 24).
     """
+    from playbook_utils import sources
+
+    if not sources.is_local(path):   # inputs beyond a local path: read there, with the same checks
+        return sources.read_frames(path, indices, backend, device)
     kind = _device_kind(device)
     path = Path(path)
     mod = adapter(backend)

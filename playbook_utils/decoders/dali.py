@@ -38,7 +38,12 @@ def _pipeline(kind: str, gpu: int):
     return pipe
 
 
-def read(path: str, indices: list[int], device: str, info):
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` of an open binary file object's bytes: the pipeline decodes from memory anyway (notebook 24)."""
+    return read(getattr(fileobj, "name", "<file-like>"), indices, device, info, encoded=fileobj.read())
+
+
+def read(path: str, indices: list[int], device: str, info, encoded: bytes | None = None):
     import numpy as np
     import torch
 
@@ -49,7 +54,8 @@ def read(path: str, indices: list[int], device: str, info):
     gpu = device_index(device) if kind == "cuda" else -1
     with _lock:
         pipe = _pipes.get((kind, gpu)) or _pipes.setdefault((kind, gpu), _pipeline(kind, gpu))
-        pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8)])
+        pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8) if encoded is None
+                                    else np.frombuffer(encoded, dtype=np.uint8)])
         pipe.feed_input("frames", [np.asarray(indices, dtype=np.int32)])
         try:
             (out,) = pipe.run()

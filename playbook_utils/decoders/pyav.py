@@ -38,6 +38,12 @@ def read(path: str, indices: list[int], device: str, info):
         raise
 
 
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` from an open binary file object (bytes in memory, a tar member, a remote object): FFmpeg pulls
+    the bytes through the object's read() and seek() (notebook 24). Errors come back as the library's own."""
+    return _read(fileobj, indices, device, info, [])
+
+
 def _read(path: str, indices: list[int], device: str, info, decoded: list):
     import numpy as np
     import torch

@@ -64,8 +64,17 @@ def cached_decoder(path: str, device: str):
     return dec
 
 
-def read(path: str, indices: list[int], device: str, info):
-    dec = cached_decoder(path, device)
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec
+    0.10+). A new decoder each time: there is no file to key the cache on (notebook 24)."""
+    from playbook_utils import decoders
+
+    return read(getattr(fileobj, "name", "<file-like>"), indices, device, info,
+                dec=decoder(fileobj, device, decoders.CPU_THREADS))
+
+
+def read(path: str, indices: list[int], device: str, info, dec=None):
+    dec = cached_decoder(path, device) if dec is None else dec
     n = dec.metadata.num_frames
     if n != info.num_frames:
         raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")
