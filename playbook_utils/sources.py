@@ -132,15 +132,6 @@ class RangeFile(io.RawIOBase):
         self._pos = max(0, base + int(offset))
         return self._pos
 
-    def _from_prefetched(self, start: int, n: int) -> bytes | None:
-        for a, data in self._ranges:
-            if a <= start and start + n <= a + len(data):
-                return data[start - a:start - a + n]
-        return None
-
-    def _block(self, b: int) -> bytes:
-        return self._blocks[b]
-
     def _load(self, first: int, last: int) -> None:
         """Fetch blocks first..last (inclusive) that are not held, in one request per missing run."""
         b = first
@@ -162,21 +153,38 @@ class RangeFile(io.RawIOBase):
                 self._blocks.pop(next(iter(self._blocks)))
             b = run_end + 1
 
+    def _prefetched_at(self, pos: int):
+        """(start, data) of the prefetched range holding byte `pos`, else (start of the next one or None, None)."""
+        nxt = None
+        for a, data in self._ranges:
+            if a <= pos < a + len(data):
+                return a, data
+            if a > pos and (nxt is None or a < nxt):
+                nxt = a
+        return nxt, None
+
+    def _from_blocks(self, pos: int, n: int) -> bytes:
+        first, last = pos // self.block_size, (pos + n - 1) // self.block_size
+        self._load(first, last)
+        joined = b"".join(self._blocks[k] for k in range(first, last + 1))
+        off = pos - first * self.block_size
+        return joined[off:off + n]
+
     def read(self, n: int = -1) -> bytes:
         if n is None or n < 0:
             n = self.size - self._pos
         n = min(n, self.size - self._pos)
         if n <= 0:
             return b""
-        data = self._from_prefetched(self._pos, n)
-        if data is None:
-            first, last = self._pos // self.block_size, (self._pos + n - 1) // self.block_size
-            self._load(first, last)
-            joined = b"".join(self._block(k) for k in range(first, last + 1))
-            off = self._pos - first * self.block_size
-            data = joined[off:off + n]
-        self._pos += len(data)
-        return data
+        # A short read at the edge of a prefetched range: the caller asks again for the rest, so a
+        # decoder's read-ahead (FFmpeg asks for 32 KiB at a time) does not pull in bytes the plan left out.
+        a, data = self._prefetched_at(self._pos)
+        if data is not None:
+            piece = data[self._pos - a:self._pos - a + n]
+        else:
+            piece = self._from_blocks(self._pos, n if a is None else min(n, a - self._pos))
+        self._pos += len(piece)
+        return piece
 
     def readinto(self, buffer) -> int:
         data = self.read(len(buffer))
@@ -246,7 +254,8 @@ def _url_fs(url: str, storage_options: dict | None):
 
 class Source:
     """One resolved input (`resolve`): its `name`, `kind` ('path', 'bytes', 'file', 'tar', 'url'), `open()`
-    for a fresh binary file object at byte 0, `size`, and `stats` of what the last `open()` read cost."""
+    for a fresh binary file object at byte 0, `size`, and `stats`: what every read through this object
+    has cost so far (a probe and a decode through one Source add up)."""
 
     kind = "?"
     key = None   # what a probe cache may key on (None: do not cache)
@@ -298,7 +307,6 @@ class PathSource(Source):
         return os.stat(self.path).st_size
 
     def open(self):
-        self.stats = IOStats()
         f = open(self.path, "rb")  # noqa: SIM115 - handed to the caller
         return f
 
@@ -319,7 +327,6 @@ class BytesSource(Source):
         return len(self.data)
 
     def open(self):
-        self.stats = IOStats()
         f = io.BytesIO(self.data)
         f.name = self.name
         return f
@@ -376,7 +383,6 @@ class FileSource(Source):
         return end - pos
 
     def open(self):
-        self.stats = IOStats()
         return _Borrowed(self.f, self.name)
 
 
@@ -385,18 +391,19 @@ _lock = threading.Lock()
 
 class UrlSource(Source):
     """An object behind an fsspec URL. fetch='range': `RangeFile` reads of `block_size` bytes; 'whole': one
-    request for the whole object, then decoded from memory."""
+    request for the whole object, then decoded from memory. `plan`: byte ranges [(start, end), ...] fetched
+    first, one request each (`access.ByteIndex.plan`), the rest read on demand as with 'range'."""
 
     kind = "url"
 
     def __init__(self, url: str, fetch: str = "range", block_size: int = DEFAULT_BLOCK,
-                 storage_options: dict | None = None, prefetched: dict | None = None):
+                 storage_options: dict | None = None, plan: list | None = None):
         super().__init__(url)
         if fetch not in ("range", "whole"):
             raise ValueError(f"fetch must be 'range' or 'whole', got {fetch!r}")
-        self.url, self.fetch, self.block_size, self.prefetched = url, fetch, block_size, prefetched
+        self.url, self.fetch, self.block_size, self.plan = url, fetch, block_size, plan
         self.fs, self.fs_path = _url_fs(url, storage_options)
-        self._size = None
+        self._size, self._data = None, None
 
     @property
     def size(self) -> int:
@@ -418,15 +425,20 @@ class UrlSource(Source):
         return self.fs.cat_file(self.fs_path, start=start, end=end)
 
     def open(self):
-        self.stats = IOStats()
         size = self.size
         if self.fetch == "whole":
-            data = self.fs.cat_file(self.fs_path)
-            self.stats.add(len(data))
-            f = io.BytesIO(data)
+            if self._data is None:   # one request for the object, kept for the probe and the decode
+                self._data = self.fs.cat_file(self.fs_path)
+                self.stats.add(len(self._data))
+            f = io.BytesIO(self._data)
             f.name, f.stats = self.url, self.stats
             return f
-        return RangeFile(self._get, size, self.url, self.block_size, self.stats, prefetched=self.prefetched)
+        # a plan (`access.ByteIndex.plan`): its byte ranges first, one request each; other reads on demand
+        prefetched = {}
+        for a, b in self.plan or ():
+            prefetched[a] = self._get(a, b)
+            self.stats.add(b - a)
+        return RangeFile(self._get, size, self.url, self.block_size, self.stats, prefetched=prefetched)
 
 
 _tar_index: dict = {}
@@ -464,6 +476,8 @@ class TarSource(Source):
         super().__init__(str(member))
         self.member = member
         self.shard = resolve(member.shard, storage_options=storage_options, block_size=block_size, fetch=fetch)
+        self.stats = self.shard.stats   # the member's bytes are the shard's
+        self._data = None
         self.storage_options = storage_options
 
     def _where(self) -> tuple[int, int]:
@@ -483,15 +497,13 @@ class TarSource(Source):
     def open(self):
         offset, size = self._where()
         if isinstance(self.shard, UrlSource) and self.shard.fetch == "whole":
-            self.stats = IOStats()
-            data = self.shard._get(offset, offset + size)   # the whole member, one request
-            self.stats.add(len(data))
-            f = io.BytesIO(data)
+            if self._data is None:   # the whole member, one request, kept for the probe and the decode
+                self._data = self.shard._get(offset, offset + size)
+                self.stats.add(len(self._data))
+            f = io.BytesIO(self._data)
             f.name, f.stats = self.name, self.stats
             return f
-        base = self.shard.open()
-        self.stats = getattr(base, "stats", None) or IOStats()
-        return Window(base, offset, size, self.name)
+        return Window(self.shard.open(), offset, size, self.name)
 
 
 def parse_tar_url(text: str) -> TarMember:
@@ -577,15 +589,20 @@ def info(source, storage_options: dict | None = None):
     return found
 
 
+_info = info   # read_source's parameter `info` hides the function's name there
+
+
 def read_source(source, indices, backend: str = "pyav", device: str = "cpu",
                 storage_options: dict | None = None, block_size: int = DEFAULT_BLOCK,
-                fetch: str = "range") -> SourceRead:
+                fetch: str = "range", info=None) -> SourceRead:
     """Decode the frames `indices` of any source (see the module docstring); return a `SourceRead`.
 
     The same checks as `decoders.read_frames` (a probe first, indices, the backend's known-wrong file
     traits), then the backend reads the bytes itself where its library can ('native'), or from a temporary
-    copy on local disk ('spooled', deleted afterwards). Raises DecodeError / BackendUnavailable naming the
-    source. Introduced in notebook 24.
+    copy on local disk ('spooled', deleted afterwards). `info`: the source's `media.VideoInfo` when it is
+    already known (stored beside the data), which saves the probe, a pass over every packet of the file.
+    Requests and bytes count the probe too when there was one (probes of paths, tar members and URLs are
+    cached per process). Raises DecodeError / BackendUnavailable naming the source. Introduced in notebook 24.
     """
     from playbook_utils import decoders
 
@@ -597,7 +614,7 @@ def read_source(source, indices, backend: str = "pyav", device: str = "cpu",
     if why:
         raise BackendUnavailable(src.name, why, backend)
     try:
-        found = info(src)
+        found = _info(src) if info is None else info
     except DecodeError as e:
         raise DecodeError(src.name, e.cause, backend) from e
     if found.b_frames and found.container == "avi":
