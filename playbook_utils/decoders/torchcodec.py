@@ -38,11 +38,16 @@ def refuses(info, device: str) -> str | None:
     return None
 
 
-def decoder(path: str, device: str, num_threads: int = 0):
-    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`."""
+def decoder(path: str, device: str, num_threads: int = 0, size=None):
+    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`; with `size` (H, W), one that
+    resizes in the decoder (`torchcodec.transforms.Resize`, TorchCodec 0.13)."""
     from torchcodec.decoders import VideoDecoder
 
     kwargs = {"device": device, "seek_mode": "exact"}
+    if size is not None:
+        from torchcodec.transforms import Resize
+
+        kwargs["transforms"] = [Resize(tuple(size))]
     if device == "cpu":
         kwargs["num_ffmpeg_threads"] = num_threads
     return VideoDecoder(path, **kwargs)
@@ -71,6 +76,15 @@ def read_file(fileobj, indices: list[int], device: str, info):
 
     return read(getattr(fileobj, "name", "<file-like>"), indices, device, info,
                 dec=decoder(fileobj, device, decoders.CPU_THREADS))
+
+
+def read_resized(source, indices: list[int], device: str, info, size):
+    """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
+    `source`: a path or an open binary file object."""
+    from playbook_utils import decoders
+
+    return read(getattr(source, "name", source), indices, device, info,
+                dec=decoder(source, device, decoders.CPU_THREADS, size=size))
 
 
 def read(path: str, indices: list[int], device: str, info, dec=None):
