@@ -143,7 +143,7 @@ def main(argv=None) -> int:
 
     if not args.no_decoders:
         tc, why = torchcodec_spec(torch_version, cuda)
-        optional = [*extras["decord"], *extras["pynvvideocodec"], dali_spec(cuda)]
+        optional = [*extras["decord"], *extras["pynvvideocodec"], *extras["spdl"], dali_spec(cuda)]
         if tc is None:
             print(f"setup: skipping TorchCodec: {why}", flush=True)
         else:

@@ -1,4 +1,4 @@
-"""One call over five decoder libraries: `read_frames(path, indices, backend=..., device=...)`.
+"""One call over six decoder libraries: `read_frames(path, indices, backend=..., device=...)`.
 
 Every backend returns a `torch.uint8` tensor shaped (N, 3, H, W), frames in the order asked
 (repeats allowed), on the requested device. Before a library is called, the file is probed once
@@ -9,7 +9,8 @@ Every backend returns a `torch.uint8` tensor shaped (N, 3, H, W), frames in the 
 * a file whose traits a library is known to get wrong (found by the correctness matrix,
   `playbook_utils.decoders.matrix`) -> `BackendUnavailable` naming the trait, never a wrong frame.
 
-Libraries are imported only inside their adapter module, when first used. Introduced in 10-14.
+Libraries are imported only inside their adapter module, when first used. Introduced in 10-14
+(SPDL, the sixth, in 24).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from pathlib import Path
 
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
-BACKENDS = ("pyav", "decord", "torchcodec", "pynvvideocodec", "dali")
+BACKENDS = ("pyav", "decord", "torchcodec", "pynvvideocodec", "dali", "spdl")
 CPU_THREADS = 0   # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
 _IMPORT_NAME = {"pyav": "av", "decord": "decord", "torchcodec": "torchcodec",
-                "pynvvideocodec": "PyNvVideoCodec", "dali": "nvidia.dali"}
+                "pynvvideocodec": "PyNvVideoCodec", "dali": "nvidia.dali", "spdl": "spdl.io"}
 
 
 def _device_kind(device: str) -> str:

@@ -30,7 +30,7 @@ def test_the_server_is_local(bucket):
     assert bucket["url"] == "s3://playbook/data/clip.mp4"
 
 
-@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "decord"])
+@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "decord", "spdl"])
 def test_s3_url_and_s3_tar_member_are_frame_exact(bucket, backend):
     why = decoders.why_unavailable(backend, "cpu")
     if why:

@@ -15,7 +15,7 @@ def clip(tmp_path_factory):
     return media.make_clip(tmp_path_factory.mktemp("rs") / "r.mp4", "h264", 640, 360, num_frames=64, gop=16)
 
 
-@pytest.mark.parametrize("backend", ["pyav", "torchcodec"])
+@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "spdl"])
 def test_decoder_side_resize_gives_the_frames_asked_at_the_size_asked(backend, clip):
     if decoders.why_unavailable(backend, "cpu"):
         pytest.skip(decoders.why_unavailable(backend, "cpu"))

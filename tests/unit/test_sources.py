@@ -13,7 +13,7 @@ import pytest
 from playbook_utils import decoders, media, sources
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
-CPU_NATIVE = ("pyav", "torchcodec", "decord")
+CPU_NATIVE = ("pyav", "torchcodec", "decord", "spdl")
 IDX = [0, 13, 29, 5, 5, 40]   # out of order, a repeat, across GOPs
 
 
