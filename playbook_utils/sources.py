@@ -171,8 +171,11 @@ class RangeFile(io.RawIOBase):
         return joined[off:off + n]
 
     def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = self.size - self._pos
+        if n is None or n < 0:   # read everything left: whole, however many pieces it takes
+            parts = []
+            while piece := self.read(self.size - self._pos):
+                parts.append(piece)
+            return b"".join(parts)
         n = min(n, self.size - self._pos)
         if n <= 0:
             return b""
@@ -220,7 +223,12 @@ class Window(io.RawIOBase):
 
     def read(self, n: int = -1) -> bytes:
         left = self.size - self._pos
-        n = left if n is None or n < 0 else min(n, left)
+        if n is None or n < 0:   # everything left, however many reads of the base it takes
+            parts = []
+            while piece := self.read(self.size - self._pos):
+                parts.append(piece)
+            return b"".join(parts)
+        n = min(n, left)
         if n <= 0:
             return b""
         self.base.seek(self.offset + self._pos)

@@ -34,6 +34,21 @@ def device_unavailable(device: str) -> str | None:
     return f"spdl-io's {what} did not load: {cause[:240]}"
 
 
+@lru_cache(maxsize=None)
+def _load() -> None:
+    """Load spdl-io's FFmpeg extension once. Loading it installs glog's failure handler for SIGTERM too, which
+    prints a stack trace whenever the process is asked to stop (a notebook kernel, a DataLoader worker at
+    shutdown); SIGTERM gets its default action back here, the crash signals keep glog's trace."""
+    import signal
+    import threading
+
+    from spdl.io.lib import _libspdl
+
+    _libspdl.__name__   # noqa: B018 - the attribute access loads the extension
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _rgb_filter(size=None) -> str:
     import spdl.io
 
@@ -84,6 +99,7 @@ def _frames_cuda(src, wanted: list[int], device: str, info, size=None):
 def _read(src, indices: list[int], device: str, info, size=None):
     import torch
 
+    _load()
     wanted = sorted(set(indices))
     if device == "cpu":
         frames = _frames_cpu(src, wanted, size)

@@ -139,6 +139,10 @@ def test_range_file_counts_requests_and_serves_prefetched_bytes():
     before = len(calls)
     held.seek(510_000)
     assert held.read(1000) == blob[510_000:511_000] and len(calls) == before and held.stats.requests == 0
+    held.seek(590_000)
+    assert held.read(20_000) == blob[590_000:600_000], "a short read at the edge of a prefetched range"
+    held.seek(0)
+    assert held.read() == blob, "read() with no size returns everything"
 
 
 def test_loader_dataset_takes_tar_members(shard):
