@@ -38,12 +38,26 @@ def refuses(info, device: str) -> str | None:
     return None
 
 
-def decoder(path: str, device: str, num_threads: int = 0, size=None):
+def frame_mappings(info) -> str:
+    """The frame table TorchCodec's `custom_frame_mappings` takes (ffprobe's JSON shape), from a `media.VideoInfo`:
+    every frame's pts, duration and keyframe flag, so VideoDecoder needs no scan of the whole file."""
+    import json
+
+    pts, keys = info.pts, set(info.keyframes)
+    gaps = [b - a for a, b in zip(pts, pts[1:])] or [1]
+    durations = gaps + [gaps[-1]]
+    return json.dumps({"frames": [{"pts": p, "duration": d, "key_frame": int(i in keys)}
+                                  for i, (p, d) in enumerate(zip(pts, durations))]})
+
+
+def decoder(path: str, device: str, num_threads: int = 0, size=None, info=None):
     """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`; with `size` (H, W), one that
-    resizes in the decoder (`torchcodec.transforms.Resize`, TorchCodec 0.13)."""
+    resizes in the decoder (`torchcodec.transforms.Resize`, TorchCodec 0.13); with `info` (the probe's
+    `VideoInfo`), one that takes its frame table from there instead of scanning the file (`frame_mappings`)."""
     from torchcodec.decoders import VideoDecoder
 
-    kwargs = {"device": device, "seek_mode": "exact"}
+    kwargs = {"device": device, "seek_mode": "exact"} if info is None else \
+        {"device": device, "custom_frame_mappings": frame_mappings(info)}
     if size is not None:
         from torchcodec.transforms import Resize
 
@@ -71,11 +85,12 @@ def cached_decoder(path: str, device: str):
 
 def read_file(fileobj, indices: list[int], device: str, info):
     """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec
-    0.10+). A new decoder each time: there is no file to key the cache on (notebook 24)."""
+    0.10+), with the probe's frame table instead of its own scan of every packet, so a remote object is
+    read only where the frames are. A new decoder each time: there is no file to key the cache on (notebook 24)."""
     from playbook_utils import decoders
 
     return read(getattr(fileobj, "name", "<file-like>"), indices, device, info,
-                dec=decoder(fileobj, device, decoders.CPU_THREADS))
+                dec=decoder(fileobj, device, decoders.CPU_THREADS, info=info))
 
 
 def read_resized(source, indices: list[int], device: str, info, size):
@@ -84,7 +99,8 @@ def read_resized(source, indices: list[int], device: str, info, size):
     from playbook_utils import decoders
 
     return read(getattr(source, "name", source), indices, device, info,
-                dec=decoder(source, device, decoders.CPU_THREADS, size=size))
+                dec=decoder(source, device, decoders.CPU_THREADS, size=size,
+                            info=info if hasattr(source, "read") else None))
 
 
 def read(path: str, indices: list[int], device: str, info, dec=None):

@@ -78,3 +78,4 @@ def test_access_patterns_cost_what_they_say(bucket):
     assert rows["keyframe index"]["bytes_fetched"] >= sum(b - a for a, b in plan)
     assert rows["keyframe index"]["bytes_fetched"] < 0.6 * size
     assert rows["keyframe index"]["requests"] >= len(plan)
+

@@ -5,6 +5,7 @@ conftest-free form below), and the reads go through s3fs exactly as they would a
 """
 
 import io
+import json
 import os
 import tarfile
 
@@ -150,3 +151,18 @@ def test_loader_dataset_takes_tar_members(shard):
 
     ds = VideoClipDataset([sources.TarMember(str(shard), "a.mp4"), f"tar://b.mp4::{shard}"], k=4)
     assert [_stamps(ds[i]) for i in range(2)] == [[5, 15, 26, 36]] * 2
+
+
+def test_torchcodec_takes_the_probes_frame_table_for_memory_inputs(tmp_path):
+    """A file-like input gets TorchCodec's custom_frame_mappings from the probe (no scan of the file): exact on a
+    variable-frame-rate clip with B-frames, where a wrong table would show as wrong frames."""
+    _available("torchcodec")
+    from playbook_utils.decoders import torchcodec as tc
+
+    times = [0.0, 0.04, 0.05, 0.1, 0.18, 0.2, 0.26, 0.3, 0.41, 0.45, 0.5, 0.62, 0.7, 0.71, 0.8, 0.9]
+    clip = media.make_clip(tmp_path / "vfr.mp4", "h264", 96, 64, num_frames=16, gop=6, frame_times=times)
+    info = media.probe(clip)
+    table = json.loads(tc.frame_mappings(info))["frames"]
+    assert [f["pts"] for f in table] == info.pts and sum(f["key_frame"] for f in table) == len(info.keyframes)
+    idx = [15, 0, 7, 8, 3]
+    assert _stamps(decoders.read_frames(io.BytesIO(clip.read_bytes()), idx, "torchcodec")) == idx
