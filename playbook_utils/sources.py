@@ -19,9 +19,11 @@ What each decoder takes (`how_read`):
 
 ==============  =========================================================================
 pyav            a file-like object: FFmpeg pulls bytes through its read/seek callbacks
-torchcodec      a file-like object (VideoDecoder(source) takes read/seek objects and bytes since 0.10)
+torchcodec      a file-like object (VideoDecoder(source) takes read/seek objects and bytes since 0.10),
+                with the probe's frame table (custom_frame_mappings) instead of its own scan of the file
 decord          a file-like object, read whole into memory first by decord's VideoReader
 dali            bytes in memory (`fn.decoders.video` decodes an encoded buffer; the path case reads the file)
+spdl            bytes in memory (its Demuxer takes a path or bytes, not file-like objects)
 pynvvideocodec  a file path only (SimpleDecoder opens a file name): spooled to a temporary file
 ==============  =========================================================================
 
