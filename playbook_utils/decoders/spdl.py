@@ -23,7 +23,7 @@ _EXT = {"cpu": "_libspdl", "cuda": "_libspdl_cuda"}
 def device_unavailable(device: str) -> str | None:
     """Why SPDL cannot decode on `device` here: its FFmpeg (CPU) or CUDA extension fails to load (checked
     once per process, in a child, so that a failed load leaves this process clean)."""
-    code = f"from spdl.io.lib import {_EXT[device]} as m; m.__name__"
+    code = f"from spdl.io.lib import {_EXT[device]} as m; dir(m)"   # dir() loads the lazily imported extension
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     if run.returncode == 0:
         return None
@@ -44,7 +44,7 @@ def _load() -> None:
 
     from spdl.io.lib import _libspdl
 
-    _libspdl.__name__   # noqa: B018 - the attribute access loads the extension
+    dir(_libspdl)   # loads the lazily imported extension (and glog's handlers) now
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
