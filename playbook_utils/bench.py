@@ -6,7 +6,7 @@
 Every job runs in a fresh child process (no library shares a process with another, no warm cache
 leaks between jobs): it warms up, repeats until a minimum time (each call on another name of the clip, so
 that no adapter reuses the decoder of the previous call), checks the frames of one call
-against their stamps, and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
+against their stamps (or, on a clip without stamps, against another library's decode: `exactness`), and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
 memory while it runs. A failing job is a recorded row, not a crash. Results are a tidy table
 (CSV and JSON) with an environment stamp.
 """
@@ -133,7 +133,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
     """The measurement of `_child`, with `clips` the names of job.clip to rotate over."""
     import torch
 
-    from playbook_utils import media
+    from playbook_utils import exactness, verdicts
     from playbook_utils.decoders import device_index, read_frames, video_info
 
     n = video_info(job.clip).num_frames
@@ -141,7 +141,8 @@ def _measure(job: Job, clips: list[str]) -> dict:
     want = indices_for(job.workload, n, 0)
     first = read_frames(job.clip, want, job.backend, job.device)
     sync()
-    exact = [media.read_stamp(f) for f in first] == want
+    check = exactness.check_frames(job.clip, want, first, job.backend)   # stamps, or a reference decode
+    del first
     # The first call decoded the whole clip for a sequential job: that is its warm-up. Sparse jobs warm up
     # on other frames (decoder caches, file cache), then measure.
     for w in range(0 if job.workload == "sequential" else job.warmup):
@@ -177,9 +178,11 @@ def _measure(job: Job, clips: list[str]) -> dict:
     frames = sum(k for _, k in calls)
     med = statistics.median(secs)
     return {
-        "status": "ok", "error": None, "exact": exact, "calls": len(calls), "frames": frames,
+        "status": "ok", "error": None, "exact": check.exact, "check": check.method, "check_detail": check.detail,
+        "calls": len(calls), "frames": frames,
         "fps": frames / wall,  # aggregate over all threads, wall clock
         "call_median_s": med, "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
+        "rate_spread_pct": verdicts.spread_pct([k / s for s, k in calls]),   # per-call rates, middle half
         "frames_per_call": frames / len(calls), **sampler.summary(),
     }
 
@@ -216,24 +219,42 @@ def stamp() -> dict:
             "libraries": {k: v["version"] for k, v in rep["libraries"].items()}}
 
 
-COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "fps", "call_median_s",
-           "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "sm_pct", "gpu_mem_mb", "error"]
+COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "check", "fps", "rate_spread_pct",
+           "call_median_s", "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "sm_pct", "gpu_mem_mb", "error"]
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
-    """Write rows as bench.csv (stamp in leading comment lines) and bench.json; return both paths."""
+    """Write rows as bench.csv (a plain CSV: one header line, then one line per row), the environment stamp
+    beside it as bench_stamp.json, and both as bench.json; return the CSV and JSON paths."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     js = output / "bench.json"
     js.write_text(json.dumps({"stamp": env_stamp, "rows": rows}, indent=1))
+    (output / "bench_stamp.json").write_text(json.dumps(env_stamp, indent=1))
     cs = output / "bench.csv"
     with cs.open("w", newline="") as f:
-        f.write(f"# {json.dumps(env_stamp)}\n")
         w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
     return cs, js
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
+    per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
+    row has no rate). Notebook 20."""
+    lines = [f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
+             f"exact  check"]
+    for r in rows:
+        ok = r["status"] == "ok"
+        fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
+        spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
+        pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
+        note = r["check"] if ok else f"{r['status']}: {(r.get('error') or '')[:70]}"
+        lines.append(f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:24]:24s} {fps} "
+                     f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}")
+    return "\n".join(lines)
 
 
 def plan(backends, device: str, workloads, clips, threads=(1,), min_time: float = 2.0) -> list[Job]:
@@ -259,16 +280,39 @@ def run_all(jobs: list[Job], progress: bool = True) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from playbook_utils.decoders import BACKENDS
+
+    def words(spec: dict) -> str:
+        if spec["kind"] == "uniform":
+            return f"{spec['k']} frames spread evenly over the video"
+        if spec["kind"] == "clips":
+            return f"{spec['num_clips']} random clips of {spec['clip_len']} frames, stride {spec['stride']}"
+        return "every frame in order"
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Writes OUTPUT/bench.csv (plain CSV, one row per job), OUTPUT/bench_stamp.json "
+                                        "(the environment stamp) and OUTPUT/bench.json (both). Exit status 0 when at "
+                                        "least one job was measured, else 1.")
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--backends", default="pyav,decord,torchcodec,pynvvideocodec,dali")
-    ap.add_argument("--workloads", default="sequential,uniform16")
-    ap.add_argument("--clips", default=None, help="comma-separated paths; default: the media set's clips")
-    ap.add_argument("--threads", default="1")
-    ap.add_argument("--min-time", type=float, default=None)
-    ap.add_argument("--output", default="playbook-output/bench")
+    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke",
+                    help="smoke: the small media set, 0.3 s per job; full: the full-size media, 3 s per job "
+                         "(default: smoke)")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, cuda or cuda:N; a backend without a path on it gives 'unavailable' rows (default: cpu)")
+    ap.add_argument("--backends", default=",".join(BACKENDS),
+                    help=f"comma-separated, among {', '.join(BACKENDS)} (default: all)")
+    ap.add_argument("--workloads", default="sequential,uniform16",
+                    help="comma-separated, among " + "; ".join(
+                        f"{name} ({words(spec)})" for name, spec in WORKLOADS.items())
+                    + " (default: sequential,uniform16)")
+    ap.add_argument("--clips", default=None,
+                    help="comma-separated video paths (default: the media set of --mode, made on first use)")
+    ap.add_argument("--threads", default="1",
+                    help="comma-separated counts of concurrent callers in one process, e.g. 1,4 (default: 1)")
+    ap.add_argument("--min-time", type=float, default=None,
+                    help="seconds each job repeats its calls for, at least (default: 0.3 smoke, 3.0 full)")
+    ap.add_argument("--output", default="playbook-output/bench",
+                    help="folder for the tables (default: playbook-output/bench)")
     args = ap.parse_args(argv)
     if args.child:
         try:
@@ -280,6 +324,10 @@ def main(argv=None) -> int:
             result = {"status": status, "error": f"{type(e).__name__}: {e}"[:400]}
         print(json.dumps(result), flush=True)
         return 0
+    unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + \
+        [b for b in args.backends.split(",") if b not in BACKENDS]
+    if unknown:
+        ap.error(f"unknown workload or backend: {', '.join(unknown)} (see --help for the valid names)")
     from playbook_utils import media
 
     clips = args.clips.split(",") if args.clips else list(media.default_media(smoke=args.mode == "smoke").values())

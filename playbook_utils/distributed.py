@@ -28,6 +28,17 @@ from pathlib import Path
 GPU_BACKENDS = ("pynvvideocodec", "torchcodec", "dali")  # can decode on the rank's GPU
 
 
+def default_world_sizes(kind: str) -> list[int]:
+    """The world sizes notebook 30 runs by default: 1, 2, 4, 8, 16 up to every GPU on a GPU machine ('cuda'),
+    1 and 2 on the CPU."""
+    if kind != "cuda":
+        return [1, 2]
+    import torch
+
+    gpus = torch.cuda.device_count()
+    return sorted({n for n in (1, 2, 4, 8, 16) if n <= gpus} | {gpus})
+
+
 def shard(items, rank: int, world_size: int) -> list:
     """The items of `rank` out of `world_size`: items[rank::world_size], no padding (notebook 30).
 

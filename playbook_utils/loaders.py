@@ -146,7 +146,7 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
     clips, is then measured over fewer steps instead of holding the run for minutes.
     """
     it = iter(loader)
-    waits, samples, start = [], 0, None
+    waits, samples, start, rates = [], 0, None, []
     for s in range(steps + warmup):
         if (max_seconds is not None and start is not None and len(waits) >= min_steps
                 and time.perf_counter() - start > max_seconds):
@@ -165,14 +165,18 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
         t1 = time.perf_counter()
         if s == warmup:
             start = t0
+        time.sleep(step_s)
         if s >= warmup:
             waits.append(t1 - t0)
             samples += batch.shape[0]
-        time.sleep(step_s)
+            rates.append((batch.shape[0], time.perf_counter() - t0))
     total = time.perf_counter() - start
     wait = sum(waits)
+    from playbook_utils.verdicts import block_rates, spread_pct
+
     return {"wait_fraction": wait / total, "wait_s_per_step": wait / len(waits), "step_s": step_s,
-            "samples_per_s": samples / total, "steps": len(waits), "stopped_by_time": len(waits) < steps}
+            "samples_per_s": samples / total, "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
+            "steps": len(waits), "stopped_by_time": len(waits) < steps}
 
 
 def decode_ahead(fn, items, threads: int, ahead: int):
@@ -348,7 +352,8 @@ def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
 
     With `warmup_batches`, the clock starts when that many batches have arrived, and only later frames count:
     the steady rate of a loader whose start (processes, CUDA contexts, decoders) an epoch pays once.
-    'startup_s' is the time until then.
+    'startup_s' is the time until then. 'frames_per_s_spread_pct' is the spread of the rates of four runs of
+    consecutive batches (`verdicts.block_rates`).
     """
     import torch
 
@@ -357,21 +362,27 @@ def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
             torch.cuda.synchronize(video.device)
 
     t0 = time.perf_counter()
-    start, count, frames = t0, 0, 0
+    start, count, frames, last, rates = t0, 0, 0, t0, []
     for batch in batches:
         # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
         videos = batch if isinstance(batch, list) else list(batch)
         count += 1
+        now = time.perf_counter()
         if count > warmup_batches:
             frames += sum(v.shape[0] for v in videos)
+            rates.append((sum(v.shape[0] for v in videos), now - last))
         elif count == warmup_batches:
             finished(videos[-1])
-            start = time.perf_counter()
+            start = now = time.perf_counter()
+        last = now
     if count <= warmup_batches:
         raise ValueError(f"measure_flat_out: {count} batches, not more than the {warmup_batches} of warm-up")
     finished(videos[-1])
     seconds = time.perf_counter() - start
-    return {"frames_per_s": frames / seconds, "batches": count - warmup_batches, "seconds": seconds,
+    from playbook_utils.verdicts import block_rates, spread_pct
+
+    return {"frames_per_s": frames / seconds, "frames_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
+            "batches": count - warmup_batches, "seconds": seconds,
             "frames": frames, "startup_s": start - t0, "clock_start": start}
 
 

@@ -117,6 +117,19 @@ def read_stamp(frame) -> int:
     return int(sum(int(bit) << (STAMP_BITS - 1 - i) for i, bit in enumerate(bits[0])))
 
 
+def read_stamps(frames) -> list[int | None]:
+    """Return the stamped index of each frame of `frames` (a batch in any layout `read_stamp` takes, or a
+    list of frames; any device), with None for a frame that carries no valid stamp. Introduced in notebook 01;
+    every notebook checks its frames with it (`kit.Notebook.check`)."""
+    got = []
+    for frame in frames:
+        try:
+            got.append(read_stamp(frame))
+        except StampError:
+            got.append(None)
+    return got
+
+
 def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) -> None:
     for k, digit in enumerate(str(number)):
         glyph = np.array([int(c) for c in _FONT[digit]], dtype=bool).reshape(5, 3)
@@ -151,6 +164,23 @@ def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
     v = np.full((h2, w2), 128, dtype=np.uint8)
     u[ch:, :] = 128 + int(40 * np.sin(index / 25.0))
     v[ch:, :] = 128 + int(40 * np.cos(index / 25.0))
+    return y, u, v
+
+
+def footage_frame(index: int, width: int, height: int, num_frames: int = 300):
+    """The (Y, U, V) planes of frame `index` of an unstamped clip that stands for a reader's own footage: a
+    fine random texture panning a few pixels per frame under a slow brightness wave, so that every frame
+    differs from its neighbours the way filmed motion does, and nothing in it says which frame it is.
+    Used to test what the playbook does with video it did not stamp (notebooks 20-22)."""
+    rng = np.random.default_rng(width * 7919 + height)
+    texture = rng.integers(40, 216, size=(height + 64, width + 64), dtype=np.uint8)
+    dx, dy = (3 * index) % 64, index % 64
+    y = texture[dy:dy + height, dx:dx + width].astype(np.int16)
+    y += (20 * np.sin(2 * np.pi * (np.arange(width) / width + index / 45.0))).astype(np.int16)[None, :]
+    y = np.clip(y, 16, 235).astype(np.uint8)
+    h2, w2 = height // 2, width // 2
+    u = np.full((h2, w2), 128 + int(30 * np.sin(index / 20.0)), dtype=np.uint8)
+    v = np.full((h2, w2), 128 + int(30 * np.cos(index / 20.0)), dtype=np.uint8)
     return y, u, v
 
 
@@ -191,19 +221,22 @@ def _encoder_options(encoder: str, gop: int, bframes: int, closed_gop: bool, pre
 
 def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fps: int = 30,
               num_frames: int = 90, gop: int = 30, bframes: int = 2, pix_fmt: str = "yuv420p",
-              closed_gop: bool = True, preset: str = "fast", frame_times: list[float] | None = None) -> Path:
+              closed_gop: bool = True, preset: str = "fast", frame_times: list[float] | None = None,
+              picture=None) -> Path:
     """Encode a stamped synthetic clip and return its path.
 
     The container follows the file suffix (.mp4, .mkv, .webm, .avi). `gop` is the keyframe interval
     in frames, `bframes` the maximum run of B-frames (ignored by codecs without them), `pix_fmt`
     e.g. 'yuv420p' or 'yuv420p10le'. `frame_times` (seconds, increasing) makes a variable-frame-rate
-    clip. Raises RuntimeError when this PyAV has no encoder for `codec`. Introduced in notebook 01.
+    clip. `picture(index, width, height, num_frames) -> (Y, U, V)` draws the frames instead of `synth_frame`
+    (`footage_frame`: no stamp). Raises RuntimeError when this PyAV has no encoder for `codec`. Introduced in
+    notebook 01.
     """
     import av
 
     if width % 2 or height % 2:
         raise ValueError(f"width and height must be even for 4:2:0 video, got {width}x{height}")
-    if num_frames > MAX_STAMP + 1:
+    if picture is None and num_frames > MAX_STAMP + 1:
         raise ValueError(f"at most {MAX_STAMP + 1} frames can carry a stamp, asked for {num_frames}")
     encoder = encoder_for(codec)
     os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its whole config to stderr otherwise
@@ -227,7 +260,7 @@ def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fp
         if encoder not in ("libx264", "libx265"):
             stream.codec_context.max_b_frames = bframes if encoder == "mpeg4" else 0
         for i in range(num_frames):
-            y, u, v = synth_frame(i, width, height, num_frames)
+            y, u, v = (picture or synth_frame)(i, width, height, num_frames)
             planes = np.concatenate([y.ravel(), u.ravel(), v.ravel()]).reshape(height * 3 // 2, width)
             frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
             frame.pts = i if frame_times is None else int(round(frame_times[i] * 90000))
@@ -262,6 +295,11 @@ class VideoInfo:
     b_frames: bool = False
     open_gop: bool = False
     pts: list[int] = dataclasses.field(default_factory=list, repr=False)  # per frame, presentation order
+
+    @property
+    def name(self) -> str:
+        """The file name, without its folder."""
+        return Path(self.path).name
 
     @property
     def gop_lengths(self) -> list[int]:
@@ -497,3 +535,45 @@ def skipped_media(directory=None, smoke: bool = True) -> dict[str, str]:
         return json.loads((directory / "manifest.json").read_text()).get("_skipped", {})
     except (OSError, ValueError):
         return {}
+
+
+# --------------------------------------------------------------------------- the reader's own folder
+
+VIDEO_SUFFIXES = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".mpg", ".mpeg", ".flv")
+
+
+@dataclasses.dataclass
+class VideoFolder:
+    """What `scan_videos` found: the readable videos ({name: path} and {name: VideoInfo}, name = the path
+    relative to the folder) and the unreadable ones ({name: the full cause})."""
+
+    root: Path
+    videos: dict
+    infos: dict
+    unreadable: dict
+
+    def report(self) -> str:
+        """A few lines for a notebook: how many videos, and every unreadable file with its whole cause."""
+        lines = [f"{len(self.videos)} readable video(s) in {self.root}, {len(self.unreadable)} unreadable"]
+        lines += [f"  skipped {name}: {cause}" for name, cause in self.unreadable.items()]
+        return "\n".join(lines)
+
+
+def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
+    """Every video file under `folder` (by suffix, `VIDEO_SUFFIXES`, sorted, at most `max_files`), probed from
+    its packets: a file that cannot be probed (broken, empty, no video stream) is listed in `unreadable` with
+    the whole cause instead of stopping the caller. Raises DecodeError when `folder` is not a folder.
+    Introduced in notebook 20; used by 21 and 22 for `VIDEO_DIR`."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise DecodeError(root, "VIDEO_DIR is not a folder")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES)
+    videos, infos, unreadable = {}, {}, {}
+    for p in files[:max_files]:
+        name = str(p.relative_to(root))
+        try:
+            infos[name] = probe(p)
+            videos[name] = p
+        except Exception as e:  # the cause in full: the reader has to fix or drop this file
+            unreadable[name] = getattr(e, "cause", None) or f"{type(e).__name__}: {e}"
+    return VideoFolder(root, videos, infos, unreadable)

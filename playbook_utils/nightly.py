@@ -22,7 +22,9 @@ section that stopped running is lost coverage), new (not in the baseline: never 
 same/changed (`info` metrics: never a regression), not comparable (a rule marked `per_core`, when the
 notebook ran with another number of usable cores than in the baseline, as `--lanes` gives it: a CPU rate
 measured on 16 cores says nothing against one measured on 32; never a regression, and the report says so).
-A baseline notebook absent from the run is MISSING.
+A baseline notebook absent from the run is MISSING. Where the library versions of the run differ from
+the baseline's (notebook 00's stamp, else the runner's in summary.json), the report lists the changes and
+names, beside each regression, those of the libraries its notebook, metric or values mention (else all).
 report.md and report.json go into the (first) results folder, or `--report-dir`.
 
 Exit status, for a scheduler (the first that applies wins):
@@ -218,14 +220,35 @@ def load_results(folders, label: str) -> dict:
 
 def stamp(results: dict) -> dict:
     """The environment stamp of a results set: mode, date, GPU, CPU from summary.json; driver, CUDA,
-    Python and library versions from notebook 00's JSON when that notebook is among the results."""
+    Python and library versions from notebook 00's JSON when that notebook is among the results (library
+    versions otherwise from summary.json's machine stamp, where the runner records them)."""
     m, e = results["machine"], results["environment"] or {}
     gpu = e.get("gpu") or {}
-    libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)}
+    libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)} or \
+        {k: v for k, v in (m.get("libraries") or {}).items() if isinstance(v, str)}
     return {"folders": results["folders"], "mode": ", ".join(results["modes"]) or None,
             "date_utc": m.get("date_utc") or e.get("date_utc"), "gpu": m.get("gpu"), "cpu": m.get("cpu"),
             "driver": gpu.get("driver"), "cuda": gpu.get("cuda_driver"), "python": e.get("python"),
             "libraries": libs or None}
+
+
+# library (as stamps name it) -> words in a notebook, metric or value that point at it
+LIBRARY_WORDS = {"torch": ("torch",), "av": ("pyav",), "decord": ("decord",), "torchcodec": ("torchcodec",),
+                 "PyNvVideoCodec": ("pynvvideocodec",), "nvidia.dali": ("dali",)}
+
+
+def library_changes(base: dict | None, now: dict | None) -> dict:
+    """{library: 'old -> new'} for the libraries both stamps name with different versions."""
+    base, now = base or {}, now or {}
+    return {k: f"{base[k]} -> {now[k]}" for k in base if k in now and None not in (base[k], now[k]) and base[k] != now[k]}
+
+
+def changes_behind(changes: dict, notebook: str, metric: str, *values) -> list[str]:
+    """The library changes to name beside a regression: those of the libraries its notebook, metric name or
+    values mention (pyav, dali, ...), else every change (any of them may explain it); as 'av 19.0.2 -> 18.1.0'."""
+    text = " ".join(map(str, (notebook, metric, *values))).lower()
+    named = [k for k in changes if any(w in text for w in LIBRARY_WORDS.get(k, (k.lower(),)))]
+    return [f"{k} {changes[k]}" for k in (named or changes)]
 
 
 def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None = None) -> dict:
@@ -239,6 +262,8 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
     notebooks, failures, regressions, unjudged = [], [], [], []
+    base_stamp, run_stamp = stamp(baseline), stamp(run)
+    changes = library_changes(base_stamp["libraries"], run_stamp["libraries"])
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
         stem = Path(name).stem
@@ -274,14 +299,15 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                                          "tolerance": describe(rule), "verdict": verdict, "why": rule.get("why")})
                 if verdict in REGRESSED:
                     regressions.append(f"{name}: {metric}")
+                    entry["metrics"][-1]["libraries_changed"] = changes_behind(changes, stem, metric, bv, nv)
                 elif verdict == "not comparable":
                     unjudged.append(f"{name}: {metric}")
         notebooks.append(entry)
     code = EXIT_FAILED if failures else EXIT_REGRESSION if regressions else EXIT_OK
     verdict = {EXIT_OK: "passed", EXIT_FAILED: "notebook failure", EXIT_REGRESSION: "regression"}[code]
     return {"exit_code": code, "verdict": verdict, "failures": failures, "regressions": regressions,
-            "not_comparable": unjudged,
-            "tolerances": table.get("source"), "baseline": stamp(baseline), "run": stamp(run), "notebooks": notebooks}
+            "not_comparable": unjudged, "library_changes": changes,
+            "tolerances": table.get("source"), "baseline": base_stamp, "run": run_stamp, "notebooks": notebooks}
 
 
 def _cell(v) -> str:
@@ -305,6 +331,11 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     if report["failures"]:
         lines.append("Failed notebooks: " + ", ".join(report["failures"]))
     lines.append("Regressions: " + ("; ".join(report["regressions"]) if report["regressions"] else "none"))
+    if report.get("library_changes"):
+        lines.append("")
+        lines.append("Library versions changed since the baseline: "
+                     + "; ".join(f"{k} {v}" for k, v in report["library_changes"].items())
+                     + " (named beside each regression they may explain)")
     if report.get("not_comparable"):
         lines.append("")
         lines.append("Not judged, the notebook had another number of cores than in the baseline: "
@@ -323,6 +354,8 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
             lines += ["", "| metric | baseline | now | change | tolerance | verdict |", "|---|---|---|---|---|---|"]
             for m in nb["metrics"]:
                 v = f"**{m['verdict']}**" if m["verdict"] in REGRESSED else m["verdict"]
+                if m.get("libraries_changed"):
+                    v += f" (library changed: {', '.join(m['libraries_changed'])})"
                 lines.append(f"| {m['metric']} | {_cell(m['baseline'])} | {_cell(m['now'])} | {_cell(m['change'])} "
                              f"| {_cell(m['tolerance'])} | {v} |")
     md = folder / "report.md"
@@ -363,9 +396,11 @@ def run(args) -> Path:
         argv += ["--timeout", str(args.timeout)]
     if args.lanes > 1:
         argv += ["--lanes", str(args.lanes)]
+    for item in args.param or []:
+        argv += ["--param", item]
     if run_notebooks.main(argv) == 2:
-        raise NightlyError(f"no notebooks match {args.pattern}, or --lanes {args.lanes} does not fit this machine "
-                           "(the line above says which)")
+        raise NightlyError(f"no notebooks match {args.pattern}, a --param is malformed or names no notebook's "
+                           f"parameter, or --lanes {args.lanes} does not fit this machine (the line above says which)")
     _merge_summary(output, before)
     return output
 
@@ -375,15 +410,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compare-only", nargs="+", metavar="RESULTS_DIR",
                     help="compare these result folders (merged, the last winning) without running notebooks")
-    ap.add_argument("--baseline", default=str(BASELINE), help="folder of reference results (default: results/h200)")
+    ap.add_argument("--baseline", default=str(BASELINE),
+                    help="folder of reference results, e.g. results/cpu-2core for a smoke run (default: results/h200)")
     ap.add_argument("--tolerances", default=str(TOLERANCES), help="tolerance table (default: results/tolerances.json)")
     ap.add_argument("--report-dir", default=None, help="where report.md/json go (default: the first results folder)")
-    ap.add_argument("--pattern", action="append", help="notebooks to run and expect (glob or substring); repeatable")
-    ap.add_argument("--mode", choices=["smoke", "full"], default="full")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--pattern", action="append",
+                    help="notebooks to run and expect, a glob or substring of their names, e.g. '2[0-2]*' or 22; "
+                         "repeatable (default: every notebook)")
+    ap.add_argument("--mode", choices=["smoke", "full"], default="full",
+                    help="smoke: small media and short runs; full: the full measurements. The baseline must "
+                         "hold a run of the same mode (default: full)")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                    help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)")
     ap.add_argument("--output", default=None, help="results folder for a run (default: nightly/<YYYY-MM-DD>, UTC)")
-    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder holding the notebooks")
-    ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
+    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"),
+                    help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)")
+    ap.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="a notebook parameter for the run, as run_notebooks --param; repeatable")
+    ap.add_argument("--video-dir", default=None,
+                    help="a folder of your own videos, measured instead of the generated media set")
     ap.add_argument("--timeout", type=float, default=1800,
                     help="seconds per cell before its notebook counts as failed (hung); 0 for no limit (default: 1800)")
     ap.add_argument("--lanes", type=int, default=1,
@@ -406,7 +451,11 @@ def main(argv=None) -> int:
         print(f"nightly: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(f"nightly: {report['verdict']} (exit {report['exit_code']}); report: {md}")
-    for line in ([f"  failed: {n}" for n in report["failures"]] + [f"  regressed: {r}" for r in report["regressions"]]
+    behind = {f"{nb['notebook']}: {m['metric']}": m["libraries_changed"] for nb in report["notebooks"]
+              for m in nb["metrics"] if m.get("libraries_changed")}
+    for line in ([f"  failed: {n}" for n in report["failures"]]
+                 + [f"  regressed: {r}" + (f" (library changed: {', '.join(behind[r])})" if r in behind else "")
+                    for r in report["regressions"]]
                  + [f"  not comparable (other core count): {r}" for r in report["not_comparable"]]):
         print(line)
     return report["exit_code"]

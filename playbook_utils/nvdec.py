@@ -204,13 +204,16 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
 
 
 SWEEP = ((1, 1), (1, 4), (4, 2), (7, 1), (7, 2))
+SATURATED_PCT = 95   # median NVDEC utilization at which a ceiling counts as the engines' limit, not a lower bound
 
 
 def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None) -> dict:
     """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads).
 
-    Returns {'fps', 'best': the row that reached it, 'saturated': NVML's median decoder utilization
-    at that row was at least 90%, 'rows': every row}. Introduced in notebook 20.
+    Returns {'fps', 'best': the row that reached it, 'saturated': NVML's median decoder utilization at
+    that row was at least SATURATED_PCT (below it the rate is only a lower bound of what the engines can do),
+    'implied_fps': the rate at 100% engine time (fps / utilization, a cross-check), 'rows': every row}.
+    Introduced in notebook 20.
     """
     rows = []
     for processes, threads in configs:
@@ -222,9 +225,48 @@ def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None) -
                    if row["fps"] else f"failed: {row['error']}"))
     ok = [r for r in rows if r["fps"]]
     if not ok:
-        return {"fps": None, "best": None, "saturated": False, "rows": rows}
+        return {"fps": None, "best": None, "saturated": False, "implied_fps": None, "rows": rows}
     best = max(ok, key=lambda r: r["fps"])
-    return {"fps": best["fps"], "best": best, "saturated": (best["nvdec_util_median"] or 0) >= 90, "rows": rows}
+    util = best["nvdec_util_median"]
+    return {"fps": best["fps"], "best": best, "saturated": (util or 0) >= SATURATED_PCT,
+            "implied_fps": best["fps"] * 100 / util if util else None, "rows": rows}
+
+
+def ceilings(clips: dict, infos: dict, first: list, others: list, configs=SWEEP, seconds: float = 3.0,
+             gpu: int = 0, log=None) -> dict:
+    """{clip name: `ceiling`} for notebook 20's section 2: the whole sweep of `configs` on each clip of `first`
+    (one per codec), then each clip of `others` with the layout that did best on the `first` clip of its codec.
+    `clips` maps names to paths, `infos` names to `media.VideoInfo`; `log` gets a line per layout."""
+    out: dict = {}
+    step = (lambda m: log("    " + m)) if log else None
+    for name in first:
+        if log:
+            log(f"{name}: sweep")
+        out[name] = ceiling(clips[name], configs, seconds, gpu, step)
+        if not out[name]["fps"]:
+            continue
+        layout = ((out[name]["best"]["processes"], out[name]["best"]["threads"]),)
+        for other in [o for o in others if infos[o].codec == infos[name].codec and o not in out]:
+            if log:
+                log(f"{other}: layout {layout[0][0]} x {layout[0][1]}")
+            out[other] = ceiling(clips[other], layout, seconds, gpu, step)
+    return out
+
+
+def format_ceilings(found: dict, infos: dict) -> str:
+    """`ceilings` as a table: clip, size, rate, layout, NVML's median decoder utilization, saturated or not."""
+    lines = [f"{'clip':26s} {'size':>9s} {'ceiling f/s':>12s} {'layout':>8s} {'NVDEC util':>11s} {'at 100%':>8s}  "
+             f"saturated ({SATURATED_PCT}%), or a lower bound"]
+    for name, c in found.items():
+        i = infos[name]
+        if c["fps"]:
+            b = c["best"]
+            lines.append(f"{name[:26]:26s} {i.width:4d}x{i.height:<4d} {c['fps']:12,.0f} {b['processes']:>3d}x{b['threads']:<4d} "
+                         f"{str(b['nvdec_util_median']):>10}% {c['implied_fps'] or 0:8,.0f}  "
+                         f"{'saturated' if c['saturated'] else 'LOWER BOUND'}")
+        else:
+            lines.append(f"{name[:26]:26s} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

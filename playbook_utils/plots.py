@@ -1,44 +1,123 @@
-"""The two pictures every decoder notebook shows (10-14): a frame grid and a sampling timeline."""
+"""The pictures the notebooks share: a grid of stamped frames (01, 10-14), a sampling timeline (01, 15), and
+grouped bars and lines with reference lines for the measurements (20, 21). Each returns the figure; show and
+save it with `kit.show`."""
 
 from __future__ import annotations
 
 
 def frame_grid(frames, titles=None, title: str = "", columns: int = 4, path=None):
-    """Show uint8 (N, 3, H, W) frames (any device) in a grid; save to `path` if given. Returns the figure."""
+    """Show uint8 (N, 3, H, W) or (N, H, W, 3) frames (any device) in a grid, one title per frame; save to
+    `path` if given. Returns the figure."""
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    frames = frames.detach().cpu() if hasattr(frames, "detach") else frames
+    frames = frames.detach().cpu().numpy() if hasattr(frames, "detach") else np.asarray(frames)
+    if frames.ndim == 4 and frames.shape[1] == 3 and frames.shape[-1] != 3:
+        frames = frames.transpose(0, 2, 3, 1)
     n = len(frames)
+    columns = min(columns, n) or 1
     rows = max(1, -(-n // columns))
-    fig, axes = plt.subplots(rows, columns, figsize=(3 * columns, 1.9 * rows + 0.5), squeeze=False)
+    aspect = frames.shape[1] / frames.shape[2] if n else 0.56
+    fig, axes = plt.subplots(rows, columns, figsize=(3 * columns, 3 * aspect * rows + 0.9), squeeze=False)
     for k, ax in enumerate(axes.flat):
         ax.axis("off")
         if k < n:
-            ax.imshow(frames[k].permute(1, 2, 0).numpy() if hasattr(frames[k], "permute")
-                      else frames[k].transpose(1, 2, 0))
+            ax.imshow(frames[k])
             if titles:
-                ax.set_title(titles[k], fontsize=8)
-    fig.suptitle(title, fontsize=9)
+                ax.set_title(titles[k], fontsize=9)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     if path:
-        fig.savefig(path, dpi=80)
+        fig.savefig(path, dpi=90, bbox_inches="tight")
     return fig
 
 
+def stamped_grid(frames, asked, title: str, columns: int = 4):
+    """`frame_grid` with each frame titled 'asked i · stamp s': the index requested and the index read
+    from its pixels (`media.read_stamps`), so the picture itself shows whether the loader was exact."""
+    from playbook_utils import media
+
+    stamps = media.read_stamps(frames)
+    titles = [f"asked {a} · stamp {'none' if s is None else s}" for a, s in zip(asked, stamps)]
+    return frame_grid(frames, titles, title, columns)
+
+
 def sampling_timeline(strategies: dict, keyframes, num_frames: int, title: str = "", path=None):
-    """Sampled indices of each strategy ({label: indices}) against the keyframes. Returns the figure."""
+    """Which frames each sampling strategy ({label: indices}) asks for, against the keyframes (red lines);
+    each label says how many GOPs the strategy touches, since each costs a decode from its keyframe.
+    Returns the figure."""
+    import bisect
+
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 0.5 + 0.45 * len(strategies)))
-    for k in keyframes:
-        ax.axvline(k, color="tab:red", alpha=0.35, lw=1)
+    keys = sorted(keyframes)
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.45 * len(strategies)))
+    for k in keys:
+        ax.axvline(k, color="tab:red", alpha=0.4, lw=1)
+    labels = []
     for row, (label, idx) in enumerate(strategies.items()):
-        ax.scatter(list(idx), [row] * len(idx), s=9)
-    ax.set_yticks(range(len(strategies)), list(strategies), fontsize=8)
+        idx = list(idx)
+        gops = len({bisect.bisect_right(keys, i) for i in idx})
+        labels.append(f"{label}\n{len(idx)} frames, {gops} of {len(keys)} GOPs")
+        ax.scatter(idx, [row] * len(idx), s=12)
+    ax.set_yticks(range(len(strategies)), labels, fontsize=8)
+    ax.set_ylim(len(strategies) - 0.5, -0.5)
     ax.set_xlim(-1, num_frames)
     ax.set_xlabel("frame index (red lines: keyframes)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     if path:
-        fig.savefig(path, dpi=80)
+        fig.savefig(path, dpi=90, bbox_inches="tight")
+    return fig
+
+
+def _legend_outside(ax) -> None:
+    """A legend right of the axes, where it covers no data."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def grouped_bars(values: dict, categories, ylabel: str, title: str, reference: dict | None = None,
+                 width_in: float = 9.0):
+    """Bars of `values` ({series label: one value per category, None for none}) side by side per category;
+    `reference` ({label: value}) draws a dashed horizontal line for each (a ceiling, a baseline). The legend
+    sits outside the axes. Returns the figure (notebooks 20, 21)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    categories = list(categories)
+    fig, ax = plt.subplots(figsize=(width_in, 3.4))
+    width = 0.8 / max(1, len(values))
+    for k, (label, vals) in enumerate(values.items()):
+        ax.bar(np.arange(len(categories)) + k * width, [v or 0 for v in vals], width, label=label)
+    for k, (label, y) in enumerate((reference or {}).items()):
+        ax.axhline(y, color="black", ls="--", lw=1, alpha=0.4 + 0.6 / (k + 1), label=label)
+    ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, categories, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    _legend_outside(ax)
+    fig.tight_layout()
+    return fig
+
+
+def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | None = None, ylim=None):
+    """One line with markers per entry of `series` ({label: (xs, ys)}); `reference` ({label: (xs, ys)})
+    draws dashed lines (perfect scaling, a ceiling). The legend sits outside the axes. Returns the figure
+    (notebooks 20, 21)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for label, (xs, ys) in series.items():
+        ax.plot(xs, ys, marker="o", label=label)
+    for label, (xs, ys) in (reference or {}).items():
+        ax.plot(xs, ys, ls="--", color="gray", label=label)
+    ticks = sorted({x for xs, _ in series.values() for x in xs})
+    if ticks and all(float(x).is_integer() for x in ticks) and len(ticks) <= 12:
+        ax.set_xticks(ticks)   # counts (threads, workers, ranks): no fractional ticks
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_title(title, fontsize=9)
+    _legend_outside(ax)
+    fig.tight_layout()
     return fig

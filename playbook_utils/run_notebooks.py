@@ -3,9 +3,13 @@
     python -m playbook_utils.run_notebooks --mode smoke --output playbook-output/smoke
     python -m playbook_utils.run_notebooks --mode full --pattern '0*' --device cuda
     python -m playbook_utils.run_notebooks --mode full --device cuda --lanes 2   # two GPUs, two at a time
+    python -m playbook_utils.run_notebooks --pattern 22 --video-dir ~/videos --param WORKLOAD=sequential
 
-Each notebook gets its `parameters` cell overridden (SMOKE, DEVICE, VIDEO_DIR, OUTPUT_DIR),
-is executed into the output folder, and its `<stem>.json` is read back for the summary.
+Each notebook gets its `parameters` cell overridden (SMOKE from --mode, DEVICE, VIDEO_DIR, OUTPUT_DIR from
+--output, and any `--param KEY=VALUE`), is executed into the output folder, and its `<stem>.json` is read
+back for the summary. A `--param` value is read as a Python literal when it is one (50, 0.5, True, None,
+[1, 2], "text"), else as a string (sequential). A notebook whose parameters cell does not define KEY runs
+without it (one line says which); a KEY no selected notebook defines is an error.
 One failing notebook does not stop the rest; the exit status is 1 when any failed.
 `make playbook`, the tests and nightly validation all call this.
 
@@ -20,9 +24,12 @@ GPUs). The full set takes about 50 minutes one after another on an H200; two lan
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -31,7 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
-BASELINE_SUMMARY = ROOT / "results" / "h200" / "summary.json"
+REFERENCE_SUMMARY = {"full": ROOT / "results" / "h200" / "summary.json",
+                     "smoke": ROOT / "results" / "cpu-2core" / "summary.json"}
 
 
 def _playbook_meta(path) -> dict:
@@ -41,6 +49,69 @@ def _playbook_meta(path) -> dict:
 def notebook_requirements(path) -> list[str]:
     """What a notebook declares it needs (metadata 'playbook' -> 'requires'), e.g. ['cuda', 'nvdec']."""
     return list(_playbook_meta(path).get("requires", []))
+
+
+def notebook_parameters(path) -> list[str]:
+    """The names the notebook's cell tagged `parameters` assigns, in order (what `--param` may set)."""
+    for cell in json.loads(Path(path).read_text()).get("cells", []):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            try:
+                body = ast.parse(source).body
+            except SyntaxError:   # e.g. an IPython magic: the plain `NAME = ...` lines still count
+                return list(dict.fromkeys(re.findall(r"^([A-Za-z_]\w*)\s*=[^=]", source, re.M)))
+            names = []
+            for node in body:
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, ast.AnnAssign) else []
+                names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+            return names
+    return []
+
+
+OWN_PARAMETERS = {"SMOKE": "--mode", "OUTPUT_DIR": "--output"}   # set by the runner's own options only
+
+
+def parse_params(items: list[str] | None) -> dict:
+    """`--param KEY=VALUE` arguments as {KEY: value}: a value that is a Python literal (50, 0.5, True, None,
+    [1, 2], "text") becomes that object, anything else stays a string. Raises ValueError naming a malformed
+    item or a KEY the runner's own options set."""
+    params = {}
+    for item in items or []:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(f"--param {item!r}: expected KEY=VALUE with KEY a parameter name, e.g. WORKLOAD=sequential")
+        if key in OWN_PARAMETERS:
+            raise ValueError(f"--param {key}: set it with {OWN_PARAMETERS[key]}")
+        try:
+            params[key] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            params[key] = text
+    return params
+
+
+def params_per_notebook(notebooks: list[Path], params: dict) -> tuple[dict, list[str]]:
+    """({notebook name: the `params` its parameters cell defines}, one line per KEY some notebooks lack).
+
+    Papermill would inject a KEY the notebook does not define, where nothing reads it; the runner leaves it
+    out and says so. Raises ValueError when no notebook in `notebooks` defines a KEY (a misspelt name)."""
+    defined = {p.name: set(notebook_parameters(p)) for p in notebooks}
+    notes = []
+    for key in params:
+        have = [p.stem for p in notebooks if key in defined[p.name]]
+        lack = [p.stem for p in notebooks if key not in defined[p.name]]
+        if not have:
+            raise ValueError(f"--param {key}: not a parameter of {', '.join(p.stem for p in notebooks)}")
+        if lack:
+            where = ", ".join(lack) if len(lack) <= 3 else f"the other {len(lack)} notebooks"
+            notes.append(f"--param {key}: a parameter of {', '.join(have)} only; left out of {where}")
+    return {p.name: {k: v for k, v in params.items() if k in defined[p.name]} for p in notebooks}, notes
+
+
+# A path a workshop can run on one GPU in about half an hour and read in under two hours: the machine (00), the
+# media (01), TorchCodec and PyNvVideoCodec (12, 13), the head-to-head (20) and the choice for your files (22).
+WORKSHOP = ("00", "01", "12", "13", "20", "22")
 
 
 def matches(name: str, patterns: list[str] | None) -> bool:
@@ -60,20 +131,46 @@ def select(notebook_dir, patterns: list[str] | None) -> list[Path]:
     return [p for p in found if matches(p.name, patterns)]
 
 
+def kernel_config(kernel_name: str = "python3", encrypt: bool = True):
+    """The kernel manager settings (a traitlets Config) each notebook's kernel starts with.
+
+    A kernel listens on TCP sockets by default, and ipykernel 7 warns on every start that they are not
+    encrypted. Where jupyter_client can provision CurveZMQ keys (its `transport_encryption` setting, pyzmq
+    built with Curve) and the kernelspec declares Curve support, the sockets are encrypted ('auto');
+    otherwise (or with `encrypt=False`) the kernel uses the ipc transport, Unix sockets with no network port.
+    """
+    import zmq
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    if encrypt and "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
+        try:
+            declared = KernelSpecManager().get_kernel_spec(kernel_name).metadata.get("supported_encryption")
+        except Exception:   # no such kernelspec: papermill reports it when it starts the kernel
+            declared = None
+        if "curve" in ([declared] if isinstance(declared, str) else declared or []):
+            return Config({"KernelManager": {"transport_encryption": "auto"}})
+    return Config({"KernelManager": {"transport": "ipc"}})
+
+
 def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | None,
-            timeout: float | None, capabilities: dict) -> dict:
-    """Execute one notebook; return its summary row (never raises for a notebook failure)."""
+            timeout: float | None, capabilities: dict, extra: dict | None = None) -> dict:
+    """Execute one notebook, its parameters cell overridden by the runner's options and `extra` (from
+    `--param`); return its summary row (never raises for a notebook failure)."""
     import papermill as pm
 
     requires = notebook_requirements(path)
     missing = [r for r in requires if not capabilities.get(r, False)]
-    params = {"SMOKE": mode == "smoke", "DEVICE": device, "VIDEO_DIR": video_dir, "OUTPUT_DIR": str(output)}
+    params = {"SMOKE": mode == "smoke", "DEVICE": device, "VIDEO_DIR": video_dir, **(extra or {}),
+              "OUTPUT_DIR": str(output)}
     row = {"notebook": path.name, "requires": requires, "missing": missing, "status": "passed",
            "error": None, "seconds": None, "headline": {}, "skipped": []}
     start = time.perf_counter()
     try:
         pm.execute_notebook(str(path), str(output / path.name), parameters=params, kernel_name="python3",
-                            execution_timeout=timeout, progress_bar=False, cwd=str(output))
+                            execution_timeout=timeout, progress_bar=False, cwd=str(output),
+                            config=kernel_config("python3"))
     except Exception as e:  # papermill wraps the notebook's own error; record it and go on
         row["status"] = "failed"
         ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
@@ -86,10 +183,46 @@ def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | N
         data = json.loads(result.read_text())
         row["headline"] = data.get("headline", {})
         row["skipped"] = data.get("skipped", [])
+        if isinstance(data.get("unreadable"), dict) and data["unreadable"]:
+            row["unreadable"] = data["unreadable"]   # {path: cause} of the reader's files it could not open
     elif row["status"] == "passed":
         row["status"] = "failed"
         row["error"] = f"the notebook finished without writing {result.name}"
     return row
+
+
+def set_aside(output: Path, notebooks: list[Path]) -> str | None:
+    """Before a run into a folder that holds one (a summary.json): move that run's summary (and its
+    constraints.txt, the library versions it ran with) and the files of
+    the notebooks about to run again (`NN_*` entries with their numbers, and their logs) into
+    `output/previous/`, replacing what an earlier run left there; return the line that says so (None when
+    there was no run). The files of other notebooks stay, since a notebook may read them (22 reads 20's)."""
+    summary = output / "summary.json"
+    if not summary.exists():
+        return None
+    try:
+        doc = json.loads(summary.read_text())
+        what = f"a {doc.get('mode')} run of {(doc.get('machine') or {}).get('date_utc')} UTC"
+    except (OSError, ValueError, AttributeError):
+        what = "an earlier run"
+    previous = output / "previous"
+    replaced = previous.exists()
+    shutil.rmtree(previous, ignore_errors=True)
+    previous.mkdir()
+    numbers = {nb.name[:3] for nb in notebooks}
+    moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
+    moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
+    logs = [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers] \
+        if (output / "logs").is_dir() else []
+    for p in moving:
+        shutil.move(str(p), str(previous / p.name))
+    for p in logs:
+        (previous / "logs").mkdir(exist_ok=True)
+        shutil.move(str(p), str(previous / "logs" / p.name))
+    again = len({p.name[:3] for p in moving if p.name[:2].isdigit()})
+    files = f" and the files of the {again} notebook(s) run again" if again else ""
+    return (f"{output} held {what}: its summary{files} moved to {previous}/"
+            + (" (replacing the run kept there)" if replaced else ""))
 
 
 def lane_resources(lanes: int, gpus: int) -> list[dict]:
@@ -113,11 +246,49 @@ def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dic
     return max(ready, key=lambda p: expected.get(p.name, 0), default=None)
 
 
-def _expected_seconds() -> dict:
-    try:
-        return {r["notebook"]: r.get("seconds") or 0 for r in json.loads(BASELINE_SUMMARY.read_text())["notebooks"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}   # no baseline: notebook order
+def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
+    """({notebook name: seconds it took last time}, where those times come from): the previous run of the
+    same mode in `output` when there is one, else the reference run of that mode (results/h200 for full,
+    results/cpu-2core for smoke); ({}, None) when neither can be read."""
+    for path in (Path(output) / "summary.json", REFERENCE_SUMMARY[mode]):
+        try:
+            doc = json.loads(path.read_text())
+            if doc.get("mode") != mode:
+                continue
+            times = {r["notebook"]: r["seconds"] for r in doc["notebooks"] if r.get("seconds")}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        machine = doc.get("machine") or {}
+        where = (f"the last {mode} run in this folder" if path.parent == Path(output)
+                 else f"{path.parent.relative_to(ROOT)} ({machine.get('gpu', 'no GPU')}; {machine.get('cpu')})")
+        return times, where
+    return {}, None
+
+
+def duration(seconds: float) -> str:
+    """Seconds as the console shows them: '45s', '1m20s', '1h05m'."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    return f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class Progress:
+    """The console lines of a run: a start line per notebook ('[3/12] 20_decode_benchmarks ... expected ~1m20s'),
+    a result line when it ends, and the final tally."""
+
+    def __init__(self, total: int, expected: dict):
+        self.total, self.expected, self.count, self.t0 = total, expected, 0, time.perf_counter()
+
+    def start(self, nb: Path, where: str = "") -> None:
+        self.count += 1
+        secs = self.expected.get(nb.name)
+        eta = f"expected ~{duration(secs)}" if secs else "no time from an earlier run"
+        print(f"[{self.count}/{self.total}] {nb.stem}{where} ... {eta}", flush=True)
+
+    def tally(self, rows: list[dict]) -> str:
+        failed = sum(r["status"] != "passed" for r in rows)
+        return f"{len(rows) - failed} passed, {failed} failed in {duration(time.perf_counter() - self.t0)}"
 
 
 def _span(cores: list[int]) -> str:
@@ -126,9 +297,10 @@ def _span(cores: list[int]) -> str:
     return ",".join(map(str, cores))
 
 
-def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict) -> list[dict]:
-    """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
-    and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
+def lane_order(notebooks: list[Path]) -> tuple[dict, list[Path]]:
+    """({notebook name: names of the notebooks it waits for}, the whole-machine notebooks), from their
+    metadata. Raises ValueError for an order lanes cannot keep: a lane notebook waiting for a whole-machine
+    one (those run last), or notebooks waiting for each other in a circle."""
     names, meta = {p.stem for p in notebooks}, {p: _playbook_meta(p) for p in notebooks}
     waits_for = {p.name: {f"{d}.ipynb" for d in meta[p].get("after", []) if d in names} for p in notebooks}
     whole = [p for p in notebooks if meta[p].get("whole_machine")]
@@ -136,8 +308,23 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
         late = [w.name for w in whole if w.name in waits_for[p.name] and p not in whole]
         if late:
             raise ValueError(f"{p.name} waits for {late}, which run only after every lane is done")
+    done, left = set(), [p for p in notebooks if p not in whole]
+    while left:
+        ready = [p for p in left if waits_for[p.name] <= done]
+        if not ready:
+            raise ValueError(f"{', '.join(p.name for p in left)}: each waits for another ('after' in a circle)")
+        done |= {p.name for p in ready}
+        left = [p for p in left if p not in ready]
+    return waits_for, whole
+
+
+def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict,
+              progress: Progress) -> list[dict]:
+    """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
+    and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
+    waits_for, whole = lane_order(notebooks)
     pending, running, rows, finished = [p for p in notebooks if p not in whole], {}, [], set()
-    expected = _expected_seconds()
+    expected = progress.expected
     (output / "logs").mkdir(exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     while pending or running:
@@ -153,6 +340,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
                    "--row-file", str(row_file)]
             cmd += ["--video-dir", args.video_dir] if args.video_dir else []
             cmd += ["--timeout", str(args.timeout)] if args.timeout else []
+            cmd += [a for k, v in args.params[nb.name].items() for a in ("--param", f"{k}={v!r}")]
             lane_env = {**env, "CUDA_VISIBLE_DEVICES": lane["gpu"]} if lane["gpu"] is not None else env
             log = open(output / "logs" / f"{nb.stem}.log", "w")
             proc = subprocess.Popen(cmd, env=lane_env, stdout=log, stderr=subprocess.STDOUT,
@@ -160,7 +348,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             log.close()
             running[i] = (proc, nb, row_file, time.perf_counter())
             gpu = f"GPU {lane['gpu']}, " if lane["gpu"] is not None else ""
-            print(f"  lane {i} ({gpu}cores {_span(lane['cores'])}): started {nb.name}", flush=True)
+            progress.start(nb, f" on lane {i} ({gpu}cores {_span(lane['cores'])})")
         if pending and not running:
             raise ValueError(f"{', '.join(p.name for p in pending)}: each waits for another ('after' in a circle)")
         time.sleep(0.5)
@@ -180,7 +368,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             rows.append(row)
             print(_status_line(row, f" (lane {i})"), flush=True)
     for nb in whole:
-        print(f"  whole machine: started {nb.name}", flush=True)
+        progress.start(nb, " on the whole machine")
         rows.append(_run_here(nb, output, args, caps, machine))
     return sorted(rows, key=lambda r: r["notebook"])
 
@@ -188,14 +376,15 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
 def _status_line(row: dict, where: str = "") -> str:
     """The line the runner prints when a notebook ends: status, seconds, skipped needs, the error."""
     note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
-    return (f"  {row['status']:6s} {row['notebook']} in {row['seconds']} s{note}{where}"
+    return (f"       {row['status']} {Path(row['notebook']).stem} in {duration(row['seconds'])}{note}{where}"
             + (f"\n         {row['error']}" if row["error"] else ""))
 
 
 def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
     """Run one notebook in this process, print its status line; its row carries `machine` (so a row merged
     with other runs' rows keeps its stamp)."""
-    row = {**run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps), "machine": machine}
+    row = {**run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps,
+                     args.params.get(nb.name)), "machine": machine}
     print(_status_line(row), flush=True)
     return row
 
@@ -203,7 +392,53 @@ def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
 def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
     return str(value)
+
+
+def _with_spread(headline: dict, key: str) -> str:
+    """A headline value, with '± N%' when the notebook gives its spread as the sibling key `<key>_spread_pct`."""
+    spread = headline.get(f"{key}_spread_pct")
+    return _fmt(headline[key]) + (f" ± {spread:.0f}%" if isinstance(spread, (int, float)) else "")
+
+
+def headline_cells(headline: dict) -> list[str]:
+    """The headline as the summary table shows it, one 'key: value' per entry; a rate with a sibling
+    `<key>_spread_pct` reads 'key: value ± N%' (the spread is not listed again on its own)."""
+    spreads = {f"{k}_spread_pct" for k in headline}
+    return [f"{k}: {_with_spread(headline, k)}" for k in headline if k not in spreads]
+
+
+def open_first(rows: list[dict]) -> str | None:
+    """The line summary.md starts with: notebook 22's recommendation (with its rate, runner-up and margin
+    where its headline gives them) when 22 ran, else the first failed notebook; None when neither applies."""
+    r22 = next((r for r in rows if r["notebook"].startswith("22_")), None)
+    if r22 is not None and r22["status"] == "passed":
+        h = r22.get("headline") or {}
+        if h.get("recommended") is None:
+            why = h.get("margin_note") or "open it for the reason"
+            return f"**Open this first:** `{r22['notebook']}` made no recommendation here: {why}"
+        parts = [f"at {_with_spread(h, 'recommended_fps')} frames/s" if h.get("recommended_fps") is not None else "",
+                 f"for the {h['workload']} workload" if h.get("workload") else ""]
+        extra = [f"runner-up: {_fmt(h['runner_up'])}" if h.get("runner_up") else "",
+                 str(h["margin_note"]) if h.get("margin_note") else ""]
+        extra = "; ".join(e for e in extra if e)
+        return (f"**Open this first:** `{r22['notebook']}` recommends **{h['recommended']}** "
+                + " ".join(p for p in parts if p) + (f" ({extra})" if extra else "")).rstrip()
+    failed = [r for r in rows if r["status"] != "passed"]
+    if failed:
+        return f"**Open this first:** `{failed[0]['notebook']}`, which failed: {failed[0]['error']}"
+    return None
+
+
+def unreadable_files(rows: list[dict]) -> dict:
+    """{path: (cause, [notebooks that reported it])} over every row's `unreadable`."""
+    files: dict = {}
+    for r in rows:
+        for path, cause in (r.get("unreadable") or {}).items():
+            files.setdefault(path, (cause, []))[1].append(Path(r["notebook"]).stem)
+    return files
 
 
 def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
@@ -212,40 +447,71 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
 
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
-    lines = [f"# Playbook run ({mode} mode)", "",
-             f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC", "",
-             "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
-    elsewhere = [r for r in rows if r.get("machine") and r["machine"] != machine]
-    if elsewhere:   # rows merged from an earlier run on another machine keep that machine's stamp
-        lines[3:3] = [f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
-                      f"{r['machine'].get('date_utc')} UTC  " for r in elsewhere]
+    first = open_first(rows)
+    lines = [f"# Playbook run ({mode} mode)", "", *([first, ""] if first else []),
+             f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC"]
+    # rows merged from an earlier run on another machine keep that machine's stamp
+    lines += [f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
+              f"{r['machine'].get('date_utc')} UTC  " for r in rows if r.get("machine") and r["machine"] != machine]
+    lines += ["", "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
     for r in rows:
-        head = "<br>".join(f"{k}: {_fmt(v)}" for k, v in r["headline"].items()) or "-"
+        head = "<br>".join(headline_cells(r["headline"])) or "-"
         skipped = "<br>".join(r["skipped"]) or "-"
         status = r["status"] if r["status"] == "passed" else f"**{r['status']}**: {r['error']}"
         lines.append(f"| {r['notebook']} | {status} | {r['seconds']} | {head} | {skipped} |")
     failed = [r["notebook"] for r in rows if r["status"] != "passed"]
     lines += ["", f"{len(rows) - len(failed)} passed, {len(failed)} failed"]
+    unreadable = unreadable_files(rows)
+    if unreadable:
+        lines += ["", f"## Files that could not be read ({len(unreadable)})", ""]
+        lines += [f"- `{path}` ({', '.join(nbs)}): {cause}" for path, (cause, nbs) in unreadable.items()]
     path = output / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke")
-    ap.add_argument("--pattern", action="append", help="glob or substring of notebook names; repeatable")
-    ap.add_argument("--output", default=None, help="folder for executed notebooks, JSON and summary")
-    ap.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help="folder holding the notebooks")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--video-dir", default=None, help="your own videos instead of the generated media")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
+                                        "(no notebook matched, a malformed --param, --lanes that do not fit).")
+    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke",
+                    help="smoke: small media and short runs, the same code as full; full: the full-size media set "
+                         "(720p to 4K) and full-length measurements (default: smoke)")
+    ap.add_argument("--pattern", action="append",
+                    help="which notebooks: a glob or a substring of their names, e.g. '2[0-2]*', 22 or decode; "
+                         "repeatable (default: every notebook)")
+    ap.add_argument("--output", default=None,
+                    help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
+                         "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
+                         "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
+                         "run again stay, for the notebooks that read them)")
+    ap.add_argument("--notebooks", default=str(NOTEBOOK_DIR),
+                    help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                    help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)")
+    ap.add_argument("--video-dir", default=None,
+                    help="a folder of your own videos, measured instead of the generated media set; files that "
+                         "cannot be read are listed in summary.md (default: the generated media)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds one cell may run before its notebook counts as failed (default: no limit)")
     ap.add_argument("--lanes", type=int, default=1,
-                    help="notebooks run this many at a time, one GPU and an equal share of the cores each")
+                    help="run this many notebooks at a time, each with one GPU (where the machine has GPUs) and "
+                         "an equal share of the usable cores (default: 1)")
+    ap.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="set a notebook parameter, e.g. WORKLOAD=sequential or MAX_FILES=50; repeatable "
+                         "(values read as Python literals where they parse, else as strings; SMOKE and "
+                         "OUTPUT_DIR come from --mode and --output)")
+    ap.add_argument("--workshop", action="store_true",
+                    help=f"the workshop path, {', '.join(WORKSHOP)}: the machine, the media, two libraries, the "
+                         "head-to-head and the choice, in full mode unless --mode says otherwise (README: its times)")
     ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)   # a lane's child writes its rows here
     args = ap.parse_args(argv)
+    if args.workshop:
+        args.pattern = list(WORKSHOP)
+        if "--mode" not in " ".join(argv if argv is not None else sys.argv):
+            args.mode = "full"
 
-    from playbook_utils import env
+    from playbook_utils import env, setup_env
 
     output = Path(args.output or f"playbook-output/{args.mode}").resolve()
     output.mkdir(parents=True, exist_ok=True)
@@ -253,29 +519,48 @@ def main(argv=None) -> int:
     if not notebooks:
         print(f"no notebooks match {args.pattern} in {args.notebooks}", file=sys.stderr)
         return 2
+    try:
+        args.params, notes = params_per_notebook(notebooks, parse_params(args.param))
+    except ValueError as e:
+        print(f"run_notebooks: {e}", file=sys.stderr)
+        return 2
     rep = env.report(probe_libraries=False)
     caps = env.capabilities(rep)
     gpu = rep["gpu"]["devices"][0]["name"] if rep["gpu"]["available"] else "no GPU"
     machine = {"gpu": gpu, "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "date_utc": rep["date_utc"],
-               "capabilities": caps}
+               "capabilities": caps, "libraries": setup_env.installed_versions()}
     at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
+    expected, source = expected_seconds(output, args.mode)
+    progress = Progress(len(notebooks), expected)
+    if source:
+        started += f"\nexpected times from {source}"
     if args.lanes > 1:
-        try:
+        try:   # lanes that do not fit this machine, or an order they cannot keep: refused before anything moves
             lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
-            print(started, flush=True)
-            rows = run_lanes(notebooks, lanes, output, args, caps, machine)
-        except ValueError as e:   # lanes that do not fit this machine, or an order they cannot keep
+            lane_order(notebooks)
+        except ValueError as e:
             print(f"run_notebooks: {e}", file=sys.stderr)
             return 2
+    if not args.row_file:
+        moved = set_aside(output, notebooks)
+        print(started, *([moved] if moved else []), *notes, sep="\n", flush=True)
+    if args.lanes > 1:
+        rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)
     else:
-        if not args.row_file:
-            print(started, flush=True)
-        rows = [_run_here(nb, output, args, caps, machine) for nb in notebooks]
+        rows = []
+        for nb in notebooks:
+            progress.start(nb)
+            rows.append(_run_here(nb, output, args, caps, machine))
     if args.row_file:   # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:
-        print(f"summary: {write_summary(rows, output, args.mode, machine)}")
+        summary = write_summary(rows, output, args.mode, machine)
+        setup_env.write_constraints(output, machine["libraries"], f"installed for this {args.mode} run of "
+                                                                  f"{machine['date_utc']} UTC")
+        unreadable = unreadable_files(rows)
+        print(progress.tally(rows), *([f"{len(unreadable)} of your files could not be read: listed in summary.md"]
+                                      if unreadable else []), f"summary: {summary}", sep="\n")
     return 1 if any(r["status"] != "passed" for r in rows) else 0
 
 

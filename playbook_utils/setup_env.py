@@ -1,12 +1,22 @@
 """Set up this Python environment for the playbook: `python -m playbook_utils.setup_env`.
 
 Standard library only, so it runs before anything is installed. It
-  * never installs, reinstalls or upgrades torch when torch is already importable
-    (the NGC container's build stays; only a machine with no torch at all gets $TORCH_SPEC);
+  * installs within the constraints file of the current baseline: the library versions the reference
+    results were measured with (results/h200/constraints.txt on a GPU machine, results/cpu-2core/ on a
+    CPU-only one; --constraints FILE for another, --no-constraints for the newest releases), and says
+    so, and says which package it installs outside them (a TorchCodec that must match your torch);
+  * never installs, reinstalls or upgrades torch when torch is already importable (the NGC
+    container's build stays). Where there is none it installs $TORCH_SPEC, else the constraints
+    file's torch; on a machine without an NVIDIA driver the CPU-only build, from
+    $TORCH_INDEX_URL (default https://download.pytorch.org/whl/cpu), without the CUDA libraries;
   * picks the TorchCodec release that matches the installed torch, and the DALI wheel that
     matches torch's CUDA major (no CUDA: cuda120);
-  * installs FFmpeg's shared libraries with apt-get when they are missing and we are root,
-    otherwise prints the exact command;
+  * on a CPU-only machine (no NVIDIA driver, torch not a CUDA build) leaves out what cannot run
+    there, one line each: PyNvVideoCodec, and DALI's GPU image codecs (DALI itself stays, for its
+    CPU video decoder, which reads VP9 only);
+  * installs FFmpeg's shared libraries with apt-get when they are missing and we are root, showing
+    the command and its output, otherwise prints the exact command (--no-apt: print it in any case);
+  * reports a failed install with pip's own reason;
   * installs the project itself in editable mode;
   * prints nothing when there is nothing left to do.
 """
@@ -16,14 +26,21 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.metadata as md
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TORCH = "torch==2.13.0"
+BASELINES = {"gpu": ROOT / "results" / "h200", "cpu": ROOT / "results" / "cpu-2core"}
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+# import name (as environment stamps write it) -> distribution name; DALI's depends on the CUDA major
+DISTRIBUTIONS = {"torch": "torch", "av": "av", "decord": "decord", "torchcodec": "torchcodec",
+                 "PyNvVideoCodec": "pynvvideocodec", "nvidia.dali": None}
 
 
 def _requirement(spec: str):
@@ -42,6 +59,20 @@ def satisfied(spec: str) -> bool:
     except md.PackageNotFoundError:
         return False
     return not req.specifier or req.specifier.contains(version, prereleases=True)
+
+
+def reachable(url: str, timeout: float = 3.0) -> bool:
+    """True when a TCP connection to `url`'s host and port opens within `timeout` seconds (a machine without
+    internet access, or one that reaches only a mirror, would otherwise spend minutes in pip's retries)."""
+    import socket
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    try:
+        with socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def torch_build() -> tuple[str, str | None] | None:
@@ -78,6 +109,95 @@ def dali_spec(cuda: str | None) -> str:
     return "nvidia-dali-cuda130" if cuda and cuda.split(".")[0] == "13" else "nvidia-dali-cuda120"
 
 
+def nvidia_driver_present(load=ctypes.CDLL, which=shutil.which) -> bool:
+    """True when this machine has an NVIDIA driver: its libcuda.so.1 loads, or nvidia-smi is on the PATH."""
+    try:
+        load("libcuda.so.1")
+        return True
+    except OSError:
+        return which("nvidia-smi") is not None
+
+
+def _name(requirement_name: str) -> str:
+    return re.sub(r"[-_.]+", "-", requirement_name).lower()
+
+
+def _release(version: str) -> str:
+    return version.split("+")[0]
+
+
+def constraint_lines(versions: dict) -> list[str]:
+    """Constraint lines ('av==19.0.2') for library versions keyed by import name, as environment stamps write
+    them ({'torch': '2.11.0+cu130', 'nvidia.dali': '2.4.0', ...}, values may be {'version': ...}). Build labels
+    (+cu130) are dropped, since pip's '==2.11.0' takes any build of it; DALI is named by torch's CUDA major."""
+    flat = {k: (v.get("version") if isinstance(v, dict) else v) for k, v in versions.items()}
+    label = (flat.get("torch") or "").partition("+")[2]
+    cuda = f"{label[2:-1]}.{label[-1]}" if re.fullmatch(r"cu\d{3,}", label) else None
+    lines = []
+    for module, version in flat.items():
+        if module in DISTRIBUTIONS and version and version != "unknown":
+            lines.append(f"{DISTRIBUTIONS[module] or dali_spec(cuda)}=={_release(version)}")
+    return lines
+
+
+def installed_versions() -> dict:
+    """{import name: version} of torch and the decoder libraries installed here, read from their distribution
+    metadata (nothing is imported); the runner stamps summary.json with it."""
+    out = {}
+    for module, dist in DISTRIBUTIONS.items():
+        for name in [dist] if dist else ["nvidia-dali-cuda130", "nvidia-dali-cuda120"]:
+            try:
+                out[module] = md.version(name)
+                break
+            except md.PackageNotFoundError:
+                continue
+    return out
+
+
+def stamped_versions(folder) -> tuple[dict, Path] | None:
+    """(library versions, the file they came from) from a results folder's environment stamp: notebook 00's
+    JSON, else any JSON there whose 'environment' or 'stamp' names libraries; None when there is none."""
+    folder = Path(folder)
+    for path in [folder / "00_hardware_and_environment.json", *sorted(folder.glob("*.json")),
+                 *sorted(folder.glob("*/bench.json"))]:
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for holder in (doc.get("environment"), doc.get("stamp"), doc.get("machine"), doc) if isinstance(doc, dict) else ():
+            if isinstance(holder, dict) and isinstance(holder.get("libraries"), dict) and holder["libraries"]:
+                return holder["libraries"], path
+    return None
+
+
+def write_constraints(folder, versions: dict, source: str) -> Path:
+    """Write `folder`/constraints.txt for `versions` (import name -> version), saying where they came from."""
+    path = Path(folder) / "constraints.txt"
+    path.write_text(f"# The library versions of this run ({source}).\n"
+                    "# `make setup` installs within them: python -m playbook_utils.setup_env --help\n"
+                    + "".join(line + "\n" for line in constraint_lines(versions)))
+    return path
+
+
+def read_constraints(path) -> dict:
+    """{distribution name: constraint line} from a constraints file (comments and blank lines skipped)."""
+    lines = [line.split("#")[0].strip() for line in Path(path).read_text().splitlines()]
+    return {_name(_requirement(line).name): line for line in lines if line}
+
+
+def conflicts(spec: str, constraints: dict) -> str | None:
+    """The constraint line that `spec` cannot be installed within (its version outside spec's range), or None."""
+    try:
+        req = _requirement(spec)
+    except Exception:   # a path or URL (the project itself): nothing to hold it to
+        return None
+    line = constraints.get(_name(req.name))
+    if not line or not req.specifier:
+        return None
+    pinned = [s.version for s in _requirement(line).specifier if s.operator in ("==", "===")]
+    return line if pinned and not req.specifier.contains(pinned[0], prereleases=True) else None
+
+
 def ffmpeg_libraries_present() -> bool:
     for soname in [f"libavcodec.so.{n}" for n in range(62, 57, -1)]:
         try:
@@ -97,13 +217,77 @@ def _extras() -> tuple[dict[str, list[str]], list[str]]:
     return meta["optional-dependencies"], meta["dependencies"]
 
 
-def _pip(args: list[str], check: bool = True) -> bool:
-    cmd = [sys.executable, "-m", "pip", "install", "-qq", "--disable-pip-version-check", *args]
-    print("setup: pip install", " ".join(args), flush=True)
-    ok = subprocess.run(cmd).returncode == 0
-    if check and not ok:
-        sys.exit(f"setup: pip failed: {' '.join(args)}")
-    return ok
+class Installer:
+    """pip install within a constraints file ({name: line}, or None for none): a spec the constraints cannot
+    hold (a TorchCodec matched to this torch) is installed outside them, and a line says so; a failure is
+    reported with pip's own last error lines."""
+
+    def __init__(self, constraints: dict | None):
+        self.constraints = constraints
+
+    def __call__(self, specs: list[str], check: bool = True, options: tuple = ()) -> bool:
+        cmd = [sys.executable, "-m", "pip", "install", "-qq", "--disable-pip-version-check", *options, *specs]
+        keep = dict(self.constraints or {})
+        for spec in specs:
+            line = conflicts(spec, keep)
+            if line:
+                print(f"setup: {spec} is installed outside the baseline's {line} (it must match this machine)", flush=True)
+                keep.pop(_name(_requirement(spec).name))
+        print("setup: pip install", " ".join([*options, *specs]), flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            if keep:
+                (Path(tmp) / "constraints.txt").write_text("\n".join(keep.values()) + "\n")
+                cmd[4:4] = ["-c", str(Path(tmp) / "constraints.txt")]
+            run = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+        if run.returncode == 0:
+            return True
+        errors = [line for line in run.stderr.splitlines() if line.strip()]
+        cause = "\n  ".join(errors[-6:]) or f"pip exited with status {run.returncode}"
+        if check:
+            sys.exit(f"setup: pip could not install {' '.join(specs)}:\n  {cause}")
+        print(f"setup: pip could not install {' '.join(specs)}:\n  {cause}", flush=True)
+        return False
+
+
+def install_ffmpeg(apt: bool) -> None:
+    """FFmpeg's shared libraries (TorchCodec loads them): with apt-get, its command and output shown and its
+    exit status checked, when `apt` and we are root with apt-get; otherwise the command is printed."""
+    cmd = ["apt-get", "install", "-y", "-q", "ffmpeg"]
+    if apt and os.geteuid() == 0 and shutil.which("apt-get"):
+        print("setup: FFmpeg's shared libraries are missing (TorchCodec needs them); running, as root:\n"
+              "  apt-get update -q && " + " ".join(cmd), flush=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for step in (["apt-get", "update", "-q"], cmd):
+            code = subprocess.run(step, env=env).returncode
+            if code != 0:
+                print(f"setup: `{' '.join(step)}` failed (exit {code}); TorchCodec will report itself unavailable "
+                      "until FFmpeg's libraries are installed", flush=True)
+                return
+    else:
+        print("setup: FFmpeg's shared libraries are missing; TorchCodec needs them. Run:\n"
+              "  sudo apt-get install -y ffmpeg    (Debian/Ubuntu)", flush=True)
+
+
+def install_lean(install: Installer, spec: str) -> list[str] | None:
+    """Install `spec` without the NVIDIA libraries it depends on (its other dependencies installed as usual);
+    return the left-out requirement names, or None when pip failed (it said why). For DALI on a CPU-only
+    machine, whose CPU video decoder needs none of them."""
+    if not install([spec], check=False, options=("--no-deps",)):
+        return None
+    dist = _requirement(spec).name
+    left, others = [], []
+    for line in md.requires(dist) or []:
+        req = _requirement(line)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        if _name(req.name).startswith("nvidia-"):
+            left.append(req.name)
+        else:
+            others.append(line)
+    missing = [r for r in others if not satisfied(r)]
+    if missing:
+        install(missing, check=False)
+    return left
 
 
 def _project_installed() -> bool:
@@ -113,48 +297,121 @@ def _project_installed() -> bool:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--no-decoders", action="store_true", help="skip the optional decoder libraries")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Environment: TORCH_SPEC, the torch requirement to install where none is "
+                                        "importable (e.g. torch==2.13.0); TORCH_INDEX_URL, where from (default: "
+                                        f"{CPU_TORCH_INDEX} on a CPU-only machine, PyPI otherwise).")
+    ap.add_argument("--no-decoders", action="store_true",
+                    help="skip the optional decoder libraries (decord, SPDL, TorchCodec, PyNvVideoCodec, DALI)")
+    ap.add_argument("--constraints", default=None, metavar="FILE",
+                    help="install within this constraints file (default: the current baseline's: "
+                         "results/h200/constraints.txt on a GPU machine, results/cpu-2core/constraints.txt on a "
+                         "CPU-only one)")
+    ap.add_argument("--no-constraints", action="store_true",
+                    help="install the newest releases instead of the baseline's versions")
+    ap.add_argument("--gpu-libraries", choices=["auto", "yes", "no"], default="auto",
+                    help="yes: install the libraries that need an NVIDIA driver (PyNvVideoCodec, DALI's GPU codecs); "
+                         "no: leave them out; auto: yes where there is a driver or torch is a CUDA build "
+                         "(default: auto)")
+    ap.add_argument("--no-apt", action="store_true",
+                    help="never run apt-get, even as root: print the command that installs FFmpeg instead")
+    ap.add_argument("--write-constraints", metavar="RESULTS_DIR", default=None,
+                    help="only write RESULTS_DIR/constraints.txt from the environment stamp of the run there "
+                         "(notebook 00's JSON or a summary.json), then exit")
     args = ap.parse_args(argv)
+
+    if args.write_constraints:
+        found = stamped_versions(args.write_constraints)
+        if found is None:
+            sys.exit(f"setup: {args.write_constraints}: no JSON with an environment stamp naming library versions")
+        versions, source = found
+        print(f"setup: wrote {write_constraints(args.write_constraints, versions, f'stamped in {source.name}')}")
+        return 0
 
     extras, core = _extras()
     build = torch_build()
+    driver = nvidia_driver_present()
+    gpu = {"yes": True, "no": False}.get(args.gpu_libraries, driver or bool(build and build[1]))
+    no_gpu = "--gpu-libraries no" if args.gpu_libraries == "no" else "no NVIDIA driver here"
+    path = None if args.no_constraints else Path(args.constraints or BASELINES["gpu" if gpu else "cpu"] / "constraints.txt")
+    constraints = read_constraints(path) if path and path.exists() else None
+    install = Installer(constraints)
+    said = []
+
+    def say_constraints():   # once, before the first install
+        if said:
+            return
+        said.append(True)
+        if constraints is not None:
+            print(f"setup: installing within {_shown(path)} (the versions its results were measured with; "
+                  "--no-constraints for the newest)", flush=True)
+        elif path is not None:
+            print(f"setup: no constraints file at {_shown(path)}: installing the newest releases", flush=True)
+        else:
+            print("setup: --no-constraints: installing the newest releases", flush=True)
+
     if build is None:
-        _pip([os.environ.get("TORCH_SPEC", DEFAULT_TORCH)])
+        say_constraints()
+        spec = os.environ.get("TORCH_SPEC") or (constraints or {}).get("torch") or "torch"
+        index = os.environ.get("TORCH_INDEX_URL") or (None if gpu else CPU_TORCH_INDEX)
+        if index and not os.environ.get("TORCH_INDEX_URL") and not reachable(index):
+            print(f"setup: {index} cannot be reached from here; taking torch from the configured package index",
+                  flush=True)
+            index = None
+        where = f" from {index}" if index else ""
+        why = "" if gpu else f" ({no_gpu}: the CPU-only build)"
+        print(f"setup: no torch here; installing {spec}{where}{why}", flush=True)
+        install([spec], options=("--index-url", index) if index else ())
         build = torch_build()
         if build is None:
-            sys.exit("setup: torch was installed but does not import")
+            sys.exit(f"setup: {spec} was installed but torch does not import; run python -c 'import torch' to see why")
     torch_version, cuda = build
 
     if not ffmpeg_libraries_present():
-        cmd = ["apt-get", "install", "-y", "-q", "ffmpeg"]
-        if os.geteuid() == 0 and shutil.which("apt-get"):
-            print("setup: FFmpeg's shared libraries are missing (TorchCodec needs them); installing ffmpeg", flush=True)
-            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
-            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)
-        else:
-            print("setup: FFmpeg's shared libraries are missing; TorchCodec needs them. Run:\n"
-                  "  sudo apt-get install -y ffmpeg    (Debian/Ubuntu)", flush=True)
+        install_ffmpeg(apt=not args.no_apt)
 
     required = [s for s in core + extras["pyav"] + extras["test"] if not satisfied(s)]
     if required:
-        _pip(required)
+        say_constraints()
+        install(required)
 
     if not args.no_decoders:
         tc, why = torchcodec_spec(torch_version, cuda)
-        optional = [*extras["decord"], *extras["pynvvideocodec"], *extras["spdl"], dali_spec(cuda)]
-        if tc is None:
-            print(f"setup: skipping TorchCodec: {why}", flush=True)
-        else:
-            optional.append(tc)
-        for spec in optional:
-            if not satisfied(spec) and not _pip([spec], check=False):
-                print(f"setup: could not install {spec}; the notebooks will report it as unavailable", flush=True)
+        dali = dali_spec(cuda)
+        optional = [*extras["decord"], *extras["spdl"], *(extras["gpu"] if gpu else []), *([tc] if tc else [])]
+        pending = [spec for spec in optional if not satisfied(spec)]
+        dali_pending = not satisfied(dali)
+        if pending or dali_pending:
+            say_constraints()
+            if tc is None:
+                print(f"setup: left out TorchCodec: {why}", flush=True)
+            if not gpu:
+                print("setup: left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and "
+                      + ("--gpu-libraries no" if args.gpu_libraries == "no" else
+                         "this machine has no NVIDIA driver (no libcuda.so.1, no nvidia-smi)"), flush=True)
+        for spec in pending:
+            if not install([spec], check=False):
+                print(f"setup: {spec} is not installed; the notebooks will report it as unavailable", flush=True)
+        if dali_pending and gpu:
+            if not install([dali], check=False):
+                print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
+        elif dali_pending:
+            left = install_lean(install, dali)
+            if left is None:
+                print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
+            else:
+                print(f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP9 only (the notebooks "
+                      "use it on the CPU)" + (f"; left out its GPU libraries {', '.join(left)}: {no_gpu}"
+                                              if left else ""), flush=True)
 
     if not _project_installed():
-        _pip(["--no-deps", "--no-build-isolation", "-e", str(ROOT)])
+        install([str(ROOT)], options=("--no-deps", "--no-build-isolation", "-e"))
     return 0
+
+
+def _shown(path: Path) -> str:
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(path)
 
 
 if __name__ == "__main__":

@@ -169,3 +169,15 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
                      "exact": [media.read_stamp(g) for g in got] == returned,
                      "mean_offset": sum(abs(a - b) for a, b in zip(returned, targets)) / len(targets)}
     return out
+
+
+def format_run(result: dict) -> str:
+    """A `run` result as a table: per strategy the time, the frames decoded, the speed-up over decoding
+    everything, exactness and the mean offset from the targets (notebook 20)."""
+    base = result["decode everything"]["seconds"]
+    lines = [f"  {'strategy':22s} {'ms':>8s} {'decoded':>8s} {'vs all':>7s} {'exact':>6s} {'offset':>7s}"]
+    for label in STRATEGIES:
+        x = result[label]
+        lines.append(f"  {label:22s} {1e3 * x['seconds']:8.1f} {x['frames_decoded']:8d} {base / x['seconds']:6.1f}x "
+                     f"{str(x['exact']):>6s} {x['mean_offset']:6.1f}f")
+    return "\n".join(lines)

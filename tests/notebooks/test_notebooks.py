@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from playbook_utils import env, media, run_notebooks
+from playbook_utils import env, media, notebook_stats, run_notebooks
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 NOTEBOOKS = sorted(run_notebooks.NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -92,6 +92,9 @@ def test_decoder_notebooks_prove_their_frames(smoke_run):
     r13 = result(out, "13_pynvvideocodec")
     if not env.capabilities()["nvdec"]:
         assert r13["skipped"] and r13["headline"]["gpu_sequential_fps"] is None
+    r15 = result(out, "15_dali_readers")
+    assert r15["headline"]["exact"] is True
+    assert r15["headline"]["cpu_reader_drops_undecodable"] in (True, False)
 
 
 def test_20_benchmarks_every_available_backend_exactly(smoke_run):
@@ -183,3 +186,75 @@ def test_21_gpu_loaders_get_more_batches_than_their_warm_up(smoke):
     exec("\n".join(constants), ns)
     for items in ("GPU_ITEMS", "SAMPLED_ITEMS"):
         assert ns[items] // ns["BATCH"] > ns["WARMUP_BATCHES"], items
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_executed_copy_shows_its_figures_and_no_traceback_warning_or_stderr(smoke_run, path):
+    _, out, _ = smoke_run
+    executed = Path(out) / path.name
+    if not executed.exists():
+        pytest.fail(f"no executed copy of {path.name} (see test_every_notebook_passes_in_smoke_mode)")
+    assert notebook_stats.output_problems(executed) == []
+    figures = json.loads((Path(out) / f"{path.stem}.json").read_text()).get("figures", [])
+    images = sum("image/png" in o.get("data", {}) for c in nbformat.read(executed, as_version=4).cells
+                 if c.cell_type == "code" for o in c.get("outputs", []))
+    assert images >= len(figures), f"{len(figures)} figures saved ({figures}), {images} shown inline"
+
+
+@pytest.fixture(scope="module")
+def reader_run(tmp_path_factory):
+    """20, 21 and 22 through the runner on a folder like a reader's: unstamped clips of three codecs, other GOPs and
+    encoder settings than the generated media, and a broken file."""
+    folder = tmp_path_factory.mktemp("my_videos")
+    for name, codec, gop, bframes in (("street.mp4", "h264", 15, 0), ("beach.mkv", "hevc", 45, 2),
+                                      ("park.webm", "vp9", 30, 0)):
+        media.make_clip(folder / name, codec, 160, 96, num_frames=45, gop=gop, bframes=bframes, preset="veryfast",
+                        picture=media.footage_frame)
+    good = (folder / "street.mp4").read_bytes()
+    (folder / "broken.mp4").write_bytes(good[: len(good) // 3])   # cut short, as an interrupted download is
+    out = tmp_path_factory.mktemp("reader")
+    code = run_notebooks.main(["--mode", "smoke", "--pattern", "2[0-2]*", "--video-dir", str(folder),
+                               "--output", str(out), "--timeout", "600"])
+    return code, out, json.loads((out / "summary.json").read_text())
+
+
+def test_the_readers_unstamped_folder_is_measured_and_gets_a_recommendation(reader_run):
+    code, out, summary = reader_run
+    assert code == 0 and {r["notebook"]: r["status"] for r in summary["notebooks"]} == {
+        "20_decode_benchmarks.ipynb": "passed", "21_training_loader_benchmarks.ipynb": "passed",
+        "22_choosing_a_loader.ipynb": "passed"}
+    r20 = result(out, "20_decode_benchmarks")
+    assert set(r20["unreadable"]) == {"broken.mp4"} and len(r20["unreadable"]["broken.mp4"]) > 20
+    rows = r20["rows"]
+    assert all(x["status"] == "ok" or (x["status"] == "unavailable" and x["error"]) for x in rows), rows
+    ok = [x for x in rows if x["status"] == "ok"]
+    assert {x["backend"] for x in ok} >= {"pyav", "decord", "torchcodec"}
+    assert all(x["exact"] is True and x["check"].startswith("reference:") for x in ok)
+    assert r20["headline"]["jobs_ok"] == len(ok) > 0
+    r21 = result(out, "21_training_loader_benchmarks")
+    assert r21["video_dir"] and set(r21["unreadable"]) == {"broken.mp4"} and r21["headline"]["exact"] is True
+    assert r21["resize_to"] is None   # one size in the folder: nothing to resize
+    h22 = result(out, "22_choosing_a_loader")["headline"]
+    assert h22["videos_profiled"] == 3 and h22["unreadable_files"] == 1
+    assert h22["recommended"] and h22["recommended_fps"] > 0 and h22["runner_up"]
+    assert h22["margin_note"].startswith(h22["recommended"]) and h22["tied"] in (True, False)
+    assert "these files" in h22["table_source"] and "these files" in h22["recommendation_source"]
+
+
+def test_a_fresh_smoke_run_compares_with_the_cpu_reference_without_structural_changes(smoke_run):
+    """The nightly's comparison against results/cpu-2core: the reference must describe today's notebooks. Rates may
+    move on another CPU (they are reported), but nothing the reference holds may be missing, no notebook may fail,
+    and no metric with an exact rule (exactness, job counts, skipped sections' kinds, capabilities) may differ."""
+    from playbook_utils import nightly
+
+    _, out, _ = smoke_run
+    reference = run_notebooks.ROOT / "results" / "cpu-2core"
+    table = nightly.load_tolerances()
+    report = nightly.compare(nightly.load_results([reference], "baseline"), nightly.load_results([out], "run"), table)
+    assert report["failures"] == []
+    structural = [f"{e['notebook']}: {m['metric']} {m['baseline']!r} -> {m['now']!r}"
+                  for e in report["notebooks"] for m in e["metrics"]
+                  if m["verdict"] in nightly.REGRESSED
+                  and (m["verdict"] == "MISSING" or m["tolerance"] == "must match" or m["tolerance"].endswith(" nothing"))]
+    assert structural == [], "regenerate results/cpu-2core (run_notebooks --mode smoke) or fix the notebook"
+    assert not [e["notebook"] for e in report["notebooks"] if e["status"] == "not run"]

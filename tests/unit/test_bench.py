@@ -41,10 +41,23 @@ def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
     doc = json.loads((tmp_path / "bench.json").read_text())
     assert {"date_utc", "gpu", "cpu", "libraries"} <= set(doc["stamp"])
     assert [r["status"] for r in doc["rows"]] == ["ok", "unavailable"]
-    lines = (tmp_path / "bench.csv").read_text().splitlines()
-    assert lines[0].startswith("# {")
-    rows = list(csv.DictReader(lines[1:]))
-    assert rows[0]["backend"] == "pyav" and float(rows[0]["fps"]) > 0 and rows[0]["exact"] == "True"
+    with (tmp_path / "bench.csv").open(newline="") as f:   # a plain CSV: the stamp is in its own file
+        rows = list(csv.DictReader(f))
+    assert [r["backend"] for r in rows] == ["pyav", "pynvvideocodec"] and list(rows[0]) == bench.COLUMNS
+    assert float(rows[0]["fps"]) > 0 and rows[0]["exact"] == "True" and rows[1]["status"] == "unavailable"
+    assert json.loads((tmp_path / "bench_stamp.json").read_text()) == doc["stamp"]
+
+
+def test_cli_help_names_every_workload_and_backend_and_refuses_others(capsys):
+    from playbook_utils.decoders import BACKENDS
+
+    with pytest.raises(SystemExit):
+        bench.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(w in text for w in bench.WORKLOADS) and all(b in text for b in BACKENDS)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--workloads", "sequential,uniform12"])
+    assert e.value.code == 2 and "unknown workload or backend: uniform12" in capsys.readouterr().err
 
 
 def test_a_refused_clip_is_an_unavailable_row_without_a_child(tmp_path):

@@ -18,7 +18,7 @@ BASE = {
 }
 
 
-def _folder(path, headlines, mode="full", status=None, environment=None, cpu="Test CPU x4"):
+def _folder(path, headlines, mode="full", status=None, environment=None, cpu="Test CPU x4", libraries=None):
     """A results folder as the runner writes it: summary.json plus one <stem>.json per notebook."""
     path.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -30,7 +30,7 @@ def _folder(path, headlines, mode="full", status=None, environment=None, cpu="Te
         if environment and stem.startswith("00_"):
             doc["environment"] = environment
         (path / f"{stem}.json").write_text(json.dumps(doc))
-    machine = {"gpu": "Test GPU", "cpu": cpu, "date_utc": "2000-01-01 00:00"}
+    machine = {"gpu": "Test GPU", "cpu": cpu, "date_utc": "2000-01-01 00:00", **({"libraries": libraries} if libraries else {})}
     (path / "summary.json").write_text(json.dumps({"mode": mode, "machine": machine, "notebooks": rows}))
     return path
 
@@ -321,3 +321,38 @@ def test_nested_headline_values_are_compared_leaf_by_leaf(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert [m["metric"] for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"] == \
         ["best_gpu_loader.h264.mp4.pct_of_ceiling"]
+
+
+def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain(tmp_path, capsys):
+    def env(av):
+        return {"libraries": {"torch": {"version": "2.11.0"}, "av": {"version": av}, "decord": {"version": "0.6.0"}}}
+
+    base = _folder(tmp_path / "base", BASE, environment=env("19.0.2"))
+    slower = _changed(**{"10__cpu_sequential_fps": 500.0})
+    run = _folder(tmp_path / "run", slower, environment=env("18.1.0"))
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base)]) == 2
+    report = json.loads((run / "report.json").read_text())
+    assert report["library_changes"] == {"av": "19.0.2 -> 18.1.0"}
+    metrics = {m["metric"]: m for nb in report["notebooks"] for m in nb["metrics"]}
+    assert metrics["cpu_sequential_fps"]["libraries_changed"] == ["av 19.0.2 -> 18.1.0"]
+    assert "libraries_changed" not in metrics["cpu_sparse_fps"]            # not a regression: nothing named
+    md = (run / "report.md").read_text()
+    assert "Library versions changed since the baseline: av 19.0.2 -> 18.1.0" in md
+    assert "| **REGRESSION** (library changed: av 19.0.2 -> 18.1.0) |" in md
+    assert "  regressed: 10_pyav.ipynb: cpu_sequential_fps (library changed: av 19.0.2 -> 18.1.0)" in \
+        capsys.readouterr().out.splitlines()
+
+    # a run without notebook 00: the versions the runner stamped in summary.json; a change only in torch
+    # is named beside a pyav regression too, since nothing points at another library
+    base = _folder(tmp_path / "base2", {"10_pyav": BASE["10_pyav"]}, libraries={"torch": "2.11.0", "av": "19.0.2"})
+    run = _folder(tmp_path / "run2", {"10_pyav": slower["10_pyav"]}, libraries={"torch": "2.13.0", "av": "19.0.2"})
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base)]) == 2
+    report = json.loads((run / "report.json").read_text())
+    assert report["library_changes"] == {"torch": "2.11.0 -> 2.13.0"}
+    regressed = [m for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"]
+    assert [m["libraries_changed"] for m in regressed] == [["torch 2.11.0 -> 2.13.0"]]
+    # the same versions: nothing is named
+    run = _folder(tmp_path / "run3", {"10_pyav": slower["10_pyav"]}, libraries={"torch": "2.11.0", "av": "19.0.2"})
+    nightly.main(["--compare-only", str(run), "--baseline", str(base)])
+    report = json.loads((run / "report.json").read_text())
+    assert report["library_changes"] == {} and "Library versions changed" not in (run / "report.md").read_text()

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -11,8 +12,8 @@ from playbook_utils import run_notebooks
 pytestmark = pytest.mark.notebook
 
 
-def _write_nb(path, body, requires=()):
-    params = new_code_cell('SMOKE = True\nDEVICE = "auto"\nVIDEO_DIR = None\nOUTPUT_DIR = "."')
+def _write_nb(path, body, requires=(), extra_params=""):
+    params = new_code_cell('SMOKE = True\nDEVICE = "auto"\nVIDEO_DIR = None\nOUTPUT_DIR = "."' + extra_params)
     params.metadata["tags"] = ["parameters"]
     nb = new_notebook(cells=[params, new_code_cell(body)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -25,7 +26,7 @@ pathlib.Path(OUTPUT_DIR, "90_good.json").write_text(json.dumps(
     {"headline": {"smoke": SMOKE, "answer": 42}, "skipped": ["gpu part: no GPU"]}))"""
 
 
-def test_runner_runs_every_notebook_and_reports_failures(tmp_path):
+def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
     _write_nb(nbs / "90_good.ipynb", GOOD, requires=["cuda"])
@@ -42,9 +43,29 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path):
     assert rows["91_broken.ipynb"]["status"] == "failed"
     assert "planted failure" in rows["91_broken.ipynb"]["error"]
     assert rows["92_silent.ipynb"]["status"] == "failed" and "without writing" in rows["92_silent.ipynb"]["error"]
+    # the library versions it ran with: in the summary's stamp, and as the constraints a baseline carries
+    from playbook_utils import setup_env
+
+    assert summary["machine"]["libraries"] == setup_env.installed_versions() and "torch" in summary["machine"]["libraries"]
+    assert setup_env.read_constraints(out / "constraints.txt")["torch"] == \
+        f"torch=={summary['machine']['libraries']['torch'].split('+')[0]}"
     md = (out / "summary.md").read_text()
     assert "1 passed, 2 failed" in md and "answer: 42" in md and "gpu part: no GPU" in md
     assert (out / "90_good.ipynb").exists()
+    # the console: a start line with the place in the run, a result line, a tally with the total time
+    lines = capsys.readouterr().out.splitlines()
+    starts = [line for line in lines if line.startswith("[")]
+    assert starts == [f"[{k}/3] {stem} ... no time from an earlier run"
+                      for k, stem in enumerate(["90_good", "91_broken", "92_silent"], 1)]
+    ends = [line.split() for line in lines if line.split()[:1] in (["passed"], ["failed"])]
+    assert [e[:2] for e in ends] == [["passed", "90_good"], ["failed", "91_broken"], ["failed", "92_silent"]]
+    assert all(re.fullmatch(r"\d+s", e[3]) for e in ends)
+    assert re.fullmatch(r"1 passed, 2 failed in \d+s", lines[-2]) and lines[-1].startswith("summary: ")
+
+
+def test_durations_read_as_a_person_would_say_them():
+    assert [run_notebooks.duration(s) for s in (0.4, 45, 80, 370.4, 3600, 3725)] == \
+        ["0s", "45s", "1m20s", "6m10s", "1h00m", "1h02m"]
 
 
 def test_runner_selects_by_pattern_and_passes_mode(tmp_path):
@@ -75,23 +96,63 @@ def test_a_cell_that_hangs_fails_its_notebook_and_the_run_goes_on(tmp_path):
     assert rows["91_good.ipynb"]["status"] == "passed"
 
 
-def _write_timed_nb(path, after=(), whole=False, fail=False, sleep=1):
-    """A notebook that records the cores and GPU it was given and when it ran."""
+def test_param_values_are_python_literals_where_they_parse():
+    assert run_notebooks.parse_params(["WORKLOAD=sequential", "MAX_FILES=50", "RATE=0.5", "ON=True", "X=None",
+                                       "SIZES=[1, 2]", 'NAME="a b"', "EXPR=1+"]) == {
+        "WORKLOAD": "sequential", "MAX_FILES": 50, "RATE": 0.5, "ON": True, "X": None, "SIZES": [1, 2],
+        "NAME": "a b", "EXPR": "1+"}
+    assert run_notebooks.parse_params(["EMPTY="]) == {"EMPTY": ""}
+    for bad, why in (("WORKLOAD", "KEY=VALUE"), ("=3", "KEY=VALUE"), ("SMOKE=False", "--mode"),
+                     ("OUTPUT_DIR=/tmp", "--output")):
+        with pytest.raises(ValueError, match=why):
+            run_notebooks.parse_params([bad])
+
+
+def test_a_param_reaches_the_notebooks_that_define_it_and_the_others_are_named(tmp_path, capsys):
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    body = """import json, pathlib
+pathlib.Path(OUTPUT_DIR, "{stem}.json").write_text(json.dumps({{"headline": {{
+    "workload": globals().get("WORKLOAD"), "max_files": globals().get("MAX_FILES")}}}}))"""
+    _write_nb(nbs / "90_takes.ipynb", body.format(stem="90_takes"), extra_params='\nWORKLOAD = "uniform16"\nMAX_FILES = 200')
+    _write_nb(nbs / "91_lacks.ipynb", body.format(stem="91_lacks"))
+    assert run_notebooks.notebook_parameters(nbs / "90_takes.ipynb") == [
+        "SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR", "WORKLOAD", "MAX_FILES"]
+    _write_nb(nbs / "93_magic.ipynb", "x = 1", extra_params="\n%matplotlib inline\nWORKLOAD = 'a'")
+    assert run_notebooks.notebook_parameters(nbs / "93_magic.ipynb") == [
+        "SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR", "WORKLOAD"]
+    (nbs / "93_magic.ipynb").unlink()
+    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out),
+                               "--param", "WORKLOAD=sequential", "--param", "MAX_FILES=50"])
+    assert code == 0
+    rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
+    assert rows["90_takes.ipynb"]["headline"] == {"workload": "sequential", "max_files": 50}
+    assert rows["91_lacks.ipynb"]["headline"] == {"workload": None, "max_files": None}   # not injected there
+    lines = capsys.readouterr().out.splitlines()
+    assert "--param WORKLOAD: a parameter of 90_takes only; left out of 91_lacks" in lines
+    assert "--param MAX_FILES: a parameter of 90_takes only; left out of 91_lacks" in lines
+    # a name no selected notebook defines is a usage error, before anything runs
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--param", "WORKLAOD=x"]) == 2
+    assert "WORKLAOD: not a parameter of 90_takes, 91_lacks" in capsys.readouterr().err
+
+
+def _write_timed_nb(path, after=(), whole=False, fail=False, sleep=1, label=False):
+    """A notebook that records the cores and GPU it was given and when it ran (and its LABEL parameter)."""
     body = f"""import json, os, pathlib, time
 t0 = time.time()
 time.sleep({sleep})
 {"raise RuntimeError('planted failure')" if fail else ""}
 pathlib.Path(OUTPUT_DIR, "{path.stem}.json").write_text(json.dumps({{"headline": {{
     "cores": len(os.sched_getaffinity(0)), "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
-    "start": t0, "end": time.time()}}}}))"""
-    _write_nb(path, body)
+    "start": t0, "end": time.time(), "label": {"LABEL" if label else None}}}}}))"""
+    _write_nb(path, body, extra_params='\nLABEL = "default"' if label else "")
     nb = nbformat.read(path, as_version=4)
     nb.metadata["playbook"].update({"after": list(after)} if after else {})
     nb.metadata["playbook"].update({"whole_machine": True} if whole else {})
     nbformat.write(nb, path)
 
 
-def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
+def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path, capsys):
     cores = len(os.sched_getaffinity(0))
     if cores < 2:
         pytest.skip("two lanes need two cores")
@@ -99,17 +160,24 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path):
     nbs.mkdir()
     _write_timed_nb(nbs / "90_a.ipynb", sleep=4)   # 91 ends first: the free lane must still wait for 90
     _write_timed_nb(nbs / "91_b.ipynb")
-    _write_timed_nb(nbs / "92_reads_a.ipynb", after=["90_a"])
+    _write_timed_nb(nbs / "92_reads_a.ipynb", after=["90_a"], label=True)
     _write_timed_nb(nbs / "93_all.ipynb", whole=True)
     _write_timed_nb(nbs / "94_broken.ipynb", fail=True)
-    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--lanes", "2"])
+    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--lanes", "2",
+                               "--param", "LABEL=from the command line"])
     assert code == 1
+    lines = capsys.readouterr().out.splitlines()
+    starts = [line for line in lines if line.startswith("[")]
+    assert [s.split()[0] for s in starts] == [f"[{k}/5]" for k in range(1, 6)]
+    assert sum(" on lane " in s for s in starts) == 4 and starts[-1].startswith("[5/5] 93_all on the whole machine")
+    assert re.fullmatch(r"4 passed, 1 failed in \d+s", lines[-2])
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert list(rows) == ["90_a.ipynb", "91_b.ipynb", "92_reads_a.ipynb", "93_all.ipynb", "94_broken.ipynb"]
     assert rows["94_broken.ipynb"]["status"] == "failed" and "planted failure" in rows["94_broken.ipynb"]["error"]
     h = {n[:2]: r["headline"] for n, r in rows.items() if r["status"] == "passed"}
     assert [h[k]["cores"] for k in ("90", "91", "92")] == [cores // 2] * 3   # a lane's share of the cores
     assert h["93"]["cores"] == cores                                          # the whole machine
+    assert h["92"]["label"] == "from the command line" and h["91"]["label"] is None   # --param reached its lane
     assert h["92"]["start"] >= h["90"]["end"]                                 # "after" waited
     assert h["93"]["start"] >= max(h[k]["end"] for k in ("90", "91", "92"))   # alone, at the end
     assert h["90"]["start"] < h["91"]["end"] and h["91"]["start"] < h["90"]["end"]   # two at a time
@@ -126,7 +194,9 @@ def test_lanes_refuse_an_order_they_cannot_keep(tmp_path):
     (nbs / "91_after_all.ipynb").unlink()
     _write_timed_nb(nbs / "92_x.ipynb", after=["93_y"])
     _write_timed_nb(nbs / "93_y.ipynb", after=["92_x"])
+    (tmp_path / "out" / "summary.json").write_text('{"mode": "smoke", "notebooks": []}')
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(tmp_path / "out"), "--lanes", "2"]) == 2
+    assert (tmp_path / "out" / "summary.json").exists() and not (tmp_path / "out" / "previous").exists()
 
 
 def test_pick_next_takes_the_longest_ready_notebook():
@@ -157,3 +227,114 @@ def test_lane_resources_split_gpus_and_cores(monkeypatch):
         run_notebooks.lane_resources(3, gpus=2)
     with pytest.raises(ValueError, match="only 32 usable cores"):
         run_notebooks.lane_resources(33, gpus=0)
+
+
+@pytest.mark.parametrize("encrypt", [True, False], ids=["curve-where-supported", "ipc"])
+def test_kernels_start_without_the_unencrypted_tcp_warning(tmp_path, capfd, monkeypatch, encrypt):
+    # ipykernel 7 warns on every start of a kernel on plain TCP; the runner encrypts it or uses Unix sockets
+    config = run_notebooks.kernel_config("python3", encrypt=encrypt)["KernelManager"]
+    assert config in ([{"transport": "ipc"}, {"transport_encryption": "auto"}] if encrypt else [{"transport": "ipc"}])
+    original = run_notebooks.kernel_config
+    monkeypatch.setattr(run_notebooks, "kernel_config", lambda name: original(name, encrypt=encrypt))
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    out.mkdir()
+    _write_nb(nbs / "90_good.ipynb", GOOD)
+    row = run_notebooks.run_one(nbs / "90_good.ipynb", out, "smoke", "cpu", None, 60, {})
+    assert row["status"] == "passed" and row["headline"]["answer"] == 42
+    captured = capfd.readouterr()
+    assert "without encryption" not in captured.err + captured.out
+
+
+def _row(name, status="passed", headline=None, **kw):
+    return {"notebook": name, "requires": [], "missing": [], "status": status, "error": kw.pop("error", None),
+            "seconds": 1.0, "headline": headline or {}, "skipped": [], **kw}
+
+
+def test_summary_opens_with_the_recommendation_and_lists_spreads_and_unreadable_files(tmp_path):
+    machine = {"gpu": "no GPU", "cpu": "Test CPU x2", "date_utc": "2026-12-01 00:00"}
+    rows = [_row("20_decode_benchmarks.ipynb", headline={"best_fps": 1386.4, "best_fps_spread_pct": 7.2, "jobs": 9},
+                 unreadable={"/videos/broken.mp4": "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file"}),
+            _row("21_training_loader_benchmarks.ipynb", unreadable={"/videos/broken.mp4": "DecodeError: same file"}),
+            _row("22_choosing_a_loader.ipynb", headline={
+                "workload": "sequential", "recommended": "pyav on cpu", "recommended_fps": 1386.4,
+                "recommended_fps_spread_pct": 12.0, "runner_up": "torchcodec on cpu",
+                "margin_note": "13% ahead, inside the spread: tied"})]
+    md = run_notebooks.write_summary(rows, tmp_path, "smoke", machine).read_text().splitlines()
+    assert md[2] == ("**Open this first:** `22_choosing_a_loader.ipynb` recommends **pyav on cpu** at 1,386 ± 12% "
+                     "frames/s for the sequential workload (runner-up: torchcodec on cpu; 13% ahead, inside the spread: tied)")
+    row20 = next(line for line in md if line.startswith("| 20_decode"))
+    assert "best_fps: 1,386 ± 7%<br>jobs: 9 |" in row20 and "best_fps_spread_pct" not in row20
+    at = md.index("## Files that could not be read (1)")
+    assert md[at + 2] == ("- `/videos/broken.mp4` (20_decode_benchmarks, 21_training_loader_benchmarks): "
+                          "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file")
+    assert json.loads((tmp_path / "summary.json").read_text())["notebooks"][0]["unreadable"] == rows[0]["unreadable"]
+
+
+def test_open_first_says_when_22_made_no_recommendation_or_something_failed():
+    none = _row("22_choosing_a_loader.ipynb", headline={"recommended": None})
+    assert run_notebooks.open_first([none]) == \
+        "**Open this first:** `22_choosing_a_loader.ipynb` made no recommendation here: open it for the reason"
+    failed = _row("21_training_loader_benchmarks.ipynb", "failed", error="StampError: no valid frame stamp")
+    assert run_notebooks.open_first([failed]) == \
+        "**Open this first:** `21_training_loader_benchmarks.ipynb`, which failed: StampError: no valid frame stamp"
+    assert run_notebooks.open_first([_row("10_pyav.ipynb")]) is None
+
+
+def test_a_notebooks_unreadable_files_reach_the_summary_and_the_console(tmp_path, capsys):
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_nb(nbs / "90_reads.ipynb", """import json, pathlib
+pathlib.Path(OUTPUT_DIR, "90_reads.json").write_text(json.dumps({"headline": {}, "unreadable": {
+    "bad.mp4": "DecodeError: bad.mp4 [probe]: cannot open as a media file"}}))""")
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
+    assert "- `bad.mp4` (90_reads): DecodeError: bad.mp4 [probe]: cannot open as a media file" in \
+        (out / "summary.md").read_text()
+    assert "1 of your files could not be read: listed in summary.md" in capsys.readouterr().out
+
+
+def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_path, capsys):
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_nb(nbs / "90_good.ipynb", GOOD)
+    _write_nb(nbs / "91_good.ipynb", GOOD.replace("90_good", "91_good").replace("42", "43"))
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
+    (out / "90_plot.png").write_bytes(b"old")
+    first = json.loads((out / "summary.json").read_text())
+    assert "previous" not in capsys.readouterr().out
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90"]) == 0
+    out_lines = capsys.readouterr().out.splitlines()
+    # the times expected are the last run's, of the same mode
+    seconds = next(r["seconds"] for r in first["notebooks"] if r["notebook"] == "90_good.ipynb")
+    assert "expected times from the last smoke run in this folder" in out_lines
+    assert f"[1/1] 90_good ... expected ~{run_notebooks.duration(seconds)}" in out_lines
+    times, source = run_notebooks.expected_seconds(out, "full")   # a full run: the full reference's, not these
+    assert "90_good.ipynb" not in times and (source is None or source.startswith("results/h200"))
+    assert f"{out} held a smoke run of {first['machine']['date_utc']} UTC: its summary and the files of the " \
+           f"1 notebook(s) run again moved to {out / 'previous'}/" in out_lines
+    previous = out / "previous"
+    assert json.loads((previous / "summary.json").read_text()) == first
+    assert {p.name for p in previous.iterdir()} == {"summary.json", "summary.md", "constraints.txt", "90_good.ipynb",
+                                                    "90_good.json", "90_plot.png"}
+    assert not (out / "90_plot.png").exists()                               # the re-run notebook's old plot went
+    assert json.loads((out / "91_good.json").read_text())["headline"]["answer"] == 43   # the other stayed
+    assert [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]] == ["90_good.ipynb"]
+    _write_nb(nbs / "92_new.ipynb", GOOD.replace("90_good", "92_new"))
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90", "--pattern", "92"]) == 0
+    assert any(line.endswith("the files of the 1 notebook(s) run again moved to "
+                             f"{out / 'previous'}/ (replacing the run kept there)")
+               for line in capsys.readouterr().out.splitlines())
+
+
+def test_the_workshop_preset_selects_its_path_in_full_mode(monkeypatch, tmp_path):
+    seen, real_select = {}, run_notebooks.select
+
+    def fake_select(folder, patterns):
+        seen["patterns"] = patterns
+        return []
+
+    monkeypatch.setattr(run_notebooks, "select", fake_select)
+    assert run_notebooks.main(["--workshop", "--output", str(tmp_path)]) == 2   # nothing selected by the fake
+    assert seen["patterns"] == list(run_notebooks.WORKSHOP)
+    picked = real_select(run_notebooks.NOTEBOOK_DIR, list(run_notebooks.WORKSHOP))
+    assert [p.name[:2] for p in picked] == list(run_notebooks.WORKSHOP)

@@ -1,0 +1,148 @@
+"""Choosing a loader for the reader's files from what was measured on this machine (notebook 22).
+
+The pieces of notebook 22's decision, each a plain function over measured data: which backend takes which
+file (`coverage`), which backend wins each measured case (`decision_tree`), the candidates for the reader's
+workload from notebook 20's one-caller table (`one_caller_candidates`) and notebook 21's whole loaders
+(`loader_candidates`), and the recommendation with its runner-up, margin and spread (`recommend`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from playbook_utils import verdicts
+
+GOP_SPLIT = 60   # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
+
+
+def gop_class(gop) -> str:
+    """'short GOP (<= 60)' or 'long GOP (> 60)'."""
+    return f"short GOP (<= {GOP_SPLIT})" if (gop or 0) <= GOP_SPLIT else f"long GOP (> {GOP_SPLIT})"
+
+
+def describe(info) -> dict:
+    """What the decision needs to know of one probed file (a `media.VideoInfo`)."""
+    from playbook_utils.decoders.matrix import traits
+
+    return {"codec": info.codec, "width": info.width, "height": info.height,
+            "gop": info.gop_lengths[0] if info.gop_lengths else None, "traits": sorted(traits(info))}
+
+
+def groups(profile: dict) -> Counter:
+    """How many files of each (codec, 'WxH', GOP class) there are, from {name: `describe(...)`}."""
+    return Counter((p["codec"], f"{p['width']}x{p['height']}", gop_class(p["gop"])) for p in profile.values())
+
+
+def coverage(paths: dict, devices, backends) -> dict:
+    """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend would refuse before
+    decoding (`decoders.refusal`: library and device here, traits it is known to get wrong, NVDEC's limits)."""
+    from playbook_utils.decoders import refusal
+
+    out = {}
+    for d in devices:
+        for b in backends:
+            refusals = {n: why for n, p in paths.items() if (why := refusal(p, b, d))}
+            out[(b, d)] = {"accepted": len(paths) - len(refusals), "refusals": refusals}
+    return out
+
+
+def decision_tree(rows, clip_info: dict) -> dict:
+    """{(device, codec, GOP class, workload): verdict dict} over the frame-exact rows of a bench table: which
+    backend was fastest for each measured case, its margin over the runner-up and whether that is inside the
+    spread (`verdicts.rank`)."""
+    cases: dict = {}
+    for r in rows:
+        info = clip_info.get(r["clip"])
+        if info and r.get("status") == "ok" and r.get("exact"):
+            key = (r["device"], info["codec"], gop_class(info["gop"]), r["workload"])
+            cases.setdefault(key, []).append((r["backend"], r["fps"], r.get("rate_spread_pct")))
+    return {k: verdicts.rank(v).as_dict() for k, v in sorted(cases.items())}
+
+
+def _how_cpu(backend: str, sweep, k: int | None) -> str:
+    mine = [x for x in sweep if x["backend"] == backend]
+    workers = max(mine, key=lambda x: x["samples_per_s"])["workers"] if mine else "<free cores>"
+    return f"loaders.make_loader(paths, backend={backend!r}, num_workers={workers}" + (f", k={k})" if k else ")")
+
+
+def one_caller_candidates(rows, clip_info: dict, group: tuple, workload: str, devices, nb21: dict | None = None) -> list[dict]:
+    """Candidates from a one-caller bench table for the reader's most common (codec, size, GOP class) `group`
+    and `workload`: every frame-exact backend row of the nearest measured case (same codec and GOP class, else
+    same codec, else any), one per (backend, device), each with its rate, spread and the call that builds a
+    loader of it. Rates are one caller's: `loader_candidates` is the better guide where 21 measured."""
+    codec, _, gopc = group
+    ok = [r for r in rows if r.get("status") == "ok" and r.get("exact") and r["workload"] == workload
+          and r["device"] in devices and r["clip"] in clip_info]
+    for match in (lambda i: i["codec"] == codec and gop_class(i["gop"]) == gopc, lambda i: i["codec"] == codec,
+                  lambda i: True):
+        near = [r for r in ok if match(clip_info[r["clip"]])]
+        if near:
+            break
+    best: dict = {}
+    for r in near:
+        key = (r["backend"], r["device"])
+        if key not in best or r["fps"] > best[key]["fps"]:
+            best[key] = r
+    sweep = (nb21 or {}).get("sweep", [])
+    out = []
+    for (b, d), r in best.items():
+        how = (_how_cpu(b, sweep, None) if d == "cpu" else
+               "loaders.dali_loader(paths)" if b == "dali" else f"loaders.GpuLoader(paths, backend={b!r}, threads=8)")
+        info = clip_info[r["clip"]]
+        out.append({"backend": b, "device": d, "fps": r["fps"], "spread_pct": r.get("rate_spread_pct"), "how": how,
+                    "source": f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, "
+                              f"{gop_class(info['gop'])})"})
+    return out
+
+
+def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[dict]:
+    """Candidates from notebook 21's whole loaders on this machine for `workload`: the CPU worker sweep and the
+    GPU threads for K sampled frames ('uniformK' with 21's K), or the GPU-side loaders of every frame
+    ('sequential'); [] where 21 measured nothing for this workload."""
+    k, out = nb21.get("k"), []
+    if k and workload == f"uniform{k}":
+        for b in sorted({x["backend"] for x in nb21.get("sweep", [])}):
+            w = max((x for x in nb21["sweep"] if x["backend"] == b), key=lambda x: x["samples_per_s"])
+            out.append({"backend": b, "device": "cpu", "fps": k * w["samples_per_s"],
+                        "spread_pct": w.get("samples_per_s_spread_pct"),
+                        "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k})",
+                        "source": f"notebook 21, a DataLoader with {w['workers']} workers"})
+        for g in nb21.get("gpu_sampled", []):
+            out.append({"backend": g["backend"], "device": "cuda", "fps": g["frames_per_s"],
+                        "spread_pct": g.get("frames_per_s_spread_pct"),
+                        "how": f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, "
+                               f"strategy='uniform', k={k})", "source": "notebook 21, GPU threads"})
+    elif workload == "sequential":
+        gpu = nb21.get("gpu_loaders", [])
+        for g in [g for g in gpu if g.get("codec", g["clip"].split("_")[0]) == codec] or gpu:
+            if g["kind"] == "dali":
+                how = "loaders.dali_loader(paths)"
+            elif g.get("processes", 1) > 1:
+                how = (f"loaders.GpuProcessLoader(paths, processes={g['processes']}, threads={g['threads']}, "
+                       f"backend={g['backend']!r})")
+            else:
+                how = f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']})"
+            out.append({"backend": g["backend"], "device": "cuda", "fps": g["frames_per_s"],
+                        "spread_pct": g.get("frames_per_s_spread_pct"), "how": how,
+                        "source": f"notebook 21, {g['loader']}"})
+    return [c for c in out if c["device"] in devices]
+
+
+def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
+    """The recommendation among `candidates`: those whose backend takes every file on its device first (all of
+    them when none does), each library and device once with its best configuration, ranked by rate with
+    `verdicts.rank`. Returns the winning candidate with 'accepted',
+    'accepts_all' and 'verdict' (runner-up, margin, spread, tied), or None when there is no candidate."""
+    for c in candidates:
+        c["accepted"] = cover[(c["backend"], c["device"])]["accepted"]
+        c["accepts_all"] = c["accepted"] == n_files
+    pool: dict = {}
+    for c in [c for c in candidates if c["accepts_all"]] or candidates:   # each library and device once, its best
+        key = f"{c['backend']} on {c['device']}"
+        if key not in pool or c["fps"] > pool[key]["fps"]:
+            pool[key] = c
+    if not pool:
+        return None
+    v = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in pool.items())
+    return {**pool[v.best], "verdict": v.as_dict(), "runner_up": pool.get(v.runner_up), "sentence": v.sentence(
+        what="the best choice")}

@@ -1,0 +1,149 @@
+"""Did a backend return the frames it was asked for? On stamped clips and on anyone's video (notebooks 20-22).
+
+The playbook's own clips carry each frame's index in its pixels (`media.read_stamp`), which proves a frame
+exactly. A reader's own video carries no stamp. There the frames are compared with an independent reference
+decode of the same file on the CPU, by a library other than the one checked: frame i is right when it is at
+least as close (PSNR of the luma) to the reference frame i as to the reference frames i-1 and i+1, and not
+far from all three. H.264, HEVC, VP9 and AV1 decoders are bit-exact, so the same frame from two decoders
+differs only by colour conversion, while a neighbouring frame differs by the motion between them.
+`check_frames` says which check it used; it never passes a frame it did not check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+REFERENCE_BACKENDS = ("pyav", "torchcodec", "decord")   # CPU decoders, in the order they are tried
+FLOOR_DB = 20.0        # below this PSNR against its own reference a frame is wrong whatever its neighbours say
+NEIGHBOUR_DB = 0.5     # a frame this much closer to a neighbour than to its own reference is the neighbour
+SAME_DB = 50.0         # reference neighbours this alike cannot be told apart (a still scene)
+
+
+@dataclasses.dataclass
+class FrameCheck:
+    """The outcome of `check_frames`: how the frames were checked and what was found."""
+
+    method: str              # 'stamp', 'reference:<backend>' or 'unchecked'
+    exact: bool | None       # None only when no check could run ('unchecked'; `detail` says why)
+    checked: int             # frames compared
+    wrong: list[int]         # positions in the request whose frame is not the one asked for
+    detail: str
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _luma(frame):
+    """(H, W) float32 luma of a uint8 (3, H, W) frame, numpy or torch on any device."""
+    import numpy as np
+
+    if hasattr(frame, "detach"):
+        frame = frame.detach().cpu().numpy()
+    a = np.asarray(frame, dtype=np.float32)
+    if a.ndim == 3 and a.shape[0] == 3:
+        return 0.299 * a[0] + 0.587 * a[1] + 0.114 * a[2]
+    if a.ndim == 3 and a.shape[2] == 3:
+        return 0.299 * a[..., 0] + 0.587 * a[..., 1] + 0.114 * a[..., 2]
+    return a
+
+
+def psnr(a, b) -> float:
+    """PSNR in dB between two luma planes of the same shape (inf when identical)."""
+    import numpy as np
+
+    mse = float(np.mean((a - b) ** 2))
+    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+
+
+def reference_backend(path, backend: str | None) -> str | None:
+    """The CPU library that serves as the reference for `backend` on `path`: the first of
+    REFERENCE_BACKENDS that is not `backend` and takes the file here; None when none does."""
+    from playbook_utils.decoders import refusal
+
+    for b in REFERENCE_BACKENDS:
+        if b != backend and refusal(path, b, "cpu") is None:
+            return b
+    return None
+
+
+def _positions(n: int, max_frames: int) -> list[int]:
+    """At most `max_frames` positions of a request of n, spread evenly, first and last included."""
+    if n <= max_frames:
+        return list(range(n))
+    return sorted({round(k * (n - 1) / (max_frames - 1)) for k in range(max_frames)})
+
+
+def _by_stamp(indices, frames) -> FrameCheck:
+    from playbook_utils.media import StampError, read_stamp
+
+    wrong, unreadable = [], 0
+    for pos, (want, frame) in enumerate(zip(indices, frames)):
+        try:
+            if read_stamp(frame) != want:
+                wrong.append(pos)
+        except StampError:
+            unreadable += 1
+            wrong.append(pos)
+    detail = f"{len(indices) - len(wrong)} of {len(indices)} stamps match"
+    if unreadable:
+        detail += f"; {unreadable} frame(s) carry no readable stamp"
+    return FrameCheck("stamp", not wrong, len(indices), wrong, detail)
+
+
+def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameCheck:
+    from playbook_utils.decoders import read_frames, video_info
+
+    n = video_info(path).num_frames
+    positions = _positions(len(indices), max_frames)
+    needed = sorted({j for p in positions for j in (indices[p] - 1, indices[p], indices[p] + 1) if 0 <= j < n})
+    refs = dict(zip(needed, (_luma(f) for f in read_frames(path, needed, ref, "cpu"))))
+    wrong, alike, worst = [], 0, float("inf")
+    for p in positions:
+        i = indices[p]
+        got = _luma(frames[p])
+        if got.shape != refs[i].shape:
+            wrong.append(p)
+            continue
+        own = psnr(got, refs[i])
+        worst = min(worst, own)
+        near = [j for j in (i - 1, i + 1) if j in refs]
+        if near and all(psnr(refs[i], refs[j]) >= SAME_DB for j in near):
+            alike += 1
+        closer = [j for j in near if psnr(got, refs[j]) > own + NEIGHBOUR_DB]
+        if closer or own < FLOOR_DB:
+            wrong.append(p)
+    lowest = "identical pixels" if worst == float("inf") else f"lowest PSNR {worst:.1f} dB"
+    detail = f"{len(positions) - len(wrong)} of {len(positions)} frames match {ref}'s decode of the same file best ({lowest})"
+    if len(positions) < len(indices):
+        detail += f"; {len(positions)} of the {len(indices)} frames were compared, spread over the request"
+    if alike:
+        detail += f"; {alike} of them look like their neighbours (a still scene), so those cannot be told apart"
+    return FrameCheck(f"reference:{ref}", not wrong, len(positions), wrong, detail)
+
+
+def check_frames(path, indices, frames, backend: str | None = None, max_frames: int = 16) -> FrameCheck:
+    """Check that `frames` (N, 3, H, W uint8, any device) are the frames `indices` of `path`.
+
+    Stamped clips are checked frame by frame by their stamps. A clip without stamps (the first frame has
+    none) is checked against a reference decode by another CPU library (`reference_backend`), on at most
+    `max_frames` frames spread over the request. Returns a `FrameCheck`; `method` says which check ran,
+    and 'unchecked' (exact None) when no other CPU library here takes the file. Introduced in notebook 20.
+    """
+    from playbook_utils.media import StampError, read_stamp
+
+    indices = [int(i) for i in indices]
+    if len(indices) != len(frames):
+        return FrameCheck("count", False, 0, list(range(len(indices))),
+                          f"asked for {len(indices)} frames, got {len(frames)}")
+    if not indices:
+        return FrameCheck("stamp", True, 0, [], "nothing asked")
+    try:
+        read_stamp(frames[0])
+        return _by_stamp(indices, frames)
+    except StampError:
+        pass
+    ref = reference_backend(path, backend)
+    if ref is None:
+        return FrameCheck("unchecked", None, 0, [],
+                          f"no stamp in the frames, and no CPU library other than {backend} takes this file here")
+    return _by_reference(path, indices, frames, ref, max_frames)

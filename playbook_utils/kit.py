@@ -1,0 +1,316 @@
+"""What a notebook needs besides its lesson, one import away: `nb = kit.Notebook(stem, OUTPUT_DIR, DEVICE)`.
+
+The device, a one-line stamp of the machine (notebook 00 has the full report), the media set and
+picking a clip, stamp checks, skipped sections, figures shown inline and saved, a small rate table,
+the correctness-matrix rows of one library, native library output captured, and the closing JSON.
+Notebooks 01 and 10-15 use it; 00 prints the whole environment report instead of the one line.
+Importing this module imports nothing heavy: matplotlib, torch and IPython are imported by the
+functions that need them, and no decoder library is ever imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from playbook_utils import env, media, timing
+from playbook_utils.results import NotebookResults
+
+# import name -> the name a reader knows (env.LIBRARIES) plus torch
+_NAMES = {"torch": "torch", **env.LIBRARIES}
+
+
+def machine_line(rep: dict, device: str, libraries=()) -> str:
+    """One line that says where a notebook ran: GPU (driver, NVDEC engines) or none, CPU cores, the
+    versions of the already-imported `libraries` (import names), the date and the device in use.
+    Used by every notebook but 00, whose full report it points to."""
+    g = rep["gpu"]
+    if g["available"]:
+        d = g["devices"][0]
+        engines = f", {d['nvdec_count']} NVDEC" if d.get("nvdec_count") is not None else ""
+        gpu = f"{d['name']} (driver {g['driver']}{engines})"
+    else:
+        gpu = "no NVIDIA GPU"
+    versions = [f"{_NAMES.get(m, m)} {getattr(sys.modules[m], '__version__', '?')}"
+                for m in libraries if m in sys.modules]
+    parts = [gpu, f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", *versions, f"{rep['date_utc']} UTC",
+             f"device {device}"]
+    return "Ran on " + " · ".join(parts) + " (the full report: notebook 00)"
+
+
+def show(fig, path=None, dpi: int = 90) -> None:
+    """Save `fig` to `path` (if given) and show it in the notebook, whatever matplotlib's backend.
+
+    Under a non-interactive backend (MPLBACKEND=Agg, as headless runners often set) `plt.show()` shows
+    nothing, so the figure is rendered to PNG here and handed to IPython's display; outside IPython it
+    is only saved. The figure is closed afterwards, so it never shows twice. Used by 01 and 10-15.
+    """
+    import matplotlib.pyplot as plt
+
+    if path is not None:
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        display(Image(data=buf.getvalue()))
+    plt.close(fig)
+
+
+@contextlib.contextmanager
+def native_output(lines: list):
+    """Collect what native code (C/C++ inside a decoder library) writes to file descriptors 1 and 2 while
+    the block runs into `lines`, one string per line, instead of letting it reach the notebook: DALI and
+    PyNvVideoCodec log notices and reasons there. Python's own prints are not affected. Used by 13-15."""
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 1)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            libc.fflush(None)   # C stdio buffers what it writes to a file: flush it into `tmp`, not later
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            tmp.seek(0)
+            text = tmp.read().decode(errors="replace")
+            lines += [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def summarize(lines: list[str], what: str = "the library logged") -> str:
+    """One line for many logged lines: how many, and each distinct message once (timestamps and
+    [LEVEL] prefixes dropped). Used with `native_output` where the log is part of a lesson."""
+    if not lines:
+        return f"{what} nothing"
+    msgs = list(dict.fromkeys(re.sub(r"^(\[[^\]]*\]\s*)+", "", line) for line in lines))
+    shown = "; ".join(msgs[:3]) + (f"; and {len(msgs) - 3} more kinds" if len(msgs) > 3 else "")
+    return f"{what} {len(lines)} line{'s' * (len(lines) != 1)}: {shown}"
+
+
+def _machine() -> dict:
+    """The parts of `env.report` the machine line needs, without probing libraries or importing any."""
+    import datetime
+    import platform
+
+    return {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+            "host": platform.node(), **env.cpu_and_memory(), "gpu": env.gpus(),
+            "driver_video_libraries": env.driver_video_libraries()}
+
+
+class Notebook:
+    """One notebook's run: device, media, stamp checks, skips, figures, rate table and results.
+
+    `Notebook(stem, output_dir, device="auto", libraries=("av",))` resolves DEVICE ('cuda' only where
+    torch sees a GPU), prints the one-line machine stamp (unless `stamp=False`), and collects what `finish` writes to
+    `output_dir/<stem>.json`. Attributes: `device`, `gpu` (a CUDA device whose NVDEC library loads),
+    `gpu_id`, `no_gpu` (why not, or None), `out`, `machine` (a short label for figure titles),
+    `checks` ({label: passed}), `results` (the `NotebookResults`). Introduced in notebook 01.
+    """
+
+    def __init__(self, stem: str, output_dir, device: str = "auto", libraries=(), stamp: bool = True):
+        self.results = NotebookResults(stem, output_dir)
+        self.out = Path(output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.device, note = env.resolve_device(device)
+        rep = _machine()
+        caps = env.capabilities(rep)
+        self.gpu = self.device.startswith("cuda") and caps["nvdec"]
+        self.gpu_id = int(self.device.split(":")[1]) if ":" in self.device else 0
+        if self.gpu:
+            self.no_gpu = None
+        elif self.device.startswith("cuda"):
+            self.no_gpu = "the GPU's video decoder library (libnvcuvid) does not load here"
+        else:
+            self.no_gpu = "no CUDA GPU here" if device != "cpu" else "DEVICE='cpu'"
+        self.checks: dict[str, bool] = {}
+        self.infos: dict = {}
+        self.figures: list[str] = []
+        g = rep["gpu"]
+        cpu = f"{rep['cpu_model'].split(' @')[0]} x{rep['cpu_usable_cores']}"
+        self.machine = f"{g['devices'][0]['name']}, {cpu}" if g["available"] else cpu
+        self.results.data["environment"] = {k: rep[k] for k in ("date_utc", "host", "cpu_model", "cpu_usable_cores")}
+        self.results.data["environment"]["gpu"] = g
+        if stamp:   # notebook 00 prints the whole report instead
+            print(machine_line(rep, self.device, libraries))
+        if device not in ("auto", self.device):   # asked for a device this machine does not have
+            print(note)
+
+    # ------------------------------------------------------------------ media
+    def media(self, smoke: bool) -> dict:
+        """Build (once) the shared stamped media set of notebook 01 and return {name: VideoInfo};
+        clips this machine cannot encode are recorded as skipped."""
+        clips = media.default_media(smoke=smoke)
+        for name, why in media.skipped_media(smoke=smoke).items():
+            self.skip(f"media {name}", why)
+        self.infos = {name: media.probe(path) for name, path in clips.items()}
+        return self.infos
+
+    def pick(self, codec: str, long_gop: bool = False):
+        """The `VideoInfo` of the media set's `codec` clip nearest 1080p with the shortest (or longest)
+        GOP, or None where the set has no such clip (`media.pick_clip`). Call `media` first."""
+        name = media.pick_clip(self.infos, codec, long_gop)
+        return self.infos[name] if name else None
+
+    def timed(self, codec: str, video_dir=None, long_gop: bool = False):
+        """The clip a measured section times: with `video_dir`, the reader's own file of `codec` nearest 1080p
+        with the shortest (or longest) GOP, its frames then checked against another library's decode since it
+        carries no stamps (`exactness`); without it, or where no readable file of that codec is there (said in
+        one line), the media set's clip (`pick`). The folder's unreadable files are listed once, with their cause."""
+        if video_dir is None:
+            return self.pick(codec, long_gop)
+        if getattr(self, "_yours", None) is None:
+            self._yours = media.scan_videos(video_dir)
+            print(self._yours.report())
+            self.results.data["unreadable"] = self._yours.unreadable
+        name = media.pick_clip(self._yours.infos, codec, long_gop)
+        if name is None:
+            print(f"none of your files is {codec}: timing the media set's clip instead")
+            return self.pick(codec, long_gop)
+        info = self._yours.infos[name]
+        self.infos[info.name] = info
+        return info
+
+    # ------------------------------------------------------------------ checks and skips
+    def check(self, label: str, frames, wanted, record: bool = True) -> None:
+        """Read the stamp of every frame, compare with the indices `wanted`, print one line
+        ('exact' or 'WRONG' with what came back) and record the verdict in `checks[label]`."""
+        self.check_stamps(label, media.read_stamps(frames), wanted, record)
+
+    def check_stamps(self, label: str, got, wanted, record: bool = True) -> None:
+        """`check` for stamps already read (`media.read_stamps`): `got` against the indices `wanted`."""
+        got, wanted = list(got), list(wanted)
+        ok = got == wanted
+        if record:
+            self.checks[label] = ok
+        if ok:
+            shown = wanted if len(wanted) <= 10 else f"{wanted[:4]} ... {wanted[-2:]}"
+            print(f"exact   {label}: {len(got)} frames, stamps {shown}")
+        else:
+            bad = sum(g != w for g, w in zip(got, wanted)) + abs(len(got) - len(wanted))
+            print(f"WRONG   {label}: {bad} of {len(wanted)} frames are not the ones asked for\n"
+                  f"        asked {wanted[:12]}\n        got   {got[:12]}")
+
+    def skip(self, section: str, reason: str) -> None:
+        """Record a section that cannot run here and say so in one visible line."""
+        self.results.skip(section, reason)
+
+    def needs_gpu(self, section: str, unavailable: str | None = None) -> bool:
+        """True where `section` can run on the GPU; otherwise prints one SKIPPED line (with
+        `unavailable`, a library's own reason, or why there is no GPU) and returns False."""
+        reason = self.no_gpu or unavailable
+        if reason:
+            self.skip(section, reason)
+            return False
+        return True
+
+    def section(self, name: str):
+        """A part whose exception is printed in one line and recorded; `finish` then fails the notebook."""
+        return self.results.section(name)
+
+    # ------------------------------------------------------------------ figures
+    def show(self, fig, name: str) -> None:
+        """Save `fig` as OUTPUT_DIR/`name` and show it inline (`kit.show`)."""
+        show(fig, self.out / name)
+        self.figures.append(name)
+
+    # ------------------------------------------------------------------ measurements
+    def rate_table(self, rows, min_time: float = 0.5) -> list[dict]:
+        """Time each row and check its frames; print one small table and return its rows.
+
+        `rows`: (device, workload, clip name, fn, wanted indices); `fn()` returns the frames. One call is
+        checked (by the stamps, or against another library's decode on a clip without them: `exactness`), then `fn` is timed with `timing.measure` (GPU work synchronized). A row whose
+        call raises gets its error instead of a rate. Each row: device, workload, clip, fps, spread_pct,
+        exact, error.
+        """
+        from playbook_utils import exactness
+        from playbook_utils.decoders import BACKENDS
+
+        backend = next((b for b in BACKENDS if self.results.stem.split("_", 1)[1].startswith(b)), None)
+        table = []
+        for dev, workload, clip, fn, wanted in rows:
+            row = {"device": dev, "workload": workload, "clip": clip, "fps": None, "spread_pct": None,
+                   "exact": None, "check": None, "error": None}
+            try:
+                check = exactness.check_frames(self.infos[clip].path, list(wanted), fn(), backend)
+                row["exact"], row["check"] = check.exact, check.method
+                self.checks[f"table: {dev} {workload} {clip}"] = check.exact is True
+                m = timing.measure(fn, items=len(wanted), min_time=min_time, sync=timing.cuda_sync(dev))
+                row.update(fps=m["per_s"], spread_pct=m["spread_pct"])
+            except Exception as e:  # a path this machine cannot run is a row with its reason
+                from playbook_utils.errors import describe
+
+                row["error"] = describe(e)[:160]
+            table.append(row)
+        print(f"{'device':7s} {'workload':14s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} exact (check)")
+        for r in table:
+            rate = f"{r['fps']:9,.0f} {r['spread_pct']:6.0f}%" if r["fps"] else f"{'-':>9s} {'':7s}"
+            print(f"{r['device']:7s} {r['workload']:14s} {r['clip'][:24]:24s} {rate} {r['exact']}"
+                  + (f" ({r['check']})" if r["check"] else "")
+                  + (f"  ({r['error']})" if r["error"] else ""))
+        self.results.data["table"] = table
+        return table
+
+    @staticmethod
+    def headline_rates(table: list[dict], clip: str, gpu_clip: str | None = None) -> dict:
+        """cpu/gpu sequential and sparse frames/s of `clip` (on the GPU: `gpu_clip`, if given) from a
+        `rate_table`, None where not measured or not exact: the headline every library notebook reports."""
+        def rate(gpu, workload):
+            name = gpu_clip or clip if gpu else clip
+            return next((r["fps"] for r in table if r["clip"] == name and r["device"].startswith("cuda") == gpu
+                         and r["workload"].startswith(workload) and r["exact"]), None)
+
+        return {f"{kind}_{w}_fps": rate(kind == "gpu", w) for kind in ("cpu", "gpu") for w in ("sequential", "sparse")}
+
+    def matrix_rows(self, backend: str, devices) -> None:
+        """Run the correctness matrix for one backend on `devices` (each file in a child process), print
+        the table and the reason for every outcome that is not 'exact', and record that no outcome is
+        WRONG or crashed. The table, {case: {column: outcome}}, goes to `results.data['matrix']`."""
+        from playbook_utils.decoders import matrix
+
+        table: dict = {}
+        for dev in devices:
+            for case, row in matrix.run([backend], dev, self.out / "matrix").items():
+                table.setdefault(case, {})[f"{backend} {dev.split(':')[0]}"] = row[backend]
+        print(matrix.format_table(table))
+        reasons: dict = {}
+        for case, row in table.items():
+            for col, outcome in row.items():
+                if outcome != "exact":
+                    reasons.setdefault(f"{col}: {outcome}", []).append(case)
+        for why, cases in reasons.items():
+            print(f"  {' | '.join(cases)} -> {why}")
+        self.checks[f"matrix: {backend} returns no wrong frame"] = not any(
+            o.startswith(("WRONG", "crashed")) for row in table.values() for o in row.values())
+        self.results.data["matrix"] = table
+
+    # ------------------------------------------------------------------ the end
+    def finish(self, **headline) -> None:
+        """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact': every stamp check passed, None when
+        there were none, unless given), the checks and the figures; print its path and the headline; then fail the notebook if a
+        check or a `section` failed."""
+        import json
+
+        headline.setdefault("exact", all(self.checks.values()) if self.checks else None)
+        self.results.headline = headline
+        self.results.data.update(checks=self.checks, figures=self.figures)
+        path = self.results.write()
+        print(f"{path}\n{json.dumps(self.results.headline, indent=1, default=str)}")
+        failed = [k for k, v in self.checks.items() if not v]
+        self.results.raise_failures()
+        if failed:
+            raise AssertionError(f"stamp checks failed: {failed}")

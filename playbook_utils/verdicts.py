@@ -1,0 +1,95 @@
+"""Noise-aware verdicts: "fastest", "best" and "recommended" with the margin and the spread (notebooks 12, 20-22).
+
+A rate measured a few times spreads. A ranking that ignores the spread names a winner that the next run
+may reverse, so every verdict here states the margin of the first over the second and the spread of the
+measurements, and calls the two tied when the margin is inside the spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+
+def spread_pct(values) -> float | None:
+    """The spread of repeated measurements of one quantity, in % of their median: the middle half of them
+    (interquartile range) for 4 or more values, the whole range for 2 or 3; None for fewer than 2 (or a median
+    of 0). Introduced in notebook 20."""
+    xs = sorted(float(v) for v in values)
+    if len(xs) < 2:
+        return None
+    med = statistics.median(xs)
+    if med == 0:
+        return None
+    if len(xs) >= 4:
+        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+        return 100 * (q3 - q1) / med
+    return 100 * (xs[-1] - xs[0]) / med
+
+
+def block_rates(amounts, seconds, blocks: int = 4) -> list[float]:
+    """Rates over `blocks` runs of consecutive events (amount done, seconds taken each): the repeated
+    measurements to take a spread of when single events come in bursts (a DataLoader's prefetched batches
+    arrive back to back, then none for a while), so that one event's rate says little. Fewer blocks when there
+    are fewer events. Introduced in notebook 21."""
+    amounts, seconds = list(amounts), list(seconds)
+    n = min(blocks, len(amounts))
+    if n == 0:
+        return []
+    cuts = [round(k * len(amounts) / n) for k in range(n + 1)]
+    return [sum(amounts[a:b]) / sum(seconds[a:b]) for a, b in zip(cuts, cuts[1:]) if sum(seconds[a:b]) > 0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The first two of a ranking of rates (higher is better), with the margin between them and their spread."""
+
+    best: str
+    best_value: float
+    runner_up: str | None
+    runner_up_value: float | None
+    margin_pct: float | None    # how much higher the best is than the runner-up, in % of the runner-up
+    spread_pct: float | None    # the larger of the two measurements' spreads
+    tied: bool                  # margin inside the spread (or no spread known: see `rank`)
+
+    def sentence(self, unit: str = "frames/s", what: str = "the fastest") -> str:
+        """One line for a notebook: the winner, its margin and the spread, or that the first two are tied."""
+        if self.runner_up is None:
+            return f"{self.best}: {self.best_value:,.0f} {unit} (the only one measured, so nothing to compare)"
+        spread = "an unknown spread" if self.spread_pct is None else f"a spread of {self.spread_pct:.0f}%"
+        if self.tied:
+            return (f"{self.best} and {self.runner_up} are tied here: {self.best_value:,.0f} vs "
+                    f"{self.runner_up_value:,.0f} {unit}, a {self.margin_pct:.0f}% margin against {spread} "
+                    f"of the measurements")
+        return (f"{self.best} is {what} here: {self.best_value:,.0f} {unit}, {self.margin_pct:.0f}% ahead of "
+                f"{self.runner_up} ({self.runner_up_value:,.0f}), more than {spread} of the measurements")
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
+    """The verdict over `entries`, an iterable of (label, rate, spread_pct or None), higher rate first.
+
+    Labels appear once (the best entry of a label counts). Tied when the margin of the first over the
+    second is not larger than the larger of their spreads; with no spread known for either, tied only
+    if `unknown_spread_ties`. Raises ValueError for no entries. Introduced in notebook 20.
+    """
+    best_of: dict[str, tuple[float, float | None]] = {}
+    for label, value, spread in entries:
+        if value is None:
+            continue
+        if label not in best_of or value > best_of[label][0]:
+            best_of[label] = (float(value), spread)
+    if not best_of:
+        raise ValueError("rank: nothing measured to rank")
+    ordered = sorted(best_of.items(), key=lambda kv: -kv[1][0])
+    (b, (bv, bs)) = ordered[0]
+    if len(ordered) == 1:
+        return Verdict(b, bv, None, None, None, bs, False)
+    (r, (rv, rs)) = ordered[1]
+    margin = 100 * (bv / rv - 1) if rv > 0 else float("inf")
+    spreads = [s for s in (bs, rs) if s is not None]
+    spread = max(spreads) if spreads else None
+    tied = (margin <= spread) if spread is not None else unknown_spread_ties
+    return Verdict(b, bv, r, rv, margin, spread, tied)

@@ -1,0 +1,67 @@
+"""Notebook 22's decision as data: the reader's folder, the tree, the candidates and the recommendation."""
+
+import pytest
+
+from playbook_utils import choose, media
+
+
+def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_path):
+    media.make_clip(tmp_path / "sub" / "a.mp4", "h264", 96, 64, num_frames=8, gop=4, picture=media.footage_frame)
+    (tmp_path / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(200))
+    (tmp_path / "empty.mkv").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("not a video")
+    folder = media.scan_videos(tmp_path)
+    assert list(folder.videos) == ["sub/a.mp4"] and folder.infos["sub/a.mp4"].num_frames == 8
+    assert set(folder.unreadable) == {"broken.mp4", "empty.mkv"}
+    assert all(len(cause) > 10 for cause in folder.unreadable.values())
+    report = folder.report()
+    assert "1 readable" in report and "broken.mp4: " + folder.unreadable["broken.mp4"] in report
+    with pytest.raises(Exception, match="not a folder"):
+        media.scan_videos(tmp_path / "notes.txt")
+
+
+def _row(backend, device, clip, fps, spread, workload="uniform16"):
+    return {"backend": backend, "device": device, "clip": clip, "fps": fps, "rate_spread_pct": spread,
+            "workload": workload, "status": "ok", "exact": True}
+
+
+INFO = {"a.mp4": {"codec": "h264", "gop": 30}, "b.mp4": {"codec": "h264", "gop": 250}}
+
+
+def test_the_tree_names_a_winner_per_case_and_calls_ties():
+    rows = [_row("pyav", "cpu", "a.mp4", 100, 5), _row("torchcodec", "cpu", "a.mp4", 90, 5),
+            _row("pyav", "cpu", "b.mp4", 100, 30), _row("torchcodec", "cpu", "b.mp4", 95, 10),
+            {**_row("decord", "cpu", "a.mp4", 999, 1), "exact": False}]
+    tree = choose.decision_tree(rows, INFO)
+    short = tree[("cpu", "h264", "short GOP (<= 60)", "uniform16")]
+    assert (short["best"], short["runner_up"], short["tied"]) == ("pyav", "torchcodec", False)
+    assert tree[("cpu", "h264", "long GOP (> 60)", "uniform16")]["tied"] is True
+
+
+def test_the_recommendation_prefers_full_coverage_and_reports_its_runner_up():
+    rows = [_row("decord", "cpu", "a.mp4", 300, 5), _row("pyav", "cpu", "a.mp4", 100, 5),
+            _row("torchcodec", "cpu", "a.mp4", 80, 5)]
+    group = ("h264", "96x64", "short GOP (<= 60)")
+    cands = choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"])
+    cover = {("decord", "cpu"): {"accepted": 3}, ("pyav", "cpu"): {"accepted": 4}, ("torchcodec", "cpu"): {"accepted": 4}}
+    rec = choose.recommend(cands, cover, 4)
+    assert rec["backend"] == "pyav" and rec["accepts_all"]          # decord is faster but refuses a file
+    assert rec["runner_up"]["backend"] == "torchcodec" and rec["verdict"]["margin_pct"] == pytest.approx(25.0)
+    assert "ahead of torchcodec on cpu" in rec["sentence"]
+    assert choose.recommend([], cover, 4) is None
+
+
+def test_loader_candidates_read_notebook_21():
+    nb21 = {"k": 16, "sweep": [{"backend": "pyav", "workers": 2, "samples_per_s": 3.0, "samples_per_s_spread_pct": 4.0},
+                               {"backend": "pyav", "workers": 1, "samples_per_s": 2.0}],
+            "gpu_sampled": [{"backend": "torchcodec", "threads": 16, "frames_per_s": 400.0}],
+            "gpu_loaders": [{"clip": "x.mp4", "codec": "hevc", "kind": "gpu", "backend": "torchcodec", "threads": 16,
+                             "loader": "torchcodec x16 threads", "frames_per_s": 8000.0}]}
+    cpu = choose.loader_candidates(nb21, "uniform16", "h264", ["cpu"])
+    assert [(c["backend"], c["fps"], c["spread_pct"]) for c in cpu] == [("pyav", 48.0, 4.0)]
+    assert "num_workers=2, k=16" in cpu[0]["how"]
+    both = choose.loader_candidates(nb21, "uniform16", "h264", ["cpu", "cuda"])
+    assert {c["device"] for c in both} == {"cpu", "cuda"}
+    seq = choose.loader_candidates(nb21, "sequential", "hevc", ["cpu", "cuda"])
+    assert [c["how"] for c in seq] == ["loaders.GpuLoader(paths, backend='torchcodec', threads=16)"]
+    assert choose.loader_candidates(nb21, "clips4x8s2", "h264", ["cpu", "cuda"]) == []

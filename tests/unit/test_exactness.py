@@ -1,0 +1,64 @@
+"""Frame checks without stamps: a reference decode by another library catches neighbouring frames."""
+
+import pytest
+
+from playbook_utils import exactness, media
+from playbook_utils.decoders import read_frames
+
+
+@pytest.fixture(scope="module")
+def footage(tmp_path_factory):
+    """An unstamped clip (moving texture), as a reader's own video would be."""
+    return media.make_clip(tmp_path_factory.mktemp("footage") / "walk.mp4", "h264", 160, 96, num_frames=40,
+                           gop=15, picture=media.footage_frame)
+
+
+def test_footage_has_no_stamp(footage):
+    with pytest.raises(media.StampError):
+        media.read_stamp(read_frames(footage, [0], "pyav")[0])
+
+
+@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "decord"])
+def test_right_frames_pass_against_another_librarys_decode(footage, backend):
+    want = [39, 0, 20, 20, 7, 16]
+    check = exactness.check_frames(footage, want, read_frames(footage, want, backend), backend)
+    assert check.exact is True and check.wrong == [] and check.checked == len(want)
+    assert check.method.startswith("reference:") and check.method != f"reference:{backend}"
+
+
+def test_neighbouring_frames_are_caught(footage):
+    want = [10, 20, 30, 5]
+    got = read_frames(footage, [11, 20, 29, 5], "pyav")   # off by one at positions 0 and 2
+    check = exactness.check_frames(footage, want, got, "pyav")
+    assert check.exact is False and check.wrong == [0, 2]
+    far = read_frames(footage, [30, 20, 10, 5], "pyav")   # frames from elsewhere in the clip
+    assert exactness.check_frames(footage, want, far, "pyav").wrong == [0, 2]
+
+
+def test_long_requests_are_sampled_and_say_so(footage):
+    want = list(range(40))
+    check = exactness.check_frames(footage, want, read_frames(footage, want, "torchcodec"), "torchcodec", max_frames=8)
+    assert check.exact and check.checked == 8 and "8 of the 40 frames were compared" in check.detail
+
+
+def test_stamped_clips_are_checked_by_their_stamps(tmp_path):
+    clip = media.make_clip(tmp_path / "s.mp4", "h264", 128, 72, num_frames=20, gop=10)
+    assert exactness.check_frames(clip, [3, 1], read_frames(clip, [3, 1], "pyav"), "pyav").method == "stamp"
+    wrong = exactness.check_frames(clip, [3, 1], read_frames(clip, [3, 2], "pyav"), "pyav")
+    assert wrong.exact is False and wrong.wrong == [1]
+    assert exactness.check_frames(clip, [3, 1], read_frames(clip, [3], "pyav"), "pyav").method == "count"
+
+
+def test_a_still_scene_is_reported_as_indistinguishable(tmp_path):
+    def still(index, width, height, num_frames):
+        return media.footage_frame(0, width, height, num_frames)
+
+    clip = media.make_clip(tmp_path / "still.mp4", "h264", 96, 64, num_frames=12, gop=6, picture=still)
+    check = exactness.check_frames(clip, [4, 8], read_frames(clip, [5, 8], "pyav"), "pyav")
+    assert check.exact and "cannot be told apart" in check.detail
+
+
+def test_no_other_cpu_library_means_unchecked_not_passed(footage, monkeypatch):
+    monkeypatch.setattr(exactness, "REFERENCE_BACKENDS", ("pyav",))
+    check = exactness.check_frames(footage, [1], read_frames(footage, [1], "pyav"), "pyav")
+    assert check.method == "unchecked" and check.exact is None

@@ -1,0 +1,157 @@
+import json
+import os
+import subprocess
+import sys
+
+import nbformat
+import numpy as np
+import pytest
+
+from playbook_utils import kit, media
+
+REP = {"gpu": {"available": False, "error": "none", "devices": []}, "cpu_model": "Test CPU @ 2GHz",
+       "cpu_usable_cores": 4, "date_utc": "2026-12-01 10:00"}
+
+
+def luma_frames(indices, size=(48, 64)):
+    """Stamped (H, W) luma planes, as a decoder would return them (read_stamp takes luma)."""
+    return [media.synth_frame(i, size[1], size[0])[0] for i in indices]
+
+
+def test_machine_line_names_the_gpu_cpu_libraries_and_points_to_00():
+    sys.modules.setdefault("fake_lib_for_kit", type(sys)("fake_lib_for_kit")).__version__ = "9.9"
+    line = kit.machine_line(REP, "cpu", libraries=["fake_lib_for_kit", "not_imported_lib"])
+    assert line.startswith("Ran on no NVIDIA GPU · Test CPU @ 2GHz x4 · fake_lib_for_kit 9.9 ·")
+    assert "not_imported_lib" not in line and "device cpu" in line and "notebook 00" in line
+    gpu = {**REP, "gpu": {"available": True, "driver": "580", "devices": [{"name": "H200", "nvdec_count": 7}]}}
+    assert "H200 (driver 580, 7 NVDEC)" in kit.machine_line(gpu, "cuda")
+    assert "\n" not in line
+
+
+def test_show_saves_and_displays_a_png_under_the_agg_backend(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import IPython
+    import IPython.display
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()   # before IPython is faked: pyplot looks for it at its first figure
+    ax.plot([0, 1], [1, 0])
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    kit.show(fig, tmp_path / "f.png")
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(shown) == 1 and shown[0].data[:4] == b"\x89PNG"
+    assert not plt.get_fignums(), "the figure is closed, so the inline backend cannot show it twice"
+
+
+@pytest.mark.slow
+def test_a_kernel_with_mplbackend_agg_still_gets_the_figure_inline(tmp_path):
+    # the cause of the missing figures: a runner's environment with MPLBACKEND=Agg, where plt.show() is a no-op
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nfrom playbook_utils import kit\n"
+        "fig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()\n"
+        f"kit.show(fig, {str(tmp_path / 'g.png')!r})")]
+    src, dst = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, src)
+    environ = {**os.environ, "MPLBACKEND": "Agg"}
+    subprocess.run([sys.executable, "-m", "papermill", str(src), str(dst), "-k", "python3", "--log-level", "ERROR"], check=True,
+                   env=environ, capture_output=True, timeout=300)
+    outputs = nbformat.read(dst, as_version=4).cells[0].outputs
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 1
+    assert (tmp_path / "g.png").exists()
+
+
+def test_native_output_is_collected_not_printed(capfd):
+    import ctypes
+
+    lines = []
+    with kit.native_output(lines):
+        os.write(1, b"[WARN ][10:00:01] INVALID INDEX 300\n")
+        ctypes.CDLL(None).printf(b"buffered C line\n")
+        os.write(2, b"[WARN ][10:00:01] INVALID INDEX 301\n")
+    assert lines == ["[WARN ][10:00:01] INVALID INDEX 300", "buffered C line", "[WARN ][10:00:01] INVALID INDEX 301"]
+    out, err = capfd.readouterr()
+    assert "INVALID" not in out + err and "buffered" not in out + err
+    assert kit.summarize(lines[::2], "PyNvVideoCodec logged") == \
+        "PyNvVideoCodec logged 2 lines: INVALID INDEX 300; INVALID INDEX 301"
+    assert kit.summarize([]) == "the library logged nothing"
+
+
+def test_check_skip_rate_table_and_finish(tmp_path, capsys):
+    nb = kit.Notebook("90_kit", tmp_path, "cpu")
+    assert nb.device == "cpu" and not nb.gpu and nb.no_gpu == "DEVICE='cpu'"
+    assert capsys.readouterr().out.startswith("Ran on ")
+    nb.check("right", luma_frames([3, 1, 1]), [3, 1, 1])
+    nb.check("wrong", luma_frames([3, 2]), [3, 1], record=False)
+    assert nb.checks == {"right": True}
+    assert "WRONG   wrong: 1 of 2 frames" in capsys.readouterr().out
+    assert nb.needs_gpu("a GPU part") is False
+    assert nb.results.skipped == ["a GPU part: DEVICE='cpu'"]
+    blank = [np.zeros((48, 64), np.uint8)]
+
+    def fails():
+        raise RuntimeError("no such path here")
+
+    table = nb.rate_table([("cpu", "sequential", "a.mp4", lambda: luma_frames(range(4)), range(4)),
+                           ("cpu", "sparse K=2", "a.mp4", lambda: blank * 2, [0, 3]),
+                           ("cpu", "sparse K=2", "b.mp4", fails, [0, 1])], min_time=0.01)
+    assert [r["exact"] for r in table] == [True, False, None]
+    assert table[0]["fps"] > 0 and table[2]["fps"] is None and "no such path here" in table[2]["error"]
+    assert nb.headline_rates(table, "a.mp4") == {"cpu_sequential_fps": table[0]["fps"], "cpu_sparse_fps": None,
+                                                 "gpu_sequential_fps": None, "gpu_sparse_fps": None}
+    with pytest.raises(AssertionError, match="table: cpu sparse K=2 a.mp4"):
+        nb.finish(answer=42)
+    doc = json.loads((tmp_path / "90_kit.json").read_text())
+    assert doc["headline"] == {"answer": 42, "exact": False}
+    assert doc["checks"]["right"] is True and doc["skipped"] == ["a GPU part: DEVICE='cpu'"]
+
+
+def test_finish_passes_when_every_check_does(tmp_path):
+    nb = kit.Notebook("90_ok", tmp_path, "cpu")
+    nb.check("right", luma_frames([0, 5]), [0, 5])
+    nb.finish()
+    assert json.loads((tmp_path / "90_ok.json").read_text())["headline"] == {"exact": True}
+    kit.Notebook("90_none", tmp_path, "cpu").finish(answer=1)
+    assert json.loads((tmp_path / "90_none.json").read_text())["headline"] == {"answer": 1, "exact": None}
+
+
+def test_pick_chooses_by_codec_and_gop(tmp_path, monkeypatch):
+    nb = kit.Notebook("90_pick", tmp_path, "cpu")
+    clips = {"h264_short.mp4": dict(gop=6), "h264_long.mp4": dict(gop=24)}
+    for name, kw in clips.items():
+        media.make_clip(tmp_path / name, "h264", 64, 48, num_frames=24, **kw)
+    nb.infos = {name: media.probe(tmp_path / name) for name in clips}
+    assert nb.pick("h264").path.endswith("h264_short.mp4")
+    assert nb.pick("h264", long_gop=True).path.endswith("h264_long.mp4")
+    assert nb.pick("vp9") is None
+
+
+def test_plots_title_each_frame_with_its_stamp_and_count_gops():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from playbook_utils import plots
+
+    rgb = np.stack([np.repeat(y[..., None], 3, axis=2) for y in luma_frames([4, 9])])   # (N, H, W, 3)
+    fig = plots.stamped_grid(rgb, [4, 8], "which frames?")
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["asked 4 · stamp 4", "asked 8 · stamp 9"]
+    fig = plots.sampling_timeline({"a": [1, 2], "b": [1, 11, 25]}, [0, 10, 20], 30)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["a\n2 frames, 1 of 3 GOPs", "b\n3 frames, 3 of 3 GOPs"]
+    plt.close("all")
+
+
+def test_headline_rates_take_the_gpu_rows_of_their_own_clip():
+    table = [{"device": "cpu", "workload": "sequential", "clip": "a.webm", "fps": 10.0, "exact": True},
+             {"device": "cpu", "workload": "sparse K=16", "clip": "a.webm", "fps": 2.0, "exact": True},
+             {"device": "cuda:0", "workload": "sequential", "clip": "b.mp4", "fps": 500.0, "exact": True},
+             {"device": "cuda:0", "workload": "sparse K=16", "clip": "b.mp4", "fps": 30.0, "exact": False}]
+    assert kit.Notebook.headline_rates(table, "a.webm", "b.mp4") == {
+        "cpu_sequential_fps": 10.0, "cpu_sparse_fps": 2.0, "gpu_sequential_fps": 500.0, "gpu_sparse_fps": None}
+    assert kit.Notebook.headline_rates(table, "a.webm")["gpu_sequential_fps"] is None

@@ -1,0 +1,48 @@
+"""Noise-aware verdicts: the margin is judged against the spread, and ties are called ties."""
+
+import pytest
+
+from playbook_utils import verdicts
+
+
+def test_spread_is_the_middle_half_for_many_values_and_the_range_for_few():
+    assert verdicts.spread_pct([1]) is None
+    assert verdicts.spread_pct([90, 110]) == pytest.approx(20.0)
+    # 8 values, one wild outlier: the interquartile range ignores it, the range would not
+    values = [100, 101, 99, 100, 102, 98, 100, 400]
+    assert verdicts.spread_pct(values) < 5
+    assert verdicts.spread_pct([0, 0]) is None
+
+
+def test_a_margin_larger_than_the_spread_names_a_winner():
+    v = verdicts.rank([("pyav", 1386, 5.0), ("torchcodec", 1222, 8.0), ("decord", 500, 2.0)])
+    assert (v.best, v.runner_up, v.tied) == ("pyav", "torchcodec", False)
+    assert v.margin_pct == pytest.approx(100 * (1386 / 1222 - 1))
+    assert v.spread_pct == 8.0
+    assert "13% ahead of torchcodec" in v.sentence()
+
+
+def test_a_margin_inside_the_spread_is_a_tie():
+    v = verdicts.rank([("pyav", 1386, 20.0), ("torchcodec", 1222, 3.0)])
+    assert v.tied and v.best == "pyav"
+    assert "tied" in v.sentence() and "20%" in v.sentence()
+
+
+def test_each_label_counts_once_with_its_best_rate_and_unknown_spreads_are_said():
+    v = verdicts.rank([("a", 10, None), ("a", 30, None), ("b", 20, None)])
+    assert (v.best, v.best_value, v.runner_up) == ("a", 30, "b") and not v.tied
+    assert "unknown spread" in v.sentence()
+    assert verdicts.rank([("a", 10, None), ("b", 9, None)], unknown_spread_ties=True).tied
+    alone = verdicts.rank([("a", 10, 1.0)])
+    assert alone.runner_up is None and "only one" in alone.sentence()
+    with pytest.raises(ValueError):
+        verdicts.rank([])
+
+
+def test_block_rates_smooth_bursts_into_repeatable_rates():
+    # batches that arrive in bursts: two at once, then a long gap; per-event rates spread wildly
+    amounts, seconds = [4] * 8, [0.01, 0.39] * 4
+    assert verdicts.spread_pct([a / s for a, s in zip(amounts, seconds)]) > 100
+    blocks = verdicts.block_rates(amounts, seconds, blocks=4)
+    assert blocks == pytest.approx([20.0] * 4) and verdicts.spread_pct(blocks) == pytest.approx(0)
+    assert verdicts.block_rates([1, 2], [1, 1], blocks=4) == [1.0, 2.0] and verdicts.block_rates([], []) == []
