@@ -22,39 +22,55 @@ def _clear_s3fs_cache() -> None:
         s3fs.S3FileSystem.clear_instance_cache()
 
 
-@contextlib.contextmanager
-def local_s3(bucket: str = "playbook"):
-    """Run moto's S3 server on 127.0.0.1 while the block runs; yield the endpoint URL ('http://127.0.0.1:N').
+class LocalS3:
+    """moto's S3 server on 127.0.0.1 at a free port: `start()` returns the endpoint URL ('http://127.0.0.1:N')
+    with the bucket `bucket` made and this process's S3 clients pointed at it through the AWS_* variables;
+    `stop()` restores the variables and stops the server. s3fs's cached clients are dropped on both sides,
+    so no client outlives its endpoint. A notebook, whose cells cannot share one `with` block, calls the
+    two itself (notebook 24); elsewhere use `local_s3()`."""
 
-    The bucket `bucket` exists on entry. The AWS_* variables are set for the block and restored after it,
-    and s3fs's cached clients are dropped on both sides, so no client outlives its endpoint. Notebook 24.
-    """
-    import logging
+    def __init__(self, bucket: str = "playbook"):
+        self.bucket, self.server, self.saved, self.endpoint = bucket, None, {}, None
 
-    from moto.server import ThreadedMotoServer
+    def start(self) -> str:
+        import logging
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no request log lines in outputs
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = {k: os.environ.get(k) for k in _ENV}
-    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "playbook",
-                       "AWS_SECRET_ACCESS_KEY": "playbook", "AWS_DEFAULT_REGION": "us-east-1"})
-    _clear_s3fs_cache()
-    try:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no request log lines in outputs
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.server.start()
+        host, port = self.server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        self.saved = {k: os.environ.get(k) for k in _ENV}
+        os.environ.update({"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "playbook",
+                           "AWS_SECRET_ACCESS_KEY": "playbook", "AWS_DEFAULT_REGION": "us-east-1"})
+        _clear_s3fs_cache()
         import fsspec
 
-        fsspec.filesystem("s3").mkdir(bucket)
-        yield endpoint
-    finally:
-        for k, v in saved.items():
+        fsspec.filesystem("s3").mkdir(self.bucket)
+        return self.endpoint
+
+    def stop(self) -> None:
+        for k, v in self.saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
         _clear_s3fs_cache()
-        server.stop()
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+@contextlib.contextmanager
+def local_s3(bucket: str = "playbook"):
+    """Run moto's S3 server on 127.0.0.1 while the block runs; yield the endpoint URL (`LocalS3`). Notebook 24."""
+    s3 = LocalS3(bucket)
+    try:
+        yield s3.start()
+    finally:
+        s3.stop()
 
 
 def upload(paths, prefix: str) -> list[str]:

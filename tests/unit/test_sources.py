@@ -166,3 +166,21 @@ def test_torchcodec_takes_the_probes_frame_table_for_memory_inputs(tmp_path):
     assert [f["pts"] for f in table] == info.pts and sum(f["key_frame"] for f in table) == len(info.keyframes)
     idx = [15, 0, 7, 8, 3]
     assert _stamps(decoders.read_frames(io.BytesIO(clip.read_bytes()), idx, "torchcodec")) == idx
+
+
+GPU_BACKENDS = [b for b in decoders.BACKENDS if b != "decord"] if __import__("torch").cuda.is_available() else []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU_BACKENDS, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("backend", GPU_BACKENDS or ["none"])
+def test_gpu_backends_take_memory_and_tar_inputs_or_spool_them(backend, clip, shard):
+    """On the GPU: bytes and tar members frame-exact for every GPU backend; PyNvVideoCodec (a file name only)
+    through a spooled temporary file, the others natively."""
+    why = decoders.why_unavailable(backend, "cuda")
+    if why:
+        pytest.skip(why)
+    for src in (clip.read_bytes(), sources.TarMember(str(shard), "a.mp4")):
+        got = sources.read_source(src, IDX, backend, "cuda")
+        assert got.frames.is_cuda and _stamps(got.frames) == IDX
+        assert got.how == ("spooled" if backend == "pynvvideocodec" else "native")
