@@ -10,6 +10,7 @@ Introduced in notebook 01; used by every decoder test and benchmark.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -420,21 +421,34 @@ def probe(path, stream: int | None = None) -> VideoInfo:
     even where the container's header is wrong, and packets an MP4 edit list hides (decoded only to
     reach the first frame shown) are left out and counted in `edit_list_hidden`. `rotation` is read
     from the MP4 display matrix. Raises `DecodeError` naming the file and the cause for a missing,
-    empty, unreadable or video-less file, or a `stream` that is not a video stream of it.
-    Introduced in notebook 01.
+    empty, unreadable or video-less file, or a `stream` that is not a video stream of it. `path` may
+    also be any input `sources.resolve` takes (bytes, a file-like object, a tar member, a URL); the
+    packets are then read through it. Introduced in notebook 01.
     """
     import av
 
-    path = Path(path)
-    if not path.exists():
-        raise DecodeError(path, "file does not exist", backend="probe")
-    if path.stat().st_size == 0:
-        raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+    from playbook_utils import sources
+
+    opened = None
+    if sources.is_local(path):
+        path = Path(path)
+        if not path.exists():
+            raise DecodeError(path, "file does not exist", backend="probe")
+        if path.stat().st_size == 0:
+            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+    else:
+        src = sources.resolve(path)
+        path = src.name
+        if src.size == 0:
+            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+        opened = src.open()
     try:
-        container = av.open(str(path))
+        container = av.open(opened if opened is not None else str(path))
     except Exception as e:  # PyAV raises its own FFmpeg error types
+        if opened is not None:
+            opened.close()
         raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {e})", backend="probe") from e
-    with container:
+    with container, (opened if opened is not None else contextlib.nullcontext()):
         if not container.streams.video:
             raise DecodeError(path, "contains no video stream", backend="probe")
         videos = {s.index: s for s in container.streams.video}

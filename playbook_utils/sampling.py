@@ -1,7 +1,12 @@
 """Frame-index strategies used to feed video to vision-language models (introduced in notebook 01).
 
 Pure functions of the frame count (and a seed where random): each returns a sorted or ordered
-list of frame indices in [0, num_frames). They never open a file.
+list of frame indices in [0, num_frames). They never open a file, except `torchcodec_samplers`,
+which shows TorchCodec's own samplers on a file beside ours (notebook 24).
+
+The Qwen2-VL / Qwen2.5-VL rules (`vlm_num_frames`, `vlm_indices`, `smart_resize`, `vlm_frame_size`)
+are our own code written from the published `qwen-vl-utils` 0.0.14 (`smart_nframes`, `smart_resize`,
+`fetch_video`); a unit test checks them against that package on a grid of durations, rates and sizes.
 """
 
 from __future__ import annotations
@@ -72,3 +77,190 @@ def random_clips(num_frames: int, clip_len: int, stride: int = 1, num_clips: int
     rng = random.Random(seed)
     starts = [rng.randrange(0, num_frames - span + 1) for _ in range(num_clips)]
     return [[s + j * stride for j in range(clip_len)] for s in starts]
+
+
+# --------------------------------------------------------------------------- VLM sampling (Qwen2-VL rules)
+
+QWEN_FPS = 2.0            # frames per second of video the model is given by default
+QWEN_FRAME_FACTOR = 2     # frames go in pairs: the vision encoder merges 2 frames in time
+QWEN_MIN_FRAMES = 4
+QWEN_MAX_FRAMES = 768
+QWEN_PATCH = 14           # Qwen2-VL / Qwen2.5-VL patch side (Qwen3-VL: 16)
+QWEN_MERGE = 2            # 2x2 patches merge into one token, so sides are multiples of 28
+QWEN_VIDEO_MIN_TOKENS = 128
+QWEN_VIDEO_MAX_TOKENS = 768
+QWEN_MAX_RATIO = 200
+QWEN_SEQ_LEN = 128000     # qwen-vl-utils' MODEL_SEQ_LEN default: the budget of all frames of a video
+
+
+def _round_to(x: float, factor: int) -> int:
+    return round(x / factor) * factor   # Python's round: ties to even, as qwen-vl-utils
+
+
+def _ceil_to(x: float, factor: int) -> int:
+    return math.ceil(x / factor) * factor
+
+
+def _floor_to(x: float, factor: int) -> int:
+    return math.floor(x / factor) * factor
+
+
+def vlm_num_frames(num_frames: int, video_fps: float, fps: float = QWEN_FPS, min_frames: int = QWEN_MIN_FRAMES,
+                   max_frames: int | None = None, frame_factor: int = QWEN_FRAME_FACTOR,
+                   nframes: int | None = None) -> int:
+    """How many frames a Qwen2-VL-style model takes from a video of `num_frames` at `video_fps`.
+
+    `fps` frames per second of video, at least `min_frames`, at most `max_frames` (default: 768 or the
+    video's frame count) and the video's frame count, rounded down to a multiple of `frame_factor`;
+    or, given `nframes`, that count rounded to the factor. Raises ValueError when the result is below
+    `frame_factor` or above the frame count (a video too short for the model), as qwen-vl-utils'
+    `smart_nframes` does. Introduced in notebook 24.
+    """
+    _check_count(num_frames)
+    if nframes is not None:
+        n = _round_to(nframes, frame_factor)
+    else:
+        if video_fps <= 0 or fps <= 0:
+            raise ValueError(f"frame rates must be positive, got video_fps={video_fps}, fps={fps}")
+        lo = _ceil_to(min_frames, frame_factor)
+        hi = _floor_to(min(QWEN_MAX_FRAMES, num_frames) if max_frames is None else max_frames, frame_factor)
+        n = num_frames / video_fps * fps
+        n = _floor_to(min(min(max(n, lo), hi), num_frames), frame_factor)
+    if not frame_factor <= n <= num_frames:
+        raise ValueError(f"a VLM needs between {frame_factor} and {num_frames} frames of this video "
+                         f"({num_frames} frames at {video_fps} fps), the rules give {n}")
+    return n
+
+
+def _spread(first: int, last: int, k: int) -> list[int]:
+    """k indices from `first` to `last` (both included), evenly spaced, each the nearest frame (ties to even):
+    exact integer arithmetic, no floating point."""
+    if k == 1:
+        return [first]
+    out = []
+    for i in range(k):
+        q, r = divmod((last - first) * i, k - 1)
+        v = first + q
+        if 2 * r > k - 1 or (2 * r == k - 1 and v % 2):
+            v += 1
+        out.append(v)
+    return out
+
+
+def vlm_indices(num_frames: int, video_fps: float, fps: float = QWEN_FPS, min_frames: int = QWEN_MIN_FRAMES,
+                max_frames: int | None = None, frame_factor: int = QWEN_FRAME_FACTOR, nframes: int | None = None,
+                start_s: float | None = None, end_s: float | None = None) -> list[int]:
+    """The frame indices a Qwen2-VL-style model takes: `vlm_num_frames` of them, evenly from the first to
+    the last frame of the range (both included), rounded to the nearest frame (ties to even).
+
+    `start_s` / `end_s` cut a time range first (qwen-vl-utils' `video_start` / `video_end`). qwen-vl-utils'
+    readers compute the same points with `torch.linspace(first, last, n).round()` in float32; on long
+    videos float32 moves a point that lies within ~0.01 of a half-frame across it, so about one frame in
+    a thousand is its neighbour there (which one depends on the CPU's vector width). These are the exact
+    points. Non-decreasing; a frame repeats only when more frames are asked than the range has.
+    Introduced in notebook 24.
+    """
+    _check_count(num_frames)
+    first, last = 0, num_frames - 1
+    if start_s is not None or end_s is not None:
+        if video_fps <= 0:
+            raise ValueError(f"video_fps must be positive, got {video_fps}")
+        duration = num_frames / video_fps
+        if start_s is not None:
+            first = math.ceil(max(0.0, min(start_s, duration)) * video_fps)
+        if end_s is not None:
+            last = min(math.floor(max(0.0, min(end_s, duration)) * video_fps), num_frames - 1)
+        if first >= last:
+            raise ValueError(f"the range {start_s}..{end_s} s holds no frames of a {duration:.2f} s video")
+    count = last - first + 1
+    n = vlm_num_frames(count, video_fps, fps, min_frames, max_frames, frame_factor, nframes)
+    return _spread(first, last, n)
+
+
+def smart_resize(height: int, width: int, factor: int = QWEN_PATCH * QWEN_MERGE, min_pixels: int | None = None,
+                 max_pixels: int | None = None) -> tuple[int, int]:
+    """(height, width) for a frame of `height` x `width`: both multiples of `factor` (patch x merge, 28 for
+    Qwen2-VL), the pixel count within [min_pixels, max_pixels], the aspect ratio kept as closely as that
+    allows. Defaults are the image budget (4 to 16384 tokens); `vlm_frame_size` gives a video frame's.
+    Raises ValueError past an aspect ratio of 200. Introduced in notebook 24.
+    """
+    max_pixels = 16384 * factor ** 2 if max_pixels is None else max_pixels
+    min_pixels = 4 * factor ** 2 if min_pixels is None else min_pixels
+    if max_pixels < min_pixels:
+        raise ValueError(f"max_pixels ({max_pixels}) must be at least min_pixels ({min_pixels})")
+    if max(height, width) / min(height, width) > QWEN_MAX_RATIO:
+        raise ValueError(f"aspect ratio {max(height, width) / min(height, width):.1f} is above {QWEN_MAX_RATIO}")
+    h = max(factor, _round_to(height, factor))
+    w = max(factor, _round_to(width, factor))
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h, w = _floor_to(height / beta, factor), _floor_to(width / beta, factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h, w = _ceil_to(height * beta, factor), _ceil_to(width * beta, factor)
+    return h, w
+
+
+def vlm_frame_size(height: int, width: int, nframes: int, patch: int = QWEN_PATCH, merge: int = QWEN_MERGE,
+                   min_pixels: int | None = None, max_pixels: int | None = None,
+                   total_pixels: float | None = None) -> tuple[int, int]:
+    """(height, width) each of `nframes` video frames is resized to for a Qwen2-VL-style model.
+
+    The per-frame budget of qwen-vl-utils' `fetch_video`: at least 128 tokens, at most 768 tokens and at most
+    the video's share of `total_pixels` (by default 90% of a 128000-token sequence, split over the frame
+    pairs), never below 1.05 x min_pixels; a `max_pixels` asked for can only lower it. A token is
+    (patch x merge)^2 pixels. Introduced in notebook 24.
+    """
+    factor = patch * merge
+    lo = QWEN_VIDEO_MIN_TOKENS * factor ** 2 if min_pixels is None else min_pixels
+    total = QWEN_SEQ_LEN * factor ** 2 * 0.9 if total_pixels is None else total_pixels
+    hi = max(min(QWEN_VIDEO_MAX_TOKENS * factor ** 2, total / nframes * QWEN_FRAME_FACTOR), int(lo * 1.05))
+    if max_pixels is not None:
+        hi = min(max_pixels, hi)
+    return smart_resize(height, width, factor, lo, hi)
+
+
+def vlm_tokens(height: int, width: int, nframes: int, patch: int = QWEN_PATCH, merge: int = QWEN_MERGE) -> int:
+    """Visual tokens of `nframes` frames of `height` x `width` (sides already multiples of patch x merge):
+    one token per merge x merge patches per frame pair. What a frame budget costs in sequence length (notebook 24)."""
+    return (nframes // QWEN_FRAME_FACTOR) * (height // (patch * merge)) * (width // (patch * merge))
+
+
+def _frame_times(source) -> list[float]:
+    """Presentation time (s) of every frame of `source` (a path or bytes), from its packets (no decoding)."""
+    import io
+
+    import av
+
+    with av.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else str(source)) as c:
+        stream = c.streams.video[0]
+        return sorted(float(p.pts * stream.time_base) for p in c.demux(stream) if p.size and p.pts is not None)
+
+
+def torchcodec_samplers(source, fps: float = QWEN_FPS, num_clips: int = 4, frames_per_clip: int = 2,
+                        max_frames: int | None = None) -> dict:
+    """TorchCodec's own samplers beside `vlm_indices` on one video, as frame indices (notebook 24).
+
+    Returns {'vlm': `vlm_indices(fps=fps)`, 'regular_timestamps': TorchCodec's `clips_at_regular_timestamps`
+    (one frame every 1/fps s from the first frame's time), 'regular_indices': `clips_at_regular_indices`
+    (`num_clips` clips of `frames_per_clip` consecutive frames at evenly spaced starts), 'num_frames',
+    'fps'}. TorchCodec's samplers hand back decoded frames; their presentation times are mapped to frame
+    indices through the packets' timestamps. `source`: a path or the file's bytes.
+    """
+    from torchcodec.decoders import VideoDecoder
+    from torchcodec.samplers import clips_at_regular_indices, clips_at_regular_timestamps
+
+    dec = VideoDecoder(source if isinstance(source, (bytes, bytearray)) else str(source), seek_mode="exact")
+    n, video_fps = dec.metadata.num_frames, dec.metadata.average_fps
+    times = _frame_times(source)
+    if len(times) != n:
+        raise ValueError(f"TorchCodec counts {n} frames, the packets {len(times)}")
+
+    def to_indices(batch) -> list[int]:
+        return [min(range(n), key=lambda j: abs(times[j] - t)) for t in batch.pts_seconds.flatten().tolist()]
+
+    by_time = clips_at_regular_timestamps(dec, seconds_between_clip_starts=1.0 / fps, num_frames_per_clip=1)
+    by_index = clips_at_regular_indices(dec, num_clips=num_clips, num_frames_per_clip=frames_per_clip)
+    return {"vlm": vlm_indices(n, video_fps, fps=fps, max_frames=max_frames),
+            "regular_timestamps": to_indices(by_time), "regular_indices": to_indices(by_index),
+            "num_frames": n, "fps": video_fps}

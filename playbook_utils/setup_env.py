@@ -302,7 +302,7 @@ def main(argv=None) -> int:
                                         "importable (e.g. torch==2.13.0); TORCH_INDEX_URL, where from (default: "
                                         f"{CPU_TORCH_INDEX} on a CPU-only machine, PyPI otherwise).")
     ap.add_argument("--no-decoders", action="store_true",
-                    help="skip the optional decoder libraries (decord, TorchCodec, PyNvVideoCodec, DALI)")
+                    help="skip the optional decoder libraries (decord, SPDL, TorchCodec, PyNvVideoCodec, DALI)")
     ap.add_argument("--constraints", default=None, metavar="FILE",
                     help="install within this constraints file (default: the current baseline's: "
                          "results/h200/constraints.txt on a GPU machine, results/cpu-2core/constraints.txt on a "
@@ -378,7 +378,7 @@ def main(argv=None) -> int:
     if not args.no_decoders:
         tc, why = torchcodec_spec(torch_version, cuda)
         dali = dali_spec(cuda)
-        optional = [*extras["decord"], *(extras["gpu"] if gpu else []), *([tc] if tc else [])]
+        optional = [*extras["decord"], *extras["spdl"], *(extras["gpu"] if gpu else []), *([tc] if tc else [])]
         pending = [spec for spec in optional if not satisfied(spec)]
         dali_pending = not satisfied(dali)
         if pending or dali_pending:

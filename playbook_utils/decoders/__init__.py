@@ -1,4 +1,4 @@
-"""One call over five decoder libraries: `read_frames(path, indices, backend=..., device=...)`.
+"""One call over six decoder libraries: `read_frames(path, indices, backend=..., device=...)`.
 
 Every backend returns a `torch.uint8` tensor shaped (N, 3, H, W), frames in the order asked
 (repeats allowed), on the requested device. Before a library is called, the file is probed once
@@ -9,7 +9,8 @@ Every backend returns a `torch.uint8` tensor shaped (N, 3, H, W), frames in the 
 * a file whose traits a library is known to get wrong (found by the correctness matrix,
   `playbook_utils.decoders.matrix`) -> `BackendUnavailable` naming the trait, never a wrong frame.
 
-Libraries are imported only inside their adapter module, when first used. Introduced in 10-14.
+Libraries are imported only inside their adapter module, when first used. Introduced in 10-14
+(SPDL, the sixth, in 24).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from pathlib import Path
 
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
-BACKENDS = ("pyav", "decord", "torchcodec", "pynvvideocodec", "dali")
+BACKENDS = ("pyav", "decord", "torchcodec", "pynvvideocodec", "dali", "spdl")
 CPU_THREADS = 0   # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
 _IMPORT_NAME = {"pyav": "av", "decord": "decord", "torchcodec": "torchcodec",
-                "pynvvideocodec": "PyNvVideoCodec", "dali": "nvidia.dali"}
+                "pynvvideocodec": "PyNvVideoCodec", "dali": "nvidia.dali", "spdl": "spdl.io"}
 
 
 def _device_kind(device: str) -> str:
@@ -142,8 +143,17 @@ def _probe_cached(path: str, identity: tuple, stream: int | None = None):
 
 
 def video_info(path, backend: str | None = None, stream: int | None = None):
-    """`media.probe(path, stream)`, cached while the file is the same one (`file_identity`). A `DecodeError`
-    names `backend`, the library the probe was made for (the probe itself reads with PyAV)."""
+    """`media.probe(path, stream)`, cached while the file is the same one (`file_identity`); any input of
+    `sources.resolve` too (bytes, file-like objects, tar members, URLs: notebook 24). A `DecodeError` names
+    `backend`, the library the probe was made for (the probe itself reads with PyAV)."""
+    from playbook_utils import sources
+
+    if not sources.is_local(path):
+        if stream is None:
+            return sources.info(path)
+        from playbook_utils import media
+
+        return media.probe(sources.resolve(path), stream)
     p = Path(path)
     try:
         if not p.exists():
@@ -200,7 +210,12 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", strea
 
     Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
     path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
+    `path` may also be bytes, a file-like object, a tar member or a URL: see `sources` (notebook 24).
     """
+    from playbook_utils import sources
+
+    if not sources.is_local(path):   # inputs beyond a local path: read there, with the same checks
+        return sources.read_frames(path, indices, backend, device)
     kind = _device_kind(device)
     path = Path(path)
     mod = adapter(backend)

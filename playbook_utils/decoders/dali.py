@@ -30,7 +30,7 @@ def refuses(info, device: str) -> str | None:
     return None
 
 
-def _pipeline(kind: str, gpu: int):
+def _pipeline(kind: str, gpu: int, size=None):
     from nvidia.dali import fn, pipeline_def, types
 
     @pipeline_def(batch_size=1, num_threads=2, device_id=gpu if kind == "cuda" else None,
@@ -38,14 +38,30 @@ def _pipeline(kind: str, gpu: int):
     def video_frames():
         encoded = fn.external_source(name="encoded", dtype=types.UINT8, ndim=1)
         frames = fn.external_source(name="frames", dtype=types.INT32, ndim=1)
-        return fn.decoders.video(encoded, device="mixed" if kind == "cuda" else "cpu", frames=frames)
+        video = fn.decoders.video(encoded, device="mixed" if kind == "cuda" else "cpu", frames=frames)
+        if size is not None:   # resized in the same graph, on the GPU for "cuda" (notebook 24)
+            video = fn.resize(video, resize_y=size[0], resize_x=size[1], antialias=True)
+        return video
 
     pipe = video_frames()
     pipe.build()
     return pipe
 
 
-def read(path: str, indices: list[int], device: str, info):
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` of an open binary file object's bytes: the pipeline decodes from memory anyway (notebook 24)."""
+    return read(getattr(fileobj, "name", "<file-like>"), indices, device, info, encoded=fileobj.read())
+
+
+def read_resized(source, indices: list[int], device: str, info, size):
+    """`read` at `size` (H, W): `fn.resize` (antialiased) after the decoder in the same pipeline (notebook 24).
+    `source`: a path or an open binary file object."""
+    if hasattr(source, "read"):
+        return read(getattr(source, "name", "<file-like>"), indices, device, info, encoded=source.read(), size=size)
+    return read(source, indices, device, info, size=size)
+
+
+def read(path: str, indices: list[int], device: str, info, encoded: bytes | None = None, size=None):
     import numpy as np
     import torch
 
@@ -58,13 +74,15 @@ def read(path: str, indices: list[int], device: str, info):
     # repeats takes time growing faster than the list (5,000 random indices of a 300-frame clip: over a minute).
     unique = sorted(set(indices))
     with _lock:
-        pipe = _pipes.get((kind, gpu)) or _pipes.setdefault((kind, gpu), _pipeline(kind, gpu))
-        pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8)])
+        key = (kind, gpu, None if size is None else tuple(size))
+        pipe = _pipes.get(key) or _pipes.setdefault(key, _pipeline(kind, gpu, size))
+        pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8) if encoded is None
+                                    else np.frombuffer(encoded, dtype=np.uint8)])
         pipe.feed_input("frames", [np.asarray(unique, dtype=np.int32)])
         try:
             (out,) = pipe.run()
         except Exception as e:
-            _pipes.pop((kind, gpu), None)  # DALI marks a pipeline invalid after an error
+            _pipes.pop(key, None)  # DALI marks a pipeline invalid after an error
             if "not supported" in str(e) or "Failed to create video decoder" in str(e):
                 lines = [x for x in str(e).splitlines() if "not supported" in x or "Failed to create" in x]
                 raise BackendUnavailable(path, f"DALI cannot decode this {info.codec} stream on {kind}: "

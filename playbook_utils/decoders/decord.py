@@ -58,6 +58,12 @@ def refuses(info, device: str) -> str | None:
     return None
 
 
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` from an open binary file object: decord's VideoReader takes it, and reads it whole into
+    memory before decoding (notebook 24)."""
+    return read(fileobj, indices, device, info)
+
+
 def read(path: str, indices: list[int], device: str, info):
     import decord
     import torch

@@ -41,7 +41,19 @@ def read(path: str, indices: list[int], device: str, info):
         raise
 
 
-def _read(path: str, indices: list[int], device: str, info, decoded: list):
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` from an open binary file object (bytes in memory, a tar member, a remote object): FFmpeg pulls
+    the bytes through the object's read() and seek() (notebook 24). Errors come back as the library's own."""
+    return _read(fileobj, indices, device, info, [])
+
+
+def read_resized(source, indices: list[int], device: str, info, size):
+    """`read` at `size` (H, W): swscale scales (bilinear) in the same pass that converts YUV to RGB, so no
+    full-size RGB frame is made. `source`: a path or an open binary file object (notebook 24)."""
+    return _read(source, indices, device, info, [], size=size)
+
+
+def _read(path: str, indices: list[int], device: str, info, decoded: list, size=None):
     import numpy as np
     import torch
 
@@ -67,7 +79,9 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list):
                 pos = index_of.get(frame.pts, -1)
                 if pos == t:
                     decoded.append(t)
-                    got[t] = frame.to_ndarray(format="rgb24")
+                    got[t] = (frame.to_ndarray(format="rgb24") if size is None else
+                              frame.to_ndarray(format="rgb24", width=size[1], height=size[0],
+                                               interpolation="BILINEAR"))
                     break
                 if pos > t:
                     raise RuntimeError(f"frame {t} was not produced after seeking (reached {pos})")

@@ -43,12 +43,34 @@ def refuses(info, device: str) -> str | None:
     return None
 
 
-def decoder(path: str, device: str, num_threads: int = 0, stream: int | None = None):
+def frame_mappings(info) -> str:
+    """The frame table TorchCodec's `custom_frame_mappings` takes (ffprobe's JSON shape), from a `media.VideoInfo`:
+    every frame's pts, duration and keyframe flag, so VideoDecoder needs no scan of the whole file."""
+    import json
+
+    pts, keys = info.pts, set(info.keyframes)
+    gaps = [b - a for a, b in zip(pts, pts[1:])] or [1]
+    durations = gaps + [gaps[-1]]
+    return json.dumps({"frames": [{"pts": p, "duration": d, "key_frame": int(i in keys)}
+                                  for i, (p, d) in enumerate(zip(pts, durations))]})
+
+
+def decoder(path, device: str, num_threads: int = 0, stream: int | None = None, size=None, info=None):
     """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`, of the container's stream `stream`
-    (None: FFmpeg's best video stream)."""
+    (None: FFmpeg's best video stream); with `size` (H, W), one that resizes in the decoder
+    (`torchcodec.transforms.Resize`, TorchCodec 0.13); with `info` (the probe's `VideoInfo`), one that takes its
+    frame table from there instead of scanning the file (`frame_mappings`). `path` may be an open binary file."""
     from torchcodec.decoders import VideoDecoder
 
-    kwargs = {"device": device, "seek_mode": "exact", "stream_index": stream}
+    kwargs = {"device": device, "stream_index": stream}
+    if info is None:
+        kwargs["seek_mode"] = "exact"
+    else:
+        kwargs["custom_frame_mappings"] = frame_mappings(info)
+    if size is not None:
+        from torchcodec.transforms import Resize
+
+        kwargs["transforms"] = [Resize(tuple(size))]
     if device == "cpu":
         kwargs["num_ffmpeg_threads"] = num_threads
     return VideoDecoder(path, **kwargs)
@@ -69,8 +91,28 @@ def cached_decoder(path: str, device: str, stream: int | None = None):
     return dec
 
 
-def read(path: str, indices: list[int], device: str, info):
-    dec = cached_decoder(path, device, info.stream)
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec
+    0.10+), with the probe's frame table instead of its own scan of every packet, so a remote object is
+    read only where the frames are. A new decoder each time: there is no file to key the cache on (notebook 24)."""
+    from playbook_utils import decoders
+
+    return read(getattr(fileobj, "name", "<file-like>"), indices, device, info,
+                dec=decoder(fileobj, device, decoders.CPU_THREADS, info.stream, info=info))
+
+
+def read_resized(source, indices: list[int], device: str, info, size):
+    """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
+    `source`: a path or an open binary file object."""
+    from playbook_utils import decoders
+
+    return read(getattr(source, "name", source), indices, device, info,
+                dec=decoder(source, device, decoders.CPU_THREADS, info.stream, size=size,
+                            info=info if hasattr(source, "read") else None))
+
+
+def read(path: str, indices: list[int], device: str, info, dec=None):
+    dec = cached_decoder(path, device, info.stream) if dec is None else dec
     n = dec.metadata.num_frames
     if n != info.num_frames:
         raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")

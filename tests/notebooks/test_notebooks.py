@@ -144,6 +144,37 @@ def test_30_every_rank_reads_its_own_shard_and_every_sample_is_seen_once(smoke_r
     assert (Path(out) / "30_scaling.png").stat().st_size > 10_000
 
 
+def test_24_vlm_path_is_exact_from_shards_and_the_bucket(smoke_run):
+    _, out, _ = smoke_run
+    r = result(out, "24_vlm_data_path")
+    h = r["headline"]
+    assert h["shard_exact"] is True and h["remote_exact"] is True and h["every_sample_once"] is True
+    assert h["shard_skipped"] == 1 and list(r["shards"]["skipped"])[0].startswith("tar://broken.mp4::")
+    assert all(p["frames"] % 2 == 0 and p["frames"] >= 4 and p["size"][0] % 28 == 0 for p in r["vlm_plan"].values())
+    # the inputs every CPU backend reads are exact, DALI's CPU path and PyNvVideoCodec refuse with a reason
+    for key, v in r["remote_inputs"].items():
+        backend = key.split(" / ")[0]
+        if backend in ("dali", "pynvvideocodec"):
+            assert "BackendUnavailable" in v["refused"], key
+        elif "exact" in v:
+            assert v["exact"] is True and v["how"] == "native", key
+    rows = r["access"]["rows"]
+    assert rows and all(x["identical"] for x in rows)
+    pyav = {x["access"]: x for x in rows if x["backend"] == "pyav"}
+    size = pyav["whole object"]["object_bytes"]
+    assert pyav["whole object"]["requests"] == 1 and pyav["whole object"]["bytes_fetched"] == size
+    assert pyav["range reads"]["bytes_fetched"] == 2 * size, "the probe reads every packet, then the decoder"
+    assert pyav["keyframe index"]["bytes_fetched"] < size, "the plan fetches less than the object"
+    assert h["keyframe_index_bytes_pct"] == pytest.approx(100 * pyav["keyframe index"]["bytes_fetched"] / size, abs=0.1)
+    loader = r["loader"]
+    assert loader["samples"] == r["shards"]["decoded"] and loader["frames"] == 4 * loader["samples"]
+    assert list(loader["skipped"]) == [s.replace(str(Path(out) / "24_shards") + "/", "s3://playbook/shards/")
+                                       for s in r["shards"]["skipped"]]
+    methods = {(x["backend"], x["method"]) for x in r["resize"]["rows"]}
+    assert {("pyav", "in decoder"), ("pyav", "decode, then resize")} <= methods
+    assert all(x["psnr_db"] is None or x["psnr_db"] > 30 for x in r["resize"]["rows"])   # None: identical (inf)
+
+
 @pytest.mark.parametrize("smoke", [True, False], ids=["smoke", "full"])
 def test_21_gpu_loaders_get_more_batches_than_their_warm_up(smoke):
     # the GPU cells never run in CI: their sizes are checked here (a smoke run on the H200 once had

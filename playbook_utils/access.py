@@ -1,0 +1,138 @@
+"""What one sampled clip costs to read from object storage, and a keyframe index that fetches only what it needs (notebook 24).
+
+A training step reads K frames of a video, not the video. From a bucket that can mean one request for the
+whole object, ranged reads as the decoder seeks (`sources.RangeFile`), or, with a `ByteIndex` built once
+per file (each frame's packet offset and size, the keyframes, the container's own metadata bytes), a plan
+of a few ranges fetched up front: the metadata and the GOP of each wanted frame. `measure_access`
+compares the three on one clip: requests, bytes, time to the first frame and to the whole clip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+from playbook_utils.errors import BackendUnavailable
+
+
+@dataclasses.dataclass
+class ByteIndex:
+    """Where a video's bytes are: per frame (presentation order) its packet's byte offset and size, the keyframe
+    indices, the byte ranges outside the video packets (container metadata), the object's size, and the
+    `media.VideoInfo` (so a reader needs no probe). Built once per file by `byte_index`; JSON-able."""
+
+    size: int
+    pos: list[int]
+    nbytes: list[int]
+    keyframes: list[int]
+    header: list[tuple[int, int]]
+    info: object = None
+
+    def keyframe_offsets(self) -> dict[int, int]:
+        """{keyframe pts: byte offset of its packet}: where a reader starts to reach any frame of that GOP."""
+        return {self.info.pts[k]: self.pos[k] for k in self.keyframes}
+
+    def gop_range(self, frame: int) -> tuple[int, int]:
+        """Bytes [start, end) holding every packet of the GOP (presentation order) that contains `frame`."""
+        keys = self.keyframes
+        k = max(x for x in keys if x <= frame)
+        nxt = min([x for x in keys if x > frame], default=len(self.pos))
+        return min(self.pos[k:nxt]), max(p + n for p, n in zip(self.pos[k:nxt], self.nbytes[k:nxt]))
+
+    def plan(self, indices, gap: int = 4096) -> list[tuple[int, int]]:
+        """The byte ranges to fetch for frames `indices`: the container metadata and each wanted frame's GOP,
+        ranges less than `gap` bytes apart merged into one request."""
+        spans = sorted(set(self.header) | {self.gop_range(i) for i in indices})
+        out = []
+        for a, b in spans:
+            if out and a - out[-1][1] < gap:
+                out[-1] = (out[-1][0], max(out[-1][1], b))
+            else:
+                out.append((a, b))
+        return out
+
+    def to_json(self) -> str:
+        d = dataclasses.asdict(self)
+        d["info"] = self.info.to_dict() if self.info is not None else None
+        return json.dumps(d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ByteIndex":
+        from playbook_utils.media import VideoInfo
+
+        d = json.loads(text)
+        d["header"] = [tuple(r) for r in d["header"]]
+        d["info"] = VideoInfo(**d["info"]) if d["info"] else None
+        return cls(**d)
+
+
+def byte_index(source) -> ByteIndex:
+    """The `ByteIndex` of any source `sources.resolve` takes (a local file costs no requests: build it where
+    the data is written, store it beside the data). Raises ValueError when the container gives no byte
+    positions for its packets. Introduced in notebook 24."""
+    import av
+
+    from playbook_utils import media, sources
+
+    src = sources.resolve(source)
+    found = media.probe(src)
+    rows = []
+    with src.open() as f, av.open(f) as c:
+        stream = c.streams.video[0]
+        for p in c.demux(stream):
+            if p.size and p.pts is not None:
+                if p.pos is None or p.pos < 0:
+                    raise ValueError(f"{src.name}: the {c.format.name} container gives no byte offsets for its packets")
+                rows.append((p.pts, p.pos, p.size))
+    rows.sort()
+    if [r[0] for r in rows] != found.pts:
+        raise ValueError(f"{src.name}: packets and probe disagree")
+    pos, nbytes = [r[1] for r in rows], [r[2] for r in rows]
+    first, last = min(pos), max(p + n for p, n in zip(pos, nbytes))
+    header = [r for r in ((0, first), (last, src.size)) if r[1] > r[0]]
+    return ByteIndex(src.size, pos, nbytes, list(found.keyframes), header, found)
+
+
+def measure_access(url: str, indices, backend: str = "pyav", index: ByteIndex | None = None,
+                   block_size: int | None = None, reference=None) -> list[dict]:
+    """Read frames `indices` of the object at `url` in each access pattern, each from a fresh start; one row each:
+    {'access', 'requests', 'bytes_fetched', 'object_bytes', 'first_frame_s' (a fresh read of the first frame
+    alone), 'clip_s' (all the frames), 'identical' (frames equal to `reference`, when given)}.
+
+    'whole object': one GET, then probe and decode from memory. 'range reads': the probe and the decoder
+    read through `sources.RangeFile` blocks. 'range reads, stored info': the same with the VideoInfo known
+    (no probe). 'keyframe index': `index.plan` fetched first, then decoded, anything else on demand.
+    The last two need `index` (`byte_index`). Introduced in notebook 24.
+    """
+    import torch
+
+    from playbook_utils import sources
+
+    from playbook_utils.decoders import why_unavailable
+
+    why = why_unavailable(backend, "cpu")   # also pays the one-off import check before any clock starts
+    if why:
+        raise BackendUnavailable(url, why, backend)
+    block = block_size or sources.DEFAULT_BLOCK
+    patterns = {"whole object": lambda idx: (sources.UrlSource(url, "whole"), None),
+                "range reads": lambda idx: (sources.UrlSource(url, "range", block), None)}
+    if index is not None:
+        patterns["range reads, stored info"] = lambda idx: (sources.UrlSource(url, "range", block), index.info)
+        patterns["keyframe index"] = lambda idx: (sources.UrlSource(url, "range", block, plan=index.plan(idx)),
+                                                  index.info)
+    rows = []
+    for name, make in patterns.items():
+        times = {}
+        for label, idx in (("first_frame_s", list(indices[:1])), ("clip_s", list(indices))):
+            sources._info_cache.clear()   # every pattern pays for its own probe, as a fresh reader would
+            src, known = make(idx)
+            t0 = time.perf_counter()
+            got = sources.read_source(src, idx, backend, info=known)
+            times[label] = time.perf_counter() - t0
+        row = {"access": name, "requests": got.requests, "bytes_fetched": got.bytes_fetched,
+               "object_bytes": src.size, **times, "how": got.how}
+        if reference is not None:
+            row["identical"] = bool(torch.equal(got.frames.contiguous(), reference.contiguous()))
+        rows.append(row)
+    return rows

@@ -1,0 +1,125 @@
+"""SPDL adapter: Meta's thread-based data-loading library, FFmpeg on the CPU or NVDEC on CUDA (notebook 24).
+
+On the CPU, `spdl.io.demux_video` then `sample_decode_video` decodes only the GOPs that hold the
+frames asked for (indices in ascending order, as SPDL requires; repeats and order are restored here),
+converted to RGB by FFmpeg's filter graph. On CUDA, each run of wanted frames is demuxed as a time
+window starting at its GOP's keyframe and decoded by NVDEC (`decode_packets_nvdec`), whose own output
+scaling gives decoder-side resize (`read_resized`). spdl-io loads the machine's FFmpeg shared libraries
+(4 to 9) when first used, not at import; `device_unavailable` checks that they load, in a child process.
+SPDL takes a path or the file's bytes (no file-like objects): `read_file` hands it the bytes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import lru_cache
+
+DEVICES = ("cpu", "cuda")
+_EXT = {"cpu": "_libspdl", "cuda": "_libspdl_cuda"}
+
+
+@lru_cache(maxsize=None)
+def device_unavailable(device: str) -> str | None:
+    """Why SPDL cannot decode on `device` here: its FFmpeg (CPU) or CUDA extension fails to load (checked
+    once per process, in a child, so that a failed load leaves this process clean)."""
+    code = f"from spdl.io.lib import {_EXT[device]} as m; dir(m)"   # dir() loads the lazily imported extension
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    if run.returncode == 0:
+        return None
+    from playbook_utils.errors import last_line
+
+    cause = last_line(run.stderr)
+    what = "FFmpeg shared libraries (4 to 9; apt-get install ffmpeg)" if device == "cpu" else "CUDA extension"
+    return f"spdl-io's {what} did not load: {cause[:240]}"
+
+
+@lru_cache(maxsize=None)
+def _load() -> None:
+    """Load spdl-io's FFmpeg extension once. Loading it installs glog's failure handler for SIGTERM too, which
+    prints a stack trace whenever the process is asked to stop (a notebook kernel, a DataLoader worker at
+    shutdown); SIGTERM gets its default action back here, the crash signals keep glog's trace."""
+    import signal
+    import threading
+
+    from spdl.io.lib import _libspdl
+
+    dir(_libspdl)   # loads the lazily imported extension (and glog's handlers) now
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _rgb_filter(size=None) -> str:
+    import spdl.io
+
+    if size is None:
+        return spdl.io.get_video_filter_desc(pix_fmt="rgb24")
+    return spdl.io.get_video_filter_desc(pix_fmt="rgb24", scale_width=size[1], scale_height=size[0],
+                                         scale_algo="bilinear", scale_mode=None)
+
+
+def _frames_cpu(src, wanted: list[int], size=None):
+    import spdl.io
+
+    packets = spdl.io.demux_video(src)
+    frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=_rgb_filter(size))
+    if len(frames) != len(wanted):   # SPDL leaves out a frame it could not decode
+        raise RuntimeError(f"SPDL decoded {len(frames)} of the {len(wanted)} frames asked: the others failed to decode")
+    return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)   # (N, H, W, 3) -> (N, 3, H, W)
+
+
+def _frames_cuda(src, wanted: list[int], device: str, info, size=None):
+    """NVDEC: one window per run of wanted frames in one GOP, from its keyframe's time to the last wanted
+    frame's; frame j of a window's output is frame keyframe + j."""
+    import spdl.io
+    import torch
+
+    from playbook_utils.decoders import device_index
+
+    times = sorted(spdl.io.demux_video(src).get_timestamps())
+    if len(times) != info.num_frames:
+        raise RuntimeError(f"SPDL counts {len(times)} packets, the probe {info.num_frames}")
+    half = (times[1] - times[0]) / 2 if len(times) > 1 else 0.01
+    key_of = info.keyframe_of
+    cfg = spdl.io.cuda_config(device_index=device_index(device))
+    scale = {"scale_width": size[1], "scale_height": size[0]} if size is not None else {}
+    got, groups = {}, {}
+    for t in wanted:
+        groups.setdefault(key_of[t], []).append(t)
+    for k, ts in groups.items():
+        packets = spdl.io.demux_video(src, timestamp=(times[k], times[ts[-1]] + half))
+        out = spdl.io.to_torch(spdl.io.decode_packets_nvdec(packets, device_config=cfg, pix_fmt="rgb", **scale))
+        if out.shape[0] < ts[-1] - k + 1:
+            raise RuntimeError(f"NVDEC returned {out.shape[0]} frames for frames {k}..{ts[-1]}")
+        for t in ts:
+            got[t] = out[t - k]
+    return torch.stack([got[t] for t in wanted])
+
+
+def _read(src, indices: list[int], device: str, info, size=None):
+    import torch
+
+    _load()
+    wanted = sorted(set(indices))
+    if device == "cpu":
+        frames = _frames_cpu(src, wanted, size)
+    else:
+        frames = _frames_cuda(src, wanted, device, info, size)
+    position = {i: k for k, i in enumerate(wanted)}
+    return frames[torch.tensor([position[i] for i in indices], device=frames.device)]
+
+
+def read(path: str, indices: list[int], device: str, info):
+    return _read(str(path), indices, device, info)
+
+
+def read_file(fileobj, indices: list[int], device: str, info):
+    """`read` of an open binary file object: SPDL demuxes from the bytes in memory (notebook 24)."""
+    return _read(fileobj.read(), indices, device, info)
+
+
+def read_resized(source, indices: list[int], device: str, info, size):
+    """`read` at `size` (H, W): FFmpeg's scale filter (bilinear) on the CPU, NVDEC's output scaling on CUDA.
+    `source`: a path or an open binary file object (notebook 24)."""
+    src = source.read() if hasattr(source, "read") else str(source)
+    return _read(src, indices, device, info, size=tuple(size))

@@ -1,0 +1,72 @@
+"""Resize in the decoder against decode-then-resize: the right frames, close to the reference, fewer bytes."""
+
+import pytest
+import torch
+
+from playbook_utils import decoders, media, resize
+from playbook_utils.errors import BackendUnavailable
+
+IDX = [3, 20, 41, 63, 3]
+HALF = (180, 320)   # half of 640x360: the stamp cells scale exactly
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return media.make_clip(tmp_path_factory.mktemp("rs") / "r.mp4", "h264", 640, 360, num_frames=64, gop=16)
+
+
+@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "spdl"])
+def test_decoder_side_resize_gives_the_frames_asked_at_the_size_asked(backend, clip):
+    if decoders.why_unavailable(backend, "cpu"):
+        pytest.skip(decoders.why_unavailable(backend, "cpu"))
+    ref = resize.resize_uint8(decoders.read_frames(clip, IDX, "pyav"), HALF)
+    for src in (clip, clip.read_bytes()):
+        got = resize.read_resized(src, IDX, HALF, backend)
+        assert got.shape == (5, 3, *HALF) and got.dtype == torch.uint8
+        assert [media.read_stamp(f) for f in got] == IDX
+        assert resize.psnr(got, ref) > 35, "close to torch's antialiased bilinear resize"
+
+
+def test_backends_without_it_refuse_and_compare_says_so(clip):
+    with pytest.raises(BackendUnavailable, match="decord cannot resize in its decoder"):
+        resize.read_resized(clip, [0], HALF, "decord")
+    rows = resize.compare(clip, IDX[:4], HALF, "decord", repeats=1)
+    assert [r["method"] for r in rows] == ["decode, then resize"]
+
+
+def test_compare_reports_both_ways(clip):
+    rows = {r["method"]: r for r in resize.compare(clip, IDX[:4], HALF, "pyav", repeats=1)}
+    assert set(rows) == {"decode, then resize", "in decoder"}
+    assert rows["decode, then resize"]["psnr_db"] == float("inf"), "pyav then resize_uint8 is the reference"
+    assert 35 < rows["in decoder"]["psnr_db"] < float("inf")
+    assert rows["in decoder"]["batch_bytes"] == 4 * 3 * 180 * 320 < rows["decode, then resize"]["batch_bytes"]
+    assert all(r["frames_per_s"] > 0 for r in rows.values())
+
+
+def test_psnr():
+    a = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    assert resize.psnr(a, a) == float("inf")
+    assert resize.psnr(a, a + 1) == pytest.approx(48.13, abs=0.01)
+
+
+def test_dali_cpu_resizes_vp9_in_its_pipeline(tmp_path):
+    if decoders.why_unavailable("dali", "cpu"):
+        pytest.skip(decoders.why_unavailable("dali", "cpu"))
+    clip = media.make_clip(tmp_path / "v.webm", "vp9", 320, 192, num_frames=24, gop=12)
+    got = resize.read_resized(clip, [1, 14, 23], (96, 160), "dali")
+    assert got.shape == (3, 3, 96, 160) and [media.read_stamp(f) for f in got] == [1, 14, 23]
+
+
+GPU_RESIZE = [b for b in ("torchcodec", "dali", "pyav", "spdl") if b in decoders.BACKENDS
+              and torch.cuda.is_available() and decoders.why_unavailable(b, "cuda") is None]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU_RESIZE, reason="needs a CUDA GPU with a backend that resizes in its decoder")
+@pytest.mark.parametrize("backend", GPU_RESIZE or ["none"])
+def test_gpu_decoder_side_resize(backend, clip):
+    got = resize.read_resized(clip, IDX, HALF, backend, "cuda")
+    assert got.is_cuda and [media.read_stamp(f) for f in got] == IDX
+    rows = {r["method"]: r for r in resize.compare(clip, IDX[:4], HALF, backend, "cuda", repeats=2)}
+    assert rows["in decoder"]["psnr_db"] > 30
+    assert rows["in decoder"]["batch_bytes"] < rows["decode, then resize"]["batch_bytes"]
