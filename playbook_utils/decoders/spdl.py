@@ -19,6 +19,16 @@ DEVICES = ("cpu", "cuda")
 _EXT = {"cpu": "_libspdl", "cuda": "_libspdl_cuda"}
 
 
+def refuses(info, device: str) -> str | None:
+    """A file trait SPDL gets wrong here, from the correctness matrix, or None."""
+    from playbook_utils.decoders.matrix import traits
+
+    if "edit-list" in traits(info):
+        return ("SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list hides its first "
+                "frames (the CPU path, H.264: asked 47, got 41): it counts the hidden frames")
+    return None
+
+
 @lru_cache(maxsize=None)
 def device_unavailable(device: str) -> str | None:
     """Why SPDL cannot decode on `device` here: its FFmpeg (CPU) or CUDA extension fails to load (checked
