@@ -490,7 +490,8 @@ def probe(path, stream: int | None = None) -> VideoInfo:
             duration = span + (span / (len(pts_key) - 1))
         else:
             duration = len(pts_key) / fps if fps else 0.0
-        rotation = _mp4_rotations(path).get(stream.id, 0) if container.format.name.startswith("mov") else 0
+        rotation = (_mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
+                    if container.format.name.startswith("mov") else 0)
         fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
         return VideoInfo(
             path=str(path), container=container.format.name, codec=ctx.codec.canonical_name,
@@ -522,13 +523,14 @@ def _mp4_boxes(data: bytes, start: int, end: int):
 
 def _mp4_rotations(path) -> dict[int, int]:
     """{track ID: degrees counterclockwise} from each track header's display matrix of an MP4/MOV file, as
-    FFmpeg reads it (av_display_rotation_get), rounded to a quarter turn. {} when there is no readable moov."""
+    FFmpeg reads it (av_display_rotation_get), rounded to a quarter turn. {} when there is no readable moov.
+    `path` may be an open, seekable binary file (a source of `sources.resolve`): it is read where the boxes are."""
     import math
     import struct
 
     out = {}
-    with open(path, "rb") as f:
-        total = os.fstat(f.fileno()).st_size
+    with (contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb")) as f:
+        total = f.seek(0, os.SEEK_END)
         at = 0
         while at + 8 <= total:
             f.seek(at)

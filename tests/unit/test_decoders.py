@@ -138,7 +138,7 @@ def test_matrix_never_returns_a_wrong_frame_silently(tmp_path):
             assert table[f"vp9 mp4, {case}"]["dali"] == "exact"
         assert table["h264 mp4, two streams, stream 0"]["torchcodec"] == "exact"
         assert table["h264 mp4, two streams, stream 0"]["decord"].startswith("refused: decord cannot be trusted")
-        for b in ("decord", "torchcodec"):
+        for b in ("decord", "torchcodec", "spdl"):
             outcome = table["h264 mp4, edit list"][b]
             assert outcome.startswith("refused") and "edit list" in outcome
 
@@ -355,7 +355,7 @@ def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
         pytest.skip(why_unavailable("dali", "cpu"))
     path = smoke_media["vp9_144p_gop12.webm"]
     read_frames(path, [0], backend="dali")   # builds the CPU pipeline
-    pipe = dali._pipes[("cpu", -1)]
+    pipe = dali._pipes[("cpu", -1, None)]
     asked, real_feed = [], pipe.feed_input
 
     def feed(name, data, *args, **kwargs):
@@ -422,8 +422,8 @@ def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, un
         assert stamps(unusual["two"], [17, 0], stream=0) == ((144, 256), [17, 0])
     except BackendUnavailable as e:
         assert (backend, e.cause.split(":")[0]) in (("decord", "decord cannot be trusted with several-streams video"),
-                                                   ("dali", "dali always decodes FFmpeg's best video stream (1); it "
-                                                            "cannot read stream 0")), e
+                                                   *((b, f"{b} always decodes FFmpeg's best video stream (1); it "
+                                                         "cannot read stream 0") for b in ("dali", "spdl"))), e
     with pytest.raises(DecodeError, match="stream 2 is not a video stream.*0, 1"):
         read_frames(unusual["two"], [0], backend=backend, stream=2)
     # an edit list: frame 0 is the first frame shown (stamped 6), 18 frames in all
@@ -432,7 +432,7 @@ def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, un
     try:
         assert stamps(unusual["edit"], [17, 0, 5]) == ((180, 320), [shown[17], shown[0], shown[5]])
     except BackendUnavailable as e:
-        assert backend in ("decord", "torchcodec") and "edit list" in str(e)
+        assert backend in ("decord", "torchcodec", "spdl") and "edit list" in str(e)
     # rotation: as displayed (portrait here), the same from every backend
     info = video_info(unusual["rot"])
     assert info.rotation == 90 and frame_size(info) == (320, 180)
