@@ -7,11 +7,11 @@ OUT    ?= playbook-output/$(MODE)
 # make playbook PARAMS="WORKLOAD=sequential MAX_FILES=50" VIDEO_DIR=~/videos   (a value without spaces each)
 PARAMS ?=
 VIDEO_DIR ?=
-# make setup SETUP_ARGS="--no-constraints"   (python -m playbook_utils.setup_env --help lists them)
+# make setup SETUP_ARGS="--no-constraints"   (python -m playbook_utils.tools.setup_env --help lists them)
 SETUP_ARGS ?=
 PY     := $(VENV)/bin/python
 
-.PHONY: help setup playbook test nightly clean
+.PHONY: help setup playbook test test-fast lint nightly clean
 .DEFAULT_GOAL := help
 
 help:  ## this list
@@ -22,8 +22,8 @@ help:  ## this list
 	@echo "  OUT=DIR                  playbook: output folder (default playbook-output/MODE; an earlier run moves to DIR/previous/)"
 	@echo "  VIDEO_DIR=DIR            playbook: measure your own videos instead of the generated media"
 	@echo "  PARAMS=\"KEY=VALUE ...\"   playbook: notebook parameters, e.g. PARAMS=\"WORKLOAD=sequential MAX_FILES=50\""
-	@echo "  NIGHTLY_ARGS=\"...\"       nightly: options of python -m playbook_utils.nightly (--help lists them)"
-	@echo "  SETUP_ARGS=\"...\"         setup: options of python -m playbook_utils.setup_env, e.g. --no-constraints"
+	@echo "  NIGHTLY_ARGS=\"...\"       nightly: options of python -m playbook_utils.tools.nightly (--help lists them)"
+	@echo "  SETUP_ARGS=\"...\"         setup: options of python -m playbook_utils.tools.setup_env, e.g. --no-constraints"
 	@echo "  TORCH_SPEC=SPEC          setup: the torch to install where none is importable, e.g. torch==2.13.0"
 	@echo "  PYTHON=python3 VENV=.venv  the interpreter that makes the virtual environment, and where it goes"
 
@@ -32,14 +32,21 @@ $(PY):
 
 # --system-site-packages keeps a torch the machine already has (e.g. the NGC container's).
 setup: $(PY)  ## create .venv and install what is missing (silent when nothing is)
-	@$(PY) -m playbook_utils.setup_env $(SETUP_ARGS)
+	@$(PY) -m playbook_utils.tools.setup_env $(SETUP_ARGS)
 
 playbook: setup  ## run every notebook headlessly into OUT, with summary.md
-	$(PY) -m playbook_utils.run_notebooks --mode $(MODE) --output $(OUT) \
+	$(PY) -m playbook_utils.tools.run_notebooks --mode $(MODE) --output $(OUT) \
 		$(if $(VIDEO_DIR),--video-dir $(VIDEO_DIR)) $(foreach p,$(PARAMS),--param $(p))
 
 test: setup  ## the unit tests and every notebook in smoke mode
 	$(PY) -m pytest
+
+test-fast: setup  ## the unit tests that need no video (under a minute)
+	$(PY) -m pytest tests/unit -m "not media and not slow and not gpu and not notebook"
+
+lint: setup  ## ruff check and ruff format --check (the version the test extra pins)
+	$(PY) -m ruff check playbook_utils tests
+	$(PY) -m ruff format --check playbook_utils tests
 
 # Nightly validation: every notebook in full mode into nightly/<date>/, then compared with results/h200/
 # (exit 0 passed, 1 a notebook failed, 2 a regression, 3 a usage error; see docker/README.md). make turns
@@ -47,7 +54,7 @@ test: setup  ## the unit tests and every notebook in smoke mode
 # e.g. make nightly NIGHTLY_ARGS="--device cuda"   or   NIGHTLY_ARGS="--compare-only nightly/2026-12-01"
 NIGHTLY_ARGS ?=
 nightly: setup  ## every notebook in full mode, compared with results/h200 (report.md)
-	$(PY) -m playbook_utils.nightly $(NIGHTLY_ARGS)
+	$(PY) -m playbook_utils.tools.nightly $(NIGHTLY_ARGS)
 
 clean:  ## remove .venv, playbook-output and the pytest cache
 	rm -rf $(VENV) playbook-output .pytest_cache

@@ -16,14 +16,11 @@ Nothing heavy is imported here until a function that needs it is called.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
+
+from playbook_utils.device import Device
 
 GPU_BACKENDS = ("pynvvideocodec", "torchcodec", "dali")  # can decode on the rank's GPU
 
@@ -173,7 +170,7 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     DataLoader workers, batches then copied to `device`). DALI goes through the same per-rank path
     (`read_frames` with device cuda:N); DALI's own `fn.readers.video(shard_id=, num_shards=)`
     is not used, since it samples fixed-length sequences rather than our K frames per video.
-    (Run on two H200s with NCCL and PyNvVideoCodec; the DALI path has not yet run on GPUs.)
+    (Measured on two H200s with NCCL and PyNvVideoCodec, results/h200/; no GPU result of the DALI path is kept.)
     dataset_kwargs go to `loaders.VideoClipDataset` (k, strategy, size, mixed_sizes, on_error, ...).
     With on_error='skip' a sample that fails (unreadable, too short for the clip, another size) is
     handed back as skipped, once, and every other sample is delivered once. Returns a
@@ -184,25 +181,27 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
 
     from playbook_utils.loaders import VideoClipDataset, worker_options
 
+    rank_cuda = Device.parse(device).is_cuda
     if decode_device == "auto":
-        decode_device = device if device.startswith("cuda") and backend in GPU_BACKENDS else "cpu"
+        decode_device = device if rank_cuda and backend in GPU_BACKENDS else "cpu"
     ds = VideoClipDataset(paths, backend=backend, device=decode_device, **dataset_kwargs)
     skipping = ds.on_error == "skip"
     sampler = ShardSampler(len(ds), rank, world_size, shuffle=shuffle, seed=seed)
-    if decode_device.startswith("cuda"):   # CUDA decoders live in the rank's own process: threads, not workers
+    if Device.parse(decode_device).is_cuda:   # CUDA decoders live in the rank's own process: threads, not workers
         return ShardedLoader(_ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers)),
                              sampler, device, decode_device, skipping)
     # workers as make_loader's: spawned (a forked worker of a multi-threaded CUDA/NCCL parent can hang), with a
     # batch timeout and decoders that share the cores
     loader = torch.utils.data.DataLoader(
         _Indexed(ds), batch_size=batch_size, sampler=sampler, num_workers=num_workers, collate_fn=_collate_indexed,
-        pin_memory=device.startswith("cuda") and decode_device == "cpu", **worker_options(num_workers))
+        pin_memory=rank_cuda and decode_device == "cpu", **worker_options(num_workers))
     return ShardedLoader(loader, sampler, device, decode_device, skipping)
 
 
 def rank_device(kind: str) -> tuple[str, str]:
-    """(torch device, process-group backend) of this rank: ('cuda:LOCAL_RANK', 'nccl') or ('cpu', 'gloo')."""
-    if kind == "cpu":
+    """(torch device, process-group backend) of this rank for a device `kind` ('cpu' or 'cuda'):
+    ('cuda:LOCAL_RANK', 'nccl') or ('cpu', 'gloo')."""
+    if not Device.parse(kind).is_cuda:
         return "cpu", "gloo"
     import torch
 
@@ -242,66 +241,3 @@ def file_sizes(paths) -> list[int]:
             raise DecodeError(p, "file is empty (0 bytes)")
         sizes.append(size)
     return sizes
-
-
-def _rank_errors(output: Path) -> str:
-    """The errors the failed ranks recorded (`scaling_worker` writes `<output>.rank<R>.error`)."""
-    found = sorted(output.parent.glob(f"{output.name}.rank*.error"))
-    lines = [f"{p.name.rsplit('.', 2)[1]}: {p.read_text()}" for p in found]
-    lines.sort(key=lambda line: "closed by peer" in line)  # the root cause first, its echoes after
-    return "; ".join(lines) if lines else "no rank recorded an error (see the output below)"
-
-
-def torchrun_command(world_size: int, worker_args: list[str], nnodes: int = 1) -> list[str]:
-    """The `torchrun` command line that starts `world_size` ranks of `playbook_utils.scaling_worker`.
-
-    Single node: `--standalone` (rendezvous on localhost at a free port, so parallel runs never
-    collide). Several nodes need `--nnodes`, `--node_rank` or a rendezvous endpoint: see notebook 30.
-    """
-    if nnodes != 1:
-        raise ValueError("torchrun_command builds single-node runs; for several nodes see notebook 30")
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
-            "-m", "playbook_utils.scaling_worker", *worker_args]
-
-
-def launch(world_size: int, paths, output, backend: str = "pyav", device: str = "cpu",
-           timeout: float = 600, **worker_options) -> dict:
-    """Run one epoch-measurement with `world_size` ranks under torchrun; return rank 0's JSON.
-
-    `paths` is written to a file next to `output` for the ranks to read; worker_options become
-    `--name value` flags of `scaling_worker` (k, size, batch_size, num_workers, epochs, shuffle, seed;
-    None leaves a flag out).
-    Raises RuntimeError with the tail of the ranks' output when the run fails or times out.
-    Introduced in notebook 30.
-    """
-    file_sizes(paths)  # a missing or empty file is named here, before any rank starts
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    paths_file = output.with_suffix(".paths.json")
-    paths_file.write_text(json.dumps([str(p) for p in paths]))
-    args = ["--backend", backend, "--device", device, "--paths", str(paths_file), "--output", str(output)]
-    for name, value in worker_options.items():
-        if value is None:
-            continue
-        args += [f"--{name.replace('_', '-')}", str(value)]
-    cmd = torchrun_command(world_size, args)
-    for stale in [output, *output.parent.glob(f"{output.name}.rank*.error")]:
-        stale.unlink(missing_ok=True)
-    start = time.perf_counter()
-    # Own process group, so a timeout ends torchrun and every rank it started, nothing else.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        log, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        os.killpg(proc.pid, signal.SIGKILL)
-        log, _ = proc.communicate()
-        raise RuntimeError(f"{world_size} rank(s) of {backend} did not finish in {timeout:.0f} s:\n"
-                           f"{log[-2000:]}") from e
-    if proc.returncode != 0 or not output.exists():
-        raise RuntimeError(f"{world_size} rank(s) of {backend} failed (exit {proc.returncode}): "
-                           f"{_rank_errors(output)}\n--- last output of the ranks ---\n{log[-3000:]}")
-    result = json.loads(output.read_text())
-    result["launch_s"] = round(time.perf_counter() - start, 2)
-    result["command"] = " ".join(cmd)
-    return result

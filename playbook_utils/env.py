@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import datetime
-import json
 import os
 import platform
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 # import name -> how people call it
@@ -25,40 +23,30 @@ LIBRARIES = {
     "nvidia.dali": "DALI",
 }
 
-_IMPORT_PROBE = r"""
-import importlib, json, sys
-name = sys.argv[1]
-try:
-    m = importlib.import_module(name)
-    print(json.dumps({"importable": True, "version": str(getattr(m, "__version__", "unknown")), "error": None}))
-except BaseException as e:
-    msg = (str(e).strip().splitlines() or [""])[0]
-    print(json.dumps({"importable": False, "version": None, "error": f"{type(e).__name__}: {msg}"[:300]}))
-"""
+_IMPORT_CHECK = ("import importlib, sys; from playbook_utils import child; "
+                 "child.reply(lambda name: {'version': str(getattr(importlib.import_module(name), '__version__', "
+                 "'unknown'))}, sys.argv[1])")
 
 
-def probe_import(module: str, timeout: float = 120) -> dict:
+def check_import(module: str, timeout: float = 120) -> dict:
     """Import `module` in a child process; return {'importable', 'version', 'error'}."""
-    try:
-        out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, module], capture_output=True,
-                             text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"importable": False, "version": None, "error": f"import did not finish in {timeout:.0f} s"}
-    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        from playbook_utils.errors import last_line
+    from playbook_utils import child
 
-        tail = last_line(out.stderr)
-        return {"importable": False, "version": None,
-                "error": f"import crashed the process (exit {out.returncode}): {tail[:200]}"}
-    return json.loads(lines[-1])
+    found = child.call(child.python("-c", _IMPORT_CHECK, module), timeout=timeout)
+    if found["status"] == "ok":
+        return {"importable": True, "version": found["version"], "error": None}
+    if found["status"] == "timeout":
+        return {"importable": False, "version": None, "error": f"import did not finish in {timeout:.0f} s"}
+    if found["status"] == "crashed":
+        return {"importable": False, "version": None, "error": f"import crashed the process: {found['error'][:240]}"}
+    return {"importable": False, "version": None, "error": found["error"][:300]}
 
 
 def libraries(timeout: float = 120) -> dict:
     """Importability and version of torch and the five decoder libraries, each probed in its own process."""
     names = ["torch", *LIBRARIES]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        results = list(pool.map(lambda m: probe_import(m, timeout), names))
+        results = list(pool.map(lambda m: check_import(m, timeout), names))
     return dict(zip(names, results))
 
 
@@ -231,6 +219,16 @@ def report(probe_libraries: bool = True) -> dict:
     }
 
 
+def machine_facts(rep: dict) -> dict:
+    """The facts of `report()` a result carries to say where it was measured: {'date_utc', 'gpu' (the first GPU's
+    name, or 'none'), 'driver', 'cuda', 'cpu' ('<model> x<usable cores>', for people), 'cores' (usable cores, an
+    int, for comparisons)}. Used by the benchmark tables (notebook 20) and the runner's summary."""
+    g = rep["gpu"]
+    return {"date_utc": rep["date_utc"], "gpu": g["devices"][0]["name"] if g["available"] else "none",
+            "driver": g.get("driver"), "cuda": g.get("cuda_driver"),
+            "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "cores": rep["cpu_usable_cores"]}
+
+
 def format_report(rep: dict) -> str:
     """A readable, fixed-width table of `report()`."""
     rows = [
@@ -271,23 +269,26 @@ def capabilities(rep: dict | None = None) -> dict:
 
 
 def resolve_device(requested: str = "auto") -> tuple[str, str]:
-    """Map a notebook's DEVICE parameter to 'cuda' or 'cpu', with a one-line explanation.
+    """Map a notebook's DEVICE parameter to 'cuda', 'cuda:N' or 'cpu', with a one-line explanation.
 
     'auto' picks cuda when torch sees a GPU. 'cuda' without a GPU falls back to 'cpu' and says so,
-    so the notebook runs its CPU parts instead of crashing.
+    so the notebook runs its CPU parts instead of crashing. Raises ValueError for anything `device.Device`
+    does not parse.
     """
-    if requested not in ("auto", "cpu", "cuda") and not requested.startswith("cuda:"):
-        raise ValueError(f"DEVICE must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {requested!r}")
-    if requested == "cpu":
-        return "cpu", "DEVICE='cpu': GPU sections are skipped by request."
-    try:
-        import torch
+    from playbook_utils.device import Device, cuda_visible
 
-        has_cuda = torch.cuda.is_available()
-    except ImportError:
-        has_cuda = False
-    if has_cuda:
-        name = "cuda" if requested == "auto" else requested
+    try:
+        asked = None if requested == "auto" else Device.parse(requested)
+    except ValueError:
+        raise ValueError(f"DEVICE must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {requested!r}") from None
+    if asked is not None and not asked.is_cuda:
+        return "cpu", "DEVICE='cpu': GPU sections are skipped by request."
+    if cuda_visible():
+        name = "cuda" if asked is None else str(asked)
         return name, f"DEVICE={requested!r}: using {name}."
     return "cpu", (f"DEVICE={requested!r}, but torch sees no CUDA GPU here: running the CPU parts; "
                    "GPU sections say they are skipped.")
+
+
+if __name__ == "__main__":   # python -m playbook_utils.env: the report notebook 00 prints
+    print(format_report(report()))

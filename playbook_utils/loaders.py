@@ -1,14 +1,14 @@
 """Training loaders over `read_frames`: a Dataset of sampled clips and a DataLoader factory (notebook 21).
 
 For the CPU libraries (and TorchCodec on the CPU) the PyTorch way is worker processes: each worker
-decodes whole samples and the main process only collates and copies. `measure_loader` runs a loader
-against a simulated training step and reports how much of each step waited for data.
+decodes whole samples and the main process only collates and copies. For the GPU libraries, threads in
+this process (`GpuLoader`) or several processes (`GpuProcessLoader`) decode straight into GPU memory;
+DALI's own reader is `dali_loader`. `bench.loader_bench` measures them.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from typing import NamedTuple
 
 
@@ -250,51 +250,6 @@ def worker_options(num_workers: int, start_method: str = "spawn", timeout_s: flo
             "worker_init_fn": functools.partial(_worker_start, threads, child_env()[PROBED_ENV])}
 
 
-def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,
-                   max_seconds: float | None = None, min_steps: int = 3) -> dict:
-    """Run `steps` simulated training steps of `step_s` seconds, fed by `loader`; return the data wait.
-
-    Each step waits for the next batch (the time counted as data wait), copies it to `device`, then
-    'trains' for `step_s` (sleeping, which leaves the CPU to the workers as a GPU step would). Returns
-    {'wait_fraction', 'wait_s_per_step', 'step_s', 'samples_per_s', 'steps', 'stopped_by_time'}; batches
-    are recycled when the loader runs out before `steps`. `max_seconds` ends the measurement early
-    (after at least `min_steps` measured steps): a slow configuration, such as one worker decoding 1080p
-    clips, is then measured over fewer steps instead of holding the run for minutes.
-    """
-    it = iter(loader)
-    waits, samples, start, rates = [], 0, None, []
-    for s in range(steps + warmup):
-        if (max_seconds is not None and start is not None and len(waits) >= min_steps
-                and time.perf_counter() - start > max_seconds):
-            break
-        t0 = time.perf_counter()
-        try:
-            batch = next(it)
-        except StopIteration:
-            it = iter(loader)
-            batch = next(it)
-        batch = batch.to(device, non_blocking=True)
-        if device.startswith("cuda"):
-            import torch
-
-            torch.cuda.synchronize(device)
-        t1 = time.perf_counter()
-        if s == warmup:
-            start = t0
-        time.sleep(step_s)
-        if s >= warmup:
-            waits.append(t1 - t0)
-            samples += batch.shape[0]
-            rates.append((batch.shape[0], time.perf_counter() - t0))
-    total = time.perf_counter() - start
-    wait = sum(waits)
-    from playbook_utils.verdicts import block_rates, spread_pct
-
-    return {"wait_fraction": wait / total, "wait_s_per_step": wait / len(waits), "step_s": step_s,
-            "samples_per_s": samples / total, "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
-            "steps": len(waits), "stopped_by_time": len(waits) < steps}
-
-
 def decode_ahead(fn, items, threads: int, ahead: int):
     """`fn(item)` for each item, results yielded in order, computed by `threads` threads with at most `ahead`
     items in flight (GpuLoader, and the GPU ranks of `distributed.sharded_loader`): decoders on the GPU work
@@ -342,8 +297,8 @@ class GpuLoader:
     into GPU memory, then resized to `size` and normalized there (`transforms.to_model_batch`).
     Threads suit GPU decoders: the decode runs on NVDEC while Python waits, and the frames never leave
     the GPU, which worker processes could not share without copies. Yields float16 tensors
-    (B, K, 3, size, size); `frames_delivered` counts the frames handed out so far. `measure_flat_out`
-    times one flat out.
+    (B, K, 3, size, size); `frames_delivered` counts the frames handed out so far.
+    `bench.loader_bench.measure_flat_out` times one flat out.
     """
 
     def __init__(self, paths, backend: str = "pynvvideocodec", device: str = "cuda", threads: int = 8,
@@ -490,47 +445,6 @@ def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
         finished_epoch.wait(timeout=3600)   # CUDA IPC: the tensors sent must outlive their use in the parent
 
 
-def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
-    """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, a `GpuProcessLoader`,
-    or a `dali_loader` seen through `_DaliVideos`. Returns {'frames_per_s', 'batches', 'seconds', 'frames',
-    'startup_s', 'clock_start'} (notebook 21).
-
-    With `warmup_batches`, the clock starts when that many batches have arrived, and only later frames count:
-    the steady rate of a loader whose start (processes, CUDA contexts, decoders) an epoch pays once.
-    'startup_s' is the time until then. 'frames_per_s_spread_pct' is the spread of the rates of four runs of
-    consecutive batches (`verdicts.block_rates`).
-    """
-    import torch
-
-    def finished(video):  # the GPU work behind a batch is done, so the clock reads the real time
-        if video.is_cuda:
-            torch.cuda.synchronize(video.device)
-
-    t0 = time.perf_counter()
-    start, count, frames, last, rates = t0, 0, 0, t0, []
-    for batch in batches:
-        # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
-        videos = batch if isinstance(batch, list) else list(batch)
-        count += 1
-        now = time.perf_counter()
-        if count > warmup_batches:
-            frames += sum(v.shape[0] for v in videos)
-            rates.append((sum(v.shape[0] for v in videos), now - last))
-        elif count == warmup_batches:
-            finished(videos[-1])
-            start = now = time.perf_counter()
-        last = now
-    if count <= warmup_batches:
-        raise ValueError(f"measure_flat_out: {count} batches, not more than the {warmup_batches} of warm-up")
-    finished(videos[-1])
-    seconds = time.perf_counter() - start
-    from playbook_utils.verdicts import block_rates, spread_pct
-
-    return {"frames_per_s": frames / seconds, "frames_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
-            "batches": count - warmup_batches, "seconds": seconds,
-            "frames": frames, "startup_s": start - t0, "clock_start": start}
-
-
 def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int = 224, device_id: int = 0,
                 num_threads: int = 8, prefetch: int = 2):
     """A DALI pipeline + `DALIGenericIterator` of model-ready sequences on the GPU (notebook 21).
@@ -559,90 +473,3 @@ def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int
     p.build()
     return DALIGenericIterator([p], ["video"], reader_name="reader", last_batch_policy=LastBatchPolicy.DROP,
                                auto_reset=True)
-
-
-class _DaliVideos:
-    """A DALI iterator seen as an iterable of video tensors, for `measure_flat_out` and `measure_loader`."""
-
-    def __init__(self, iterator):
-        self.iterator = iterator
-
-    def __iter__(self):
-        return (out[0]["video"] for out in self.iterator)
-
-
-def _run_spec(spec: dict) -> dict:
-    """Build the loader `spec` describes and measure it in this process (the child of `measure_isolated`)."""
-    if spec["kind"] == "dali":
-        def make():
-            return _DaliVideos(dali_loader(spec["paths"], sequence_length=spec.get("sequence_length", 32),
-                                           batch_size=spec["batch_size"], device_id=spec.get("device_id", 0)))
-    elif spec.get("processes", 1) > 1:
-        def make():
-            return GpuProcessLoader(spec["paths"], processes=spec["processes"], threads=spec["threads"],
-                                    batch_size=spec["batch_size"], backend=spec["backend"], device=spec["device"],
-                                    chunk=spec.get("chunk", 32))
-    else:
-        sampled = {k: spec[k] for k in ("strategy", "k") if k in spec}   # K sampled frames instead of every frame
-
-        def make():
-            return GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"], threads=spec["threads"],
-                             batch_size=spec["batch_size"], chunk=spec.get("chunk", 32), **sampled)
-    if spec.get("step_s") is not None:   # the data wait against a training step, instead of the flat-out rate
-        return {"wait": measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])}
-    from playbook_utils.bench import Sampler
-    from playbook_utils.decoders import device_index
-
-    cuda = spec["device"].startswith("cuda")
-    with Sampler(gpu=device_index(spec["device"]) if cuda else None) as sampler:
-        result = measure_flat_out(make(), warmup_batches=spec.get("warmup_batches", 0))
-    # while the clock ran: NVDEC and SM busy (median %), this process's CPU (% of one core; not its workers')
-    result["utilization"] = {k: v for k, v in sampler.summary(since=result.pop("clock_start")).items()
-                             if k in ("nvdec_pct", "sm_pct", "cpu_pct")}
-    return result
-
-
-def measure_isolated(spec: dict, timeout: float = 600) -> dict:
-    """Measure a GPU-side loader in a fresh child process; return its result or {'error': ...} (notebook 21).
-
-    spec: {'kind': 'gpu' (a `GpuLoader`: 'backend', 'threads', 'chunk', optional 'strategy' and 'k'
-    to sample K frames per video instead of reading every frame; with 'processes' > 1 a
-    `GpuProcessLoader`) or 'dali' (a `dali_loader`), 'paths', 'device', 'batch_size', optional
-    'warmup_batches' (see `measure_flat_out`); with 'step_s' and 'steps', the data wait against that
-    training step instead of the flat-out rate ({'wait': ...})}.
-    The result also says how busy NVDEC, the SMs and the process's CPU were while the clock ran
-    ('utilization', sampled every 0.1 s: `bench.Sampler`).
-    Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
-    both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs.
-    """
-    import json
-    import subprocess
-    import sys
-
-    spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
-    try:
-        from playbook_utils.decoders import child_env
-
-        run = subprocess.run([sys.executable, "-m", "playbook_utils.loaders", json.dumps(spec)],
-                             capture_output=True, text=True, timeout=timeout, env=child_env())
-    except subprocess.TimeoutExpired:
-        return {"error": f"no answer within {timeout:.0f} s"}
-    lines = [x for x in run.stdout.splitlines() if x.startswith("{")]
-    if lines:
-        return json.loads(lines[-1])
-    from playbook_utils.errors import last_line
-
-    return {"error": f"exit {run.returncode}: {last_line(run.stderr)[:300]}"}
-
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    try:
-        out = _run_spec(json.loads(sys.argv[1]))
-    except Exception as e:  # reported as data: the parent decides what a failure means
-        from playbook_utils.errors import first_line
-
-        out = {"error": f"{type(e).__name__}: {first_line(e)[:300]}"}
-    print(json.dumps(out), flush=True)

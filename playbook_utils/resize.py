@@ -46,7 +46,7 @@ def can_resize_in_decoder(backend: str) -> bool:
     """Whether `backend`'s adapter decodes straight to a size (`read_resized`); see the module's table."""
     from playbook_utils.decoders import adapter
 
-    return hasattr(adapter(backend), "read_resized")
+    return adapter(backend).read_resized is not None
 
 
 def read_resized(source, indices, size, backend: str = "torchcodec", device: str = "cpu"):
@@ -55,25 +55,25 @@ def read_resized(source, indices, size, backend: str = "torchcodec", device: str
     PyNvVideoCodec: decode, then `resize_uint8`), and the same errors as `decoders.read_frames`.
     Introduced in notebook 24."""
     from playbook_utils import decoders, sources
+    from playbook_utils.device import Device
     from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
     src = sources.resolve(source)
     if not can_resize_in_decoder(backend):
         raise BackendUnavailable(src.name, f"{backend} cannot resize in its decoder here; decode, then resize",
                                  backend)
-    why = decoders.refusal(src.path, backend, device) if src.kind == "path" else decoders.why_unavailable(
-        backend, device)
+    why = decoders.why_unavailable(backend, device, src.path if src.kind == "path" else None)
     if why:
         raise BackendUnavailable(src.name, why, backend)
     info = sources.info(src)
     idx = decoders.check_indices(src.name, indices, info.num_frames, backend)
-    mod = decoders.adapter(backend)
+    ad, device = decoders.adapter(backend), Device.parse(device)
     try:
         if src.kind == "path":
-            frames = mod.read_resized(src.path, idx, device, info, tuple(size))
+            frames = ad.read_resized(src.path, idx, device, info, tuple(size))
         else:
             with src.open() as f:
-                frames = mod.read_resized(f, idx, device, info, tuple(size))
+                frames = ad.read_resized(f, idx, device, info, tuple(size))
     except (DecodeError, BackendUnavailable):
         raise
     except Exception as e:
@@ -88,7 +88,9 @@ def _peak(device: str, fn):
     """(result, seconds, peak bytes allocated on the GPU during fn, or None on the CPU)."""
     import torch
 
-    cuda = device.startswith("cuda")
+    from playbook_utils.device import Device
+
+    cuda = Device.parse(device).is_cuda
     if cuda:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)

@@ -555,7 +555,7 @@ def how_read(backend: str) -> str:
     (the playbook copies the bytes to a temporary file first). See the table in this module's docstring."""
     from playbook_utils.decoders import adapter
 
-    return "native" if hasattr(adapter(backend), "read_file") else "spooled"
+    return "native" if adapter(backend).read_file is not None else "spooled"
 
 
 @dataclasses.dataclass
@@ -615,12 +615,13 @@ def read_source(source, indices, backend: str = "pyav", device: str = "cpu",
     cached per process). Raises DecodeError / BackendUnavailable naming the source. Introduced in notebook 24.
     """
     from playbook_utils import decoders
+    from playbook_utils.device import Device
 
     t0 = time.perf_counter()
     src = resolve(source, storage_options, block_size, fetch)
-    kind = decoders._device_kind(device)
-    mod = decoders.adapter(backend)
-    why = decoders.why_unavailable(backend, device)
+    device = Device.parse(device)
+    ad = decoders.adapter(backend)
+    why = ad.why_unavailable(device)
     if why:
         raise BackendUnavailable(src.name, why, backend)
     try:
@@ -631,24 +632,24 @@ def read_source(source, indices, backend: str = "pyav", device: str = "cpu",
         raise DecodeError(src.name, "AVI with B-frames stores no presentation timestamps, so no library can "
                                     "locate a frame exactly; remux it to MP4 or MKV", backend)
     idx = decoders.check_indices(src.name, indices, found.num_frames, backend)
-    why = decoders._refuses(mod, found, kind)
+    why = ad.why_unavailable(device, found)
     if why:
         raise BackendUnavailable(src.name, why, backend)
-    how = "native" if hasattr(mod, "read_file") or src.kind == "path" else "spooled"
+    how = "native" if ad.read_file is not None or src.kind == "path" else "spooled"
     if not idx:
         import torch
 
-        frames = torch.empty((0, 3, found.height, found.width), dtype=torch.uint8, device=device)
+        frames = torch.empty((0, 3, found.height, found.width), dtype=torch.uint8, device=str(device))
         return SourceRead(frames, src.name, backend, how, 0, 0, time.perf_counter() - t0, None)
     try:
         if src.kind == "path":
-            frames = mod.read(src.path, idx, device, found)
+            frames = ad.read(src.path, idx, device, found)
         elif how == "native":
             with src.open() as f:
-                frames = mod.read_file(f, idx, device, found)
+                frames = ad.read_file(f, idx, device, found)
         else:
             with src.local_path() as tmp:
-                frames = mod.read(tmp, idx, device, found)
+                frames = ad.read(tmp, idx, device, found)
     except (DecodeError, BackendUnavailable):
         raise
     except Exception as e:  # a library's own exception becomes ours, with the cause kept

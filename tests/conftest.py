@@ -1,4 +1,5 @@
 import os
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,19 @@ def media_cache(tmp_path_factory):
     return Path(root)
 
 
+@lru_cache(maxsize=None)
 def has_nvdec() -> bool:
+    """Whether this machine has an NVIDIA GPU whose NVDEC library (libnvcuvid) loads."""
     from playbook_utils import env
 
     return env.capabilities()["nvdec"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """The one place the `gpu` marker is acted on: where there is no NVDEC, every test marked `gpu` is skipped,
+    with the reason (a test may add its own, finer condition: a GPU backend installed)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu and not has_nvdec():
+        skip = pytest.mark.skip(reason="marked gpu: needs an NVIDIA GPU whose NVDEC library (libnvcuvid) loads")
+        for item in gpu:
+            item.add_marker(skip)

@@ -11,23 +11,39 @@ from __future__ import annotations
 
 import threading
 
-DEVICES = ("cpu", "cuda")
-# Always FFmpeg's best video stream; returns the picture as stored (read_frames turns it as displayed).
-CPU_CODECS = ("vp8", "vp9", "mjpeg")
+from playbook_utils.decoders import base
+from playbook_utils.device import Device
+
 _lock = threading.Lock()
 _pipes: dict = {}
 
 
-def refuses(info, device: str) -> str | None:
-    from playbook_utils.decoders.matrix import traits
+class Dali(base.Adapter):
+    """Always FFmpeg's best video stream; returns the picture as stored (read_frames turns it as displayed)."""
 
-    if device == "cpu" and info.codec not in CPU_CODECS:
-        return (f"DALI's CPU video decoder does not take {info.codec} (only {', '.join(CPU_CODECS)}); "
-                "use device='cuda'")
-    if device == "cuda" and "edit-list" in traits(info):
-        return ("the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's CPU path (exact in "
-                "the correctness matrix); its NVDEC path has not been checked on such files")
-    return None
+    NAME, IMPORT, DISTRIBUTION, LABEL = "dali", "nvidia.dali", "", "DALI"
+    DEVICES = ("cpu", "cuda")
+    CODECS = {"cpu": ("vp8", "vp9", "mjpeg")}
+    KNOWN_WRONG = (
+        base.known_wrong("edit-list", "the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's "
+                                      "CPU path (exact in the correctness matrix); its NVDEC path has not been "
+                                      "checked on such files", devices=("cuda",)),
+    )
+
+    def read_file(self, fileobj, indices: list[int], device: Device, info):
+        """`read` of an open binary file object's bytes: the pipeline decodes from memory anyway (notebook 24)."""
+        return _read(getattr(fileobj, "name", "<file-like>"), indices, device, info, encoded=fileobj.read())
+
+    def read_resized(self, source, indices: list[int], device: Device, info, size):
+        """`read` at `size` (H, W): `fn.resize` (antialiased) after the decoder in the same pipeline (notebook 24).
+        `source`: a path or an open binary file object."""
+        if hasattr(source, "read"):
+            return _read(getattr(source, "name", "<file-like>"), indices, device, info, encoded=source.read(),
+                         size=size)
+        return _read(source, indices, device, info, size=size)
+
+    def read(self, path: str, indices: list[int], device: Device, info):
+        return _read(path, indices, device, info)
 
 
 def _pipeline(kind: str, gpu: int, size=None):
@@ -48,28 +64,14 @@ def _pipeline(kind: str, gpu: int, size=None):
     return pipe
 
 
-def read_file(fileobj, indices: list[int], device: str, info):
-    """`read` of an open binary file object's bytes: the pipeline decodes from memory anyway (notebook 24)."""
-    return read(getattr(fileobj, "name", "<file-like>"), indices, device, info, encoded=fileobj.read())
-
-
-def read_resized(source, indices: list[int], device: str, info, size):
-    """`read` at `size` (H, W): `fn.resize` (antialiased) after the decoder in the same pipeline (notebook 24).
-    `source`: a path or an open binary file object."""
-    if hasattr(source, "read"):
-        return read(getattr(source, "name", "<file-like>"), indices, device, info, encoded=source.read(), size=size)
-    return read(source, indices, device, info, size=size)
-
-
-def read(path: str, indices: list[int], device: str, info, encoded: bytes | None = None, size=None):
+def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | None = None, size=None):
     import numpy as np
     import torch
 
-    from playbook_utils.decoders import device_index
     from playbook_utils.errors import BackendUnavailable
 
-    kind = "cpu" if device == "cpu" else "cuda"
-    gpu = device_index(device) if kind == "cuda" else -1
+    kind = device.kind
+    gpu = device.ordinal if device.is_cuda else -1
     # Each needed frame once, in order, then reordered here: DALI's decoder given a long unsorted list with
     # repeats takes time growing faster than the list (5,000 random indices of a 300-frame clip: over a minute).
     unique = sorted(set(indices))
@@ -94,13 +96,13 @@ def read(path: str, indices: list[int], device: str, info, encoded: bytes | None
         else:
             from nvidia.dali.plugin.pytorch import feed_ndarray
 
-            frames = torch.empty(sample.shape(), dtype=torch.uint8, device=device)
-            feed_ndarray(sample, frames, cuda_stream=torch.cuda.current_stream(device))
-            torch.cuda.current_stream(device).synchronize()
+            frames = torch.empty(sample.shape(), dtype=torch.uint8, device=str(device))
+            feed_ndarray(sample, frames, cuda_stream=torch.cuda.current_stream(str(device)))
+            torch.cuda.current_stream(str(device)).synchronize()
     if len(frames) != len(unique):
         raise RuntimeError(f"asked DALI for {len(unique)} frames, got {len(frames)}")
     frames = frames.permute(0, 3, 1, 2).contiguous()   # (U, 3, H, W), then one gather into the order asked
-    if unique != indices:
-        position = {i: k for k, i in enumerate(unique)}
-        frames = frames[torch.tensor([position[i] for i in indices], device=frames.device)]
-    return frames
+    return base.in_order(frames, unique, indices)
+
+
+ADAPTER = Dali()

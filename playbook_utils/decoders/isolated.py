@@ -2,29 +2,19 @@
 
 Some libraries cannot share a process (PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
 loaded), some crash or hang on bad input, and benchmarks need a fresh process per backend. Here a
-child process does the decoding; errors come back as our own exceptions, a crash or a time-out as
-`DecodeError`, never as a dead kernel.
+child process does the decoding (`playbook_utils.child`); errors come back as our own exceptions, a
+crash or a time-out as `DecodeError`, never as a dead kernel.
 
     python -m playbook_utils.decoders.isolated   (the child; reads one JSON request per line)
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from playbook_utils.errors import BackendUnavailable, DecodeError, last_line
-
-
-def _child_env() -> dict:
-    from playbook_utils.decoders import child_env
-
-    env = child_env()   # the imports this process has probed need no second probe there
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
+from playbook_utils import child
+from playbook_utils.errors import BackendUnavailable, DecodeError
 
 
 def read_frames_isolated(path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300,
@@ -40,47 +30,31 @@ def read_frames_isolated(path, indices, backend: str = "pyav", device: str = "cp
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "frames.npy"
         req = {"path": str(path), "indices": [int(i) for i in indices], "backend": backend,
-               "device": device, "save": str(out), "stream": stream}
-        results = run_requests([req], timeout=timeout)
-        r = results[0]
+               "device": str(device), "save": str(out), "stream": stream}
+        r = run_requests([req], timeout=timeout)[0]
         if r["status"] != "ok":
             raise_result(r, path, backend)
         frames = torch.from_numpy(np.load(out))
-    return frames.to(device) if device != "cpu" else frames
+    return frames.to(str(device)) if str(device) != "cpu" else frames
 
 
 def raise_result(r: dict, path, backend: str):
-    """Turn a child's failure record back into the exception it stands for."""
+    """Turn a child's failure answer back into the exception it stands for."""
     cls = BackendUnavailable if r["status"] == "unavailable" else DecodeError
-    raise cls(path, r["error"], backend)
+    raise cls(path, r.get("cause") or r["error"], backend)
 
 
 def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
-    """Serve `requests` (dicts of path, indices, backend, device[, stream][, save]) in one child process.
+    """Serve `requests` (dicts of path, indices, backend, device[, stream][, save][, stamps]) in one child process.
 
-    Each result: {'status': 'ok' | 'unavailable' | 'error' | 'crashed', 'stamps' (when asked with
-    'stamps': True), 'error'}. If the child dies, the request it was on is 'crashed' and a new
-    child takes the rest.
+    Each result is a `child` answer: 'status' among `child.OUTCOMES`, 'error', 'exception', and for 'ok' the
+    'shape' and, asked with 'stamps': True, the 'stamps' read from the frames. If the child dies or runs out of
+    time, the request it was on is 'crashed' or 'timeout' and a new child takes the rest.
     """
-    results: list[dict] = []
-    pending = list(requests)
-    while pending:
-        payload = "".join(json.dumps(r) + "\n" for r in pending)
-        try:
-            run = subprocess.run([sys.executable, "-m", "playbook_utils.decoders.isolated"], input=payload,
-                                 capture_output=True, text=True, timeout=timeout, env=_child_env())
-            lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
-            died = f"exit {run.returncode}: {last_line(run.stderr)[:200]}"
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-            died = f"no answer within {timeout:.0f} s"
-        results += lines
-        pending = pending[len(lines):]
-        if pending:
-            results.append({"status": "crashed", "error": f"the decoding process died ({died})"})
-            pending = pending[1:]
-    return results
+    from playbook_utils.decoders import child_env
+
+    # the imports this process has checked need no second check there
+    return child.serve(child.python("-m", "playbook_utils.decoders.isolated"), requests, timeout, child_env())
 
 
 def _serve_one(req: dict) -> dict:
@@ -88,16 +62,9 @@ def _serve_one(req: dict) -> dict:
 
     from playbook_utils.decoders import as_stored, read_frames, video_info
 
-    try:
-        frames = read_frames(req["path"], req["indices"], backend=req["backend"], device=req["device"],
-                             stream=req.get("stream"))
-    except BackendUnavailable as e:
-        return {"status": "unavailable", "error": e.cause}
-    except DecodeError as e:
-        return {"status": "error", "error": e.cause}
-    except Exception as e:  # anything else is a bug in an adapter: report it as data
-        return {"status": "error", "error": f"unexpected {type(e).__name__}: {e}"[:400]}
-    result = {"status": "ok", "error": None, "shape": list(frames.shape)}
+    frames = read_frames(req["path"], req["indices"], backend=req["backend"], device=req["device"],
+                         stream=req.get("stream"))
+    result = {"shape": list(frames.shape)}
     if req.get("stamps"):
         from playbook_utils.media import StampError, read_stamp
 
@@ -114,6 +81,4 @@ def _serve_one(req: dict) -> dict:
 
 
 if __name__ == "__main__":
-    for line in sys.stdin:
-        if line.strip():
-            print(json.dumps(_serve_one(json.loads(line))), flush=True)
+    child.serve_requests(_serve_one)

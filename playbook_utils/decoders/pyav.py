@@ -2,62 +2,63 @@
 
 Frames are found by presentation timestamp, never by counting after a seek, and requested frames
 are visited in one sorted forward pass that seeks only when the next target lies in a later GOP.
+Returns the picture as stored (read_frames turns it as displayed). Frames an MP4 edit list hides are
+dropped by FFmpeg's decoder and left out of the probe's frame list, so frame 0 is the first one shown.
 """
 
 from __future__ import annotations
 
-DEVICES = ("cpu", "cuda")
-CHOOSES_STREAM = True   # any video stream of the file (read_frames' stream=)
-# Returns the picture as stored (read_frames turns it as displayed). Frames an MP4 edit list hides are
-# dropped by FFmpeg's decoder and left out of the probe's frame list, so frame 0 is the first one shown.
+from playbook_utils.decoders import base
+from playbook_utils.device import Device
 
 
-def _open(path: str, device: str):
+class PyAV(base.Adapter):
+    NAME, IMPORT, DISTRIBUTION = "pyav", "av", "av"
+    DEVICES = ("cpu", "cuda")
+    CHOOSES_STREAM = True   # any video stream of the file (read_frames' stream=)
+
+    def read(self, path: str, indices: list[int], device: Device, info):
+        if not device.is_cuda:
+            return _read(path, indices, device, info, [])
+        decoded: list[int] = []
+        try:
+            return _read(path, indices, device, info, decoded)
+        except Exception as e:
+            # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways
+            # ("no stream is compatible", or "Invalid data" for an unsupported profile such as 4:4:4).
+            if not decoded or "ardware" in str(e):
+                from playbook_utils.errors import BackendUnavailable, first_line
+
+                first = first_line(e, type(e).__name__)[:200]
+                raise BackendUnavailable(path, f"FFmpeg's cuda hwaccel (NVDEC) cannot decode this {info.codec} "
+                                               f"{info.pix_fmt} stream: {type(e).__name__}: {first}", "pyav") from e
+            raise
+
+    def read_file(self, fileobj, indices: list[int], device: Device, info):
+        """`read` from an open binary file object (bytes in memory, a tar member, a remote object): FFmpeg pulls
+        the bytes through the object's read() and seek() (notebook 24). Errors come back as the library's own."""
+        return _read(fileobj, indices, device, info, [])
+
+    def read_resized(self, source, indices: list[int], device: Device, info, size):
+        """`read` at `size` (H, W): swscale scales (bilinear) in the same pass that converts YUV to RGB, so no
+        full-size RGB frame is made. `source`: a path or an open binary file object (notebook 24)."""
+        return _read(source, indices, device, info, [], size=size)
+
+
+def _open(path: str, device: Device):
     import av
 
-    if device == "cpu":
+    if not device.is_cuda:
         return av.open(path)
     from av.codec.hwaccel import HWAccel
 
-    return av.open(path, hwaccel=HWAccel(device_type="cuda", device=str(device.split(":")[1]) if ":" in device
-                                         else None, allow_software_fallback=False))
+    return av.open(path, hwaccel=HWAccel(device_type="cuda", device=None if device.index is None else str(device.index),
+                                         allow_software_fallback=False))
 
 
-def read(path: str, indices: list[int], device: str, info):
-    if device == "cpu":
-        return _read(path, indices, device, info, [])
-    decoded: list[int] = []
-    try:
-        return _read(path, indices, device, info, decoded)
-    except Exception as e:
-        # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways
-        # ("no stream is compatible", or "Invalid data" for an unsupported profile such as 4:4:4).
-        if not decoded or "ardware" in str(e):
-            from playbook_utils.errors import BackendUnavailable, first_line
-
-            first = first_line(e, type(e).__name__)[:200]
-            raise BackendUnavailable(path, f"FFmpeg's cuda hwaccel (NVDEC) cannot decode this {info.codec} "
-                                           f"{info.pix_fmt} stream: {type(e).__name__}: {first}", "pyav") from e
-        raise
-
-
-def read_file(fileobj, indices: list[int], device: str, info):
-    """`read` from an open binary file object (bytes in memory, a tar member, a remote object): FFmpeg pulls
-    the bytes through the object's read() and seek() (notebook 24). Errors come back as the library's own."""
-    return _read(fileobj, indices, device, info, [])
-
-
-def read_resized(source, indices: list[int], device: str, info, size):
-    """`read` at `size` (H, W): swscale scales (bilinear) in the same pass that converts YUV to RGB, so no
-    full-size RGB frame is made. `source`: a path or an open binary file object (notebook 24)."""
-    return _read(source, indices, device, info, [], size=size)
-
-
-def _read(path: str, indices: list[int], device: str, info, decoded: list, size=None):
+def _read(path: str, indices: list[int], device: Device, info, decoded: list, size=None):
     import numpy as np
     import torch
-
-    from playbook_utils import decoders
 
     keyframe_of = info.keyframe_of
     wanted = sorted(set(indices))
@@ -65,7 +66,7 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list, size=
     with _open(path, device) as container:
         stream = container.streams[info.stream]
         stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
-        stream.thread_count = decoders.CPU_THREADS  # 0: one per core; loader workers set fewer
+        stream.thread_count = base.CPU_THREADS  # 0: one per core; loader workers set fewer
         pts = info.pts  # read from the packets by the probe, in presentation order
         if len(pts) != info.num_frames:
             raise RuntimeError(f"found {len(pts)} frames, the probe found {info.num_frames}")
@@ -87,8 +88,11 @@ def _read(path: str, indices: list[int], device: str, info, decoded: list, size=
                     raise RuntimeError(f"frame {t} was not produced after seeking (reached {pos})")
             else:
                 raise RuntimeError(f"the stream ended before frame {t}")
-        if device != "cpu" and not stream.codec_context.is_hwaccel:
+        if device.is_cuda and not stream.codec_context.is_hwaccel:
             raise RuntimeError("decoded in software although the cuda hwaccel was asked for")
     # One copy into (N, H, W, 3), returned as an (N, 3, H, W) view: no per-frame transposes.
     out = torch.from_numpy(np.stack([got[i] for i in indices])).permute(0, 3, 1, 2)
-    return out.to(device) if device != "cpu" else out
+    return out.to(str(device)) if device.is_cuda else out
+
+
+ADAPTER = PyAV()

@@ -11,46 +11,65 @@ from __future__ import annotations
 
 import threading
 
-DEVICES = ("cuda",)
-# Always FFmpeg's best video stream (its FFmpeg demuxer's choice); NVDEC returns the picture as stored
-# (read_frames turns it as displayed).
+from playbook_utils.decoders import base
+from playbook_utils.device import Device
+
 _CHUNK = 8
 _local = threading.local()
 
-# What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong: refused.
-KNOWN_WRONG = {
-    "10-bit": "RGB output of 10-bit streams carries wrong or unreadable frames (91 of 120 in notebook 00's probe)",
-    "container:matroska": "frame indices drift near the end of MKV files (asked 46, got 44)",
-}
+
+def _wrong(trait: str, what: str) -> base.KnownWrong:
+    return base.known_wrong(trait, f"PyNvVideoCodec cannot be trusted with {trait} video: {what}", ("cuda",),
+                            seen="2.2.4")
 
 
-def refuses(info, device: str) -> str | None:
-    from playbook_utils.decoders.matrix import traits
+class PyNvVideoCodec(base.Adapter):
+    """Always FFmpeg's best video stream (its FFmpeg demuxer's choice); NVDEC returns the picture as stored
+    (read_frames turns it as displayed)."""
 
-    found = traits(info)
-    if "edit-list" in found:
-        return ("PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the frames an MP4 edit list "
-                "hides; not checked on such files")
-    if "open-gop" in found:
-        return ("PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: asked "
-                "[24, 33], got [1, none]; HEVC: asked 33, got 38)")
-    for trait in sorted(found & set(KNOWN_WRONG)):
-        return f"PyNvVideoCodec cannot be trusted with {trait} video: {KNOWN_WRONG[trait]}"
-    return None
+    NAME, IMPORT, DISTRIBUTION = "pynvvideocodec", "PyNvVideoCodec", "pynvvideocodec"
+    DEVICES = ("cuda",)
+    # What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong, and files it has
+    # not been checked on: refused.
+    KNOWN_WRONG = (
+        base.known_wrong("edit-list", "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the "
+                                      "frames an MP4 edit list hides; not checked on such files", ("cuda",)),
+        base.known_wrong("open-gop", "PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: "
+                                     "asked [24, 33], got [1, none]; HEVC: asked 33, got 38)", ("cuda",),
+                         seen="2.2.4"),
+        _wrong("10-bit", "RGB output of 10-bit streams carries wrong or unreadable frames (91 of 120 in notebook "
+                         "00's probe)"),
+        _wrong("container:matroska", "frame indices drift near the end of MKV files (asked 46, got 44)"),
+    )
+
+    def read(self, path: str, indices: list[int], device: Device, info):
+        from playbook_utils.errors import BackendUnavailable
+
+        gpu = device.ordinal
+        try:
+            try:
+                return _read(decoder_for(path, gpu), path, indices, gpu, info)
+            except Exception:
+                # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
+                getattr(_local, "decoders", {}).pop(gpu, None)
+                return _read(decoder_for(path, gpu), path, indices, gpu, info)
+        except Exception as e:
+            if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
+                raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream "
+                                               f"({type(e).__name__})", "pynvvideocodec") from e
+            raise
 
 
 def decoder_for(path: str, gpu_id: int):
     """A SimpleDecoder on `path`: the cached one of this thread and GPU, kept as it is for the same file
-    (`decoders.file_identity`; a loader reading it in chunks keeps the decoder's position), reconfigured
+    (`base.file_identity`; a loader reading it in chunks keeps the decoder's position), reconfigured
     for another file, or new."""
     import PyNvVideoCodec as nvc
-
-    from playbook_utils.decoders import file_identity
 
     cache = getattr(_local, "decoders", None)
     if cache is None:
         cache = _local.decoders = {}
-    key = (path, file_identity(path))
+    key = (path, base.file_identity(path))
     held_key, dec = cache.get(gpu_id, (None, None))
     if dec is not None and held_key == key:
         return dec
@@ -67,29 +86,8 @@ def decoder_for(path: str, gpu_id: int):
     return dec
 
 
-def read(path: str, indices: list[int], device: str, info):
-    from playbook_utils.decoders import device_index
-    from playbook_utils.errors import BackendUnavailable
-
-    gpu = device_index(device)
-    try:
-        try:
-            return _read(decoder_for(path, gpu), path, indices, gpu, info)
-        except Exception:
-            # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
-            getattr(_local, "decoders", {}).pop(gpu, None)
-            return _read(decoder_for(path, gpu), path, indices, gpu, info)
-    except Exception as e:
-        if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
-            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream "
-                                           f"({type(e).__name__})", "pynvvideocodec") from e
-        raise
-
-
 def _read(dec, path: str, indices: list[int], gpu: int, info):
     import torch
-
-    from playbook_utils.decoders import reorder
 
     if len(dec) != info.num_frames:
         raise RuntimeError(f"PyNvVideoCodec counts {len(dec)} frames, the packets say {info.num_frames}")
@@ -106,4 +104,7 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
                 if t.dtype != torch.uint8:
                     raise RuntimeError(f"PyNvVideoCodec returned {t.dtype} frames, expected uint8")
                 got[i] = t.clone()
-    return reorder(got, indices)
+    return base.reorder(got, indices)
+
+
+ADAPTER = PyNvVideoCodec()

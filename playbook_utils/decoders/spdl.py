@@ -5,43 +5,54 @@ frames asked for (indices in ascending order, as SPDL requires; repeats and orde
 converted to RGB by FFmpeg's filter graph. On CUDA, each run of wanted frames is demuxed as a time
 window starting at its GOP's keyframe and decoded by NVDEC (`decode_packets_nvdec`), whose own output
 scaling gives decoder-side resize (`read_resized`). spdl-io loads the machine's FFmpeg shared libraries
-(4 to 9) when first used, not at import; `device_unavailable` checks that they load, in a child process.
+(4 to 9) when first used, not at import; the adapter checks that they load, in a child process.
 SPDL takes a path or the file's bytes (no file-like objects): `read_file` hands it the bytes.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from functools import lru_cache
 
-DEVICES = ("cpu", "cuda")
+from playbook_utils.decoders import base
+from playbook_utils.device import Device
+
 _EXT = {"cpu": "_libspdl", "cuda": "_libspdl_cuda"}
 
 
-def refuses(info, device: str) -> str | None:
-    """A file trait SPDL gets wrong here, from the correctness matrix, or None."""
-    from playbook_utils.decoders.matrix import traits
+class Spdl(base.Adapter):
+    NAME, IMPORT, DISTRIBUTION = "spdl", "spdl.io", "spdl-io"
+    DEVICES = ("cpu", "cuda")
+    KNOWN_WRONG = (
+        base.known_wrong("edit-list", "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list "
+                                      "hides its first frames (the CPU path, H.264: asked 47, got 41): it counts the "
+                                      "hidden frames", seen="0.8.0"),
+    )
 
-    if "edit-list" in traits(info):
-        return ("SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list hides its first "
-                "frames (the CPU path, H.264: asked 47, got 41): it counts the hidden frames")
-    return None
+    def _check_device(self, kind: str) -> str | None:
+        """Whether spdl-io's FFmpeg (CPU) or CUDA extension loads, checked in a child process so that a failed
+        load leaves this process clean."""
+        from playbook_utils import child
 
+        # dir() loads the lazily imported extension
+        found = child.call(child.python("-c", f"import json; from spdl.io.lib import {_EXT[kind]} as m; dir(m); "
+                                              "print(json.dumps({'status': 'ok'}))"), timeout=180)
+        if found["status"] == "ok":
+            return None
+        what = "FFmpeg shared libraries (4 to 9; apt-get install ffmpeg)" if kind == "cpu" else "CUDA extension"
+        return f"spdl-io's {what} did not load: {found['error'][:240]}"
 
-@lru_cache(maxsize=None)
-def device_unavailable(device: str) -> str | None:
-    """Why SPDL cannot decode on `device` here: its FFmpeg (CPU) or CUDA extension fails to load (checked
-    once per process, in a child, so that a failed load leaves this process clean)."""
-    code = f"from spdl.io.lib import {_EXT[device]} as m; dir(m)"   # dir() loads the lazily imported extension
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
-    if run.returncode == 0:
-        return None
-    from playbook_utils.errors import last_line
+    def read(self, path: str, indices: list[int], device: Device, info):
+        return _read(str(path), indices, device, info)
 
-    cause = last_line(run.stderr)
-    what = "FFmpeg shared libraries (4 to 9; apt-get install ffmpeg)" if device == "cpu" else "CUDA extension"
-    return f"spdl-io's {what} did not load: {cause[:240]}"
+    def read_file(self, fileobj, indices: list[int], device: Device, info):
+        """`read` of an open binary file object: SPDL demuxes from the bytes in memory (notebook 24)."""
+        return _read(fileobj.read(), indices, device, info)
+
+    def read_resized(self, source, indices: list[int], device: Device, info, size):
+        """`read` at `size` (H, W): FFmpeg's scale filter (bilinear) on the CPU, NVDEC's output scaling on CUDA.
+        `source`: a path or an open binary file object (notebook 24)."""
+        src = source.read() if hasattr(source, "read") else str(source)
+        return _read(src, indices, device, info, size=tuple(size))
 
 
 @lru_cache(maxsize=None)
@@ -78,20 +89,18 @@ def _frames_cpu(src, wanted: list[int], size=None):
     return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)   # (N, H, W, 3) -> (N, 3, H, W)
 
 
-def _frames_cuda(src, wanted: list[int], device: str, info, size=None):
+def _frames_cuda(src, wanted: list[int], device: Device, info, size=None):
     """NVDEC: one window per run of wanted frames in one GOP, from its keyframe's time to the last wanted
     frame's; frame j of a window's output is frame keyframe + j."""
     import spdl.io
     import torch
-
-    from playbook_utils.decoders import device_index
 
     times = sorted(spdl.io.demux_video(src).get_timestamps())
     if len(times) != info.num_frames:
         raise RuntimeError(f"SPDL counts {len(times)} packets, the probe {info.num_frames}")
     half = (times[1] - times[0]) / 2 if len(times) > 1 else 0.01
     key_of = info.keyframe_of
-    cfg = spdl.io.cuda_config(device_index=device_index(device))
+    cfg = spdl.io.cuda_config(device_index=device.ordinal)
     scale = {"scale_width": size[1], "scale_height": size[0]} if size is not None else {}
     got, groups = {}, {}
     for t in wanted:
@@ -106,30 +115,14 @@ def _frames_cuda(src, wanted: list[int], device: str, info, size=None):
     return torch.stack([got[t] for t in wanted])
 
 
-def _read(src, indices: list[int], device: str, info, size=None):
-    import torch
-
+def _read(src, indices: list[int], device: Device, info, size=None):
     _load()
     wanted = sorted(set(indices))
-    if device == "cpu":
-        frames = _frames_cpu(src, wanted, size)
-    else:
+    if device.is_cuda:
         frames = _frames_cuda(src, wanted, device, info, size)
-    position = {i: k for k, i in enumerate(wanted)}
-    return frames[torch.tensor([position[i] for i in indices], device=frames.device)]
+    else:
+        frames = _frames_cpu(src, wanted, size)
+    return base.in_order(frames, wanted, indices)
 
 
-def read(path: str, indices: list[int], device: str, info):
-    return _read(str(path), indices, device, info)
-
-
-def read_file(fileobj, indices: list[int], device: str, info):
-    """`read` of an open binary file object: SPDL demuxes from the bytes in memory (notebook 24)."""
-    return _read(fileobj.read(), indices, device, info)
-
-
-def read_resized(source, indices: list[int], device: str, info, size):
-    """`read` at `size` (H, W): FFmpeg's scale filter (bilinear) on the CPU, NVDEC's output scaling on CUDA.
-    `source`: a path or an open binary file object (notebook 24)."""
-    src = source.read() if hasattr(source, "read") else str(source)
-    return _read(src, indices, device, info, size=tuple(size))
+ADAPTER = Spdl()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import threading
 
-DEVICES = ("cpu", "cuda")
-CHOOSES_STREAM = True   # stream_index=
-ROTATES = True          # returns frames turned as the display matrix says
+from playbook_utils.decoders import base
+from playbook_utils.device import Device
+
 _local = threading.local()
 _inherited: list = []
 
@@ -29,18 +29,6 @@ def _forget_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-def refuses(info, device: str) -> str | None:
-    from playbook_utils.decoders.matrix import traits
-
-    if "edit-list" in traits(info):
-        return ("TorchCodec returned other frames than a player shows on an MP4 whose edit list hides its first "
-                "frames (0.13 on the CPU, H.264 without B-frames: asked frame 0, got frame 6)")
-    if device == "cuda" and {"open-gop", "codec:hevc"} <= traits(info):
-        return ("TorchCodec's CUDA path returned a neighbouring frame in open-GOP HEVC in the correctness "
-                "matrix (asked 24, got 25); its CPU path was exact: use device='cpu' for this file")
-    return None
 
 
 def frame_mappings(info) -> str:
@@ -77,54 +65,65 @@ def decoder(path, device: str, num_threads: int = 0, stream: int | None = None, 
 
 
 def cached_decoder(path: str, device: str, stream: int | None = None):
-    """This thread's decoder for `path` on `device`: reused while the same file (`decoders.file_identity`) is
-    read again (a loader reading a video in chunks, a sampler coming back to it), else a new one."""
-    from playbook_utils import decoders
-
-    key = (path, device, stream, decoders.CPU_THREADS, decoders.file_identity(path))
+    """This thread's decoder for `path` on `device`: reused while the same file (`base.file_identity`) is
+    read again (a loader reading a video in chunks, a sampler coming back to it), else a new one.
+    `device`: a torch device string."""
+    key = (path, device, stream, base.CPU_THREADS, base.file_identity(path))
     held = getattr(_local, "held", None)
     if held is not None and held[0] == key:
         return held[1]
     _local.held = None  # drop the old decoder before opening the next one
-    dec = decoder(path, device, decoders.CPU_THREADS, stream)
+    dec = decoder(path, device, base.CPU_THREADS, stream)
     _local.held = (key, dec)
     return dec
 
 
-def read_file(fileobj, indices: list[int], device: str, info):
-    """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec
-    0.10+), with the probe's frame table instead of its own scan of every packet, so a remote object is
-    read only where the frames are. A new decoder each time: there is no file to key the cache on (notebook 24)."""
-    from playbook_utils import decoders
+class TorchCodec(base.Adapter):
+    NAME, IMPORT, DISTRIBUTION = "torchcodec", "torchcodec", "torchcodec"
+    DEVICES = ("cpu", "cuda")
+    CHOOSES_STREAM = True   # stream_index=
+    ROTATES = True          # returns frames turned as the display matrix says
+    KNOWN_WRONG = (
+        base.known_wrong("edit-list", "TorchCodec returned other frames than a player shows on an MP4 whose edit "
+                                      "list hides its first frames (0.13 on the CPU, H.264 without B-frames: asked "
+                                      "frame 0, got frame 6)", seen="0.13.0"),
+        base.known_wrong(("open-gop", "codec:hevc"), "TorchCodec's CUDA path returned a neighbouring frame in "
+                         "open-GOP HEVC in the correctness matrix (asked 24, got 25); its CPU path was exact: use "
+                         "device='cpu' for this file", devices=("cuda",)),
+    )
 
-    return read(getattr(fileobj, "name", "<file-like>"), indices, device, info,
-                dec=decoder(fileobj, device, decoders.CPU_THREADS, info.stream, info=info))
+    def read_file(self, fileobj, indices: list[int], device: Device, info):
+        """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec
+        0.10+), with the probe's frame table instead of its own scan of every packet, so a remote object is
+        read only where the frames are. A new decoder each time: there is no file to key the cache on
+        (notebook 24)."""
+        return self.read(getattr(fileobj, "name", "<file-like>"), indices, device, info,
+                         dec=decoder(fileobj, str(device), base.CPU_THREADS, info.stream, info=info))
+
+    def read_resized(self, source, indices: list[int], device: Device, info, size):
+        """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
+        `source`: a path or an open binary file object."""
+        return self.read(getattr(source, "name", source), indices, device, info,
+                         dec=decoder(source, str(device), base.CPU_THREADS, info.stream, size=size,
+                                     info=info if hasattr(source, "read") else None))
+
+    def read(self, path: str, indices: list[int], device: Device, info, dec=None):
+        dec = cached_decoder(path, str(device), info.stream) if dec is None else dec
+        n = dec.metadata.num_frames
+        if n != info.num_frames:
+            raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")
+        if indices == list(range(indices[0], indices[-1] + 1)):
+            frames = dec.get_frames_in_range(indices[0], indices[-1] + 1).data  # one pass, no per-frame seeks
+        else:
+            frames = dec.get_frames_at(indices).data
+        if device.is_cuda:
+            status = str(getattr(dec, "cpu_fallback", ""))
+            if "Falling back" in status or frames.device.type != "cuda":
+                from playbook_utils.errors import BackendUnavailable
+
+                raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream; TorchCodec would "
+                                               f"silently decode it on the CPU ({status.strip()})", "torchcodec")
+        return frames
 
 
-def read_resized(source, indices: list[int], device: str, info, size):
-    """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
-    `source`: a path or an open binary file object."""
-    from playbook_utils import decoders
-
-    return read(getattr(source, "name", source), indices, device, info,
-                dec=decoder(source, device, decoders.CPU_THREADS, info.stream, size=size,
-                            info=info if hasattr(source, "read") else None))
-
-
-def read(path: str, indices: list[int], device: str, info, dec=None):
-    dec = cached_decoder(path, device, info.stream) if dec is None else dec
-    n = dec.metadata.num_frames
-    if n != info.num_frames:
-        raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")
-    if indices == list(range(indices[0], indices[-1] + 1)):
-        frames = dec.get_frames_in_range(indices[0], indices[-1] + 1).data  # one pass, no per-frame seeks
-    else:
-        frames = dec.get_frames_at(indices).data
-    if device != "cpu":
-        status = str(getattr(dec, "cpu_fallback", ""))
-        if "Falling back" in status or frames.device.type != "cuda":
-            from playbook_utils.errors import BackendUnavailable
-
-            raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream; TorchCodec would "
-                                           f"silently decode it on the CPU ({status.strip()})", "torchcodec")
-    return frames
+ADAPTER = TorchCodec()

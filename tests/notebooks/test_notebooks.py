@@ -7,7 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from playbook_utils import env, media, notebook_stats, run_notebooks
+from playbook_utils import env, media
+from playbook_utils.tools import notebook_stats, run_notebooks
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 NOTEBOOKS = sorted(run_notebooks.NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -245,7 +246,7 @@ def test_a_fresh_smoke_run_compares_with_the_cpu_reference_without_structural_ch
     """The nightly's comparison against results/cpu-2core: the reference must describe today's notebooks. Rates may
     move on another CPU (they are reported), but nothing the reference holds may be missing, no notebook may fail,
     and no metric with an exact rule (exactness, job counts, skipped sections' kinds, capabilities) may differ."""
-    from playbook_utils import nightly
+    from playbook_utils.tools import nightly
 
     _, out, _ = smoke_run
     reference = run_notebooks.ROOT / "results" / "cpu-2core"

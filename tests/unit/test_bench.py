@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from playbook_utils import bench, media
+from playbook_utils import media
+from playbook_utils.bench import harness
 
 
 @pytest.fixture(scope="module")
@@ -12,30 +13,30 @@ def clip():
 
 
 def test_workload_indices():
-    assert bench.indices_for("sequential", 10, 0) == list(range(10))
-    assert bench.indices_for("uniform16", 96, 0) == [3, 9, 15, 21, 27, 33, 39, 45, 51, 57, 63, 69, 75, 81, 87, 93]
-    a, b = bench.indices_for("clips4x8s2", 96, 1), bench.indices_for("clips4x8s2", 96, 2)
-    assert len(a) == 32 and a != b and a == bench.indices_for("clips4x8s2", 96, 1)
+    assert harness.indices_for("sequential", 10, 0) == list(range(10))
+    assert harness.indices_for("uniform16", 96, 0) == [3, 9, 15, 21, 27, 33, 39, 45, 51, 57, 63, 69, 75, 81, 87, 93]
+    a, b = harness.indices_for("clips4x8s2", 96, 1), harness.indices_for("clips4x8s2", 96, 2)
+    assert len(a) == 32 and a != b and a == harness.indices_for("clips4x8s2", 96, 1)
 
 
 def test_a_job_runs_in_its_own_process_and_checks_its_frames(clip):
-    row = bench.run_job(bench.Job("pyav", "cpu", "uniform16", str(clip), threads=2, min_time=0.2))
+    row = harness.run_job(harness.Job("pyav", "cpu", "uniform16", str(clip), threads=2, min_time=0.2))
     assert row["status"] == "ok", row
     assert row["exact"] is True and row["frames_per_call"] == 16 and row["calls"] >= 6
     assert row["fps"] > 0 and row["rss_mb"] > 0 and row["nvdec_pct"] is None
 
 
 def test_failures_are_rows_not_crashes(tmp_path, clip):
-    missing = bench.run_job(bench.Job("pyav", "cpu", "sequential", str(tmp_path / "missing.mp4"), min_time=0.1))
+    missing = harness.run_job(harness.Job("pyav", "cpu", "sequential", str(tmp_path / "missing.mp4"), min_time=0.1))
     assert missing["status"] == "error" and "does not exist" in missing["error"]
-    refused = bench.run_job(bench.Job("dali", "cpu", "sequential", str(clip), min_time=0.1))
+    refused = harness.run_job(harness.Job("dali", "cpu", "sequential", str(clip), min_time=0.1))
     assert refused["status"] == "unavailable" and "h264" in refused["error"]
-    no_path = bench.run_job(bench.Job("pynvvideocodec", "cpu", "sequential", str(clip), min_time=0.1))
+    no_path = harness.run_job(harness.Job("pynvvideocodec", "cpu", "sequential", str(clip), min_time=0.1))
     assert no_path["status"] == "unavailable" and "no cpu path" in no_path["error"]
 
 
 def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
-    code = bench.main(["--device", "cpu", "--backends", "pyav,pynvvideocodec", "--workloads", "sequential",
+    code = harness.main(["--device", "cpu", "--backends", "pyav,pynvvideocodec", "--workloads", "sequential",
                        "--clips", str(clip), "--min-time", "0.1", "--output", str(tmp_path)])
     assert code == 0
     doc = json.loads((tmp_path / "bench.json").read_text())
@@ -43,7 +44,7 @@ def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
     assert [r["status"] for r in doc["rows"]] == ["ok", "unavailable"]
     with (tmp_path / "bench.csv").open(newline="") as f:   # a plain CSV: the stamp is in its own file
         rows = list(csv.DictReader(f))
-    assert [r["backend"] for r in rows] == ["pyav", "pynvvideocodec"] and list(rows[0]) == bench.COLUMNS
+    assert [r["backend"] for r in rows] == ["pyav", "pynvvideocodec"] and list(rows[0]) == harness.COLUMNS
     assert float(rows[0]["fps"]) > 0 and rows[0]["exact"] == "True" and rows[1]["status"] == "unavailable"
     assert json.loads((tmp_path / "bench_stamp.json").read_text()) == doc["stamp"]
 
@@ -52,31 +53,30 @@ def test_cli_help_names_every_workload_and_backend_and_refuses_others(capsys):
     from playbook_utils.decoders import BACKENDS
 
     with pytest.raises(SystemExit):
-        bench.main(["--help"])
+        harness.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert all(w in text for w in bench.WORKLOADS) and all(b in text for b in BACKENDS)
+    assert all(w in text for w in harness.WORKLOADS) and all(b in text for b in BACKENDS)
     with pytest.raises(SystemExit) as e:
-        bench.main(["--workloads", "sequential,uniform12"])
+        harness.main(["--workloads", "sequential,uniform12"])
     assert e.value.code == 2 and "unknown workload or backend: uniform12" in capsys.readouterr().err
 
 
 def test_a_refused_clip_is_an_unavailable_row_without_a_child(tmp_path):
-    from playbook_utils import bench
-    from playbook_utils.decoders import refusal, why_unavailable
+    from playbook_utils.decoders import why_unavailable
 
     if why_unavailable("dali", "cpu"):
         pytest.skip("DALI is not installed here")
     clip = media.make_clip(tmp_path / "c.mp4", "h264", 256, 144, num_frames=12)
-    assert "h264" in refusal(clip, "dali", "cpu")
-    assert refusal(clip, "pyav", "cpu") is None
-    row = bench.run_job(bench.Job("dali", "cpu", "sequential", str(clip)))
+    assert "h264" in why_unavailable("dali", "cpu", clip)
+    assert why_unavailable("pyav", "cpu", clip) is None
+    row = harness.run_job(harness.Job("dali", "cpu", "sequential", str(clip)))
     assert row["status"] == "unavailable" and "h264" in row["error"]
 
 
 def test_reference_numbers_gather_20_and_21(tmp_path):
     import json
 
-    from playbook_utils.results import reference_numbers
+    from playbook_utils.tools.results import reference_numbers
 
     assert reference_numbers(tmp_path) == {}  # nothing ran: nothing claimed
     (tmp_path / "20_decode_benchmarks.json").write_text(json.dumps({
@@ -95,10 +95,12 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
     assert r["sparse_speedup"] == {"speedup": 5.0} and r["harness_overhead"] == {"overhead_pct": 1.0}
 
 
-def test_sampler_summary_keeps_only_samples_after_a_time():
+def test_utilization_monitor_summary_keeps_only_samples_after_a_time():
     import time
 
-    with bench.Sampler(period=0.02) as s:
+    from playbook_utils.bench.monitor import UtilizationMonitor
+
+    with UtilizationMonitor(period=0.02) as s:
         time.sleep(0.15)
         mid = time.perf_counter()
         time.sleep(0.15)

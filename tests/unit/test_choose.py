@@ -2,7 +2,8 @@
 
 import pytest
 
-from playbook_utils import choose, media
+from playbook_utils import media
+from playbook_utils.bench import choose
 
 
 def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_path):

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from playbook_utils import BackendUnavailable, DecodeError, media
-from playbook_utils.decoders import BACKENDS, available, matrix, read_frames, why_unavailable
+from playbook_utils.bench import matrix
+from playbook_utils.decoders import BACKENDS, available, read_frames, why_unavailable
 from playbook_utils.decoders.isolated import read_frames_isolated
 
 CPU = available("cpu")
@@ -168,7 +169,7 @@ def test_gpu_matrix_never_returns_a_wrong_frame_silently(tmp_path):
 
 
 def test_nvdec_minimum_sizes_are_refused_up_front(tmp_path):
-    from playbook_utils.nvdec import too_small
+    from playbook_utils.decoders.base import nvdec_too_small as too_small
 
     assert too_small("hevc", 160, 96) and too_small("vp9", 160, 96)
     assert too_small("h264", 160, 96) is None and too_small("hevc", 256, 144) is None
@@ -264,35 +265,36 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
 
 
 def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch):
-    from playbook_utils import decoders, env
+    from playbook_utils import env
+    from playbook_utils.decoders import base
 
-    def probe(name):   # stands in for the child-process probe: av imports, decord does not
+    def probe(name):   # stands in for the child-process check: av imports, decord does not
         return {"importable": name == "av", "version": None, "error": None if name == "av" else "ImportError: planted"}
 
-    monkeypatch.setattr(env, "probe_import", probe)
-    monkeypatch.delenv(decoders.PROBED_ENV, raising=False)
-    monkeypatch.setattr(decoders, "_probed_ok", set())
-    decoders._importable.cache_clear()
+    monkeypatch.setattr(env, "check_import", probe)
+    monkeypatch.delenv(base.PROBED_ENV, raising=False)
+    monkeypatch.setattr(base, "_probed_ok", set())
+    base.importable.cache_clear()
     try:
-        assert decoders._importable("pyav") == (True, None) and decoders._importable("decord")[0] is False
-        assert decoders.child_env()[decoders.PROBED_ENV] == "av"   # what failed is not passed on
+        assert base.importable("av") == (True, None) and base.importable("decord")[0] is False
+        assert base.child_env()[base.PROBED_ENV] == "av"   # what failed is not passed on
 
         def no_probe(name):
             raise AssertionError(f"probed {name} again")
 
-        monkeypatch.setattr(env, "probe_import", no_probe)
-        monkeypatch.setenv(decoders.PROBED_ENV, "av")
-        decoders._importable.cache_clear()
-        assert decoders._importable("pyav") == (True, None)   # the child: no second probe
+        monkeypatch.setattr(env, "check_import", no_probe)
+        monkeypatch.setenv(base.PROBED_ENV, "av")
+        base.importable.cache_clear()
+        assert base.importable("av") == (True, None)   # the child: no second check
         with pytest.raises(AssertionError, match="probed decord"):
-            decoders._importable("decord")                  # not vouched for: probed as usual
+            base.importable("decord")                  # not vouched for: checked as usual
     finally:
-        decoders._importable.cache_clear()
+        base.importable.cache_clear()
 
 
 @pytest.fixture(scope="module")
 def look_alikes(tmp_path_factory):
-    from playbook_utils import faults
+    from playbook_utils.bench import faults
 
     return faults.make_look_alikes(tmp_path_factory.mktemp("look-alikes"))
 
@@ -337,7 +339,7 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (moved.st_ino, moved.st_size, moved.st_mtime_ns)
     check([23, 1], (144, 256))
     # the same sequence as notebook 23 runs it
-    from playbook_utils import faults
+    from playbook_utils.bench import faults
 
     assert faults.replaced_file_reads(a, b, tmp_path / "again.mp4", backend, device) == [True, True, True]
 
@@ -371,10 +373,13 @@ def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
     assert [media.read_stamp(f) for f in got] == want
 
 
-def test_decord_cuda_availability_is_asked_of_one_child_per_process(monkeypatch):
+def test_decord_on_cuda_asks_one_child_per_process_not_one_per_read(monkeypatch, smoke_media):
+    """Whether this decord has CUDA is asked of a child process once; every later check and read (each makes the
+    check) reuses the answer. The machine's other checks are stood in for: a GPU, decord importable."""
     import subprocess
 
-    from playbook_utils.decoders import decord as adapter
+    from playbook_utils import decoders
+    from playbook_utils.decoders import base
 
     started, real_run = [], subprocess.run
 
@@ -382,14 +387,19 @@ def test_decord_cuda_availability_is_asked_of_one_child_per_process(monkeypatch)
         started.append(cmd)
         return real_run(cmd, *args, **kwargs)
 
+    ad = decoders.adapter("decord")
     monkeypatch.setattr(subprocess, "run", counting_run)
-    adapter._cuda_unavailable.cache_clear()
-    try:
-        answers = {adapter.device_unavailable("cuda") for _ in range(5)}
-    finally:
-        adapter._cuda_unavailable.cache_clear()
+    monkeypatch.setattr(base, "cuda_visible", lambda: True)
+    monkeypatch.setattr(base, "importable", lambda name: (True, None))
+    monkeypatch.setattr(ad, "_machine", {})
+    answers = {decoders.why_unavailable("decord", "cuda") for _ in range(3)}
+    for _ in range(3):
+        try:
+            read_frames(smoke_media["h264_144p_gop12.mp4"], [0], backend="decord", device="cuda")
+        except BackendUnavailable as e:   # the PyPI wheel has no CUDA: every read is refused with the same reason
+            answers.add(e.cause)
     assert len(started) == 1 and len(answers) == 1
-    assert adapter.device_unavailable("cpu") is None and len(started) == 1
+    assert decoders.why_unavailable("decord", "cpu") is None and len(started) == 1
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from playbook_utils import distributed, env, media
+from playbook_utils.bench import scaling
 from playbook_utils.decoders import available
 
 
@@ -90,7 +91,7 @@ def test_cuda_rank_without_gpu_says_so():
 
 
 def test_two_gloo_ranks_under_torchrun_see_every_sample_once(paths, tmp_path):
-    r = distributed.launch(2, paths[:9], tmp_path / "run.json", backend="pyav", device="cpu", timeout=180,
+    r = scaling.launch(2, paths[:9], tmp_path / "run.json", backend="pyav", device="cpu", timeout=180,
                            k=4, batch_size=2, num_workers=0, epochs=2)
     assert r["world_size"] == 2 and r["process_group"] == "gloo" and len(r["ranks"]) == 2
     for e in r["epochs"]:
@@ -107,11 +108,11 @@ def test_a_bad_file_fails_the_run_naming_the_file(paths, tmp_path):
     from playbook_utils.errors import DecodeError
 
     with pytest.raises(DecodeError, match="not_there.mp4.*cannot read"):  # caught before any rank starts
-        distributed.launch(2, [paths[0], tmp_path / "not_there.mp4"], tmp_path / "run.json")
+        scaling.launch(2, [paths[0], tmp_path / "not_there.mp4"], tmp_path / "run.json")
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"not a video" * 100)
     with pytest.raises(RuntimeError, match=r"failed \(exit 1\): .*DecodeError: .*garbage.mp4"):
-        distributed.launch(2, [paths[0], garbage], tmp_path / "run.json", backend="pyav", timeout=180,
+        scaling.launch(2, [paths[0], garbage], tmp_path / "run.json", backend="pyav", timeout=180,
                            k=4, batch_size=1, num_workers=0, epochs=1)
 
 
@@ -123,7 +124,7 @@ GPU = [b for b in available("cuda") if b in distributed.GPU_BACKENDS] if torch.c
 @pytest.mark.parametrize("backend", GPU or ["none"])
 def test_nccl_ranks_decode_on_their_own_gpu_and_see_every_sample_once(backend, paths, tmp_path):
     ranks = min(2, torch.cuda.device_count())
-    r = distributed.launch(ranks, paths[:9], tmp_path / "run.json", backend=backend, device="cuda", timeout=300,
+    r = scaling.launch(ranks, paths[:9], tmp_path / "run.json", backend=backend, device="cuda", timeout=300,
                            k=4, batch_size=2, epochs=2)
     assert r["process_group"] == "nccl"
     assert sorted((x["device"], x["decode_device"]) for x in r["ranks"]) == [(f"cuda:{i}", f"cuda:{i}") for i in range(ranks)]

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from playbook_utils import env, setup_env
+from playbook_utils import env
+from playbook_utils.tools import setup_env
 
 
 def test_report_is_json_ready_and_complete():
@@ -20,7 +21,7 @@ def test_report_is_json_ready_and_complete():
 
 
 def test_a_missing_library_is_reported_not_raised():
-    info = env.probe_import("no_such_decoder_library_xyz")
+    info = env.check_import("no_such_decoder_library_xyz")
     assert info == {"importable": False, "version": None,
                     "error": "ModuleNotFoundError: No module named 'no_such_decoder_library_xyz'"}
 

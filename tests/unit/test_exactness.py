@@ -2,7 +2,8 @@
 
 import pytest
 
-from playbook_utils import exactness, media
+from playbook_utils import media
+from playbook_utils.bench import exactness
 from playbook_utils.decoders import read_frames
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from playbook_utils import faults
+from playbook_utils.bench import faults
 from playbook_utils.decoders import available
 
 

@@ -7,7 +7,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from playbook_utils import kit, media
+from playbook_utils import media
+from playbook_utils.tools import kit
 
 REP = {"gpu": {"available": False, "error": "none", "devices": []}, "cpu_model": "Test CPU @ 2GHz",
        "cpu_usable_cores": 4, "date_utc": "2026-12-01 10:00"}
@@ -135,7 +136,7 @@ def test_plots_title_each_frame_with_its_stamp_and_count_gops():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from playbook_utils import plots
+    from playbook_utils.tools import plots
 
     rgb = np.stack([np.repeat(y[..., None], 3, axis=2) for y in luma_frames([4, 9])])   # (N, H, W, 3)
     fig = plots.stamped_grid(rgb, [4, 8], "which frames?")

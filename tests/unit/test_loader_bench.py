@@ -2,7 +2,8 @@
 
 import pytest
 
-from playbook_utils import bench, loader_bench, nvdec, plots
+from playbook_utils.bench import harness, loader_bench, nvdec
+from playbook_utils.tools import plots
 
 
 def test_epoch_items_are_distinct_files_spread_over_the_clips(tmp_path):
@@ -48,11 +49,11 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
 
     monkeypatch.setattr(nvdec, "ceiling", fake)
 
-    class I:
+    class Info:
         def __init__(self, codec):
             self.codec, self.width, self.height = codec, 1920, 1080
 
-    infos = {"h.mp4": I("h264"), "h2.mp4": I("h264"), "v.mp4": I("hevc")}
+    infos = {"h.mp4": Info("h264"), "h2.mp4": Info("h264"), "v.mp4": Info("hevc")}
     found = nvdec.ceilings({n: n for n in infos}, infos, ["h.mp4"], ["h2.mp4", "v.mp4"], ((1, 1), (7, 2)), 1.0)
     assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2),))]   # hevc has no swept clip: not measured
     assert set(found) == {"h.mp4", "h2.mp4"}
@@ -65,7 +66,7 @@ def test_format_rows_shows_rate_spread_check_or_the_reason():
              "fps": 1234.5, "rate_spread_pct": 7.0, "exact": True, "check": "reference:torchcodec"},
             {"backend": "dali", "device": "cpu", "workload": "sequential", "clip": "a.mp4", "status": "unavailable",
              "error": "DALI's CPU video decoder does not take h264"}]
-    text = bench.format_rows(rows)
+    text = harness.format_rows(rows)
     assert "1,234" in text and "7%" in text and "reference:torchcodec" in text
     assert "unavailable: DALI's CPU video decoder does not take h264" in text
 

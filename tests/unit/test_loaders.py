@@ -1,6 +1,7 @@
 import pytest
 
 from playbook_utils import loaders, media
+from playbook_utils.bench import loader_bench
 from playbook_utils.decoders import available
 
 
@@ -36,10 +37,10 @@ def test_loader_batches_and_wait_measurement(paths):
     assert dl.multiprocessing_context.get_start_method() == "spawn" and dl.timeout > 0
     batch = next(iter(dl))
     assert batch.shape == (2, 4, 3, 144, 256)
-    r = loaders.measure_loader(dl, step_s=0.01, steps=5)
+    r = loader_bench.measure_loader(dl, step_s=0.01, steps=5)
     assert r["steps"] == 5 and 0 < r["wait_fraction"] < 1 and r["samples_per_s"] > 0
     assert not r["stopped_by_time"]
-    capped = loaders.measure_loader(dl, step_s=0.2, steps=1000, max_seconds=0.5, min_steps=3)
+    capped = loader_bench.measure_loader(dl, step_s=0.2, steps=1000, max_seconds=0.5, min_steps=3)
     assert capped["stopped_by_time"] and 3 <= capped["steps"] < 1000
 
 
@@ -79,25 +80,25 @@ def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
 
 
 def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path):
-    r = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]],
+    r = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]],
                                   "device": "cpu", "batch_size": 1})
     assert r["frames"] == 96 and r["frames_per_s"] > 0 and "wait" not in r
-    w = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]] * 4,
+    w = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]] * 4,
                                   "device": "cpu", "batch_size": 1, "step_s": 0.0, "steps": 2})
-    assert list(w) == ["wait"] and w["wait"]["steps"] == 2
+    assert w["status"] == "ok" and "frames" not in w and w["wait"]["steps"] == 2
     # how busy the machine was while the clock ran: no GPU here, so no NVDEC or SM figure
     assert set(r["utilization"]) == {"cpu_pct", "nvdec_pct", "sm_pct"} and r["utilization"]["nvdec_pct"] is None
-    sampled = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 2, "paths": [paths[0]] * 3,
+    sampled = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 2, "paths": [paths[0]] * 3,
                                         "device": "cpu", "batch_size": 1, "strategy": "uniform", "k": 4})
     assert sampled["frames"] == 3 * 4 and sampled["batches"] == 3
-    bad = loaders.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [tmp_path / "nope.mp4"],
+    bad = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [tmp_path / "nope.mp4"],
                                     "device": "cpu", "batch_size": 1})
-    assert "nope.mp4" in bad["error"]
+    assert bad["status"] == "error" and "nope.mp4" in bad["error"]
 
 
 def test_flat_out_counts_every_frame_delivered(paths):
     L = loaders.GpuLoader([paths[0]] * 3, backend="pyav", device="cpu", threads=2, batch_size=2, size=32, chunk=40)
-    r = loaders.measure_flat_out(L)
+    r = loader_bench.measure_flat_out(L)
     assert r["frames"] == 3 * 96 == L.frames_delivered and r["batches"] == 2 and r["frames_per_s"] > 0
 
 
@@ -119,7 +120,7 @@ def test_process_loader_delivers_every_video_once_model_ready(paths, tmp_path):
     matched = [next(k for k, r in refs.items() if r.shape == v.shape and torch.equal(r, v)) for v in videos]
     assert sorted(matched) == sorted(str(p) for p in items)     # every video once, in whatever order they finished
 
-    r = loaders.measure_flat_out(loaders.GpuProcessLoader([paths[0]] * 4, processes=2, threads=1, batch_size=1,
+    r = loader_bench.measure_flat_out(loaders.GpuProcessLoader([paths[0]] * 4, processes=2, threads=1, batch_size=1,
                                                           backend="pyav", device="cpu", size=32), warmup_batches=1)
     assert r["batches"] == 3 and r["frames"] == 3 * 96 and r["startup_s"] > 0
 
@@ -152,6 +153,7 @@ def test_loader_workers_share_the_cores_among_their_decoders(paths):
     import os
 
     from playbook_utils import decoders
+    from playbook_utils.decoders import base
 
     cores = len(os.sched_getaffinity(0))
     assert loaders.share_of_cores(2) == max(1, cores // 2) and loaders.share_of_cores(10 * cores) == 1
@@ -164,7 +166,7 @@ def test_loader_workers_share_the_cores_among_their_decoders(paths):
     saved = os.environ.get(decoders.PROBED_ENV)
     try:   # what a worker does at start-up, and the frames stay exact with one thread per decoder
         loaders._worker_start(1, probed, 0)
-        assert decoders.CPU_THREADS == 1 and os.environ[decoders.PROBED_ENV] == probed
+        assert base.CPU_THREADS == 1 and os.environ[decoders.PROBED_ENV] == probed
         for backend in ("pyav", "torchcodec"):
             got = decoders.read_frames(paths[0], [7, 0, 3], backend=backend)
             assert [media.read_stamp(f) for f in got] == [7, 0, 3], backend

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from playbook_utils import nightly
+from playbook_utils.tools import nightly
 
 ROOT = Path(__file__).resolve().parents[2]
 

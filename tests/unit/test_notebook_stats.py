@@ -1,7 +1,7 @@
 import json
 import re
 
-from playbook_utils import notebook_stats
+from playbook_utils.tools import notebook_stats
 
 
 def _nb(path, cells):

@@ -1,29 +1,29 @@
 import pytest
 
-from playbook_utils import media, nvdec
+from playbook_utils import media
+from playbook_utils.bench import nvdec
 from tests.conftest import has_nvdec
 
 
-def test_probe_answers_with_data_gpu_or_not(tmp_path):
+def test_decode_check_answers_with_data_gpu_or_not(tmp_path):
     clip = media.make_clip(tmp_path / "c.mp4", "h264", 160, 96, num_frames=8)
-    for lib in nvdec.PROBE_LIBRARIES:
-        r = nvdec.probe(lib, clip)
+    for lib in nvdec.CHECK_LIBRARIES:
+        r = nvdec.decode_check(lib, clip)
         if has_nvdec():  # every NVDEC generation decodes H.264
             assert r["ok"] and r["frames"] == 8 and r["wrong_frames"] == 0, r
         else:
             assert r["ok"] is False and r["error"], r
 
 
-def test_probe_of_a_missing_file_fails_cleanly(tmp_path):
-    r = nvdec.probe("pyav_hwaccel", tmp_path / "missing.mp4")
+def test_decode_check_of_a_missing_file_fails_cleanly(tmp_path):
+    r = nvdec.decode_check("pyav_hwaccel", tmp_path / "missing.mp4")
     assert r["ok"] is False and r["error"]
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not has_nvdec(), reason="needs an NVIDIA GPU whose libnvcuvid loads")
 def test_nvdec_decodes_h264_frame_exact(tmp_path):
     clip = media.make_clip(tmp_path / "c.mp4", "h264", 320, 180, num_frames=30)
-    r = nvdec.probe("pynvvideocodec", clip)
+    r = nvdec.decode_check("pynvvideocodec", clip)
     assert r["ok"] and r["frames"] == 30 and r["wrong_frames"] == 0
 
 

@@ -85,7 +85,7 @@ def test_make_playbook_passes_params_and_video_dir_to_the_runner():
     assert "$(foreach p,$(PARAMS),--param $(p))" in text and "$(if $(VIDEO_DIR),--video-dir $(VIDEO_DIR))" in text
 
 
-@pytest.mark.parametrize("module", ["run_notebooks", "bench", "nightly", "setup_env"])
+@pytest.mark.parametrize("module", ["tools.run_notebooks", "bench.harness", "tools.nightly", "tools.setup_env"])
 def test_every_cli_option_is_described_with_its_values(module, monkeypatch):
     import argparse
     import importlib
@@ -112,7 +112,7 @@ def test_every_cli_option_is_described_with_its_values(module, monkeypatch):
 
 # --- setup_env: decisions tested with pip, apt-get and the driver replaced (nothing is installed) ---
 
-from playbook_utils import setup_env  # noqa: E402
+from playbook_utils.tools import setup_env  # noqa: E402
 
 
 def test_a_machine_has_a_driver_when_libcuda_loads_or_nvidia_smi_exists():
@@ -256,7 +256,7 @@ def test_setup_is_silent_when_there_is_nothing_to_do(monkeypatch, capsys):
 def test_reachable_tells_an_open_port_from_a_closed_one():
     import socket
 
-    from playbook_utils.setup_env import reachable
+    from playbook_utils.tools.setup_env import reachable
 
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))

@@ -4,6 +4,7 @@ the code a user points at a bucket (AWS_* variables). Frame-exact against the sa
 import pytest
 
 from playbook_utils import access, decoders, media, shards, sources
+from playbook_utils.bench import access as access_bench
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
 pytest.importorskip("s3fs")
@@ -65,7 +66,7 @@ def test_access_patterns_cost_what_they_say(bucket):
     assert ix.keyframes == [0, 32, 64, 96] and set(ix.keyframe_offsets()) == {ix.info.pts[k] for k in ix.keyframes}
     assert access.ByteIndex.from_json(ix.to_json()) == ix
     ref = decoders.read_frames(bucket["clip"], [70, 71], "pyav")
-    rows = {r["access"]: r for r in access.measure_access(bucket["url"], [70, 71], "pyav", index=ix,
+    rows = {r["access"]: r for r in access_bench.measure_access(bucket["url"], [70, 71], "pyav", index=ix,
                                                          block_size=4096, reference=ref)}
     size = ix.size
     assert all(r["identical"] for r in rows.values())

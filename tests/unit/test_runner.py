@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from playbook_utils import run_notebooks
+from playbook_utils.tools import run_notebooks
 
 pytestmark = pytest.mark.notebook
 
@@ -44,7 +44,7 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     assert "planted failure" in rows["91_broken.ipynb"]["error"]
     assert rows["92_silent.ipynb"]["status"] == "failed" and "without writing" in rows["92_silent.ipynb"]["error"]
     # the library versions it ran with: in the summary's stamp, and as the constraints a baseline carries
-    from playbook_utils import setup_env
+    from playbook_utils.tools import setup_env
 
     assert summary["machine"]["libraries"] == setup_env.installed_versions() and "torch" in summary["machine"]["libraries"]
     assert setup_env.read_constraints(out / "constraints.txt")["torch"] == \

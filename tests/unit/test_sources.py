@@ -88,7 +88,7 @@ def test_backends_without_memory_input_get_a_spooled_copy(clip, monkeypatch, tmp
     assert sources.how_read("pynvvideocodec") == "spooled"
     assert {b: sources.how_read(b) for b in CPU_NATIVE} == {b: "native" for b in CPU_NATIVE}
     monkeypatch.setattr(sources.tempfile, "tempdir", str(tmp_path))
-    monkeypatch.delattr(decoders.adapter("pyav"), "read_file")   # pyav as if it took only file names
+    monkeypatch.setattr(decoders.adapter("pyav"), "read_file", None)   # pyav as if it took only file names
     got = sources.read_source(clip.read_bytes(), IDX, "pyav")
     assert got.how == "spooled" and _stamps(got.frames) == IDX
     assert not list(tmp_path.glob("playbook-spool-*")), "the spooled copy is deleted"

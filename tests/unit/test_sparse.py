@@ -2,7 +2,8 @@
 
 import pytest
 
-from playbook_utils import media, sampling, sparse
+from playbook_utils import media, sampling
+from playbook_utils.bench import sparse
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from playbook_utils import verdicts
+from playbook_utils.bench import verdicts
 
 
 def test_spread_is_the_middle_half_for_many_values_and_the_range_for_few():

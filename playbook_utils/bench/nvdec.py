@@ -1,37 +1,22 @@
-"""Which codecs this GPU's NVDEC engines decode, found by decoding, not by table (notebook 00).
+"""Which codecs this GPU's NVDEC engines decode, found by decoding, not by table (notebook 00), and how many
+frames per second the engines deliver at most (their ceiling, notebook 20).
 
-Each probe decodes a whole stamped clip on the GPU in a child process (so a library that
+Each check decodes a whole stamped clip on the GPU in a child process (so a library that
 crashes, or one whose FFmpeg clashes with another's, cannot hurt the caller) and checks that
 every frame carries the right index. Run as a module, it is that child:
-    python -m playbook_utils.nvdec LIBRARY PATH
+    python -m playbook_utils.bench.nvdec LIBRARY PATH
+NVDEC's minimum frame sizes, which every GPU path of `read_frames` checks, are `decoders.base.NVDEC_MIN_SIZE`.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import time
 
-from playbook_utils import env
-from playbook_utils.errors import describe, last_line
+from playbook_utils import child, env
+from playbook_utils.errors import describe
 
-PROBE_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
-
-# The smallest frame NVDEC decodes, per codec: NVIDIA's NVDEC programming guide (Video Codec SDK).
-# Seen on the H200: DALI refused a 160x96 VP9 clip ("supported: 128x128"), TorchCodec fell back to
-# the CPU for 160x96 HEVC and VP9 while H.264 at that size decoded on NVDEC.
-MIN_SIZE = {"h264": (48, 16), "hevc": (144, 144), "vp9": (128, 128), "av1": (128, 128),
-            "vp8": (48, 16), "mpeg4": (48, 16), "mpeg2video": (48, 16), "mjpeg": (48, 16)}
-
-
-def too_small(codec: str, width: int, height: int) -> str | None:
-    """Why NVDEC cannot take a `codec` stream of this size, or None when the size is fine."""
-    min_w, min_h = MIN_SIZE.get(codec, (0, 0))
-    if width < min_w or height < min_h:
-        return f"NVDEC's smallest {codec} frame is {min_w}x{min_h}; this video is {width}x{height}"
-    return None
-
+CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 
 def _decode_pynvvideocodec(path: str):
     import PyNvVideoCodec as nvc
@@ -76,30 +61,22 @@ def _child(library: str, path: str) -> dict:
         except StampError:
             wrong += 1
     return {"ok": len(frames) > 0 and wrong == 0, "frames": len(frames), "wrong_frames": wrong,
-            "seconds": round(seconds, 3), "how": how, "error": None}
+            "seconds": round(seconds, 3), "how": how}
 
 
-def probe(library: str, path, timeout: float = 120) -> dict:
+def decode_check(library: str, path, timeout: float = 120) -> dict:
     """Decode `path` on the GPU with `library` in a child process; return what happened.
 
     {'ok': all frames decoded on the GPU with the right stamps, 'frames', 'wrong_frames',
-     'seconds' (including decoder start-up), 'how', 'error'}.
+     'seconds' (including decoder start-up), 'how', 'error', 'status' (the child's, `child.OUTCOMES`)}.
     """
-    try:
-        run = subprocess.run([sys.executable, "-m", "playbook_utils.nvdec", library, str(path)],
-                             capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"no answer within {timeout:.0f} s"}
-    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        tail = last_line(run.stderr)
-        return {"ok": False, "error": f"child process died (exit {run.returncode}): {tail[:300]}"}
-    return json.loads(lines[-1])
+    found = child.call(child.python("-m", "playbook_utils.bench.nvdec", library, str(path)), timeout=timeout)
+    return {"ok": False, **found} if found["status"] != "ok" else found
 
 
-def codec_matrix(clips: dict, libraries=PROBE_LIBRARIES, timeout: float = 120) -> dict:
-    """{codec: {library: probe result}} for clips given as {codec: path}."""
-    return {codec: {lib: probe(lib, path, timeout) for lib in libraries} for codec, path in clips.items()}
+def codec_matrix(clips: dict, libraries=CHECK_LIBRARIES, timeout: float = 120) -> dict:
+    """{codec: {library: `decode_check` result}} for clips given as {codec: path}."""
+    return {codec: {lib: decode_check(lib, path, timeout) for lib in libraries} for codec, path in clips.items()}
 
 
 # --------------------------------------------------------------------------- the engines' ceiling
@@ -269,10 +246,5 @@ def format_ceilings(found: dict, infos: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    lib, clip = sys.argv[1], sys.argv[2]
-    try:
-        result = _child(lib, clip)
-    except BaseException as e:  # report any failure as data: this process exists to contain it
-        result = {"ok": False, "error": describe(e)[:400]}
-    print(json.dumps(result), flush=True)
+if __name__ == "__main__":   # any failure is reported as data: this process exists to contain it
+    child.reply(_child, sys.argv[1], sys.argv[2])

@@ -1,6 +1,6 @@
-"""One rank of a sharded loading run, started by torchrun (notebook 30).
+"""Sharded loading over ranks, measured: `launch` starts the ranks under torchrun, `main` is one rank (notebook 30).
 
-    torchrun --standalone --nproc_per_node=2 -m playbook_utils.scaling_worker \\
+    torchrun --standalone --nproc_per_node=2 -m playbook_utils.bench.scaling \\
         --backend pyav --device cpu --paths paths.json --output run.json
 
 Each rank joins the process group (gloo on the CPU, NCCL on GPUs, with the rank's GPU set
@@ -15,9 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+from playbook_utils import distributed
+from playbook_utils.device import Device
 
 
 def main(argv=None) -> int:
@@ -48,15 +54,14 @@ def run(args) -> int:
     import torch
     import torch.distributed as dist
 
-    from playbook_utils import distributed
-
     paths_file = Path(args.paths)
     if not paths_file.exists():
         raise FileNotFoundError(f"{paths_file}: the list of video paths does not exist")
     paths = json.loads(paths_file.read_text())
     sizes = distributed.file_sizes(paths)  # DecodeError naming a missing or empty file, before any decoding
     device, pg_backend = distributed.rank_device(args.device)
-    if device.startswith("cuda"):
+    cuda = Device.parse(device).is_cuda
+    if cuda:
         torch.cuda.set_device(device)  # before init, so NCCL binds this rank to its own GPU
     dist.init_process_group(pg_backend)
     try:
@@ -74,7 +79,7 @@ def run(args) -> int:
             for batch_ids, batch in loader:
                 ids += batch_ids
                 frames += batch.shape[0] * batch.shape[1]
-            if device.startswith("cuda"):
+            if cuda:
                 torch.cuda.synchronize(device)
             seconds = time.perf_counter() - start
             nbytes = sum(sizes[i] for i in ids)
@@ -103,6 +108,69 @@ def run(args) -> int:
     finally:
         dist.destroy_process_group()
     return 0
+
+
+def _rank_errors(output: Path) -> str:
+    """The errors the failed ranks recorded (`main` writes `<output>.rank<R>.error`)."""
+    found = sorted(output.parent.glob(f"{output.name}.rank*.error"))
+    lines = [f"{p.name.rsplit('.', 2)[1]}: {p.read_text()}" for p in found]
+    lines.sort(key=lambda line: "closed by peer" in line)  # the root cause first, its echoes after
+    return "; ".join(lines) if lines else "no rank recorded an error (see the output below)"
+
+
+def torchrun_command(world_size: int, worker_args: list[str], nnodes: int = 1) -> list[str]:
+    """The `torchrun` command line that starts `world_size` ranks of this module (`main`).
+
+    Single node: `--standalone` (rendezvous on localhost at a free port, so parallel runs never
+    collide). Several nodes need `--nnodes`, `--node_rank` or a rendezvous endpoint: see notebook 30.
+    """
+    if nnodes != 1:
+        raise ValueError("torchrun_command builds single-node runs; for several nodes see notebook 30")
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
+            "-m", "playbook_utils.bench.scaling", *worker_args]
+
+
+def launch(world_size: int, paths, output, backend: str = "pyav", device: str = "cpu",
+           timeout: float = 600, **worker_options) -> dict:
+    """Run one epoch-measurement with `world_size` ranks under torchrun; return rank 0's JSON.
+
+    `paths` is written to a file next to `output` for the ranks to read; worker_options become
+    `--name value` flags of this module's `main` (k, size, batch_size, num_workers, epochs, shuffle, seed;
+    None leaves a flag out).
+    Raises RuntimeError with the tail of the ranks' output when the run fails or times out.
+    Introduced in notebook 30.
+    """
+    distributed.file_sizes(paths)  # a missing or empty file is named here, before any rank starts
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    paths_file = output.with_suffix(".paths.json")
+    paths_file.write_text(json.dumps([str(p) for p in paths]))
+    args = ["--backend", backend, "--device", device, "--paths", str(paths_file), "--output", str(output)]
+    for name, value in worker_options.items():
+        if value is None:
+            continue
+        args += [f"--{name.replace('_', '-')}", str(value)]
+    cmd = torchrun_command(world_size, args)
+    for stale in [output, *output.parent.glob(f"{output.name}.rank*.error")]:
+        stale.unlink(missing_ok=True)
+    start = time.perf_counter()
+    # Own process group, so a timeout ends torchrun and every rank it started, nothing else.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        os.killpg(proc.pid, signal.SIGKILL)
+        log, _ = proc.communicate()
+        raise RuntimeError(f"{world_size} rank(s) of {backend} did not finish in {timeout:.0f} s:\n"
+                           f"{log[-2000:]}") from e
+    if proc.returncode != 0 or not output.exists():
+        raise RuntimeError(f"{world_size} rank(s) of {backend} failed (exit {proc.returncode}): "
+                           f"{_rank_errors(output)}\n--- last output of the ranks ---\n{log[-3000:]}")
+    result = json.loads(output.read_text())
+    result["launch_s"] = round(time.perf_counter() - start, 2)
+    result["command"] = " ".join(cmd)
+    return result
 
 
 if __name__ == "__main__":

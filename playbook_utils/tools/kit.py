@@ -19,8 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from playbook_utils import env, media, timing
-from playbook_utils.results import NotebookResults
+from playbook_utils import env, media
+from playbook_utils.bench import timing
+from playbook_utils.device import Device
+from playbook_utils.tools.results import NotebookResults
 
 # import name -> the name a reader knows (env.LIBRARIES) plus torch
 _NAMES = {"torch": "torch", **env.LIBRARIES}
@@ -129,11 +131,12 @@ class Notebook:
         self.device, note = env.resolve_device(device)
         rep = _machine()
         caps = env.capabilities(rep)
-        self.gpu = self.device.startswith("cuda") and caps["nvdec"]
-        self.gpu_id = int(self.device.split(":")[1]) if ":" in self.device else 0
+        resolved = Device.parse(self.device)
+        self.gpu = resolved.is_cuda and caps["nvdec"]
+        self.gpu_id = resolved.index or 0
         if self.gpu:
             self.no_gpu = None
-        elif self.device.startswith("cuda"):
+        elif resolved.is_cuda:
             self.no_gpu = "the GPU's video decoder library (libnvcuvid) does not load here"
         else:
             self.no_gpu = "no CUDA GPU here" if device != "cpu" else "DEVICE='cpu'"
@@ -237,7 +240,7 @@ class Notebook:
         call raises gets its error instead of a rate. Each row: device, workload, clip, fps, spread_pct,
         exact, error.
         """
-        from playbook_utils import exactness
+        from playbook_utils.bench import exactness
         from playbook_utils.decoders import BACKENDS
 
         backend = next((b for b in BACKENDS if self.results.stem.split("_", 1)[1].startswith(b)), None)
@@ -272,7 +275,7 @@ class Notebook:
         `rate_table`, None where not measured or not exact: the headline every library notebook reports."""
         def rate(gpu, workload):
             name = gpu_clip or clip if gpu else clip
-            return next((r["fps"] for r in table if r["clip"] == name and r["device"].startswith("cuda") == gpu
+            return next((r["fps"] for r in table if r["clip"] == name and Device.parse(r["device"]).is_cuda == gpu
                          and r["workload"].startswith(workload) and r["exact"]), None)
 
         return {f"{kind}_{w}_fps": rate(kind == "gpu", w) for kind in ("cpu", "gpu") for w in ("sequential", "sparse")}
@@ -280,13 +283,13 @@ class Notebook:
     def matrix_rows(self, backend: str, devices) -> None:
         """Run the correctness matrix for one backend on `devices` (each file in a child process), print
         the table and the reason for every outcome that is not 'exact', and record that no outcome is
-        WRONG or crashed. The table, {case: {column: outcome}}, goes to `results.data['matrix']`."""
-        from playbook_utils.decoders import matrix
+        WRONG, crashed or timed out. The table, {case: {column: outcome}}, goes to `results.data['matrix']`."""
+        from playbook_utils.bench import matrix
 
         table: dict = {}
         for dev in devices:
             for case, row in matrix.run([backend], dev, self.out / "matrix").items():
-                table.setdefault(case, {})[f"{backend} {dev.split(':')[0]}"] = row[backend]
+                table.setdefault(case, {})[f"{backend} {Device.parse(dev).kind}"] = row[backend]
         print(matrix.format_table(table))
         reasons: dict = {}
         for case, row in table.items():
@@ -296,7 +299,7 @@ class Notebook:
         for why, cases in reasons.items():
             print(f"  {' | '.join(cases)} -> {why}")
         self.checks[f"matrix: {backend} returns no wrong frame"] = not any(
-            o.startswith(("WRONG", "crashed")) for row in table.values() for o in row.values())
+            o.startswith(("WRONG", "crashed", "timeout")) for row in table.values() for o in row.values())
         self.results.data["matrix"] = table
 
     # ------------------------------------------------------------------ the end

@@ -1,4 +1,4 @@
-"""How long the notebooks are to read: `python -m playbook_utils.notebook_stats [notebooks/*.ipynb]`.
+"""How long the notebooks are to read: `python -m playbook_utils.tools.notebook_stats [notebooks/*.ipynb]`.
 
 Prints one row per notebook (code cells, code lines, the longest cell, cells over 25 and over 30
 lines, markdown words, functions and classes it defines), the totals, the names defined in more
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when any limit is exceeded")
     args = parser.parse_args(argv)
     paths = [Path(p) for p in args.paths] or sorted(
-        (Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        (Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     all_stats = [notebook_stats(p) for p in paths]
     print(format_table(all_stats))
     over = [k for k, v in totals(all_stats).items() if v > LIMITS[k]]

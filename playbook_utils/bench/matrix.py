@@ -6,7 +6,9 @@ leading frames, and a display rotation), every backend is asked for the same out
 repeated frame list in its own process, and each returned frame's stamp is read back (turned back
 to the stored picture for a rotated file) and compared with what a player shows. An outcome is one of
 `exact`, `WRONG` (frames returned but not the ones asked for), `refused` (our BackendUnavailable,
-with the reason), `error` (DecodeError) or `crashed` (the process died).
+with the reason), `error` (an exception), `crashed` (the process died) or `timeout` (it hung).
+What it finds wrong, each adapter refuses: `decoders.base.Adapter.KNOWN_WRONG`, by file trait
+(`decoders.traits`).
 """
 
 from __future__ import annotations
@@ -70,27 +72,6 @@ CASES = [
     Case("vp9 mp4, edit list", "vp9", hide=6),
     Case("vp9 mp4, rotated 90", "vp9", rotation=90),
 ]
-
-
-def traits(info) -> set[str]:
-    """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list' (an
-    MP4 edit list hides leading frames), 'several-streams' (video streams), 'codec:X', 'container:X'."""
-    out = {f"codec:{info.codec}", f"container:{info.container.split(',')[0]}"}
-    if info.b_frames:
-        out.add("b-frames")
-    if info.open_gop:
-        out.add("open-gop")
-    if info.variable_frame_rate:
-        out.add("vfr")
-    if "10" in info.pix_fmt or "12" in info.pix_fmt:
-        out.add("10-bit")
-    if info.rotation:
-        out.add("rotated")
-    if getattr(info, "edit_list_hidden", 0):
-        out.add("edit-list")
-    if getattr(info, "video_streams", 1) > 1:
-        out.add("several-streams")
-    return out
 
 
 def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48,
@@ -163,7 +144,7 @@ def outcome(result: dict, wanted: list[int]) -> str:
             return "exact"
         bad = sum(g != w for g, w in zip(got, wanted))
         return f"WRONG: {bad} of {len(wanted)} frames wrong (asked {wanted}, got {got})"
-    return f"{'refused' if result['status'] == 'unavailable' else result['status']}: {result['error']}"
+    return f"{'refused' if result['status'] == 'unavailable' else result['status']}: {result.get('cause') or result['error']}"
 
 
 def table(cases: dict, backends, device: str, classify=None, timeout: float = 300) -> dict[str, dict[str, str]]:

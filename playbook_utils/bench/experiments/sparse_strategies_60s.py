@@ -1,11 +1,12 @@
 """Notebook 20's section 4b alone (same calls): five sparse strategies on the 60 s 1080p clips, K = 16, 3 repeats.
-Run alone on the machine, before anything else: python scratch/sparse_h200.py OUT.json"""
+Run alone on the machine, before anything else: python -m playbook_utils.bench.experiments.sparse_strategies_60s OUT.json"""
 import json
 import os
 import sys
 import time
 
-from playbook_utils import env, media, sampling, sparse
+from playbook_utils import env, media, sampling
+from playbook_utils.bench import sparse
 
 rows = {}
 for name, path in media.long_media(smoke=False, log=print).items():

@@ -1,8 +1,8 @@
-"""Bad input on purpose: broken files and what each backend does with them (issue 5, notebook 23).
+"""Bad input on purpose: broken files and what each backend does with them (notebook 23).
 
 `make_bad_files` writes the files a training set meets in the wild; `run` asks every backend for
 frames from each, in child processes with a time limit (`decoders.isolated.run_requests`), and
-classifies the outcome. A good outcome is our own `DecodeError` / `BackendUnavailable` naming the
+classifies the outcome from the child's answer (`child.OUTCOMES`, and the type of the exception). A good outcome is our own `DecodeError` / `BackendUnavailable` naming the
 file and the cause; a bad one is a crash, a hang, another library's raw exception, or frames that
 are not the ones asked for (caught by their stamps).
 """
@@ -78,22 +78,24 @@ def make_bad_files(directory, width: int = 256, height: int = 144, num_frames: i
 
 
 def classify(result: dict, wanted: list[int]) -> str:
-    """'exact', 'WRONG ...', 'clear error: ...', 'refused: ...', 'RAW: ...', 'CRASHED: ...' for one request."""
-    from playbook_utils.decoders.matrix import outcome
+    """'exact', 'WRONG ...', 'clear error: ...' (our `DecodeError`), 'refused: ...', 'RAW: ...' (another library's
+    exception reached the top), 'CRASHED: ...' (the process died or hung) for one request's answer."""
+    from playbook_utils import child
+    from playbook_utils.bench.matrix import outcome
 
     status = result["status"]
     if status in ("ok", "unavailable"):
         return outcome(result, wanted)
     if status == "error":
-        if result["error"].startswith("unexpected"):
+        if result.get("exception") not in child.OURS:
             return f"RAW: {result['error']}"
-        return f"clear error: {result['error']}"
+        return f"clear error: {result['cause']}"
     return f"CRASHED: {result['error']}"
 
 
 def run(backends, device: str, directory, timeout: float = 120) -> dict[str, dict[str, str]]:
     """{case: {backend: outcome}}: each backend serves all cases in its own child process."""
-    from playbook_utils.decoders.matrix import table
+    from playbook_utils.bench.matrix import table
 
     return table(make_bad_files(directory), backends, device, classify, timeout)
 
@@ -153,9 +155,9 @@ def _gpu_mb(device: str) -> float:
 
     import torch
 
-    from playbook_utils.decoders import device_index
+    from playbook_utils.device import Device
 
-    index = device_index(device)
+    index = Device.parse(device).ordinal
     nvml = env.nvml_handle(index)
     try:
         for p in nvml[0].nvmlDeviceGetComputeRunningProcesses(nvml[1]) if nvml else []:
@@ -199,11 +201,12 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
     import psutil
 
     from playbook_utils.decoders import read_frames, video_info
+    from playbook_utils.device import Device
 
     rng = random.Random(seed)
     n = video_info(path).num_frames
     proc = psutil.Process()
-    cuda = device.startswith("cuda")
+    cuda = Device.parse(device).is_cuda
     t0 = time.monotonic()
     curve, warm_end, c = [], None, 0
     while True:

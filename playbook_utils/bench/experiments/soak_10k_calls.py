@@ -1,6 +1,6 @@
-"""10,000 random-access read_frames calls per CPU backend, side by side, with the memory curve (issue 5, CPU half).
+"""10,000 random-access read_frames calls per CPU backend, side by side, with the memory curve (the CPU half of notebook 23's soak).
 
-    PLAYBOOK_MEDIA_DIR=... python results/cpu-2core/soak_10k_calls.py   # run from results/cpu-2core; writes the JSON and PNG here
+    PLAYBOOK_MEDIA_DIR=... python -m playbook_utils.bench.experiments.soak_10k_calls   # writes the JSON and PNG into the current folder
 """
 import json, subprocess, sys, time
 from playbook_utils import media, env
@@ -9,7 +9,7 @@ h264, vp9 = str(clips["h264_144p_gop12.mp4"]), str(clips["vp9_144p_gop12.webm"])
 jobs = {"pyav cpu": (h264, "pyav"), "decord cpu": (h264, "decord"), "torchcodec cpu": (h264, "torchcodec"), "dali cpu": (vp9, "dali")}
 procs = {}
 for name, (clip, b) in jobs.items():
-    code = (f"import json; from playbook_utils import faults; r = faults.soak({clip!r}, {b!r}, 'cpu', calls=10000, "
+    code = (f"import json; from playbook_utils.bench import faults; r = faults.soak({clip!r}, {b!r}, 'cpu', calls=10000, "
             f"warmup=500, every=250); print(json.dumps(r))")
     procs[name] = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 out = {"machine": env.report(probe_libraries=False)["cpu_model"], "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),

@@ -1,10 +1,10 @@
 """Nightly validation: run the notebooks, compare their headline numbers with the committed baseline.
 
-    python -m playbook_utils.nightly                                  # all notebooks, full mode, then compare
-    python -m playbook_utils.nightly --pattern '0*' --pattern 1*      # some notebooks (into the same dated folder)
-    python -m playbook_utils.nightly --compare-only nightly/2026-12-01
-    python -m playbook_utils.nightly --compare-only part1/ part2/ --report-dir merged/
-    python -m playbook_utils.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
+    python -m playbook_utils.tools.nightly                                  # all notebooks, full mode, then compare
+    python -m playbook_utils.tools.nightly --pattern '0*' --pattern 1*      # some notebooks (into the same dated folder)
+    python -m playbook_utils.tools.nightly --compare-only nightly/2026-12-01
+    python -m playbook_utils.tools.nightly --compare-only part1/ part2/ --report-dir merged/
+    python -m playbook_utils.tools.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
 
 By default the notebooks run through `playbook_utils.run_notebooks` (full mode) into
 `nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
@@ -45,7 +45,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "results" / "h200"
 TOLERANCES = ROOT / "results" / "tolerances.json"
 DIRECTIONS = ("higher", "lower", "near", "equal", "info")
@@ -95,8 +95,13 @@ def load_tolerances(path=TOLERANCES) -> dict:
 
 
 def cores_of(machine) -> int | None:
-    """The usable cores a row's machine line names ('Intel Xeon x16' -> 16), or None."""
-    words = str((machine or {}).get("cpu") or "").split()
+    """The usable cores of a row's machine: its 'cores' (an int, as the runner writes it), else the count its
+    'cpu' line names ('Intel Xeon x16' -> 16, as older summaries such as the committed baselines have it), else
+    None."""
+    machine = machine or {}
+    if isinstance(machine.get("cores"), int) and not isinstance(machine.get("cores"), bool):
+        return machine["cores"]
+    words = str(machine.get("cpu") or "").split()
     return int(words[-1][1:]) if words and words[-1][:1] == "x" and words[-1][1:].isdigit() else None
 
 
@@ -257,7 +262,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     Keys: exit_code, verdict, failures (notebook names), regressions ('notebook: metric'), notebooks
     (one entry per notebook with its metric rows), baseline and run stamps.
     """
-    from playbook_utils.run_notebooks import matches
+    from playbook_utils.tools.run_notebooks import matches
 
     # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
@@ -322,10 +327,13 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     js.write_text(json.dumps(report, indent=1))
     lines = [f"# Nightly validation: {report['verdict']} (exit {report['exit_code']})", "",
              "| | baseline | this run |", "|---|---|---|"]
+    def show(v) -> str:
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {x}" for k, x in v.items())
+        return ", ".join(v) if isinstance(v, list) else _fmt(v) if v is not None else "-"
+
     for key in ("folders", "mode", "date_utc", "gpu", "cpu", "driver", "cuda", "python", "libraries"):
         b, r = report["baseline"].get(key), report["run"].get(key)
-        show = (lambda v: ", ".join(f"{k} {x}" for k, x in v.items()) if isinstance(v, dict)
-                else ", ".join(v) if isinstance(v, list) else _fmt(v) if v is not None else "-")
         lines.append(f"| {key} | {_cell(show(b))} | {_cell(show(r))} |")
     lines += ["", f"Tolerances: {report['tolerances']}", ""]
     if report["failures"]:
@@ -365,7 +373,7 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
 
 def _merge_summary(output: Path, before: dict | None) -> None:
     """After a partial run into a folder that already had a summary: keep the earlier rows the run did not redo."""
-    from playbook_utils import run_notebooks
+    from playbook_utils.tools import run_notebooks
 
     if not before or not (output / "summary.json").exists():
         return
@@ -382,7 +390,7 @@ def _merge_summary(output: Path, before: dict | None) -> None:
 
 def run(args) -> Path:
     """Run the notebooks through `playbook_utils.run_notebooks` into the output folder; returns that folder."""
-    from playbook_utils import run_notebooks
+    from playbook_utils.tools import run_notebooks
 
     output = Path(args.output or Path("nightly") / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     output.mkdir(parents=True, exist_ok=True)
@@ -406,7 +414,7 @@ def run(args) -> Path:
 
 
 def main(argv=None) -> int:
-    """The CLI (`python -m playbook_utils.nightly`, `make nightly`); returns the exit status above."""
+    """The CLI (`python -m playbook_utils.tools.nightly`, `make nightly`); returns the exit status above."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compare-only", nargs="+", metavar="RESULTS_DIR",
                     help="compare these result folders (merged, the last winning) without running notebooks")

@@ -7,7 +7,7 @@ Every job runs in a fresh child process (no library shares a process with anothe
 leaks between jobs): it warms up, repeats until a minimum time (each call on another name of the clip, so
 that no adapter reuses the decoder of the previous call), checks the frames of one call
 against their stamps (or, on a clip without stamps, against another library's decode: `exactness`), and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
-memory while it runs. A failing job is a recorded row, not a crash. Results are a tidy table
+memory while it runs (`monitor.UtilizationMonitor`). A failing job is a recorded row, not a crash. Results are a tidy table
 (CSV and JSON) with an environment stamp.
 """
 
@@ -18,14 +18,14 @@ import csv
 import dataclasses
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from playbook_utils import env
+from playbook_utils import child, env
+from playbook_utils.device import Device
 
 WORKLOADS = {
     "sequential": {"kind": "sequential"},
@@ -62,54 +62,6 @@ def indices_for(workload: str, num_frames: int, call: int) -> list[int]:
     return [i for clip in clips for i in clip]
 
 
-class Sampler:
-    """Samples CPU use (this process), RSS, NVDEC and SM utilization and GPU memory every `period` s in a
-    background thread; `summary(since=...)` keeps only the samples taken after a `time.perf_counter()` value."""
-
-    def __init__(self, period: float = 0.1, gpu: int | None = None):
-        import psutil
-
-        self.period, self.proc = period, psutil.Process()
-        self.samples: list[dict] = []
-        self._stop = threading.Event()
-        self._nvml = None
-        if gpu is not None:
-            self._nvml = env.nvml_handle(gpu)
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        self.proc.cpu_percent(None)
-        while not self._stop.wait(self.period):
-            s = {"t": time.perf_counter(), "cpu_pct": self.proc.cpu_percent(None),
-                 "rss_mb": self.proc.memory_info().rss / 2**20}
-            if self._nvml:
-                nv, h = self._nvml
-                try:
-                    s["nvdec_pct"] = nv.nvmlDeviceGetDecoderUtilization(h)[0]
-                    s["sm_pct"] = nv.nvmlDeviceGetUtilizationRates(h).gpu   # some kernel running, share of time
-                    s["gpu_mem_mb"] = nv.nvmlDeviceGetMemoryInfo(h).used / 2**20
-                except Exception:
-                    pass
-            self.samples.append(s)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-    def summary(self, since: float | None = None) -> dict:
-        samples = [s for s in self.samples if since is None or s["t"] >= since]
-        out = {}
-        for key, agg in (("cpu_pct", statistics.median), ("rss_mb", max), ("nvdec_pct", statistics.median),
-                         ("sm_pct", statistics.median), ("gpu_mem_mb", max)):
-            values = [s[key] for s in samples if key in s]
-            out[key] = round(agg(values), 1) if values else None
-        return out
-
-
 def _child(job: Job) -> dict:
     """Run one job in this process and return its measurements.
 
@@ -133,11 +85,13 @@ def _measure(job: Job, clips: list[str]) -> dict:
     """The measurement of `_child`, with `clips` the names of job.clip to rotate over."""
     import torch
 
-    from playbook_utils import exactness, verdicts
-    from playbook_utils.decoders import device_index, read_frames, video_info
+    from playbook_utils.bench import exactness, verdicts
+    from playbook_utils.bench.monitor import UtilizationMonitor
+    from playbook_utils.decoders import read_frames, video_info
 
     n = video_info(job.clip).num_frames
-    sync = (lambda: torch.cuda.synchronize(job.device)) if job.device.startswith("cuda") else (lambda: None)
+    device = Device.parse(job.device)
+    sync = (lambda: torch.cuda.synchronize(job.device)) if device.is_cuda else (lambda: None)
     want = indices_for(job.workload, n, 0)
     first = read_frames(job.clip, want, job.backend, job.device)
     sync()
@@ -163,8 +117,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
             per_thread[t].append((time.perf_counter() - start, len(idx)))
             call += 1
 
-    gpu = device_index(job.device) if job.device.startswith("cuda") else None
-    with Sampler(gpu=gpu) as sampler:
+    with UtilizationMonitor(gpu=device.ordinal if device.is_cuda else None) as sampler:
         begin = time.perf_counter()
         deadline[0] = begin + job.min_time
         threads = [threading.Thread(target=worker, args=(t,)) for t in range(job.threads)]
@@ -178,7 +131,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
     frames = sum(k for _, k in calls)
     med = statistics.median(secs)
     return {
-        "status": "ok", "error": None, "exact": check.exact, "check": check.method, "check_detail": check.detail,
+        "exact": check.exact, "check": check.method, "check_detail": check.detail,
         "calls": len(calls), "frames": frames,
         "fps": frames / wall,  # aggregate over all threads, wall clock
         "call_median_s": med, "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
@@ -188,35 +141,24 @@ def _measure(job: Job, clips: list[str]) -> dict:
 
 
 def run_job(job: Job, timeout: float = 600) -> dict:
-    """Run `job` in a fresh child process; return one result row (failures become rows too)."""
-    from playbook_utils.decoders import child_env, refusal
+    """Run `job` in a fresh child process; return one result row (failures become rows too: 'status' is one of
+    `child.OUTCOMES`)."""
+    from playbook_utils.decoders import child_env, why_unavailable
 
     row = {**dataclasses.asdict(job), "clip": Path(job.clip).name}
-    why = refusal(job.clip, job.backend, job.device)  # known before decoding: no child process needed
+    why = why_unavailable(job.backend, job.device, job.clip)  # known before decoding: no child process needed
     if why:
         return {**row, "status": "unavailable", "error": why}
-    try:
-        run = subprocess.run([sys.executable, "-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))],
-                             capture_output=True, text=True, timeout=timeout, env=child_env())
-        lines = [x for x in run.stdout.splitlines() if x.startswith("{")]
-        if lines:
-            return {**row, **json.loads(lines[-1])}
-        from playbook_utils.errors import last_line
-
-        tail = last_line(run.stderr)[:300]
-        return {**row, "status": "crashed", "error": f"exit {run.returncode}: {tail}"}
-    except subprocess.TimeoutExpired:
-        return {**row, "status": "timeout", "error": f"no answer within {timeout:.0f} s"}
+    found = child.call(child.python("-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))),
+                       timeout=timeout, env=child_env())
+    return {**row, **found}
 
 
-def stamp() -> dict:
-    """The environment stamp every result table carries."""
+def machine() -> dict:
+    """Where a table was measured, carried by every table: `env.machine_facts` and the decoder libraries'
+    versions ('libraries')."""
     rep = env.report()
-    g = rep["gpu"]
-    dev = g["devices"][0] if g["available"] else {}
-    return {"date_utc": rep["date_utc"], "gpu": dev.get("name", "none"), "driver": g.get("driver"),
-            "cuda": g.get("cuda_driver"), "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}",
-            "libraries": {k: v["version"] for k, v in rep["libraries"].items()}}
+    return {**env.machine_facts(rep), "libraries": {k: v["version"] for k, v in rep["libraries"].items()}}
 
 
 COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "check", "fps", "rate_spread_pct",
@@ -224,7 +166,7 @@ COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact"
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
-    """Write rows as bench.csv (a plain CSV: one header line, then one line per row), the environment stamp
+    """Write rows as bench.csv (a plain CSV: one header line, then one line per row), `env_stamp` (`machine()`)
     beside it as bench_stamp.json, and both as bench.json; return the CSV and JSON paths."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
@@ -314,15 +256,8 @@ def main(argv=None) -> int:
     ap.add_argument("--output", default="playbook-output/bench",
                     help="folder for the tables (default: playbook-output/bench)")
     args = ap.parse_args(argv)
-    if args.child:
-        try:
-            result = _child(Job(**json.loads(args.child)))
-        except BaseException as e:  # a failure is a result: report it as data
-            from playbook_utils.errors import BackendUnavailable
-
-            status = "unavailable" if isinstance(e, BackendUnavailable) else "error"
-            result = {"status": status, "error": f"{type(e).__name__}: {e}"[:400]}
-        print(json.dumps(result), flush=True)
+    if args.child:   # a failure is a result: reported as data
+        child.reply(_child, Job(**json.loads(args.child)))
         return 0
     unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + \
         [b for b in args.backends.split(",") if b not in BACKENDS]
@@ -335,7 +270,7 @@ def main(argv=None) -> int:
                 [int(t) for t in args.threads.split(",")],
                 args.min_time if args.min_time is not None else (0.3 if args.mode == "smoke" else 3.0))
     rows = run_all(jobs)
-    cs, js = write_table(rows, stamp(), args.output)
+    cs, js = write_table(rows, machine(), args.output)
     ok = sum(r["status"] == "ok" for r in rows)
     print(f"{ok} of {len(rows)} jobs measured; table: {cs} and {js}")
     return 0 if ok else 1

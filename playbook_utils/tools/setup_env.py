@@ -1,4 +1,4 @@
-"""Set up this Python environment for the playbook: `python -m playbook_utils.setup_env`.
+"""Set up this Python environment for the playbook: `python -m playbook_utils.tools.setup_env`.
 
 Standard library only, so it runs before anything is installed. It
   * installs within the constraints file of the current baseline: the library versions the reference
@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASELINES = {"gpu": ROOT / "results" / "h200", "cpu": ROOT / "results" / "cpu-2core"}
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 # import name (as environment stamps write it) -> distribution name; DALI's depends on the CUDA major
@@ -174,7 +174,7 @@ def write_constraints(folder, versions: dict, source: str) -> Path:
     """Write `folder`/constraints.txt for `versions` (import name -> version), saying where they came from."""
     path = Path(folder) / "constraints.txt"
     path.write_text(f"# The library versions of this run ({source}).\n"
-                    "# `make setup` installs within them: python -m playbook_utils.setup_env --help\n"
+                    "# `make setup` installs within them: python -m playbook_utils.tools.setup_env --help\n"
                     + "".join(line + "\n" for line in constraint_lines(versions)))
     return path
 

@@ -4,10 +4,10 @@ Seen on the H200 in notebook 21: two decord workers killed by SIGABRT as their l
 Each trial runs a child process that builds `make_loader(..., backend="decord", num_workers=2)` over 1080p
 clips, takes 2 batches, waits IDLE seconds, then drops the loader (and the same with PyAV, IDLE 0). The
 trial records whether a worker aborted (the parent's RuntimeError "killed by signal: Aborted", or the C++
-runtime's message on stderr) and how long the shutdown took. Writes dataloader_worker_abort.json beside
-this script.
+runtime's message on stderr) and how long the shutdown took. Writes dataloader_worker_abort.json into the
+current folder (results/cpu-2core/ holds the one it wrote).
 
-    .venv/bin/python results/cpu-2core/dataloader_worker_abort.py        # needs the full media: make playbook MODE=full
+    .venv/bin/python -m playbook_utils.bench.experiments.dataloader_worker_abort   # needs the full media: make playbook MODE=full
 """
 
 import json
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path.cwd()
 CHILD = """
 import sys, time
 from playbook_utils import loaders, media

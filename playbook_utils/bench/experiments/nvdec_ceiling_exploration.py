@@ -1,4 +1,7 @@
-"""Session-1 exploration: where does raw NVDEC decode saturate on this GPU? (not part of the package)"""
+"""Where does raw NVDEC decode saturate on this GPU? The exploration `bench.nvdec.ceiling` is built on.
+
+    OUT=DIR python -m playbook_utils.bench.experiments.nvdec_ceiling_exploration   # writes DIR/ceiling_explore.json (default /tmp)
+"""
 import json, multiprocessing as mp, os, sys, threading, time
 
 def nv_thread(path, reuse, t_end, out, k):

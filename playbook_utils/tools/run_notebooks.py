@@ -1,9 +1,9 @@
-"""Run the playbook's notebooks headlessly through papermill: `python -m playbook_utils.run_notebooks`.
+"""Run the playbook's notebooks headlessly through papermill: `python -m playbook_utils.tools.run_notebooks`.
 
-    python -m playbook_utils.run_notebooks --mode smoke --output playbook-output/smoke
-    python -m playbook_utils.run_notebooks --mode full --pattern '0*' --device cuda
-    python -m playbook_utils.run_notebooks --mode full --device cuda --lanes 2   # two GPUs, two at a time
-    python -m playbook_utils.run_notebooks --pattern 22 --video-dir ~/videos --param WORKLOAD=sequential
+    python -m playbook_utils.tools.run_notebooks --mode smoke --output playbook-output/smoke
+    python -m playbook_utils.tools.run_notebooks --mode full --pattern '0*' --device cuda
+    python -m playbook_utils.tools.run_notebooks --mode full --device cuda --lanes 2   # two GPUs, two at a time
+    python -m playbook_utils.tools.run_notebooks --pattern 22 --video-dir ~/videos --param WORKLOAD=sequential
 
 Each notebook gets its `parameters` cell overridden (SMOKE from --mode, DEVICE, VIDEO_DIR, OUTPUT_DIR from
 --output, and any `--param KEY=VALUE`), is executed into the output folder, and its `<stem>.json` is read
@@ -36,7 +36,7 @@ import time
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 REFERENCE_SUMMARY = {"full": ROOT / "results" / "h200" / "summary.json",
                      "smoke": ROOT / "results" / "cpu-2core" / "summary.json"}
@@ -335,7 +335,7 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             pending.remove(nb)
             row_file = output / "logs" / f"{nb.stem}.row.json"
             row_file.unlink(missing_ok=True)
-            cmd = [sys.executable, "-m", "playbook_utils.run_notebooks", "--mode", args.mode, "--device", args.device,
+            cmd = [sys.executable, "-m", "playbook_utils.tools.run_notebooks", "--mode", args.mode, "--device", args.device,
                    "--output", str(output), "--notebooks", str(args.notebooks), "--pattern", nb.name,
                    "--row-file", str(row_file)]
             cmd += ["--video-dir", args.video_dir] if args.video_dir else []
@@ -443,7 +443,7 @@ def unreadable_files(rows: list[dict]) -> dict:
 
 def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
     """Write summary.md and summary.json into `output`; return the markdown path."""
-    from playbook_utils.results import reference_numbers
+    from playbook_utils.tools.results import reference_numbers
 
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
@@ -511,7 +511,8 @@ def main(argv=None) -> int:
         if "--mode" not in " ".join(argv if argv is not None else sys.argv):
             args.mode = "full"
 
-    from playbook_utils import env, setup_env
+    from playbook_utils import env
+    from playbook_utils.tools import setup_env
 
     output = Path(args.output or f"playbook-output/{args.mode}").resolve()
     output.mkdir(parents=True, exist_ok=True)
@@ -527,8 +528,8 @@ def main(argv=None) -> int:
     rep = env.report(probe_libraries=False)
     caps = env.capabilities(rep)
     gpu = rep["gpu"]["devices"][0]["name"] if rep["gpu"]["available"] else "no GPU"
-    machine = {"gpu": gpu, "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "date_utc": rep["date_utc"],
-               "capabilities": caps, "libraries": setup_env.installed_versions()}
+    machine = {"gpu": gpu, "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "cores": rep["cpu_usable_cores"],
+               "date_utc": rep["date_utc"], "capabilities": caps, "libraries": setup_env.installed_versions()}
     at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
     expected, source = expected_seconds(output, args.mode)

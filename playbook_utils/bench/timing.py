@@ -37,7 +37,9 @@ def measure(fn, *, items: int = 1, warmup: int = 1, min_time: float = 1.0, min_r
 
 def cuda_sync(device: str):
     """A sync function for `measure` on `device`, or None on the CPU."""
-    if not str(device).startswith("cuda"):
+    from playbook_utils.device import Device
+
+    if not Device.parse(device).is_cuda:
         return None
     import torch
 

@@ -58,10 +58,10 @@ def psnr(a, b) -> float:
 def reference_backend(path, backend: str | None) -> str | None:
     """The CPU library that serves as the reference for `backend` on `path`: the first of
     REFERENCE_BACKENDS that is not `backend` and takes the file here; None when none does."""
-    from playbook_utils.decoders import refusal
+    from playbook_utils.decoders import why_unavailable
 
     for b in REFERENCE_BACKENDS:
-        if b != backend and refusal(path, b, "cpu") is None:
+        if b != backend and why_unavailable(b, "cpu", path) is None:
             return b
     return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from playbook_utils import verdicts
+from playbook_utils.bench import verdicts
 
 GOP_SPLIT = 60   # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
@@ -22,7 +22,7 @@ def gop_class(gop) -> str:
 
 def describe(info) -> dict:
     """What the decision needs to know of one probed file (a `media.VideoInfo`)."""
-    from playbook_utils.decoders.matrix import traits
+    from playbook_utils.decoders import traits
 
     return {"codec": info.codec, "width": info.width, "height": info.height,
             "gop": info.gop_lengths[0] if info.gop_lengths else None, "traits": sorted(traits(info))}
@@ -35,13 +35,14 @@ def groups(profile: dict) -> Counter:
 
 def coverage(paths: dict, devices, backends) -> dict:
     """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend would refuse before
-    decoding (`decoders.refusal`: library and device here, traits it is known to get wrong, NVDEC's limits)."""
-    from playbook_utils.decoders import refusal
+    decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
+    limits)."""
+    from playbook_utils.decoders import why_unavailable
 
     out = {}
     for d in devices:
         for b in backends:
-            refusals = {n: why for n, p in paths.items() if (why := refusal(p, b, d))}
+            refusals = {n: why for n, p in paths.items() if (why := why_unavailable(b, d, p))}
             out[(b, d)] = {"accepted": len(paths) - len(refusals), "refusals": refusals}
     return out
 

@@ -1,5 +1,5 @@
 """PyAV frame-thread count against random access on a many-core host: sequential whole clip vs K = 16 uniform frames
-(sorted pass, seeks when the next target is in a later GOP, as the adapter does). python results/h200/pyav_frame_threads.py OUT.json"""
+(sorted pass, seeks when the next target is in a later GOP, as the adapter does). python -m playbook_utils.bench.experiments.pyav_frame_threads OUT.json"""
 import json
 import os
 import statistics
@@ -8,7 +8,8 @@ import time
 
 import av
 
-from playbook_utils import media, sampling, sparse
+from playbook_utils import media, sampling
+from playbook_utils.bench import sparse
 
 clip = media.default_media(smoke=False)["h264_1080p_gop30.mp4"]
 info = media.probe(clip)

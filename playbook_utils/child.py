@@ -1,0 +1,124 @@
+"""Work done in a child Python process, its answer read back as data (the import check, the isolated decoder,
+the benchmarks' jobs).
+
+Some libraries cannot share a process (PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once both are
+loaded), some crash or hang on bad input, and a measurement needs a fresh process. The child prints one JSON
+object per answer on its stdout (`answer`); the parent (`call`, `serve`) reads them back. Every answer has a
+'status', one of `OUTCOMES`:
+
+    ok           the work was done; the answer carries its result
+    unavailable  our `BackendUnavailable`: the library, device or file trait is refused
+    error        an exception: `DecodeError` (ours) or a library's own exception that reached the child's top
+
+An 'unavailable' or 'error' answer carries 'error' (the exception's type and message), 'cause' (what went
+wrong, without the file and backend the caller already knows) and 'exception' (the type's name).
+    crashed      the child died without an answer: 'error' holds its exit status and last line of stderr
+    timeout      no answer within the time limit
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+OUTCOMES = ("ok", "unavailable", "error", "crashed", "timeout")
+OURS = ("DecodeError", "BackendUnavailable")   # the exception names `errors` defines
+
+
+def answer(fn, *args, **kwargs) -> dict:
+    """Run `fn(*args, **kwargs)` (in the child) and return its answer: {'status': 'ok', **result} for a dict
+    result, else {'status': 'ok', 'result': result}; an exception becomes an 'unavailable' or 'error' answer
+    with its message and type name. Nothing is raised: the child exists to report."""
+    from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
+
+    try:
+        result = fn(*args, **kwargs)
+    except (BackendUnavailable, DecodeError) as e:
+        return {"status": "unavailable" if isinstance(e, BackendUnavailable) else "error",
+                "error": f"{type(e).__name__}: {e}"[:400], "cause": e.cause, "exception": type(e).__name__}
+    except BaseException as e:  # a library's own exception, reported as data
+        message = f"{type(e).__name__}: {first_line(e)}"[:400]
+        return {"status": "error", "error": message, "cause": message, "exception": type(e).__name__}
+    out = dict(result) if isinstance(result, dict) else {"result": result}
+    return {"status": "ok", "error": None, **out}
+
+
+def reply(fn, *args, **kwargs) -> None:
+    """`answer` printed as one JSON line on stdout: the last thing a child's `__main__` does."""
+    print(json.dumps(answer(fn, *args, **kwargs)), flush=True)
+
+
+def _env(env: dict | None) -> dict:
+    return {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
+
+
+def _answers(text) -> list[dict]:
+    text = text.decode(errors="replace") if isinstance(text, bytes) else (text or "")
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
+
+
+def _died(run_or_error, timeout: float) -> dict:
+    """The answer for a child that gave none: 'timeout', or 'crashed' with its exit status and last stderr line."""
+    from playbook_utils.errors import last_line
+
+    if isinstance(run_or_error, subprocess.TimeoutExpired):
+        return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
+    return {"status": "crashed",
+            "error": f"the child process died (exit {run_or_error.returncode}): {last_line(run_or_error.stderr)[:300]}"}
+
+
+def python(*args: str) -> list[str]:
+    """The command line that runs this interpreter with `args` (`-m module ...` or `-c code ...`)."""
+    return [sys.executable, *args]
+
+
+def call(argv: list[str], timeout: float = 600, env: dict | None = None) -> dict:
+    """Run `argv` (see `python`) and return its last JSON answer, or a 'crashed' / 'timeout' answer (never
+    raises for the child's failure). `env`: the child's environment (default: this one's; the decoding children get
+    `decoders.child_env()`)."""
+    try:
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                             env=_env(env))
+    except subprocess.TimeoutExpired as e:
+        return _died(e, timeout)
+    found = _answers(run.stdout)
+    return found[-1] if found else _died(run, timeout)
+
+
+def serve(argv: list[str], requests: list[dict], timeout: float = 300, env: dict | None = None) -> list[dict]:
+    """Send `requests` to one child `argv` (one JSON line each on its stdin; it answers one line per request, in
+    order) and return one answer per request. When the child dies or runs out of time, the request it was on
+    gets a 'crashed' or 'timeout' answer and a new child serves the rest."""
+    results: list[dict] = []
+    pending = list(requests)
+    while pending:
+        payload = "".join(json.dumps(r) + "\n" for r in pending)
+        try:
+            run = subprocess.run(argv, input=payload, capture_output=True, text=True, timeout=timeout,
+                                 env=_env(env))
+            lines, failure = _answers(run.stdout), run
+        except subprocess.TimeoutExpired as e:
+            lines, failure = _answers(e.stdout), e
+        lines = lines[:len(pending)]
+        results += lines
+        pending = pending[len(lines):]
+        if pending:
+            results.append(_died(failure, timeout))
+            pending = pending[1:]
+    return results
+
+
+def serve_requests(handle) -> None:
+    """The child's side of `serve`: answer each JSON line of stdin with `reply(handle, request)`."""
+    for line in sys.stdin:
+        if line.strip():
+            reply(handle, json.loads(line))

@@ -1,0 +1,273 @@
+"""The adapter contract: what every decoder library's adapter declares and does (notebooks 10-14, 24).
+
+An adapter is a small class over one library (`Adapter`), registered by name in `decoders.ADAPTERS`. It
+declares, as data, the devices it decodes on, whether it picks any video stream and turns rotated video, and
+the file traits the correctness matrix caught its library returning wrong frames for (`KnownWrong`, keyed by
+the library version they were seen with). One question decides whether it may read a file:
+`why_unavailable(device, info)`, None when it can, else the reason in words; the machine's part of the answer
+(the library imports, the device path works) is checked once per process.
+
+No decoder library is imported here: each adapter imports its library inside `read`, when first used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import os
+import re
+import threading
+from functools import lru_cache
+
+from playbook_utils.device import Device, cuda_visible
+
+CPU_THREADS = 0   # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
+
+
+def set_cpu_threads(n: int) -> None:
+    """How many threads each decoder of this process may use (PyAV, TorchCodec on the CPU; 0: the library's
+    choice, as many as cores; decord keeps its own: a spawned decord worker with a set thread count once
+    aborted at shutdown here). Loader workers that already run side by side set it so that
+    workers x threads stays within the cores (`loaders.make_loader`; notebook 10 shows the cost)."""
+    global CPU_THREADS
+    CPU_THREADS = max(0, int(n))
+
+
+# --------------------------------------------------------------------------- what a file is
+
+def traits(info) -> set[str]:
+    """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list' (an
+    MP4 edit list hides leading frames), 'several-streams' (video streams), 'codec:X', 'container:X'."""
+    out = {f"codec:{info.codec}", f"container:{info.container.split(',')[0]}"}
+    if info.b_frames:
+        out.add("b-frames")
+    if info.open_gop:
+        out.add("open-gop")
+    if info.variable_frame_rate:
+        out.add("vfr")
+    if "10" in info.pix_fmt or "12" in info.pix_fmt:
+        out.add("10-bit")
+    if info.rotation:
+        out.add("rotated")
+    if getattr(info, "edit_list_hidden", 0):
+        out.add("edit-list")
+    if getattr(info, "video_streams", 1) > 1:
+        out.add("several-streams")
+    return out
+
+
+# The smallest frame NVDEC decodes, per codec: NVIDIA's NVDEC programming guide (Video Codec SDK). On an H200,
+# DALI refused a 160x96 VP9 clip ("supported: 128x128") and TorchCodec fell back to the CPU for 160x96 HEVC and
+# VP9, while H.264 at that size decoded on NVDEC.
+NVDEC_MIN_SIZE = {"h264": (48, 16), "hevc": (144, 144), "vp9": (128, 128), "av1": (128, 128),
+                  "vp8": (48, 16), "mpeg4": (48, 16), "mpeg2video": (48, 16), "mjpeg": (48, 16)}
+
+
+def nvdec_too_small(codec: str, width: int, height: int) -> str | None:
+    """Why NVDEC cannot take a `codec` stream of this size, or None when the size is fine."""
+    min_w, min_h = NVDEC_MIN_SIZE.get(codec, (0, 0))
+    if width < min_w or height < min_h:
+        return f"NVDEC's smallest {codec} frame is {min_w}x{min_h}; this video is {width}x{height}"
+    return None
+
+
+# --------------------------------------------------------------------------- what a library gets wrong
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    """'2.2.4' -> (2, 2, 4): the leading dotted numbers of a version ('0.13.0+cpu' -> (0, 13, 0)); () for None."""
+    found = re.match(r"\d+(?:\.\d+)*", version or "")
+    return tuple(int(x) for x in found.group(0).split(".")) if found else ()
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownWrong:
+    """One row of an adapter's table of refusals: files with all of `traits` (see `traits`) on one of `devices`
+    are refused with `why`. `seen`: the library version the correctness matrix caught it with; `fixed`: the
+    first version known to get it right (the row then applies only below it; None: every version, since a
+    release not yet checked is not trusted)."""
+
+    traits: frozenset
+    why: str
+    devices: tuple = ("cpu", "cuda")
+    seen: str | None = None
+    fixed: str | None = None
+
+    def applies(self, found: set, kind: str, version: str | None) -> bool:
+        if kind not in self.devices or not self.traits <= found:
+            return False
+        return self.fixed is None or not version or version_tuple(version) < version_tuple(self.fixed)
+
+
+def known_wrong(trait_names, why: str, devices=("cpu", "cuda"), seen: str | None = None,
+                fixed: str | None = None) -> KnownWrong:
+    """A `KnownWrong` row from a trait name or an iterable of them."""
+    names = frozenset([trait_names] if isinstance(trait_names, str) else trait_names)
+    return KnownWrong(names, why, tuple(devices), seen, fixed)
+
+
+@lru_cache(maxsize=None)
+def library_version(distribution: str) -> str | None:
+    """The installed version of a distribution (pip's name), read from its metadata: the library is not imported."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+# --------------------------------------------------------------------------- does the library import here
+
+PROBED_ENV = "PLAYBOOK_IMPORTS_PROBED"   # import names a parent process checked successfully (`child_env`)
+_probed_ok: set[str] = set()
+
+
+def _vouched() -> set[str]:
+    """The import names a parent process passed on as checked (`child_env`)."""
+    return set(filter(None, os.environ.get(PROBED_ENV, "").split(",")))
+
+
+@lru_cache(maxsize=None)
+def importable(name: str) -> tuple[bool, str | None]:
+    """(True, None) when the module `name` imports cleanly here, else (False, the error): checked once per process,
+    in a child process (`env.check_import`), so that a library that crashes on import cannot take this one with it."""
+    from playbook_utils import env
+
+    if name in _vouched():   # a measuring child: its parent's check stands
+        return True, None
+    info = env.check_import(name)
+    if info["importable"]:
+        _probed_ok.add(name)
+    return info["importable"], info["error"]
+
+
+def child_env() -> dict:
+    """os.environ plus the libraries this process has already seen import cleanly, for the child processes that
+    measure one backend (bench jobs, notebook 21's loaders): they skip a second check, which costs a Python
+    start and the library's import (seconds per child on a GPU machine)."""
+    return {**os.environ, PROBED_ENV: ",".join(sorted(_vouched() | _probed_ok))}
+
+
+# --------------------------------------------------------------------------- the contract
+
+class Adapter:
+    """One decoder library behind `read_frames`. A subclass declares:
+
+    NAME            the backend's name ('pyav', ...)
+    IMPORT          the module it needs ('av'), checked in a child process before first use
+    DISTRIBUTION    its pip name, whose installed version `KNOWN_WRONG` rows are compared with
+    DEVICES         the device kinds it decodes on ('cpu', 'cuda')
+    CHOOSES_STREAM  True when it reads any video stream of a file (else FFmpeg's best one only)
+    ROTATES         True when it returns frames turned as the display matrix says (else `read_frames` turns them)
+    CODECS          {device kind: codecs that path takes} where a path takes only some
+    KNOWN_WRONG     `KnownWrong` rows: file traits it is refused for
+
+    and implements `read(path, indices, device, info)`, returning uint8 (N, 3, H, W) on the device; optionally
+    `read_file(fileobj, ...)` (reads an open binary file itself) and `read_resized(source, ..., size)` (decodes
+    straight to a size), left None where the library cannot; and `_check_device(kind)` where the library's own
+    device path needs a check beyond importing (run once per process per kind).
+    """
+
+    NAME: str = ""
+    IMPORT: str = ""
+    DISTRIBUTION: str = ""
+    LABEL: str = ""
+    DEVICES: tuple = ("cpu",)
+    CHOOSES_STREAM = False
+    ROTATES = False
+    CODECS: dict = {}
+    KNOWN_WRONG: tuple = ()
+    read_file = None
+    read_resized = None
+
+    def __init__(self):
+        self._machine: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} adapter {self.NAME!r}>"
+
+    def read(self, path: str, indices: list[int], device: Device, info):
+        raise NotImplementedError
+
+    def _check_device(self, kind: str) -> str | None:
+        return None
+
+    def version(self) -> str | None:
+        """The installed version of the library (from its metadata; the library is not imported)."""
+        return library_version(self.DISTRIBUTION) if self.DISTRIBUTION else None
+
+    def why_unavailable(self, device="cpu", info=None) -> str | None:
+        """None when this library can decode on `device` here (and, given a file's `media.VideoInfo`, decode that
+        file right); otherwise the reason, in words. The machine's part is checked once per process: the device
+        path, a GPU for 'cuda', the library's import (in a child process), the library's own device check. The
+        file's part: a codec the device path does not take, a `KNOWN_WRONG` trait, a stream other than FFmpeg's
+        best one where the library cannot choose, and on CUDA (every GPU path decodes on NVDEC) NVDEC's minimum
+        frame sizes."""
+        kind = Device.parse(device).kind
+        if kind not in self._machine:
+            with self._lock:
+                if kind not in self._machine:
+                    self._machine[kind] = self._why_machine(kind)
+        why = self._machine[kind]
+        if why is not None or info is None:
+            return why
+        return self._why_file(info, kind)
+
+    def _why_machine(self, kind: str) -> str | None:
+        if kind not in self.DEVICES:
+            return f"{self.NAME} has no {kind} path (it decodes on: {', '.join(self.DEVICES)})"
+        if kind == "cuda" and not cuda_visible():
+            return "torch sees no CUDA GPU"
+        ok, err = importable(self.IMPORT)
+        if not ok:
+            return f"{self.IMPORT} does not import: {err}"
+        return self._check_device(kind)
+
+    def _why_file(self, info, kind: str) -> str | None:
+        codecs = self.CODECS.get(kind)
+        if codecs and info.codec not in codecs:
+            return (f"{self.LABEL}'s {kind.upper()} video decoder does not take {info.codec} (only "
+                    f"{', '.join(codecs)}); use device='{'cuda' if kind == 'cpu' else 'cpu'}'")
+        found = traits(info)
+        version = self.version() if any(row.fixed for row in self.KNOWN_WRONG) else None
+        for row in self.KNOWN_WRONG:
+            if row.applies(found, kind, version):
+                return row.why
+        if info.stream != info.best_stream and not self.CHOOSES_STREAM:
+            return (f"{self.NAME} always decodes FFmpeg's best video stream ({info.best_stream}); it cannot read "
+                    f"stream {info.stream}")
+        if kind == "cuda":
+            return nvdec_too_small(info.codec, info.width, info.height)
+        return None
+
+
+# --------------------------------------------------------------------------- helpers the adapters share
+
+def file_identity(path) -> tuple:
+    """(device, inode, size, mtime, ctime in ns) of the file at `path`: the key of every cache that holds
+    something read from a file (the probe, TorchCodec's and PyNvVideoCodec's open decoders).
+
+    Size and mtime alone miss a file replaced by another of the same size with its mtime kept
+    (`rsync -a`, `cp -p` of a re-encoded file): moved into place (`os.replace`) it has another inode,
+    written in place its ctime moves (setting the mtime back sets the ctime), so the cache re-opens it.
+    Raises OSError when the file cannot be stat'ed.
+    """
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def in_order(frames, unique: list[int], indices: list[int]):
+    """`frames` decoded once each for the sorted `unique` indices, gathered into the order of `indices`
+    (repeats included) with one index operation on the frames' device."""
+    import torch
+
+    if unique == indices:
+        return frames
+    position = {i: k for k, i in enumerate(unique)}
+    return frames[torch.tensor([position[i] for i in indices], device=frames.device)]
+
+
+def reorder(unique_frames: dict, indices: list[int]):
+    """Stack {index: (3, H, W) tensor} into the order of `indices`, repeats included."""
+    import torch
+
+    return torch.stack([unique_frames[i] for i in indices])

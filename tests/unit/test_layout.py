@@ -1,0 +1,117 @@
+"""The package's three rooms, imports pointing one way: the library <- the measurements (bench) <- the tools.
+
+Every import in the package is read from its source (module level and inside functions alike), and so is
+every module path written as a string (a `python -m playbook_utils.x` command line is an import too).
+"""
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "playbook_utils"
+ROOMS = ("library", "bench", "tools")   # each may import only the rooms before it
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ("bench", "tools") else "library"
+
+
+def _known(name: str) -> str | None:
+    """The longest module of the package that `name` names (a function's dotted path names its module)."""
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in MODULES:
+            return ".".join(parts[:k])
+    return None
+
+
+def imports_of(module: str) -> dict[str, int]:
+    """{module of this package it imports: line}, from its import statements and its string constants (docstrings
+    left out: prose may point to any room)."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            names = re.findall(r"\bplaybook_utils(?:\.\w+)+", node.value)
+        for name in names:
+            target = _known(name) if name.startswith("playbook_utils") else None
+            if target and target != module:
+                found.setdefault(target, node.lineno)
+    return found
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def test_the_import_reader_sees_the_edges_it_must():
+    """The reader is not blind: edges known to exist are found, in each form (`from package import module`,
+    `from module import name`, inside a function, a `-m` command line)."""
+    assert "playbook_utils.decoders" in GRAPH["playbook_utils.loaders"]
+    assert "playbook_utils.decoders.base" in GRAPH["playbook_utils.decoders.pyav"]
+    assert "playbook_utils.bench.timing" in GRAPH["playbook_utils.tools.kit"]
+    assert "playbook_utils.bench" in GRAPH["playbook_utils.bench.harness"]   # its child: `-m playbook_utils.bench`
+    assert "playbook_utils.bench.scaling" not in GRAPH["playbook_utils.distributed"]
+    assert "playbook_utils.tools.run_notebooks" in GRAPH["playbook_utils.tools.nightly"]
+    assert {room(m) for m in MODULES} == set(ROOMS)
+
+
+def test_each_room_imports_only_the_rooms_before_it():
+    wrong = [f"{m} ({room(m)}) imports {t} ({room(t)}) at line {line}"
+             for m, targets in GRAPH.items() for t, line in targets.items()
+             if ROOMS.index(room(t)) > ROOMS.index(room(m))]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_is_imported_by_a_computed_name():
+    """importlib.import_module / __import__ with a name built at run time would hide an edge from this test."""
+    hidden = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+                if name in ("import_module", "__import__"):
+                    hidden.append(f"{module}:{node.lineno}")
+    assert not hidden, hidden
+
+
+# Modules that import torch at their top on purpose, and are therefore imported only inside functions.
+TORCH_AT_TOP = {"playbook_utils._iterable": "subclasses torch's IterableDataset (shards.shard_loader imports it)"}
+
+
+def test_the_library_imports_no_decoder_library_at_module_level():
+    """Importing a library module imports no decoder library, torch or matplotlib (each adapter imports its
+    library inside `read`)."""
+    heavy = ("torch", "av", "decord", "torchcodec", "PyNvVideoCodec", "nvidia", "spdl", "matplotlib", "cv2")
+    found = []
+    for module, path in MODULES.items():
+        if room(module) != "library" or module in TORCH_AT_TOP:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{module}: {n}" for n in names if n.split(".")[0] in heavy]
+            found += [f"{module} imports {n} at its top" for n in names if n in TORCH_AT_TOP]
+    assert not found, found
