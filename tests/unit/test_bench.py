@@ -19,6 +19,7 @@ def test_workload_indices():
     assert len(a) == 32 and a != b and a == harness.indices_for("clips4x8s2", 96, 1)
 
 
+@pytest.mark.media
 def test_a_job_runs_in_its_own_process_and_checks_its_frames(clip):
     row = harness.run_job(harness.Job("pyav", "cpu", "uniform16", str(clip), threads=2, min_time=0.2))
     assert row["status"] == "ok", row
@@ -26,6 +27,7 @@ def test_a_job_runs_in_its_own_process_and_checks_its_frames(clip):
     assert row["fps"] > 0 and row["rss_mb"] > 0 and row["nvdec_pct"] is None
 
 
+@pytest.mark.media
 def test_failures_are_rows_not_crashes(tmp_path, clip):
     missing = harness.run_job(harness.Job("pyav", "cpu", "sequential", str(tmp_path / "missing.mp4"), min_time=0.1))
     assert missing["status"] == "error" and "does not exist" in missing["error"]
@@ -35,6 +37,7 @@ def test_failures_are_rows_not_crashes(tmp_path, clip):
     assert no_path["status"] == "unavailable" and "no cpu path" in no_path["error"]
 
 
+@pytest.mark.media
 def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
     code = harness.main(["--device", "cpu", "--backends", "pyav,pynvvideocodec", "--workloads", "sequential",
                        "--clips", str(clip), "--min-time", "0.1", "--output", str(tmp_path)])
@@ -61,6 +64,7 @@ def test_cli_help_names_every_workload_and_backend_and_refuses_others(capsys):
     assert e.value.code == 2 and "unknown workload or backend: uniform12" in capsys.readouterr().err
 
 
+@pytest.mark.media
 def test_a_refused_clip_is_an_unavailable_row_without_a_child(tmp_path):
     from playbook_utils.decoders import why_unavailable
 

@@ -6,6 +6,7 @@ from playbook_utils import media
 from playbook_utils.bench import choose
 
 
+@pytest.mark.media
 def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_path):
     media.make_clip(tmp_path / "sub" / "a.mp4", "h264", 96, 64, num_frames=8, gop=4, picture=media.footage_frame)
     (tmp_path / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(200))

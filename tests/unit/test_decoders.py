@@ -42,11 +42,13 @@ def assert_exact_or_refused(backend, device, clips, required=()):
     assert exact >= 1
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("backend", CPU)
 def test_every_cpu_backend_is_frame_exact_or_refuses(backend, smoke_media):
     assert_exact_or_refused(backend, "cpu", smoke_media)
 
 
+@pytest.mark.media
 def test_h264_and_hevc_exact_on_pyav_decord_torchcodec(smoke_media):
     for backend in ("pyav", "decord", "torchcodec"):
         for name in ("h264_144p_gop48.mp4", "hevc_144p_gop12.mp4"):
@@ -54,11 +56,13 @@ def test_h264_and_hevc_exact_on_pyav_decord_torchcodec(smoke_media):
             assert [media.read_stamp(f) for f in frames] == [47, 2, 90]
 
 
+@pytest.mark.media
 def test_dali_cpu_refuses_h264_with_the_reason(smoke_media):
     with pytest.raises(BackendUnavailable, match="CPU video decoder does not take h264"):
         read_frames(smoke_media["h264_144p_gop12.mp4"], [0], backend="dali", device="cpu")
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("backend", CPU)
 def test_bad_requests_raise_our_errors_naming_file_and_backend(backend, tmp_path, smoke_media):
     good = smoke_media["vp9_144p_gop12.webm"]
@@ -73,6 +77,7 @@ def test_bad_requests_raise_our_errors_naming_file_and_backend(backend, tmp_path
         assert str(path) in str(e.value) and f"[{backend}]" in str(e.value)
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("backend", CPU)
 def test_malformed_index_arguments_are_named_with_the_file(backend, smoke_media):
     import numpy as np
@@ -93,6 +98,7 @@ def test_malformed_index_arguments_are_named_with_the_file(backend, smoke_media)
         assert [media.read_stamp(f) for f in read_frames(good, idx, backend=backend)] == [3, 1]
 
 
+@pytest.mark.media
 def test_device_and_backend_checks(smoke_media):
     path = smoke_media["h264_144p_gop12.mp4"]
     with pytest.raises(BackendUnavailable, match="no cpu path"):
@@ -109,6 +115,7 @@ def test_device_and_backend_checks(smoke_media):
                 read_frames(path, [0], backend=b, device="cuda")
 
 
+@pytest.mark.media
 def test_isolated_read_matches_in_process(smoke_media):
     path = smoke_media["hevc_144p_gop48.mp4"]
     here = read_frames(path, [5, 60, 5], backend="torchcodec")
@@ -118,6 +125,7 @@ def test_isolated_read_matches_in_process(smoke_media):
         read_frames_isolated(path, [500], backend="pyav")
 
 
+@pytest.mark.media
 @pytest.mark.slow
 def test_matrix_never_returns_a_wrong_frame_silently(tmp_path):
     table = matrix.run(CPU, "cpu", tmp_path)
@@ -148,6 +156,7 @@ GPU = available("cuda") if torch.cuda.is_available() else []
 needs_gpu = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU with a GPU decoding backend")
 
 
+@pytest.mark.media
 @pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("backend", GPU or ["none"])
@@ -177,6 +186,7 @@ def test_nvdec_minimum_sizes_are_refused_up_front(tmp_path):
         assert too_small(spec.codec, spec.width, spec.height) is None
 
 
+@pytest.mark.media
 def test_torchcodec_reuses_its_decoder_for_the_same_unchanged_file(smoke_media, tmp_path):
     import shutil
 
@@ -196,6 +206,7 @@ def test_torchcodec_reuses_its_decoder_for_the_same_unchanged_file(smoke_media, 
     assert tc.cached_decoder(str(other), "cpu") is not a  # another file: a new decoder
 
 
+@pytest.mark.media
 def test_torchcodec_decoder_cache_survives_a_fork(smoke_media):
     """A DataLoader worker forked after the parent read a video must not reuse the parent's decoder (it hangs)."""
     import os
@@ -304,6 +315,7 @@ CACHE_CASES = [pytest.param(b, "cpu", id=f"{b}-cpu") for b in CPU] + [
     for b in ("torchcodec", "pynvvideocodec")]
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("backend,device", CACHE_CASES)
 def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache(backend, device, look_alikes,
                                                                                   tmp_path):
@@ -344,6 +356,7 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache
     assert faults.replaced_file_reads(a, b, tmp_path / "again.mp4", backend, device) == [True, True, True]
 
 
+@pytest.mark.media
 def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
     """A long, unsorted list with repeats: the pipeline is asked for the unique frames, sorted; the answer is
     still every frame asked for, in the order asked."""
@@ -373,6 +386,7 @@ def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
     assert [media.read_stamp(f) for f in got] == want
 
 
+@pytest.mark.media
 def test_decord_on_cuda_asks_one_child_per_process_not_one_per_read(monkeypatch, smoke_media):
     """Whether this decord has CUDA is asked of a child process once; every later check and read (each makes the
     check) reuses the answer. The machine's other checks are stood in for: a GPU, decord importable."""
@@ -417,6 +431,7 @@ def unusual(tmp_path_factory):
             "rot": media.rotate_display(base, d / "rot.mp4", 90)}
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("backend", CPU)
 def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, unusual):
     from playbook_utils.decoders import as_stored, frame_size, video_info
@@ -449,6 +464,7 @@ def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, un
     assert stamps(unusual["rot"], [20, 1]) == ((320, 180), [20, 1])
 
 
+@pytest.mark.media
 def test_the_edit_list_refusals_still_stand(unusual):
     """What TorchCodec and decord return on an H.264 edit-list file when not refused: not what a player shows. If
     a new release gets it right, this fails, and the refusal can go."""
@@ -479,6 +495,7 @@ def test_the_edit_list_refusals_still_stand(unusual):
         assert stamps != [shown[0], shown[5], shown[17]], f"{backend} now reads edit lists right: lift its refusal"
 
 
+@pytest.mark.media
 def test_isolated_reads_the_stream_asked_for(unusual):
     from playbook_utils.decoders import as_stored, video_info
 

@@ -55,6 +55,7 @@ def test_exactly_once_names_what_is_wrong():
     assert check["duplicates"] == {1: 2} and check["missing"] == [2] and check["unexpected"] == [9]
 
 
+@pytest.mark.media
 def test_one_rank_of_two_gets_its_shard_with_the_right_frames(paths):
     loader = distributed.sharded_loader(paths, "pyav", rank=1, world_size=2, device="cpu", batch_size=2,
                                         num_workers=0, k=4)
@@ -68,6 +69,7 @@ def test_one_rank_of_two_gets_its_shard_with_the_right_frames(paths):
     assert seen == [1, 3, 5, 7, 9]
 
 
+@pytest.mark.media
 def test_threaded_batches_of_a_gpu_rank_keep_sampler_order_and_frames(paths):
     # the GPU path's decoding threads, driven here by a CPU dataset: same ids, order and frames as the sampler's
     from playbook_utils.loaders import VideoClipDataset
@@ -90,6 +92,7 @@ def test_cuda_rank_without_gpu_says_so():
         distributed.rank_device("cuda")
 
 
+@pytest.mark.media
 def test_two_gloo_ranks_under_torchrun_see_every_sample_once(paths, tmp_path):
     r = scaling.launch(2, paths[:9], tmp_path / "run.json", backend="pyav", device="cpu", timeout=180,
                            k=4, batch_size=2, num_workers=0, epochs=2)
@@ -104,6 +107,7 @@ def test_two_gloo_ranks_under_torchrun_see_every_sample_once(paths, tmp_path):
     assert [x["ids"] for x in last] != [rank["epochs"][0]["ids"] for rank in r["ranks"]]
 
 
+@pytest.mark.media
 def test_a_bad_file_fails_the_run_naming_the_file(paths, tmp_path):
     from playbook_utils.errors import DecodeError
 
@@ -119,6 +123,7 @@ def test_a_bad_file_fails_the_run_naming_the_file(paths, tmp_path):
 GPU = [b for b in available("cuda") if b in distributed.GPU_BACKENDS] if torch.cuda.is_available() else []
 
 
+@pytest.mark.media
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU, reason="needs a CUDA GPU with a GPU decoding backend")
 @pytest.mark.parametrize("backend", GPU or ["none"])

@@ -6,6 +6,7 @@ from playbook_utils import env
 from playbook_utils.tools import setup_env
 
 
+@pytest.mark.slow
 def test_report_is_json_ready_and_complete():
     rep = env.report()
     json.dumps(rep)

@@ -6,6 +6,8 @@ from playbook_utils import media
 from playbook_utils.bench import exactness
 from playbook_utils.decoders import read_frames
 
+pytestmark = pytest.mark.media   # every test here encodes or decodes video
+
 
 @pytest.fixture(scope="module")
 def footage(tmp_path_factory):

@@ -4,6 +4,7 @@ from playbook_utils.bench import faults
 from playbook_utils.decoders import available
 
 
+@pytest.mark.media
 @pytest.mark.slow
 def test_bad_files_give_clear_errors_never_crashes_or_wrong_frames(tmp_path):
     table = faults.run(available("cpu"), "cpu", tmp_path)
@@ -26,6 +27,7 @@ def test_classify():
     assert faults.classify({"status": "error", "error": "unexpected KeyError: x"}, [1]).startswith("RAW")
 
 
+@pytest.mark.media
 def test_soak_reports_growth_after_warmup():
     from playbook_utils import media
 
@@ -42,6 +44,7 @@ def test_soak_slope_is_the_steady_growth_per_call():
     assert faults._slope(curve[:2]) is None
 
 
+@pytest.mark.media
 def test_soak_cut_short_inside_its_warmup_reports_no_growth():
     """The time cap covers the warm-up too; growth over a window shorter than the warm-up is not reported."""
     from playbook_utils import media
@@ -52,6 +55,7 @@ def test_soak_cut_short_inside_its_warmup_reports_no_growth():
     assert r["rss_growth_pct"] is None and "shorter than the warm-up" in r["not_measured"]
 
 
+@pytest.mark.media
 def test_a_slow_soak_ends_its_warmup_at_a_fifth_of_the_cap_and_measures_the_rest():
     from playbook_utils import media
 

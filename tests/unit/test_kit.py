@@ -119,6 +119,7 @@ def test_finish_passes_when_every_check_does(tmp_path):
     assert json.loads((tmp_path / "90_none.json").read_text())["headline"] == {"answer": 1, "exact": None}
 
 
+@pytest.mark.media
 def test_pick_chooses_by_codec_and_gop(tmp_path, monkeypatch):
     nb = kit.Notebook("90_pick", tmp_path, "cpu")
     clips = {"h264_short.mp4": dict(gop=6), "h264_long.mp4": dict(gop=24)}

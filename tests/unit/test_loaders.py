@@ -11,6 +11,7 @@ def paths():
     return [clips["h264_144p_gop12.mp4"], clips["hevc_144p_gop48.mp4"]]
 
 
+@pytest.mark.media
 def test_dataset_items_hold_exactly_the_sampled_frames(paths):
     ds = loaders.VideoClipDataset(paths, backend="torchcodec", k=8)
     assert len(ds) == 2
@@ -20,6 +21,7 @@ def test_dataset_items_hold_exactly_the_sampled_frames(paths):
         assert [media.read_stamp(f) for f in item] == ds.indices(i)
 
 
+@pytest.mark.media
 def test_clip_strategy_is_reproducible_and_resizes(paths):
     a = loaders.VideoClipDataset(paths, strategy="clip", clip_len=4, stride=3, seed=7, size=(72, 128))
     b = loaders.VideoClipDataset(paths, strategy="clip", clip_len=4, stride=3, seed=7)
@@ -31,6 +33,7 @@ def test_clip_strategy_is_reproducible_and_resizes(paths):
         loaders.VideoClipDataset(paths, strategy="random")
 
 
+@pytest.mark.media
 def test_loader_batches_and_wait_measurement(paths):
     dl = loaders.make_loader(paths * 4, backend="pyav", batch_size=2, num_workers=1, k=4)
     # spawned workers (a forked one hung on the H200 machine) and a time limit instead of a hang
@@ -44,6 +47,7 @@ def test_loader_batches_and_wait_measurement(paths):
     assert capped["stopped_by_time"] and 3 <= capped["steps"] < 1000
 
 
+@pytest.mark.media
 def test_skip_policy_finishes_the_epoch_and_lists_bad_files(paths, tmp_path):
     empty = tmp_path / "empty.mp4"
     empty.write_bytes(b"")
@@ -63,6 +67,7 @@ def test_skip_policy_finishes_the_epoch_and_lists_bad_files(paths, tmp_path):
         loaders.VideoClipDataset(items, on_error="ignore")
 
 
+@pytest.mark.media
 def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
     # GpuLoader's threads and chunking, exercised with the CPU backend (the same code runs on CUDA)
     import torch
@@ -79,6 +84,7 @@ def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
     assert torch.equal(batches[1][0], ref)
 
 
+@pytest.mark.media
 def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path):
     r = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]],
                                   "device": "cpu", "batch_size": 1})
@@ -96,12 +102,14 @@ def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path
     assert bad["status"] == "error" and "nope.mp4" in bad["error"]
 
 
+@pytest.mark.media
 def test_flat_out_counts_every_frame_delivered(paths):
     L = loaders.GpuLoader([paths[0]] * 3, backend="pyav", device="cpu", threads=2, batch_size=2, size=32, chunk=40)
     r = loader_bench.measure_flat_out(L)
     assert r["frames"] == 3 * 96 == L.frames_delivered and r["batches"] == 2 and r["frames_per_s"] > 0
 
 
+@pytest.mark.media
 def test_process_loader_delivers_every_video_once_model_ready(paths, tmp_path):
     # GpuProcessLoader with the CPU backend: tensors travel through shared memory instead of CUDA IPC,
     # the rest of the code is the same
@@ -133,6 +141,7 @@ def test_process_loader_delivers_every_video_once_model_ready(paths, tmp_path):
 GPU_LOADER_BACKENDS = [b for b in ("pynvvideocodec", "torchcodec") if b in available("cuda")]
 
 
+@pytest.mark.media
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU_LOADER_BACKENDS, reason="needs a CUDA GPU with PyNvVideoCodec or TorchCodec")
 @pytest.mark.parametrize("backend", GPU_LOADER_BACKENDS or ["none"])
@@ -149,6 +158,7 @@ def test_process_loader_hands_over_cuda_videos_exactly(backend, paths):
     assert all(torch.equal(v, ref) for b in batches for v in b)
 
 
+@pytest.mark.media
 def test_loader_workers_share_the_cores_among_their_decoders(paths):
     import os
 
@@ -201,6 +211,7 @@ def test_our_errors_keep_type_file_backend_and_cause_across_processes(tmp_path):
     assert str(rebuilt) == text
 
 
+@pytest.mark.media
 def test_a_worker_error_reaches_the_training_process_as_decode_error(paths, tmp_path):
     """A spawned DataLoader worker raises DecodeError; the parent catches DecodeError naming the file and the
     backend asked for (not the probe that found the fault)."""
@@ -241,6 +252,7 @@ def _new_threads(before: set, within_s: float = 5.0) -> list:
     return sorted(t.name for t in set(threading.enumerate()) - before)
 
 
+@pytest.mark.media
 def test_breaking_out_early_ends_every_worker_cleanly(paths, capfd):
     """Drop or close a loader after one batch, with the next ones in flight: every worker exits 0 (no SIGABRT,
     "terminate called without an active exception"), and no process or thread is left behind."""
@@ -291,6 +303,7 @@ def test_breaking_out_early_ends_every_worker_cleanly(paths, capfd):
     assert not any(t.name == "QueueFeederThread" for t in threading.enumerate())
 
 
+@pytest.mark.media
 def test_gpu_side_loaders_stopped_early_leave_no_thread_or_process(paths):
     """GpuLoader's threads and GpuProcessLoader's processes end when the consumer breaks out after one batch
     (with the CPU backend: the same code runs on CUDA)."""
@@ -333,6 +346,7 @@ def scraped(paths, tmp_path_factory):
 CLIP = {"strategy": "clip", "clip_len": 4, "stride": 3}
 
 
+@pytest.mark.media
 def test_skip_policy_covers_every_fault_of_the_sample_and_delivers_the_rest_once(scraped):
     from playbook_utils import distributed
 
@@ -366,6 +380,7 @@ def test_skip_policy_covers_every_fault_of_the_sample_and_delivers_the_rest_once
     assert sorted(i for r in ranks for i in r) == good
 
 
+@pytest.mark.media
 def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
     from playbook_utils.errors import DecodeError
 
@@ -386,6 +401,7 @@ def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
         loaders.VideoClipDataset(fine, mixed_sizes="pad")
 
 
+@pytest.mark.media
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU_LOADER_BACKENDS, reason="needs a CUDA GPU with PyNvVideoCodec or TorchCodec")
 @pytest.mark.parametrize("backend", GPU_LOADER_BACKENDS or ["none"])

@@ -22,6 +22,7 @@ def test_h264_and_hevc_encoders_exist():
     assert "h264" in CODECS and "hevc" in CODECS
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_stamp_round_trip_after_lossy_encoding(tmp_path, codec, size):
@@ -31,6 +32,7 @@ def test_stamp_round_trip_after_lossy_encoding(tmp_path, codec, size):
     assert [read_stamp(f) for f in frames] == list(range(24))
 
 
+@pytest.mark.media
 @pytest.mark.slow
 @pytest.mark.parametrize("codec", CODECS)
 def test_stamp_round_trip_at_1080p(tmp_path, codec):
@@ -39,6 +41,7 @@ def test_stamp_round_trip_at_1080p(tmp_path, codec):
     assert [read_stamp(f) for f in decode_rgb(path)] == list(range(30))
 
 
+@pytest.mark.media
 def test_stamp_survives_10_bit_and_large_indices(tmp_path):
     path = make_clip(tmp_path / "c.mkv", "hevc", 320, 180, num_frames=6, gop=3, pix_fmt="yuv420p10le")
     assert probe(path).pix_fmt == "yuv420p10le"
@@ -74,6 +77,7 @@ def test_read_stamp_refuses_frames_without_a_valid_stamp():
         read_stamp(damaged)
 
 
+@pytest.mark.media
 def test_make_clip_rejects_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="even"):
         make_clip(tmp_path / "odd.mp4", width=161, height=96)
@@ -81,6 +85,7 @@ def test_make_clip_rejects_bad_arguments(tmp_path):
         media.synth_frame(media.MAX_STAMP + 1, 160, 96)
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("gop,bframes", [(10, 0), (25, 2)])
 def test_probe_reports_what_was_encoded(tmp_path, gop, bframes):
     path = make_clip(tmp_path / "c.mp4", "h264", 320, 180, fps=25, num_frames=60, gop=gop, bframes=bframes)
@@ -95,6 +100,7 @@ def test_probe_reports_what_was_encoded(tmp_path, gop, bframes):
     json.dumps(info.to_dict())
 
 
+@pytest.mark.media
 def test_probe_finds_b_frames_and_variable_frame_rate(tmp_path):
     times = [i / 30 + (0.01 if i % 4 == 0 else 0) for i in range(30)]
     path = make_clip(tmp_path / "vfr.mp4", "h264", 160, 96, num_frames=30, gop=10, frame_times=times)
@@ -104,6 +110,7 @@ def test_probe_finds_b_frames_and_variable_frame_rate(tmp_path):
     assert 3 in types, "expected B-frames (AVPictureType 3) with the default bframes=2"
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("content,cause", [
     (None, "does not exist"), (b"", "empty"), (b"not a video at all\n" * 10, "cannot open"),
     (bytes(range(256)) * 64, "cannot open"),
@@ -117,6 +124,7 @@ def test_probe_errors_name_the_file_and_cause(tmp_path, content, cause):
     assert str(path) in str(e.value)
 
 
+@pytest.mark.media
 def test_probe_refuses_a_file_without_video(tmp_path):
     path = tmp_path / "audio.mkv"
     with av.open(str(path), "w") as out:
@@ -131,6 +139,7 @@ def test_probe_refuses_a_file_without_video(tmp_path):
         probe(path)
 
 
+@pytest.mark.media
 def test_default_media_is_built_once_and_reused(tmp_path):
     logged = []
     clips = media.default_media(tmp_path, smoke=True, log=logged.append)
@@ -158,6 +167,7 @@ def test_full_media_set_covers_the_issue_matrix():
     assert {"vp9", "av1"} <= {s.codec for s in specs}
 
 
+@pytest.mark.media
 def test_default_media_builds_in_parallel_on_large_machines(tmp_path, monkeypatch):
     monkeypatch.setattr(media.os, "cpu_count", lambda: 8)  # two worker processes
     clips = media.default_media(tmp_path, smoke=True)
@@ -166,6 +176,7 @@ def test_default_media_builds_in_parallel_on_large_machines(tmp_path, monkeypatc
         assert probe(path).num_frames == 96
 
 
+@pytest.mark.media
 def test_constant_rate_webm_is_not_called_vfr(tmp_path):
     # WebM keeps millisecond timestamps: 30 fps gives 33/34 ms gaps, which is not variable frame rate.
     assert not probe(make_clip(tmp_path / "c.webm", "vp9", 160, 96, num_frames=30)).variable_frame_rate
@@ -194,6 +205,7 @@ def test_two_processes_making_the_same_clip_at_once_both_succeed(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["same.mp4"]   # no temporary file left behind
 
 
+@pytest.mark.media
 @pytest.mark.skipif(not media.ffmpeg_cli(), reason="needs the ffmpeg command-line tool")
 def test_probe_reads_the_best_stream_the_shown_frames_and_the_display_rotation(tmp_path):
     base = make_clip(tmp_path / "base.mp4", "h264", 320, 180, num_frames=24, gop=12, bframes=0)
@@ -217,6 +229,7 @@ def test_probe_reads_the_best_stream_the_shown_frames_and_the_display_rotation(t
     assert probe(base).rotation == 0 and probe(base).edit_list_hidden == 0
 
 
+@pytest.mark.media
 def test_pad_mp4_makes_a_same_size_file_every_reader_still_reads(tmp_path):
     path = make_clip(tmp_path / "c.mp4", "h264", 160, 96, num_frames=12, gop=6)
     size = path.stat().st_size

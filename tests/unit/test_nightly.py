@@ -253,6 +253,7 @@ NB_GOOD = """import json, pathlib
 pathlib.Path(OUTPUT_DIR, "90_good.json").write_text(json.dumps({"headline": {"answer": 42}, "skipped": []}))"""
 
 
+@pytest.mark.slow
 @pytest.mark.notebook
 def test_run_split_over_two_calls_accumulates_and_fails_on_a_broken_notebook(tmp_path):
     nbformat = pytest.importorskip("nbformat")

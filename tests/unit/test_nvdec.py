@@ -5,6 +5,7 @@ from playbook_utils.bench import nvdec
 from tests.conftest import has_nvdec
 
 
+@pytest.mark.media
 def test_decode_check_answers_with_data_gpu_or_not(tmp_path):
     clip = media.make_clip(tmp_path / "c.mp4", "h264", 160, 96, num_frames=8)
     for lib in nvdec.CHECK_LIBRARIES:
@@ -27,6 +28,7 @@ def test_nvdec_decodes_h264_frame_exact(tmp_path):
     assert r["ok"] and r["frames"] == 30 and r["wrong_frames"] == 0
 
 
+@pytest.mark.media
 def test_saturation_run_without_nvdec_is_a_failed_row_not_a_crash(tmp_path):
     from playbook_utils import media
 

@@ -7,6 +7,8 @@ from playbook_utils import access, decoders, media, shards, sources
 from playbook_utils.bench import access as access_bench
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
+pytestmark = pytest.mark.media   # every test here encodes or decodes video
+
 pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
 

@@ -15,6 +15,7 @@ def clip(tmp_path_factory):
     return media.make_clip(tmp_path_factory.mktemp("rs") / "r.mp4", "h264", 640, 360, num_frames=64, gop=16)
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("backend", ["pyav", "torchcodec", "spdl"])
 def test_decoder_side_resize_gives_the_frames_asked_at_the_size_asked(backend, clip):
     if decoders.why_unavailable(backend, "cpu"):
@@ -27,6 +28,7 @@ def test_decoder_side_resize_gives_the_frames_asked_at_the_size_asked(backend, c
         assert resize.psnr(got, ref) > 35, "close to torch's antialiased bilinear resize"
 
 
+@pytest.mark.media
 def test_backends_without_it_refuse_and_compare_says_so(clip):
     with pytest.raises(BackendUnavailable, match="decord cannot resize in its decoder"):
         resize.read_resized(clip, [0], HALF, "decord")
@@ -34,6 +36,7 @@ def test_backends_without_it_refuse_and_compare_says_so(clip):
     assert [r["method"] for r in rows] == ["decode, then resize"]
 
 
+@pytest.mark.media
 def test_compare_reports_both_ways(clip):
     rows = {r["method"]: r for r in resize.compare(clip, IDX[:4], HALF, "pyav", repeats=1)}
     assert set(rows) == {"decode, then resize", "in decoder"}
@@ -49,6 +52,7 @@ def test_psnr():
     assert resize.psnr(a, a + 1) == pytest.approx(48.13, abs=0.01)
 
 
+@pytest.mark.media
 def test_dali_cpu_resizes_vp9_in_its_pipeline(tmp_path):
     if decoders.why_unavailable("dali", "cpu"):
         pytest.skip(decoders.why_unavailable("dali", "cpu"))
@@ -61,6 +65,7 @@ GPU_RESIZE = [b for b in ("torchcodec", "dali", "pyav", "spdl") if b in decoders
               and torch.cuda.is_available() and decoders.why_unavailable(b, "cuda") is None]
 
 
+@pytest.mark.media
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU_RESIZE, reason="needs a CUDA GPU with a backend that resizes in its decoder")
 @pytest.mark.parametrize("backend", GPU_RESIZE or ["none"])

@@ -26,6 +26,7 @@ pathlib.Path(OUTPUT_DIR, "90_good.json").write_text(json.dumps(
     {"headline": {"smoke": SMOKE, "answer": 42}, "skipped": ["gpu part: no GPU"]}))"""
 
 
+@pytest.mark.slow
 def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
@@ -80,6 +81,7 @@ def test_runner_selects_by_pattern_and_passes_mode(tmp_path):
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "nothing"]) == 2
 
 
+@pytest.mark.slow
 def test_a_cell_that_hangs_fails_its_notebook_and_the_run_goes_on(tmp_path):
     # 21 once hung for 20 minutes on a GPU machine: with a per-cell time limit the run records a failure and goes on
     import time
@@ -108,6 +110,7 @@ def test_param_values_are_python_literals_where_they_parse():
             run_notebooks.parse_params([bad])
 
 
+@pytest.mark.slow
 def test_a_param_reaches_the_notebooks_that_define_it_and_the_others_are_named(tmp_path, capsys):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
@@ -152,6 +155,7 @@ pathlib.Path(OUTPUT_DIR, "{path.stem}.json").write_text(json.dumps({{"headline":
     nbformat.write(nb, path)
 
 
+@pytest.mark.slow
 def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path, capsys):
     cores = len(os.sched_getaffinity(0))
     if cores < 2:
@@ -293,6 +297,7 @@ pathlib.Path(OUTPUT_DIR, "90_reads.json").write_text(json.dumps({"headline": {},
     assert "1 of your files could not be read: listed in summary.md" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_path, capsys):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()

@@ -8,6 +8,8 @@ import pytest
 
 from playbook_utils import distributed, media, shards, sources
 
+pytestmark = pytest.mark.media   # every test here encodes or decodes video
+
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):

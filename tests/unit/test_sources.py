@@ -47,6 +47,7 @@ def _available(backend):
         pytest.skip(f"{backend}: {why}")
 
 
+@pytest.mark.media
 @pytest.mark.parametrize("backend", CPU_NATIVE)
 def test_memory_and_tar_inputs_are_frame_exact(backend, clip, shard):
     _available(backend)
@@ -66,6 +67,7 @@ def test_memory_and_tar_inputs_are_frame_exact(backend, clip, shard):
         inputs["open file"].close()
 
 
+@pytest.mark.media
 def test_file_like_is_read_from_where_it_stands(clip):
     """A caller's file object positioned at a video embedded in a larger stream: reads are relative to it."""
     f = io.BytesIO(b"x" * 1000 + clip.read_bytes())
@@ -74,6 +76,7 @@ def test_file_like_is_read_from_where_it_stands(clip):
     assert f.tell() == 1000, "the caller's position is given back"
 
 
+@pytest.mark.media
 def test_probe_takes_every_input(clip, shard):
     ref = media.probe(clip)
     for src in (clip.read_bytes(), io.BytesIO(clip.read_bytes()), sources.TarMember(str(shard), "a.mp4")):
@@ -83,6 +86,7 @@ def test_probe_takes_every_input(clip, shard):
     assert decoders.video_info(f"tar://b.mp4::{shard}").num_frames == 42
 
 
+@pytest.mark.media
 def test_backends_without_memory_input_get_a_spooled_copy(clip, monkeypatch, tmp_path):
     """A library that needs a file name gets a temporary copy, said in the result, deleted afterwards."""
     assert sources.how_read("pynvvideocodec") == "spooled"
@@ -94,6 +98,7 @@ def test_backends_without_memory_input_get_a_spooled_copy(clip, monkeypatch, tmp
     assert not list(tmp_path.glob("playbook-spool-*")), "the spooled copy is deleted"
 
 
+@pytest.mark.media
 def test_refusals_name_the_input(clip, shard):
     data = clip.read_bytes()
     with pytest.raises(BackendUnavailable, match=r"<\d+ bytes> \[dali\].*does not take h264"):
@@ -112,6 +117,7 @@ def test_refusals_name_the_input(clip, shard):
         sources.tar_index(clip)
 
 
+@pytest.mark.media
 def test_dali_cpu_takes_vp9_bytes(tmp_path):
     if decoders.why_unavailable("dali", "cpu"):
         pytest.skip(decoders.why_unavailable("dali", "cpu"))
@@ -146,6 +152,7 @@ def test_range_file_counts_requests_and_serves_prefetched_bytes():
     assert held.read() == blob, "read() with no size returns everything"
 
 
+@pytest.mark.media
 def test_loader_dataset_takes_tar_members(shard):
     from playbook_utils.loaders import VideoClipDataset
 
@@ -153,6 +160,7 @@ def test_loader_dataset_takes_tar_members(shard):
     assert [_stamps(ds[i]) for i in range(2)] == [[5, 15, 26, 36]] * 2
 
 
+@pytest.mark.media
 def test_torchcodec_takes_the_probes_frame_table_for_memory_inputs(tmp_path):
     """A file-like input gets TorchCodec's custom_frame_mappings from the probe (no scan of the file): exact on a
     variable-frame-rate clip with B-frames, where a wrong table would show as wrong frames."""
@@ -171,6 +179,7 @@ def test_torchcodec_takes_the_probes_frame_table_for_memory_inputs(tmp_path):
 GPU_BACKENDS = [b for b in decoders.BACKENDS if b != "decord"] if __import__("torch").cuda.is_available() else []
 
 
+@pytest.mark.media
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU_BACKENDS, reason="needs a CUDA GPU")
 @pytest.mark.parametrize("backend", GPU_BACKENDS or ["none"])

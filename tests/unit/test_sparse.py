@@ -5,6 +5,8 @@ import pytest
 from playbook_utils import media, sampling
 from playbook_utils.bench import sparse
 
+pytestmark = pytest.mark.media   # every test here encodes or decodes video
+
 
 @pytest.fixture(scope="module")
 def long_clips():

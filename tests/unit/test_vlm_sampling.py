@@ -191,6 +191,7 @@ def test_vlm_tokens_counts_merged_patches():
     assert math.isclose(h / w, 1080 / 1920, rel_tol=0.1)
 
 
+@pytest.mark.media
 def test_torchcodec_samplers_beside_ours(tmp_path):
     pytest.importorskip("torchcodec")
     from playbook_utils import media
