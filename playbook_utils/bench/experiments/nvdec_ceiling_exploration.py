@@ -2,7 +2,11 @@
 
     OUT=DIR python -m playbook_utils.bench.experiments.nvdec_ceiling_exploration   # writes DIR/ceiling_explore.json (default /tmp)
 """
-import json, multiprocessing as mp, os, sys, threading, time
+import json
+import multiprocessing as mp
+import os
+import threading
+import time
 
 def nv_thread(path, reuse, t_end, out, k):
     import PyNvVideoCodec as nvc

@@ -2,8 +2,17 @@
 
     PLAYBOOK_MEDIA_DIR=... python -m playbook_utils.bench.experiments.soak_10k_calls   # writes the JSON and PNG into the current folder
 """
-import json, subprocess, sys, time
-from playbook_utils import media, env
+import json
+import subprocess
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
+
+from playbook_utils import env, media  # noqa: E402
 clips = media.default_media(smoke=True)
 h264, vp9 = str(clips["h264_144p_gop12.mp4"]), str(clips["vp9_144p_gop12.webm"])
 jobs = {"pyav cpu": (h264, "pyav"), "decord cpu": (h264, "decord"), "torchcodec cpu": (h264, "torchcodec"), "dali cpu": (vp9, "dali")}
@@ -24,9 +33,6 @@ for name, p in procs.items():
 json.dump(out, open("soak_10k_calls.json", "w"), indent=1)
 
 # the plot beside it
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 fig, ax = plt.subplots(figsize=(8, 3.4))
 for n, r in out["soaks"].items():
     c = r["curve"]
