@@ -115,3 +115,20 @@ def test_the_library_imports_no_decoder_library_at_module_level():
             found += [f"{module}: {n}" for n in names if n.split(".")[0] in heavy]
             found += [f"{module} imports {n} at its top" for n in names if n in TORCH_AT_TOP]
     assert not found, found
+
+
+def test_setup_runs_before_anything_is_installed():
+    """`make setup` runs `python -m playbook_utils.tools.setup_env` with nothing installed yet: no site-packages
+    (-S), no PYTHONPATH (-E), only the standard library and the checkout (pip's vendored copies where pip is)."""
+    import subprocess
+    import sys
+
+    allowed = set(sys.stdlib_module_names) | {"pip", "packaging", "playbook_utils"}
+    tree = ast.parse(MODULES["playbook_utils.tools.setup_env"].read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert {n.split(".")[0] for n in names} <= allowed, names
+    assert {n for n in names if n.startswith("playbook_utils")} == set()
+    run = subprocess.run([sys.executable, "-S", "-E", "-m", "playbook_utils.tools.setup_env", "--help"],
+                         cwd=PACKAGE.parent, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "usage:" in run.stdout, run.stderr[-500:]
