@@ -15,6 +15,7 @@ import threading
 DEVICES = ("cpu", "cuda")
 CHOOSES_STREAM = True   # stream_index=
 ROTATES = True          # returns frames turned as the display matrix says
+RESIZES_ON = ("cpu",)   # decoder transforms: 0.17 on CUDA raises "Transforms are only supported for CPU devices"
 _local = threading.local()
 _inherited: list = []
 
