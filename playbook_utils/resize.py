@@ -6,7 +6,8 @@ in the decoder instead (`read_resized`):
 
 ==============  ======================================================================================
 pyav            swscale converts YUV to RGB and scales (bilinear) in one pass: `frame.to_ndarray(width=, height=)`
-torchcodec      `VideoDecoder(..., transforms=[torchcodec.transforms.Resize((h, w))])` (0.13; CPU, and CUDA)
+torchcodec      `VideoDecoder(..., transforms=[torchcodec.transforms.Resize((h, w))])` (0.13+; CPU only: 0.17 on CUDA
+                says "Transforms are only supported for CPU devices")
 dali            `fn.resize` after `fn.decoders.video` in the same pipeline (GPU with device='cuda')
 spdl            FFmpeg's scale filter on the CPU; NVDEC's own output scaling on the GPU (scale_width/height)
 decord          no resize in the decoder here (its VideoReader's width/height re-open the file per reader)
@@ -42,11 +43,14 @@ def psnr(a, b) -> float:
     return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
 
 
-def can_resize_in_decoder(backend: str) -> bool:
-    """Whether `backend`'s adapter decodes straight to a size (`read_resized`); see the module's table."""
+def can_resize_in_decoder(backend: str, device: str = "cpu") -> bool:
+    """Whether `backend`'s adapter decodes straight to a size (`read_resized`) on `device`; see the module's
+    table. An adapter may resize on some devices only (`RESIZES_ON`)."""
     from playbook_utils.decoders import adapter
+    from playbook_utils.device import Device
 
-    return adapter(backend).read_resized is not None
+    ad = adapter(backend)
+    return ad.read_resized is not None and (ad.RESIZES_ON is None or Device.parse(device).kind in ad.RESIZES_ON)
 
 
 def read_resized(source, indices, size, backend: str = "torchcodec", device: str = "cpu"):
@@ -59,8 +63,8 @@ def read_resized(source, indices, size, backend: str = "torchcodec", device: str
     from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
     src = sources.resolve(source)
-    if not can_resize_in_decoder(backend):
-        raise BackendUnavailable(src.name, f"{backend} cannot resize in its decoder here; decode, then resize",
+    if not can_resize_in_decoder(backend, device):
+        raise BackendUnavailable(src.name, f"{backend} cannot resize in its decoder on {device}; decode, then resize",
                                  backend)
     why = decoders.why_unavailable(backend, device, src.path if src.kind == "path" else None)
     if why:
@@ -121,7 +125,7 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
     n = len(indices)
     rows = []
     ways = {"decode, then resize": lambda: resize_uint8(read_frames(path, indices, backend, device), size)}
-    if can_resize_in_decoder(backend):
+    if can_resize_in_decoder(backend, device):
         ways["in decoder"] = lambda: read_resized(path, indices, size, backend, device)
     for method, fn in ways.items():
         best, out, peak = None, None, None

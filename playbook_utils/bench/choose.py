@@ -130,20 +130,31 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
 
 
 def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
-    """The recommendation among `candidates`: those whose backend takes every file on its device first (all of
-    them when none does), each library and device once with its best configuration, ranked by rate with
-    `verdicts.rank`. Returns the winning candidate with 'accepted',
-    'accepts_all' and 'verdict' (runner-up, margin, spread, tied), or None when there is no candidate."""
+    """The recommendation among `candidates`, each library and device once with its best configuration, ranked
+    by rate with `verdicts.rank`. A candidate that refuses some of the files (an open-GOP HEVC file on a GPU path,
+    say) wins only when it is faster than the best one that takes every file by more than their spread; it
+    then comes with that one as the `fallback` for the files it refuses. Returns the winning candidate with
+    'accepted', 'accepts_all', 'verdict' (runner-up, margin, spread, tied), 'runner_up', 'fallback' and
+    'sentence', or None when there is no candidate."""
     for c in candidates:
         c["accepted"] = cover[(c["backend"], c["device"])]["accepted"]
         c["accepts_all"] = c["accepted"] == n_files
     pool: dict = {}
-    for c in [c for c in candidates if c["accepts_all"]] or candidates:   # each library and device once, its best
+    for c in candidates:
         key = f"{c['backend']} on {c['device']}"
         if key not in pool or c["fps"] > pool[key]["fps"]:
             pool[key] = c
     if not pool:
         return None
+    full = {k: c for k, c in pool.items() if c["accepts_all"]}
     v = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in pool.items())
-    return {**pool[v.best], "verdict": v.as_dict(), "runner_up": pool.get(v.runner_up), "sentence": v.sentence(
-        what="the best choice")}
+    fallback = None
+    if not pool[v.best]["accepts_all"] and full:
+        f = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in full.items())
+        vs = verdicts.rank([(v.best, v.best_value, pool[v.best]["spread_pct"]), (f.best, f.best_value, f.spread_pct)])
+        if vs.tied:   # not clearly faster than a loader that takes every file: take that one
+            v = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in full.items())
+        else:
+            fallback = full[f.best]
+    return {**pool[v.best], "verdict": v.as_dict(), "runner_up": pool.get(v.runner_up), "fallback": fallback,
+            "sentence": v.sentence(what="the best choice")}

@@ -160,6 +160,8 @@ class Adapter:
     CODECS          {device kind: codecs that path takes} where a path takes only some
     KNOWN_WRONG     `KnownWrong` rows: file traits it is refused for
 
+    RESIZES_ON      the device kinds `read_resized` works on (None: every one of DEVICES)
+
     and implements `read(path, indices, device, info)`, returning uint8 (N, 3, H, W) on the device; optionally
     `read_file(fileobj, ...)` (reads an open binary file itself) and `read_resized(source, ..., size)` (decodes
     straight to a size), left None where the library cannot; and `_check_device(kind)` where the library's own
@@ -175,6 +177,7 @@ class Adapter:
     ROTATES = False
     CODECS: dict = {}
     KNOWN_WRONG: tuple = ()
+    RESIZES_ON: tuple | None = None
     read_file = None
     read_resized = None
 

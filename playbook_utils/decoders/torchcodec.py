@@ -83,6 +83,7 @@ class TorchCodec(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CHOOSES_STREAM = True   # stream_index=
     ROTATES = True          # returns frames turned as the display matrix says
+    RESIZES_ON = ("cpu",)   # decoder transforms: 0.17 on CUDA raises "Transforms are only supported for CPU devices"
     KNOWN_WRONG = (
         base.known_wrong("edit-list", "TorchCodec returned other frames than a player shows on an MP4 whose edit "
                                       "list hides its first frames (0.13 on the CPU, H.264 without B-frames: asked "

@@ -40,16 +40,20 @@ def test_the_tree_names_a_winner_per_case_and_calls_ties():
     assert tree[("cpu", "h264", "long GOP (> 60)", "uniform16")]["tied"] is True
 
 
-def test_the_recommendation_prefers_full_coverage_and_reports_its_runner_up():
-    rows = [_row("decord", "cpu", "a.mp4", 300, 5), _row("pyav", "cpu", "a.mp4", 100, 5),
-            _row("torchcodec", "cpu", "a.mp4", 80, 5)]
+def test_the_recommendation_weighs_coverage_against_speed_and_reports_its_runner_up():
     group = ("h264", "96x64", "short GOP (<= 60)")
-    cands = choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"])
     cover = {("decord", "cpu"): {"accepted": 3}, ("pyav", "cpu"): {"accepted": 4}, ("torchcodec", "cpu"): {"accepted": 4}}
-    rec = choose.recommend(cands, cover, 4)
-    assert rec["backend"] == "pyav" and rec["accepts_all"]          # decord is faster but refuses a file
+    # decord is only a little faster (inside the spread) and refuses a file: the one that takes every file wins
+    rows = [_row("decord", "cpu", "a.mp4", 110, 20), _row("pyav", "cpu", "a.mp4", 100, 5),
+            _row("torchcodec", "cpu", "a.mp4", 80, 5)]
+    rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
+    assert rec["backend"] == "pyav" and rec["accepts_all"] and rec["fallback"] is None
     assert rec["runner_up"]["backend"] == "torchcodec" and rec["verdict"]["margin_pct"] == pytest.approx(25.0)
     assert "ahead of torchcodec on cpu" in rec["sentence"]
+    # far faster than anything that takes every file: it wins, with that one for the files it refuses
+    rows[0] = _row("decord", "cpu", "a.mp4", 300, 5)
+    rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
+    assert rec["backend"] == "decord" and not rec["accepts_all"] and rec["fallback"]["backend"] == "pyav"
     assert choose.recommend([], cover, 4) is None
 
 

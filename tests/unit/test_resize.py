@@ -52,6 +52,11 @@ def test_psnr():
     assert resize.psnr(a, a + 1) == pytest.approx(48.13, abs=0.01)
 
 
+def test_torchcodec_resizes_in_its_decoder_on_the_cpu_only():
+    assert resize.can_resize_in_decoder("torchcodec", "cpu") and not resize.can_resize_in_decoder("torchcodec", "cuda")
+    assert resize.can_resize_in_decoder("pyav", "cuda") and not resize.can_resize_in_decoder("decord", "cpu")
+
+
 @pytest.mark.media
 def test_dali_cpu_resizes_vp9_in_its_pipeline(tmp_path):
     if decoders.why_unavailable("dali", "cpu"):
@@ -62,7 +67,8 @@ def test_dali_cpu_resizes_vp9_in_its_pipeline(tmp_path):
 
 
 GPU_RESIZE = [b for b in ("torchcodec", "dali", "pyav", "spdl") if b in decoders.BACKENDS
-              and torch.cuda.is_available() and decoders.why_unavailable(b, "cuda") is None]
+              and torch.cuda.is_available() and decoders.why_unavailable(b, "cuda") is None
+              and resize.can_resize_in_decoder(b, "cuda")]
 
 
 @pytest.mark.media
