@@ -6,7 +6,7 @@
     python -m playbook_utils.tools.nightly --compare-only part1/ part2/ --report-dir merged/
     python -m playbook_utils.tools.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
 
-By default the notebooks run through `playbook_utils.run_notebooks` (full mode) into
+By default the notebooks run through `playbook_utils.tools.run_notebooks` (full mode) into
 `nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
 the same folder: each call adds its notebooks' rows to the folder's summary.json (a notebook run
 again replaces its earlier row). `--lanes N` runs N notebooks at a time, one GPU and an equal share of
@@ -389,7 +389,7 @@ def _merge_summary(output: Path, before: dict | None) -> None:
 
 
 def run(args) -> Path:
-    """Run the notebooks through `playbook_utils.run_notebooks` into the output folder; returns that folder."""
+    """Run the notebooks through `playbook_utils.tools.run_notebooks` into the output folder; returns that folder."""
     from playbook_utils.tools import run_notebooks
 
     output = Path(args.output or Path("nightly") / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))

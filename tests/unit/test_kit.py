@@ -53,7 +53,7 @@ def test_a_kernel_with_mplbackend_agg_still_gets_the_figure_inline(tmp_path):
     # the cause of the missing figures: a runner's environment with MPLBACKEND=Agg, where plt.show() is a no-op
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
-        "import matplotlib.pyplot as plt\nfrom playbook_utils import kit\n"
+        "import matplotlib.pyplot as plt\nfrom playbook_utils.tools import kit\n"
         "fig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()\n"
         f"kit.show(fig, {str(tmp_path / 'g.png')!r})")]
     src, dst = tmp_path / "in.ipynb", tmp_path / "out.ipynb"

@@ -42,12 +42,19 @@ for name in ("h264_144p_gop12.mp4",):
         out[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
 print(json.dumps(out))
 '''
-rows = []
-for variant in ("default", "primary_ctx", "current_ctx"):
-    for torch_first in ("0", "1"):
-        p = subprocess.run([sys.executable, "-c", CHILD, variant, torch_first], capture_output=True, text=True, timeout=300)
-        line = [x for x in p.stdout.splitlines() if x.startswith("{")]
-        rows.append(json.loads(line[-1]) if line else {"variant": variant, "torch_first": torch_first,
-                                                        "error": p.stderr[-400:]})
-        print(rows[-1], flush=True)
-json.dump(rows, open(sys.argv[1], "w"), indent=1)
+
+
+def main():
+    rows = []
+    for variant in ("default", "primary_ctx", "current_ctx"):
+        for torch_first in ("0", "1"):
+            p = subprocess.run([sys.executable, "-c", CHILD, variant, torch_first], capture_output=True, text=True, timeout=300)
+            line = [x for x in p.stdout.splitlines() if x.startswith("{")]
+            rows.append(json.loads(line[-1]) if line else {"variant": variant, "torch_first": torch_first,
+                                                            "error": p.stderr[-400:]})
+            print(rows[-1], flush=True)
+    json.dump(rows, open(sys.argv[1], "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

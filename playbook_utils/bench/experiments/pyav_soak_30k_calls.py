@@ -4,6 +4,13 @@
 import json
 from playbook_utils import media
 from playbook_utils.bench import faults
-clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
-r = faults.soak(clip, "pyav", "cpu", calls=30_000, warmup=500, every=1000)
-print(json.dumps({"growth": r["rss_growth_pct"], "seconds": r["seconds"], "curve": [round(p["rss_mb"], 1) for p in r["curve"]]}))
+
+
+def main():
+    clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
+    r = faults.soak(clip, "pyav", "cpu", calls=30_000, warmup=500, every=1000)
+    print(json.dumps({"growth": r["rss_growth_pct"], "seconds": r["seconds"], "curve": [round(p["rss_mb"], 1) for p in r["curve"]]}))
+
+
+if __name__ == "__main__":
+    main()
