@@ -19,6 +19,16 @@ from playbook_utils.device import Device
 BUSY_PCT = 90   # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
 
 
+def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
+    """(the paths `backend` takes on `device`, {path: why} for the ones it refuses before decoding): a loader
+    of one library is measured on the files it would read, not stopped by the first it refuses (decord and
+    open-GOP video, say). Introduced in notebook 21."""
+    from playbook_utils.decoders import why_unavailable
+
+    why = {str(p): why_unavailable(backend, device, p) for p in dict.fromkeys(paths)}
+    return [p for p in paths if not why[str(p)]], {p: w for p, w in why.items() if w}
+
+
 def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, steps: int, max_s: float,
                   size=None, timeout_s: float = 120, device: str = "cpu", log=print) -> tuple[list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
@@ -29,8 +39,14 @@ def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, s
 
     rows, stuck = [], []
     for b in backends:
+        mine, refused = accepted(paths, b)
+        if refused:
+            log(f"{b}: leaves out the {len(refused)} file(s) it refuses ({next(iter(refused.values()))[:100]})")
+        if len(mine) < batch:
+            log(f"{b}: not measured: it takes fewer than {batch} of the files")
+            continue
         for w in workers:
-            dl = loaders.make_loader(paths, backend=b, batch_size=batch, num_workers=w, k=k, size=size,
+            dl = loaders.make_loader(mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size,
                                      timeout_s=timeout_s)
             try:
                 r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
@@ -41,7 +57,7 @@ def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, s
             finally:
                 loaders.close_loader(dl)   # its workers exit now, cleanly, not when the loader is collected
             threads = loaders.share_of_cores(w) if w and b != "decord" else 0   # make_loader's default
-            rows.append({"backend": b, "workers": w, "decoder_threads": threads, **r})
+            rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused), **r})
             cut = f", {r['steps']} steps in the {max_s} s cap" if r["stopped_by_time"] else ""
             log(f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
                 f"waits {100 * r['wait_fraction']:5.1f}% of the time ({1e3 * r['wait_s_per_step']:.1f} ms per "

@@ -77,10 +77,11 @@ def _legend_outside(ax) -> None:
 
 
 def grouped_bars(values: dict, categories, ylabel: str, title: str, reference: dict | None = None,
-                 width_in: float = 9.0):
+                 width_in: float = 9.0, log: bool = False):
     """Bars of `values` ({series label: one value per category, None for none}) side by side per category;
     `reference` ({label: value}) draws a dashed horizontal line for each (a ceiling, a baseline). The legend
-    sits outside the axes. Returns the figure (notebooks 20, 21)."""
+    sits outside the axes; `log` puts the values on a log scale (rates that differ by orders of magnitude, such as
+    every frame against K frames, or one caller against the ceiling). Returns the figure (notebooks 20, 21)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -92,7 +93,9 @@ def grouped_bars(values: dict, categories, ylabel: str, title: str, reference: d
     for k, (label, y) in enumerate((reference or {}).items()):
         ax.axhline(y, color="black", ls="--", lw=1, alpha=0.4 + 0.6 / (k + 1), label=label)
     ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, categories, fontsize=8)
-    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel + (" (log scale)" if log else ""))
     ax.set_title(title, fontsize=9)
     _legend_outside(ax)
     fig.tight_layout()

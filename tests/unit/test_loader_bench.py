@@ -79,3 +79,15 @@ def test_plots_carry_their_reference_lines_and_an_outside_legend():
     assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1   # the legend covers no data
     fig2 = plots.lines({"m": ([1, 2, 4], [1, 2, 3])}, "threads", "f/s", "t", {"ideal": ([1, 2, 4], [1, 2, 4])})
     assert [t for t in fig2.axes[0].get_xticks()] == [1, 2, 4]
+
+
+@pytest.mark.media
+def test_accepted_keeps_what_a_backend_takes_and_says_why_for_the_rest(tmp_path):
+    from playbook_utils import media
+
+    closed = media.make_clip(tmp_path / "closed.mp4", "h264", 96, 64, num_frames=12, gop=6)
+    opened = media.make_clip(tmp_path / "open.mp4", "h264", 96, 64, num_frames=12, gop=6, closed_gop=False, bframes=3)
+    assert media.probe(opened).open_gop
+    kept, refused = loader_bench.accepted([closed, opened, closed], "decord")
+    assert kept == [closed, closed] and list(refused) == [str(opened)] and "open-gop" in refused[str(opened)]
+    assert loader_bench.accepted([closed, opened], "pyav") == ([closed, opened], {})

@@ -264,3 +264,13 @@ def test_reachable_tells_an_open_port_from_a_closed_one():
         port = server.getsockname()[1]
         assert reachable(f"http://127.0.0.1:{port}/whl/cpu")
     assert not reachable(f"http://127.0.0.1:{port}/whl/cpu", timeout=1)
+
+
+def test_the_readme_is_short_and_its_links_lead_somewhere():
+    import re
+
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    assert len(text.splitlines()) <= 130, "the README is for newcomers: the record goes to results/h200/README.md"
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if not t.startswith(("http", "#"))]
+    assert targets and [t for t in targets if not (ROOT / t).exists()] == []
