@@ -123,7 +123,13 @@ def test_23_bad_files_are_clear_errors_and_the_loader_keeps_going(smoke_run):
     _, out, _ = smoke_run
     r = result(out, "23_robustness")
     assert r["headline"]["bad_outcomes_cpu"] == 0
-    assert r["loader_policy"]["delivered"] > 0 and len(r["loader_policy"]["skipped"]) == 4
+    policy = r["loader_policy"]
+    # 2 good clips x 3, then 4 broken files, a clip too short for the sampled clip and one of another size
+    assert policy["delivered"] == policy["good_items"] == 6
+    skipped = sorted(policy["skipped"], key=lambda s: s["index"])
+    assert [s["index"] for s in skipped] == list(range(6, 12))
+    assert all(s["path"] in s["cause"] or Path(s["path"]).name in s["cause"] for s in skipped)
+    assert "too short" in skipped[4]["cause"] and "mixed_sizes" in skipped[5]["cause"]
     assert "empty" in r["loader_policy"]["raise_mode"]
     assert all("rss_growth_pct" in v for v in r["soak"].values()), r["soak"]
 
