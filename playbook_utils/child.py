@@ -24,7 +24,7 @@ import subprocess
 import sys
 
 OUTCOMES = ("ok", "unavailable", "error", "crashed", "timeout")
-OURS = ("DecodeError", "BackendUnavailable")   # the exception names `errors` defines
+OURS = ("DecodeError", "BackendUnavailable")  # the exception names `errors` defines
 
 
 def answer(fn, *args, **kwargs) -> dict:
@@ -36,8 +36,12 @@ def answer(fn, *args, **kwargs) -> dict:
     try:
         result = fn(*args, **kwargs)
     except (BackendUnavailable, DecodeError) as e:
-        return {"status": "unavailable" if isinstance(e, BackendUnavailable) else "error",
-                "error": f"{type(e).__name__}: {e}"[:400], "cause": e.cause, "exception": type(e).__name__}
+        return {
+            "status": "unavailable" if isinstance(e, BackendUnavailable) else "error",
+            "error": f"{type(e).__name__}: {e}"[:400],
+            "cause": e.cause,
+            "exception": type(e).__name__,
+        }
     except BaseException as e:  # a library's own exception, reported as data
         message = f"{type(e).__name__}: {first_line(e)}"[:400]
         return {"status": "error", "error": message, "cause": message, "exception": type(e).__name__}
@@ -72,8 +76,10 @@ def _died(run_or_error, timeout: float) -> dict:
 
     if isinstance(run_or_error, subprocess.TimeoutExpired):
         return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
-    return {"status": "crashed",
-            "error": f"the child process died (exit {run_or_error.returncode}): {last_line(run_or_error.stderr)[:300]}"}
+    return {
+        "status": "crashed",
+        "error": f"the child process died (exit {run_or_error.returncode}): {last_line(run_or_error.stderr)[:300]}",
+    }
 
 
 def python(*args: str) -> list[str]:
@@ -86,8 +92,7 @@ def call(argv: list[str], timeout: float = 600, env: dict | None = None) -> dict
     raises for the child's failure). `env`: the child's environment (default: this one's; the decoding children get
     `decoders.child_env()`)."""
     try:
-        run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                             env=_env(env))
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(env))
     except subprocess.TimeoutExpired as e:
         return _died(e, timeout)
     found = _answers(run.stdout)
@@ -103,14 +108,13 @@ def serve(argv: list[str], requests: list[dict], timeout: float = 300, env: dict
     while pending:
         payload = "".join(json.dumps(r) + "\n" for r in pending)
         try:
-            run = subprocess.run(argv, input=payload, capture_output=True, text=True, timeout=timeout,
-                                 env=_env(env))
+            run = subprocess.run(argv, input=payload, capture_output=True, text=True, timeout=timeout, env=_env(env))
             lines, failure = _answers(run.stdout), run
         except subprocess.TimeoutExpired as e:
             lines, failure = _answers(e.stdout), e
-        lines = lines[:len(pending)]
+        lines = lines[: len(pending)]
         results += lines
-        pending = pending[len(lines):]
+        pending = pending[len(lines) :]
         if pending:
             results.append(_died(failure, timeout))
             pending = pending[1:]

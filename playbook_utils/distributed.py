@@ -159,9 +159,19 @@ class ShardedLoader:
             yield (ids, frames, skipped) if self.skipping else (ids, frames)
 
 
-def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int = 1, device: str = "cpu",
-                   batch_size: int = 4, num_workers: int = 2, shuffle: bool = False, seed: int = 0,
-                   decode_device: str = "auto", **dataset_kwargs) -> ShardedLoader:
+def sharded_loader(
+    paths,
+    backend: str = "pyav",
+    rank: int = 0,
+    world_size: int = 1,
+    device: str = "cpu",
+    batch_size: int = 4,
+    num_workers: int = 2,
+    shuffle: bool = False,
+    seed: int = 0,
+    decode_device: str = "auto",
+    **dataset_kwargs,
+) -> ShardedLoader:
     """The loader of one rank for `backend`: its shard of `paths`, decoded, delivered on `device`.
 
     `device` is the rank's device (`cuda:LOCAL_RANK` or 'cpu'). decode_device 'auto' decodes on
@@ -187,14 +197,25 @@ def sharded_loader(paths, backend: str = "pyav", rank: int = 0, world_size: int 
     ds = VideoClipDataset(paths, backend=backend, device=decode_device, **dataset_kwargs)
     skipping = ds.on_error == "skip"
     sampler = ShardSampler(len(ds), rank, world_size, shuffle=shuffle, seed=seed)
-    if Device.parse(decode_device).is_cuda:   # CUDA decoders live in the rank's own process: threads, not workers
-        return ShardedLoader(_ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers)),
-                             sampler, device, decode_device, skipping)
+    if Device.parse(decode_device).is_cuda:  # CUDA decoders live in the rank's own process: threads, not workers
+        return ShardedLoader(
+            _ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers)),
+            sampler,
+            device,
+            decode_device,
+            skipping,
+        )
     # workers as make_loader's: spawned (a forked worker of a multi-threaded CUDA/NCCL parent can hang), with a
     # batch timeout and decoders that share the cores
     loader = torch.utils.data.DataLoader(
-        _Indexed(ds), batch_size=batch_size, sampler=sampler, num_workers=num_workers, collate_fn=_collate_indexed,
-        pin_memory=rank_cuda and decode_device == "cpu", **worker_options(num_workers))
+        _Indexed(ds),
+        batch_size=batch_size,
+        sampler=sampler,
+        num_workers=num_workers,
+        collate_fn=_collate_indexed,
+        pin_memory=rank_cuda and decode_device == "cpu",
+        **worker_options(num_workers),
+    )
     return ShardedLoader(loader, sampler, device, decode_device, skipping)
 
 
@@ -209,8 +230,10 @@ def rank_device(kind: str) -> tuple[str, str]:
     if not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU in this rank")
     if local >= torch.cuda.device_count():
-        raise RuntimeError(f"LOCAL_RANK {local} has no GPU: this node has {torch.cuda.device_count()}; "
-                           "start at most that many processes per node (--nproc_per_node)")
+        raise RuntimeError(
+            f"LOCAL_RANK {local} has no GPU: this node has {torch.cuda.device_count()}; "
+            "start at most that many processes per node (--nproc_per_node)"
+        )
     return f"cuda:{local}", "nccl"
 
 
@@ -223,8 +246,13 @@ def exactly_once(ids_per_rank, n: int) -> dict:
     dup = {i: c for i, c in sorted(counts.items()) if c > 1}
     missing = [i for i in range(n) if i not in counts]
     unexpected = sorted(i for i in counts if not 0 <= i < n)
-    return {"ok": not dup and not missing and not unexpected, "seen": sum(counts.values()),
-            "duplicates": dup, "missing": missing, "unexpected": unexpected}
+    return {
+        "ok": not dup and not missing and not unexpected,
+        "seen": sum(counts.values()),
+        "duplicates": dup,
+        "missing": missing,
+        "unexpected": unexpected,
+    }
 
 
 def file_sizes(paths) -> list[int]:

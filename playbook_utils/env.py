@@ -23,9 +23,11 @@ LIBRARIES = {
     "nvidia.dali": "DALI",
 }
 
-_IMPORT_CHECK = ("import importlib, sys; from playbook_utils import child; "
-                 "child.reply(lambda name: {'version': str(getattr(importlib.import_module(name), '__version__', "
-                 "'unknown'))}, sys.argv[1])")
+_IMPORT_CHECK = (
+    "import importlib, sys; from playbook_utils import child; "
+    "child.reply(lambda name: {'version': str(getattr(importlib.import_module(name), '__version__', "
+    "'unknown'))}, sys.argv[1])"
+)
 
 
 def check_import(module: str, timeout: float = 120) -> dict:
@@ -136,7 +138,10 @@ def gpus() -> dict:
                 "memory_gib": round(mem.total / 2**30, 1) if mem else None,
                 "video_clock_mhz": _nvml_call(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_VIDEO),
                 "video_clock_max_mhz": _nvml_call(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_VIDEO),
-                "nvdec_count": None, "nvenc_count": None, "nvjpg_count": None, "ofa_count": None,
+                "nvdec_count": None,
+                "nvenc_count": None,
+                "nvjpg_count": None,
+                "ofa_count": None,
                 "engine_count_source": None,
             }
             mig = _nvml_call(pynvml.nvmlDeviceGetMigMode, h)
@@ -146,13 +151,18 @@ def gpus() -> dict:
                     continue
                 info = _nvml_call(pynvml.nvmlDeviceGetGpuInstanceProfileInfo, h, getattr(pynvml, profile))
                 if info is not None and getattr(info, "decoderCount", 0):
-                    dev.update(nvdec_count=info.decoderCount, nvenc_count=info.encoderCount,
-                               nvjpg_count=info.jpegCount, ofa_count=info.ofaCount,
-                               engine_count_source=f"NVML {profile.split('PROFILE_')[1].lower()} instance profile")
+                    dev.update(
+                        nvdec_count=info.decoderCount,
+                        nvenc_count=info.encoderCount,
+                        nvjpg_count=info.jpegCount,
+                        ofa_count=info.ofaCount,
+                        engine_count_source=f"NVML {profile.split('PROFILE_')[1].lower()} instance profile",
+                    )
                     break
             devices.append(dev)
         return {
-            "available": bool(devices), "error": None if devices else "NVML found no GPU",
+            "available": bool(devices),
+            "error": None if devices else "NVML found no GPU",
             "driver": driver.decode() if isinstance(driver, bytes) else driver,
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
             "devices": devices,
@@ -182,8 +192,13 @@ def cpu_and_memory() -> dict:
     except OSError:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu_model": model, "cpu_logical_cores": os.cpu_count(), "cpu_usable_cores": usable,
-            "ram_total_gib": mem.get("MemTotal"), "ram_available_gib": mem.get("MemAvailable")}
+    return {
+        "cpu_model": model,
+        "cpu_logical_cores": os.cpu_count(),
+        "cpu_usable_cores": usable,
+        "ram_total_gib": mem.get("MemTotal"),
+        "ram_available_gib": mem.get("MemAvailable"),
+    }
 
 
 def ffmpeg_versions() -> dict:
@@ -224,15 +239,22 @@ def machine_facts(rep: dict) -> dict:
     name, or 'none'), 'driver', 'cuda', 'cpu' ('<model> x<usable cores>', for people), 'cores' (usable cores, an
     int, for comparisons)}. Used by the benchmark tables (notebook 20) and the runner's summary."""
     g = rep["gpu"]
-    return {"date_utc": rep["date_utc"], "gpu": g["devices"][0]["name"] if g["available"] else "none",
-            "driver": g.get("driver"), "cuda": g.get("cuda_driver"),
-            "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "cores": rep["cpu_usable_cores"]}
+    return {
+        "date_utc": rep["date_utc"],
+        "gpu": g["devices"][0]["name"] if g["available"] else "none",
+        "driver": g.get("driver"),
+        "cuda": g.get("cuda_driver"),
+        "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}",
+        "cores": rep["cpu_usable_cores"],
+    }
 
 
 def format_report(rep: dict) -> str:
     """A readable, fixed-width table of `report()`."""
     rows = [
-        ("date (UTC)", rep["date_utc"]), ("OS", rep["os"]), ("Python", rep["python"]),
+        ("date (UTC)", rep["date_utc"]),
+        ("OS", rep["os"]),
+        ("Python", rep["python"]),
         ("CPU", f"{rep['cpu_model']} ({rep['cpu_usable_cores']} of {rep['cpu_logical_cores']} cores usable)"),
         ("RAM", f"{rep['ram_total_gib']} GiB ({rep['ram_available_gib']} GiB available)"),
     ]
@@ -240,11 +262,18 @@ def format_report(rep: dict) -> str:
     if g["available"]:
         rows.append(("NVIDIA driver / CUDA", f"{g['driver']} / {g['cuda_driver']}"))
         for d in g["devices"]:
-            engines = (f"{d['nvdec_count']} NVDEC, {d['nvenc_count']} NVENC, {d['nvjpg_count']} NVJPG"
-                       if d["nvdec_count"] is not None else "engine counts not reported by NVML")
+            engines = (
+                f"{d['nvdec_count']} NVDEC, {d['nvenc_count']} NVENC, {d['nvjpg_count']} NVJPG"
+                if d["nvdec_count"] is not None
+                else "engine counts not reported by NVML"
+            )
             rows.append((f"GPU {d['index']}", f"{d['name']}, sm {d['compute_capability']}, {d['memory_gib']} GiB"))
-            rows.append((f"GPU {d['index']} video engines",
-                         f"{engines}; video clock {d['video_clock_mhz']} MHz (max {d['video_clock_max_mhz']})"))
+            rows.append(
+                (
+                    f"GPU {d['index']} video engines",
+                    f"{engines}; video clock {d['video_clock_mhz']} MHz (max {d['video_clock_max_mhz']})",
+                )
+            )
     else:
         rows.append(("GPU", f"none ({g['error']})"))
     for key, lib in rep["driver_video_libraries"].items():
@@ -286,9 +315,11 @@ def resolve_device(requested: str = "auto") -> tuple[str, str]:
     if cuda_visible():
         name = "cuda" if asked is None else str(asked)
         return name, f"DEVICE={requested!r}: using {name}."
-    return "cpu", (f"DEVICE={requested!r}, but torch sees no CUDA GPU here: running the CPU parts; "
-                   "GPU sections say they are skipped.")
+    return "cpu", (
+        f"DEVICE={requested!r}, but torch sees no CUDA GPU here: running the CPU parts; "
+        "GPU sections say they are skipped."
+    )
 
 
-if __name__ == "__main__":   # python -m playbook_utils.env: the report notebook 00 prints
+if __name__ == "__main__":  # python -m playbook_utils.env: the report notebook 00 prints
     print(format_report(report()))

@@ -46,7 +46,7 @@ def _fields_from_traceback(text: str, cls) -> tuple[str | None, str | None, str]
     at = text.rfind(mark)
     if at < 0:
         return None, None, text
-    message = text[at + len(mark):].strip()
+    message = text[at + len(mark) :].strip()
     found = _MESSAGE.match(message)
     if found:
         return found["path"], found["backend"], found["cause"]

@@ -38,9 +38,20 @@ class VideoClipDataset:
     instead, which `collate_skipping` sets aside, so the epoch goes on with every other item once.
     """
 
-    def __init__(self, paths, backend: str = "pyav", device: str = "cpu", strategy: str = "uniform",
-                 k: int = 16, clip_len: int = 8, stride: int = 2, seed: int = 0, size=None,
-                 on_error: str = "raise", mixed_sizes: str | None = None):
+    def __init__(
+        self,
+        paths,
+        backend: str = "pyav",
+        device: str = "cpu",
+        strategy: str = "uniform",
+        k: int = 16,
+        clip_len: int = 8,
+        stride: int = 2,
+        seed: int = 0,
+        size=None,
+        on_error: str = "raise",
+        mixed_sizes: str | None = None,
+    ):
         if strategy not in ("uniform", "clip"):
             raise ValueError(f"strategy must be 'uniform' or 'clip', got {strategy!r}")
         if on_error not in ("raise", "skip"):
@@ -67,8 +78,12 @@ class VideoClipDataset:
             return sampling.uniform(n, self.k)
         span = sampling.clip_span(self.clip_len, self.stride)
         if span > n:
-            raise DecodeError(self.paths[i], f"too short for the clip: {n} frames, and a clip of {self.clip_len} "
-                                             f"frames at stride {self.stride} spans {span}", self.backend)
+            raise DecodeError(
+                self.paths[i],
+                f"too short for the clip: {n} frames, and a clip of {self.clip_len} "
+                f"frames at stride {self.stride} spans {span}",
+                self.backend,
+            )
         return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
 
     def reference_size(self) -> tuple[str, tuple[int, int]] | None:
@@ -96,8 +111,10 @@ class VideoClipDataset:
         own, ref = frame_size(video_info(self.paths[i], self.backend)), self.reference_size()
         if ref is None or own == ref[1]:
             return None
-        return (f"{self.paths[i]}: frames of {own[0]}x{own[1]} do not fit batches of {ref[1][0]}x{ref[1][1]} "
-                f"(the size of {ref[0]}); pass size=(H, W) to resize every video, or mixed_sizes='list'")
+        return (
+            f"{self.paths[i]}: frames of {own[0]}x{own[1]} do not fit batches of {ref[1][0]}x{ref[1][1]} "
+            f"(the size of {ref[0]}); pass size=(H, W) to resize every video, or mixed_sizes='list'"
+        )
 
     def __getitem__(self, i: int):
         import torch
@@ -156,11 +173,11 @@ def _worker_start(threads: int, probed: str, worker_id: int) -> None:
 
     os.environ[PROBED_ENV] = probed
     set_cpu_threads(threads)
-    atexit.unregister(finish_sending)   # once per process
+    atexit.unregister(finish_sending)  # once per process
     atexit.register(finish_sending)
 
 
-FEEDER_JOIN_S = 10.0   # how long an exiting worker waits for its last batch to leave
+FEEDER_JOIN_S = 10.0  # how long an exiting worker waits for its last batch to leave
 
 
 def finish_sending(timeout_s: float = FEEDER_JOIN_S) -> None:
@@ -183,9 +200,18 @@ def finish_sending(timeout_s: float = FEEDER_JOIN_S) -> None:
             t.join(max(0.0, deadline - time.monotonic()))
 
 
-def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: int = 2,
-                pin_memory: bool = False, shuffle: bool = False, start_method: str = "spawn",
-                timeout_s: float = 600.0, decoder_threads: int | None = None, **dataset_kwargs):
+def make_loader(
+    paths,
+    backend: str = "pyav",
+    batch_size: int = 4,
+    num_workers: int = 2,
+    pin_memory: bool = False,
+    shuffle: bool = False,
+    start_method: str = "spawn",
+    timeout_s: float = 600.0,
+    decoder_threads: int | None = None,
+    **dataset_kwargs,
+):
     """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
 
     dataset_kwargs go to `VideoClipDataset` (k, strategy, size, mixed_sizes, on_error, ...). A batch of
@@ -207,9 +233,15 @@ def make_loader(paths, backend: str = "pyav", batch_size: int = 4, num_workers: 
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
     collate = collate_skipping if ds.on_error == "skip" else collate_videos
-    return torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=num_workers, shuffle=shuffle,
-                                       pin_memory=pin_memory, collate_fn=collate,
-                                       **worker_options(num_workers, start_method, timeout_s, decoder_threads))
+    return torch.utils.data.DataLoader(
+        ds,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        shuffle=shuffle,
+        pin_memory=pin_memory,
+        collate_fn=collate,
+        **worker_options(num_workers, start_method, timeout_s, decoder_threads),
+    )
 
 
 def close_loader(loader) -> list[int]:
@@ -221,7 +253,7 @@ def close_loader(loader) -> list[int]:
     until the loader is dropped; `close_loader` stops them without waiting for that. Iterating the loader
     again starts new workers.
     """
-    inner = getattr(loader, "loader", loader)   # a ShardedLoader holds its DataLoader as .loader
+    inner = getattr(loader, "loader", loader)  # a ShardedLoader holds its DataLoader as .loader
     it = getattr(inner, "_iterator", None)
     if it is None or not hasattr(it, "_shutdown_workers"):
         return []
@@ -235,8 +267,9 @@ def share_of_cores(num_workers: int) -> int:
     return max(1, len(os.sched_getaffinity(0)) // max(1, num_workers))
 
 
-def worker_options(num_workers: int, start_method: str = "spawn", timeout_s: float = 600.0,
-                   decoder_threads: int | None = None) -> dict:
+def worker_options(
+    num_workers: int, start_method: str = "spawn", timeout_s: float = 600.0, decoder_threads: int | None = None
+) -> dict:
     """The DataLoader arguments of `make_loader`'s workers (also `distributed.sharded_loader`'s): started by
     `start_method`, persistent, a batch timeout, and decoders that share the cores; {} without workers."""
     import functools
@@ -246,8 +279,12 @@ def worker_options(num_workers: int, start_method: str = "spawn", timeout_s: flo
     if num_workers <= 0:
         return {}
     threads = decoder_threads if decoder_threads is not None else share_of_cores(num_workers)
-    return {"multiprocessing_context": start_method, "timeout": timeout_s, "persistent_workers": True,
-            "worker_init_fn": functools.partial(_worker_start, threads, child_env()[PROBED_ENV])}
+    return {
+        "multiprocessing_context": start_method,
+        "timeout": timeout_s,
+        "persistent_workers": True,
+        "worker_init_fn": functools.partial(_worker_start, threads, child_env()[PROBED_ENV]),
+    }
 
 
 def decode_ahead(fn, items, threads: int, ahead: int):
@@ -267,7 +304,7 @@ def decode_ahead(fn, items, threads: int, ahead: int):
             result = pending.popleft().result()
             pending.extend(pool.submit(fn, x) for x in itertools.islice(items, 1))
             yield result
-    finally:   # a consumer that stops early (break, an error) waits only for the items being decoded now
+    finally:  # a consumer that stops early (break, an error) waits only for the items being decoded now
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -301,10 +338,25 @@ class GpuLoader:
     `bench.loader_bench.measure_flat_out` times one flat out.
     """
 
-    def __init__(self, paths, backend: str = "pynvvideocodec", device: str = "cuda", threads: int = 8,
-                 batch_size: int = 4, size: int = 224, strategy: str = "all", chunk: int = 64, **dataset_kwargs):
-        self.ds = VideoClipDataset(paths, backend=backend, device=device,
-                                   strategy="uniform" if strategy == "all" else strategy, **dataset_kwargs)
+    def __init__(
+        self,
+        paths,
+        backend: str = "pynvvideocodec",
+        device: str = "cuda",
+        threads: int = 8,
+        batch_size: int = 4,
+        size: int = 224,
+        strategy: str = "all",
+        chunk: int = 64,
+        **dataset_kwargs,
+    ):
+        self.ds = VideoClipDataset(
+            paths,
+            backend=backend,
+            device=device,
+            strategy="uniform" if strategy == "all" else strategy,
+            **dataset_kwargs,
+        )
         self.all_frames = strategy == "all"
         self.threads, self.batch_size, self.size, self.chunk = threads, batch_size, size, chunk
         self.frames_delivered = 0
@@ -322,7 +374,7 @@ class GpuLoader:
         idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames) if self.all_frames else ds.indices(i)
         parts = []
         for a in range(0, len(idx), self.chunk):
-            frames = read_frames(ds.paths[i], idx[a:a + self.chunk], backend=ds.backend, device=ds.device)
+            frames = read_frames(ds.paths[i], idx[a : a + self.chunk], backend=ds.backend, device=ds.device)
             parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
         out = torch.cat(parts)
         if out.is_cuda:
@@ -374,9 +426,15 @@ class GpuProcessLoader:
 
         ctx = mp.get_context("spawn")
         q, finished_epoch = ctx.Queue(maxsize=2 * self.processes), ctx.Event()
-        procs = [ctx.Process(target=_process_loader_worker, daemon=True,
-                             args=(self.paths[r::self.processes], self.threads, self.kwargs, r, q, finished_epoch))
-                 for r in range(self.processes) if self.paths[r::self.processes]]
+        procs = [
+            ctx.Process(
+                target=_process_loader_worker,
+                daemon=True,
+                args=(self.paths[r :: self.processes], self.threads, self.kwargs, r, q, finished_epoch),
+            )
+            for r in range(self.processes)
+            if self.paths[r :: self.processes]
+        ]
         self._workers = procs
         for p in procs:
             p.start()
@@ -386,19 +444,22 @@ class GpuProcessLoader:
                 try:
                     kind, payload = q.get(timeout=5)
                     waited = 0.0
-                except queue_module.Empty:   # a worker that died without a word (a crash in a library) ends the epoch
+                except queue_module.Empty:  # a worker that died without a word (a crash in a library) ends the epoch
                     waited += 5
                     dead = [(r, p.exitcode) for r, p in enumerate(procs) if r not in done and not p.is_alive()]
                     if dead or waited >= 600:
-                        raise RuntimeError(f"GpuProcessLoader: workers (rank, exit code) {dead} ended without "
-                                           f"finishing" if dead else "GpuProcessLoader: no video in 600 s") from None
+                        raise RuntimeError(
+                            f"GpuProcessLoader: workers (rank, exit code) {dead} ended without finishing"
+                            if dead
+                            else "GpuProcessLoader: no video in 600 s"
+                        ) from None
                     continue
                 if kind == "error":
                     raise RuntimeError(f"GpuProcessLoader worker: {payload}")
                 if kind == "done":
                     done.add(payload)
                     continue
-                batch.append(payload)   # a worker's memory until the batch is made: one copy, there
+                batch.append(payload)  # a worker's memory until the batch is made: one copy, there
                 del payload
                 if len(batch) == self.batch_size:
                     yield _deliver(self, batch, copy=True)
@@ -440,13 +501,20 @@ def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
 
         _put_unless(q, ("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"), finished_epoch)
     finally:
-        videos.close()   # its decoding threads end here, before the process does
+        videos.close()  # its decoding threads end here, before the process does
     if _put_unless(q, ("done", rank), finished_epoch):
-        finished_epoch.wait(timeout=3600)   # CUDA IPC: the tensors sent must outlive their use in the parent
+        finished_epoch.wait(timeout=3600)  # CUDA IPC: the tensors sent must outlive their use in the parent
 
 
-def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int = 224, device_id: int = 0,
-                num_threads: int = 8, prefetch: int = 2):
+def dali_loader(
+    paths,
+    sequence_length: int = 32,
+    batch_size: int = 4,
+    size: int = 224,
+    device_id: int = 0,
+    num_threads: int = 8,
+    prefetch: int = 2,
+):
     """A DALI pipeline + `DALIGenericIterator` of model-ready sequences on the GPU (notebook 21).
 
     `fn.experimental.readers.video` decodes consecutive, non-overlapping sequences of
@@ -459,17 +527,28 @@ def dali_loader(paths, sequence_length: int = 32, batch_size: int = 4, size: int
 
     from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
 
-    @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=device_id,
-                  prefetch_queue_depth=prefetch)
+    @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=device_id, prefetch_queue_depth=prefetch)
     def pipe():
-        video, _ = fn.experimental.readers.video(device="gpu", filenames=[str(p) for p in paths],
-                                                 labels=list(range(len(paths))), sequence_length=sequence_length,
-                                                 stride=1, step=sequence_length, name="reader")
+        video, _ = fn.experimental.readers.video(
+            device="gpu",
+            filenames=[str(p) for p in paths],
+            labels=list(range(len(paths))),
+            sequence_length=sequence_length,
+            stride=1,
+            step=sequence_length,
+            name="reader",
+        )
         video = fn.resize(video, resize_x=size, resize_y=size, antialias=True)
-        return fn.crop_mirror_normalize(video, dtype=types.FLOAT16, output_layout="FCHW",
-                                        mean=[255 * m for m in CLIP_MEAN], std=[255 * s for s in CLIP_STD])
+        return fn.crop_mirror_normalize(
+            video,
+            dtype=types.FLOAT16,
+            output_layout="FCHW",
+            mean=[255 * m for m in CLIP_MEAN],
+            std=[255 * s for s in CLIP_STD],
+        )
 
     p = pipe()
     p.build()
-    return DALIGenericIterator([p], ["video"], reader_name="reader", last_batch_policy=LastBatchPolicy.DROP,
-                               auto_reset=True)
+    return DALIGenericIterator(
+        [p], ["video"], reader_name="reader", last_batch_policy=LastBatchPolicy.DROP, auto_reset=True
+    )

@@ -40,9 +40,15 @@ _CONTAINER_BY_CODEC = {"vp9": ".webm"}
 
 # A 3x5 bitmap font for the human-readable frame number (the machine-readable code is the stamp).
 _FONT = {
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111",
-    "3": "111001111001111", "4": "101101111001001", "5": "111100111001111",
-    "6": "111100111101111", "7": "111001001001001", "8": "111101111101111",
+    "0": "111101101101111",
+    "1": "010110010010111",
+    "2": "111001111100111",
+    "3": "111001111001111",
+    "4": "101101111001001",
+    "5": "111100111001111",
+    "6": "111100111101111",
+    "7": "111001001001001",
+    "8": "111101111101111",
     "9": "111101111001111",
 }
 
@@ -52,6 +58,7 @@ class StampError(ValueError):
 
 
 # --------------------------------------------------------------------------- stamping
+
 
 def _stamp_cells(height: int, width: int):
     """Cell grid of the stamp: (cell_h, cell_w), two rows of STAMP_BITS cells from the top left."""
@@ -69,7 +76,7 @@ def _stamp_luma(y: np.ndarray, index: int) -> None:
     bits = [(index >> (STAMP_BITS - 1 - b)) & 1 for b in range(STAMP_BITS)]
     for row, row_bits in enumerate((bits, [1 - b for b in bits])):
         for b, bit in enumerate(row_bits):
-            y[row * ch:(row + 1) * ch, b * cw:(b + 1) * cw] = _WHITE if bit else _BLACK
+            y[row * ch : (row + 1) * ch, b * cw : (b + 1) * cw] = _WHITE if bit else _BLACK
 
 
 def _to_luma(frame) -> np.ndarray:
@@ -135,8 +142,8 @@ def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) ->
         glyph = np.array([int(c) for c in _FONT[digit]], dtype=bool).reshape(5, 3)
         block = np.kron(glyph, np.ones((scale, scale), dtype=bool))
         x = left + k * 4 * scale
-        region = y[top:top + block.shape[0], x:x + block.shape[1]]
-        region[block[:region.shape[0], :region.shape[1]]] = _WHITE
+        region = y[top : top + block.shape[0], x : x + block.shape[1]]
+        region[block[: region.shape[0], : region.shape[1]]] = _WHITE
 
 
 def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
@@ -154,7 +161,7 @@ def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
     side = max(4, height // 5)
     sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
     sy = height // 2 - side // 2
-    y[sy:sy + side, sx:sx + side] = 200
+    y[sy : sy + side, sx : sx + side] = 200
     ch, _ = _stamp_cells(height, width)
     scale = max(1, height // 30)
     _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
@@ -175,7 +182,7 @@ def footage_frame(index: int, width: int, height: int, num_frames: int = 300):
     rng = np.random.default_rng(width * 7919 + height)
     texture = rng.integers(40, 216, size=(height + 64, width + 64), dtype=np.uint8)
     dx, dy = (3 * index) % 64, index % 64
-    y = texture[dy:dy + height, dx:dx + width].astype(np.int16)
+    y = texture[dy : dy + height, dx : dx + width].astype(np.int16)
     y += (20 * np.sin(2 * np.pi * (np.arange(width) / width + index / 45.0))).astype(np.int16)[None, :]
     y = np.clip(y, 16, 235).astype(np.uint8)
     h2, w2 = height // 2, width // 2
@@ -185,6 +192,7 @@ def footage_frame(index: int, width: int, height: int, num_frames: int = 300):
 
 
 # --------------------------------------------------------------------------- encoding
+
 
 def encoder_for(codec: str) -> str | None:
     """Return the name of a PyAV encoder for `codec` ('h264', 'hevc', 'vp9', 'av1', 'mpeg4'), or None."""
@@ -207,8 +215,10 @@ def _encoder_options(encoder: str, gop: int, bframes: int, closed_gop: bool, pre
             params += ":open-gop=1"
         return {"preset": preset, "x264-params": params}
     if encoder == "libx265":
-        params = (f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
-                  f":open-gop={0 if closed_gop else 1}:log-level=error")
+        params = (
+            f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
+            f":open-gop={0 if closed_gop else 1}:log-level=error"
+        )
         return {"preset": preset, "x265-params": params}
     if encoder == "libvpx-vp9":
         return {"deadline": "realtime", "cpu-used": "8", "keyint_min": str(gop), "row-mt": "1"}
@@ -219,10 +229,21 @@ def _encoder_options(encoder: str, gop: int, bframes: int, closed_gop: bool, pre
     return {}
 
 
-def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fps: int = 30,
-              num_frames: int = 90, gop: int = 30, bframes: int = 2, pix_fmt: str = "yuv420p",
-              closed_gop: bool = True, preset: str = "fast", frame_times: list[float] | None = None,
-              picture=None) -> Path:
+def make_clip(
+    path,
+    codec: str = "h264",
+    width: int = 320,
+    height: int = 180,
+    fps: int = 30,
+    num_frames: int = 90,
+    gop: int = 30,
+    bframes: int = 2,
+    pix_fmt: str = "yuv420p",
+    closed_gop: bool = True,
+    preset: str = "fast",
+    frame_times: list[float] | None = None,
+    picture=None,
+) -> Path:
     """Encode a stamped synthetic clip and return its path.
 
     The container follows the file suffix (.mp4, .mkv, .webm, .avi). `gop` is the keyframe interval
@@ -244,7 +265,7 @@ def make_clip(path, codec: str = "h264", width: int = 320, height: int = 180, fp
         raise RuntimeError(f"this PyAV ({av.__version__}) has no encoder for {codec}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")   # two runs making one clip at once (--lanes)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # two runs making one clip at once (--lanes)
     if frame_times is not None and len(frame_times) != num_frames:
         raise ValueError("frame_times needs one time per frame")
     time_base = Fraction(1, fps) if frame_times is None else Fraction(1, 90000)
@@ -302,8 +323,9 @@ def _run_ffmpeg(*args) -> None:
     cli = ffmpeg_cli()
     if cli is None:
         raise RuntimeError("the ffmpeg command-line tool is not installed")
-    run = subprocess.run([cli, "-hide_banner", "-loglevel", "error", "-y", *map(str, args)],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [cli, "-hide_banner", "-loglevel", "error", "-y", *map(str, args)], capture_output=True, text=True
+    )
     if run.returncode != 0:
         raise RuntimeError(f"ffmpeg {' '.join(map(str, args))} failed: {run.stderr.strip()[-300:]}")
 
@@ -316,8 +338,24 @@ def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
 
     info = probe(path)
     limit = ["-frames:v", str(max_frames)] if max_frames else []
-    run = subprocess.run([ffmpeg_cli() or "ffmpeg", "-hide_banner", "-loglevel", "error", "-noautorotate", "-i",
-                          str(path), *limit, "-f", "rawvideo", "-pix_fmt", "gray", "-"], capture_output=True)
+    run = subprocess.run(
+        [
+            ffmpeg_cli() or "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-noautorotate",
+            "-i",
+            str(path),
+            *limit,
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "gray",
+            "-",
+        ],
+        capture_output=True,
+    )
     if run.returncode != 0:
         raise RuntimeError(f"ffmpeg could not decode {path}: {run.stderr.decode(errors='replace')[-300:]}")
     out = []
@@ -334,8 +372,9 @@ def mux_video_streams(path, sources, best: int = 1) -> Path:
     one, which makes it FFmpeg's best video stream (notebook 23, the correctness matrix)."""
     args = [x for src in sources for x in ("-i", src)]
     args += [x for k in range(len(sources)) for x in ("-map", f"{k}:v")]
-    args += ["-c", "copy"] + [x for k in range(len(sources)) for x in
-                              (f"-disposition:v:{k}", "default" if k == best else "0")]
+    args += ["-c", "copy"] + [
+        x for k in range(len(sources)) for x in (f"-disposition:v:{k}", "default" if k == best else "0")
+    ]
     _run_ffmpeg(*args, path)
     return Path(path)
 
@@ -363,6 +402,7 @@ def rotate_display(src, path, degrees: int) -> Path:
 
 # --------------------------------------------------------------------------- probing
 
+
 @dataclasses.dataclass
 class VideoInfo:
     """What `probe` found in a file. Introduced in notebook 01."""
@@ -378,15 +418,15 @@ class VideoInfo:
     duration_s: float
     keyframes: list[int]
     bit_rate: int | None
-    rotation: int   # degrees counterclockwise a player turns the stored picture (the display matrix): 0/90/180/270
+    rotation: int  # degrees counterclockwise a player turns the stored picture (the display matrix): 0/90/180/270
     variable_frame_rate: bool
     b_frames: bool = False
     open_gop: bool = False
     pts: list[int] = dataclasses.field(default_factory=list, repr=False)  # per frame, presentation order
-    stream: int = 0             # the container's index of the stream described (FFmpeg's numbering, as ffprobe's)
-    best_stream: int = 0        # the video stream FFmpeg picks by default (av_find_best_stream)
-    video_streams: int = 1      # video streams in the file
-    edit_list_hidden: int = 0   # leading frames an edit list hides (decoded, never shown): not counted in num_frames
+    stream: int = 0  # the container's index of the stream described (FFmpeg's numbering, as ffprobe's)
+    best_stream: int = 0  # the video stream FFmpeg picks by default (av_find_best_stream)
+    video_streams: int = 1  # video streams in the file
+    edit_list_hidden: int = 0  # leading frames an edit list hides (decoded, never shown): not counted in num_frames
 
     @property
     def name(self) -> str:
@@ -448,14 +488,18 @@ def probe(path, stream: int | None = None) -> VideoInfo:
         if opened is not None:
             opened.close()
         raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {e})", backend="probe") from e
-    with container, (opened if opened is not None else contextlib.nullcontext()):
+    with container, opened if opened is not None else contextlib.nullcontext():
         if not container.streams.video:
             raise DecodeError(path, "contains no video stream", backend="probe")
         videos = {s.index: s for s in container.streams.video}
         best = container.streams.best("video") or container.streams.video[0]
         if stream is not None and stream not in videos:
-            raise DecodeError(path, f"stream {stream} is not a video stream of this file (its video streams: "
-                                    f"{', '.join(map(str, videos))})", backend="probe")
+            raise DecodeError(
+                path,
+                f"stream {stream} is not a video stream of this file (its video streams: "
+                f"{', '.join(map(str, videos))})",
+                backend="probe",
+            )
         stream = videos[best.index if stream is None else stream]
         ctx = stream.codec_context
         pts_key = []
@@ -464,7 +508,7 @@ def probe(path, stream: int | None = None) -> VideoInfo:
             for packet in container.demux(stream):
                 if packet.size == 0 or packet.pts is None:
                     continue
-                if packet.is_discard:   # before the edit list's start: decoded for reference, never shown
+                if packet.is_discard:  # before the edit list's start: decoded for reference, never shown
                     hidden += 1
                     continue
                 # Open GOP: after a keyframe (in decode order) come frames shown before it.
@@ -490,16 +534,33 @@ def probe(path, stream: int | None = None) -> VideoInfo:
             duration = span + (span / (len(pts_key) - 1))
         else:
             duration = len(pts_key) / fps if fps else 0.0
-        rotation = (_mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
-                    if container.format.name.startswith("mov") else 0)
+        rotation = (
+            _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
+            if container.format.name.startswith("mov")
+            else 0
+        )
         fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
         return VideoInfo(
-            path=str(path), container=container.format.name, codec=ctx.codec.canonical_name,
-            width=ctx.width, height=ctx.height, pix_fmt=fmt, fps=round(fps, 3),
-            num_frames=len(pts_key), duration_s=round(duration, 3), keyframes=keyframes,
-            bit_rate=container.bit_rate or None, rotation=rotation, variable_frame_rate=vfr,
-            b_frames=bool(ctx.has_b_frames), open_gop=open_gop, pts=[p for p, _ in pts_key],
-            stream=stream.index, best_stream=best.index, video_streams=len(videos), edit_list_hidden=hidden,
+            path=str(path),
+            container=container.format.name,
+            codec=ctx.codec.canonical_name,
+            width=ctx.width,
+            height=ctx.height,
+            pix_fmt=fmt,
+            fps=round(fps, 3),
+            num_frames=len(pts_key),
+            duration_s=round(duration, 3),
+            keyframes=keyframes,
+            bit_rate=container.bit_rate or None,
+            rotation=rotation,
+            variable_frame_rate=vfr,
+            b_frames=bool(ctx.has_b_frames),
+            open_gop=open_gop,
+            pts=[p for p, _ in pts_key],
+            stream=stream.index,
+            best_stream=best.index,
+            video_streams=len(videos),
+            edit_list_hidden=hidden,
         )
 
 
@@ -509,10 +570,10 @@ def _mp4_boxes(data: bytes, start: int, end: int):
 
     at = start
     while at + 8 <= end:
-        size, kind = struct.unpack(">I4s", data[at:at + 8])
+        size, kind = struct.unpack(">I4s", data[at : at + 8])
         head = 8
         if size == 1:
-            size, head = struct.unpack(">Q", data[at + 8:at + 16])[0], 16
+            size, head = struct.unpack(">Q", data[at + 8 : at + 16])[0], 16
         elif size == 0:
             size = end - at
         if size < head or at + size > end:
@@ -529,7 +590,7 @@ def _mp4_rotations(path) -> dict[int, int]:
     import struct
 
     out = {}
-    with (contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb")) as f:
+    with contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb") as f:
         total = f.seek(0, os.SEEK_END)
         at = 0
         while at + 8 <= total:
@@ -547,13 +608,13 @@ def _mp4_rotations(path) -> dict[int, int]:
                 f.seek(at + skip)
                 moov = f.read(size - skip)
                 for kind, a, b in _mp4_boxes(moov, 0, len(moov)):
-                    for kind2, a2, _ in (_mp4_boxes(moov, a, b) if kind == b"trak" else ()):
+                    for kind2, a2, _ in _mp4_boxes(moov, a, b) if kind == b"trak" else ():
                         if kind2 != b"tkhd":
                             continue
-                        v1 = moov[a2] == 1   # version 1: 64-bit times
-                        track = struct.unpack(">I", moov[a2 + (20 if v1 else 12):a2 + (24 if v1 else 16)])[0]
-                        m = a2 + (4 + 32 if v1 else 4 + 20) + 16   # times, id, duration; layer, volume
-                        a_, b_ = struct.unpack(">2i", moov[m:m + 8])
+                        v1 = moov[a2] == 1  # version 1: 64-bit times
+                        track = struct.unpack(">I", moov[a2 + (20 if v1 else 12) : a2 + (24 if v1 else 16)])[0]
+                        m = a2 + (4 + 32 if v1 else 4 + 20) + 16  # times, id, duration; layer, volume
+                        a_, b_ = struct.unpack(">2i", moov[m : m + 8])
                         out[track] = round(-math.degrees(math.atan2(b_, a_)) / 90) % 4 * 90
                 break
             at += size
@@ -561,6 +622,7 @@ def _mp4_rotations(path) -> dict[int, int]:
 
 
 # --------------------------------------------------------------------------- the shared set
+
 
 @dataclasses.dataclass(frozen=True)
 class ClipSpec:
@@ -588,9 +650,12 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
         specs = [ClipSpec(c, 256, 144, 96, g) for c in ("h264", "hevc") for g in (12, 48)]
         specs += [ClipSpec(c, 256, 144, 96, 12) for c in ("vp9", "av1")]
         return specs
-    specs = [ClipSpec(c, w, h, 300, g)
-             for (w, h) in ((1280, 720), (1920, 1080), (3840, 2160))
-             for c in ("h264", "hevc") for g in (30, 250)]
+    specs = [
+        ClipSpec(c, w, h, 300, g)
+        for (w, h) in ((1280, 720), (1920, 1080), (3840, 2160))
+        for c in ("h264", "hevc")
+        for g in (30, 250)
+    ]
     specs += [ClipSpec(c, 1920, 1080, 300, 30) for c in ("vp9", "av1")]
     return specs
 
@@ -656,16 +721,30 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
     # Encoders use several threads each; a few clips at a time keep a large machine busy.
     workers = max(1, min(len(todo), len(os.sched_getaffinity(0)) // 4))
     with ProcessPoolExecutor(workers) if workers > 1 else _InlineExecutor() as pool:
-        jobs = {spec: pool.submit(make_clip, directory / spec.name, spec.codec, spec.width, spec.height,
-                                  spec.fps, spec.num_frames, spec.gop, spec.bframes) for spec in todo}
+        jobs = {
+            spec: pool.submit(
+                make_clip,
+                directory / spec.name,
+                spec.codec,
+                spec.width,
+                spec.height,
+                spec.fps,
+                spec.num_frames,
+                spec.gop,
+                spec.bframes,
+            )
+            for spec in todo
+        }
         for spec, job in jobs.items():
             clips[spec.name] = job.result()
             manifest[spec.name] = {**dataclasses.asdict(spec), "version": MEDIA_VERSION}
             if log:
                 log(f"built {clips[spec.name]}")
     clips = {s.name: clips[s.name] for s in specs if s.name in clips}
-    manifest["_skipped"] = {**{k: v for k, v in manifest.get("_skipped", {}).items()
-                               if k not in {s.name for s in specs}}, **skipped}
+    manifest["_skipped"] = {
+        **{k: v for k, v in manifest.get("_skipped", {}).items() if k not in {s.name for s in specs}},
+        **skipped,
+    }
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".json") as f:
         json.dump(manifest, f, indent=1)
     os.replace(f.name, manifest_path)

@@ -37,14 +37,20 @@ class LocalS3:
 
         from moto.server import ThreadedMotoServer
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no request log lines in outputs
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines in outputs
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self.server.start()
         host, port = self.server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
         self.saved = {k: os.environ.get(k) for k in _ENV}
-        os.environ.update({"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "playbook",
-                           "AWS_SECRET_ACCESS_KEY": "playbook", "AWS_DEFAULT_REGION": "us-east-1"})
+        os.environ.update(
+            {
+                "AWS_ENDPOINT_URL": self.endpoint,
+                "AWS_ACCESS_KEY_ID": "playbook",
+                "AWS_SECRET_ACCESS_KEY": "playbook",
+                "AWS_DEFAULT_REGION": "us-east-1",
+            }
+        )
         _clear_s3fs_cache()
         import fsspec
 

@@ -40,7 +40,7 @@ def psnr(a, b) -> float:
     import torch
 
     mse = torch.mean((a.float().cpu() - b.float().cpu()) ** 2).item()
-    return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
+    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
 
 
 def can_resize_in_decoder(backend: str, device: str = "cpu") -> bool:
@@ -64,8 +64,9 @@ def read_resized(source, indices, size, backend: str = "torchcodec", device: str
 
     src = sources.resolve(source)
     if not can_resize_in_decoder(backend, device):
-        raise BackendUnavailable(src.name, f"{backend} cannot resize in its decoder on {device}; decode, then resize",
-                                 backend)
+        raise BackendUnavailable(
+            src.name, f"{backend} cannot resize in its decoder on {device}; decode, then resize", backend
+        )
     why = decoders.why_unavailable(backend, device, src.path if src.kind == "path" else None)
     if why:
         raise BackendUnavailable(src.name, why, backend)
@@ -83,8 +84,9 @@ def read_resized(source, indices, size, backend: str = "torchcodec", device: str
     except Exception as e:
         raise DecodeError(src.name, f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}", backend) from e
     if tuple(frames.shape) != (len(idx), 3, *size):
-        raise DecodeError(src.name, f"library returned shape {tuple(frames.shape)}, expected "
-                                    f"{(len(idx), 3, *size)}", backend)
+        raise DecodeError(
+            src.name, f"library returned shape {tuple(frames.shape)}, expected {(len(idx), 3, *size)}", backend
+        )
     return frames
 
 
@@ -133,13 +135,22 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
             out, seconds, p = _peak(device, fn)
             best = seconds if best is None else min(best, seconds)
             peak = p if peak is None else max(peak, p or 0)
-        if peak is None:   # CPU: the tensors this path makes, from their shapes
+        if peak is None:  # CPU: the tensors this path makes, from their shapes
             from playbook_utils.decoders import video_info
 
             info = video_info(path)
             full = n * 3 * info.height * info.width
             small = n * 3 * size[0] * size[1]
             peak = full + 4 * full + small if method == "decode, then resize" else small
-        rows.append({"backend": backend, "device": device, "method": method, "frames_per_s": n / best,
-                     "batch_bytes": int(peak), "psnr_db": psnr(out, ref), "shape": list(out.shape)})
+        rows.append(
+            {
+                "backend": backend,
+                "device": device,
+                "method": method,
+                "frames_per_s": n / best,
+                "batch_bytes": int(peak),
+                "psnr_db": psnr(out, ref),
+                "shape": list(out.shape),
+            }
+        )
     return rows

@@ -60,8 +60,9 @@ def clip_span(clip_len: int, stride: int) -> int:
     return (clip_len - 1) * stride + 1
 
 
-def random_clips(num_frames: int, clip_len: int, stride: int = 1, num_clips: int = 1,
-                 seed: int | None = 0) -> list[list[int]]:
+def random_clips(
+    num_frames: int, clip_len: int, stride: int = 1, num_clips: int = 1, seed: int | None = 0
+) -> list[list[int]]:
     """`num_clips` clips of `clip_len` frames, `stride` apart, each at a random start.
 
     Deterministic for a given seed (None draws fresh randomness). Raises ValueError when one
@@ -72,8 +73,9 @@ def random_clips(num_frames: int, clip_len: int, stride: int = 1, num_clips: int
         raise ValueError(f"clip_len, stride and num_clips must be positive, got {clip_len}, {stride}, {num_clips}")
     span = clip_span(clip_len, stride)
     if span > num_frames:
-        raise ValueError(f"a clip of {clip_len} frames at stride {stride} spans {span} frames; "
-                         f"the video has {num_frames}")
+        raise ValueError(
+            f"a clip of {clip_len} frames at stride {stride} spans {span} frames; the video has {num_frames}"
+        )
     rng = random.Random(seed)
     starts = [rng.randrange(0, num_frames - span + 1) for _ in range(num_clips)]
     return [[s + j * stride for j in range(clip_len)] for s in starts]
@@ -81,20 +83,20 @@ def random_clips(num_frames: int, clip_len: int, stride: int = 1, num_clips: int
 
 # --------------------------------------------------------------------------- VLM sampling (Qwen2-VL rules)
 
-QWEN_FPS = 2.0            # frames per second of video the model is given by default
-QWEN_FRAME_FACTOR = 2     # frames go in pairs: the vision encoder merges 2 frames in time
+QWEN_FPS = 2.0  # frames per second of video the model is given by default
+QWEN_FRAME_FACTOR = 2  # frames go in pairs: the vision encoder merges 2 frames in time
 QWEN_MIN_FRAMES = 4
 QWEN_MAX_FRAMES = 768
-QWEN_PATCH = 14           # Qwen2-VL / Qwen2.5-VL patch side (Qwen3-VL: 16)
-QWEN_MERGE = 2            # 2x2 patches merge into one token, so sides are multiples of 28
+QWEN_PATCH = 14  # Qwen2-VL / Qwen2.5-VL patch side (Qwen3-VL: 16)
+QWEN_MERGE = 2  # 2x2 patches merge into one token, so sides are multiples of 28
 QWEN_VIDEO_MIN_TOKENS = 128
 QWEN_VIDEO_MAX_TOKENS = 768
 QWEN_MAX_RATIO = 200
-QWEN_SEQ_LEN = 128000     # qwen-vl-utils' MODEL_SEQ_LEN default: the budget of all frames of a video
+QWEN_SEQ_LEN = 128000  # qwen-vl-utils' MODEL_SEQ_LEN default: the budget of all frames of a video
 
 
 def _round_to(x: float, factor: int) -> int:
-    return round(x / factor) * factor   # Python's round: ties to even, as qwen-vl-utils
+    return round(x / factor) * factor  # Python's round: ties to even, as qwen-vl-utils
 
 
 def _ceil_to(x: float, factor: int) -> int:
@@ -105,9 +107,15 @@ def _floor_to(x: float, factor: int) -> int:
     return math.floor(x / factor) * factor
 
 
-def vlm_num_frames(num_frames: int, video_fps: float, fps: float = QWEN_FPS, min_frames: int = QWEN_MIN_FRAMES,
-                   max_frames: int | None = None, frame_factor: int = QWEN_FRAME_FACTOR,
-                   nframes: int | None = None) -> int:
+def vlm_num_frames(
+    num_frames: int,
+    video_fps: float,
+    fps: float = QWEN_FPS,
+    min_frames: int = QWEN_MIN_FRAMES,
+    max_frames: int | None = None,
+    frame_factor: int = QWEN_FRAME_FACTOR,
+    nframes: int | None = None,
+) -> int:
     """How many frames a Qwen2-VL-style model takes from a video of `num_frames` at `video_fps`.
 
     `fps` frames per second of video, at least `min_frames`, at most `max_frames` (default: 768 or the
@@ -127,8 +135,10 @@ def vlm_num_frames(num_frames: int, video_fps: float, fps: float = QWEN_FPS, min
         n = num_frames / video_fps * fps
         n = _floor_to(min(min(max(n, lo), hi), num_frames), frame_factor)
     if not frame_factor <= n <= num_frames:
-        raise ValueError(f"a VLM needs between {frame_factor} and {num_frames} frames of this video "
-                         f"({num_frames} frames at {video_fps} fps), the rules give {n}")
+        raise ValueError(
+            f"a VLM needs between {frame_factor} and {num_frames} frames of this video "
+            f"({num_frames} frames at {video_fps} fps), the rules give {n}"
+        )
     return n
 
 
@@ -147,9 +157,17 @@ def _spread(first: int, last: int, k: int) -> list[int]:
     return out
 
 
-def vlm_indices(num_frames: int, video_fps: float, fps: float = QWEN_FPS, min_frames: int = QWEN_MIN_FRAMES,
-                max_frames: int | None = None, frame_factor: int = QWEN_FRAME_FACTOR, nframes: int | None = None,
-                start_s: float | None = None, end_s: float | None = None) -> list[int]:
+def vlm_indices(
+    num_frames: int,
+    video_fps: float,
+    fps: float = QWEN_FPS,
+    min_frames: int = QWEN_MIN_FRAMES,
+    max_frames: int | None = None,
+    frame_factor: int = QWEN_FRAME_FACTOR,
+    nframes: int | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
+) -> list[int]:
     """The frame indices a Qwen2-VL-style model takes: `vlm_num_frames` of them, evenly from the first to
     the last frame of the range (both included), rounded to the nearest frame (ties to even).
 
@@ -177,15 +195,20 @@ def vlm_indices(num_frames: int, video_fps: float, fps: float = QWEN_FPS, min_fr
     return _spread(first, last, n)
 
 
-def smart_resize(height: int, width: int, factor: int = QWEN_PATCH * QWEN_MERGE, min_pixels: int | None = None,
-                 max_pixels: int | None = None) -> tuple[int, int]:
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = QWEN_PATCH * QWEN_MERGE,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+) -> tuple[int, int]:
     """(height, width) for a frame of `height` x `width`: both multiples of `factor` (patch x merge, 28 for
     Qwen2-VL), the pixel count within [min_pixels, max_pixels], the aspect ratio kept as closely as that
     allows. Defaults are the image budget (4 to 16384 tokens); `vlm_frame_size` gives a video frame's.
     Raises ValueError past an aspect ratio of 200. Introduced in notebook 24.
     """
-    max_pixels = 16384 * factor ** 2 if max_pixels is None else max_pixels
-    min_pixels = 4 * factor ** 2 if min_pixels is None else min_pixels
+    max_pixels = 16384 * factor**2 if max_pixels is None else max_pixels
+    min_pixels = 4 * factor**2 if min_pixels is None else min_pixels
     if max_pixels < min_pixels:
         raise ValueError(f"max_pixels ({max_pixels}) must be at least min_pixels ({min_pixels})")
     if max(height, width) / min(height, width) > QWEN_MAX_RATIO:
@@ -201,9 +224,16 @@ def smart_resize(height: int, width: int, factor: int = QWEN_PATCH * QWEN_MERGE,
     return h, w
 
 
-def vlm_frame_size(height: int, width: int, nframes: int, patch: int = QWEN_PATCH, merge: int = QWEN_MERGE,
-                   min_pixels: int | None = None, max_pixels: int | None = None,
-                   total_pixels: float | None = None) -> tuple[int, int]:
+def vlm_frame_size(
+    height: int,
+    width: int,
+    nframes: int,
+    patch: int = QWEN_PATCH,
+    merge: int = QWEN_MERGE,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+    total_pixels: float | None = None,
+) -> tuple[int, int]:
     """(height, width) each of `nframes` video frames is resized to for a Qwen2-VL-style model.
 
     The per-frame budget of qwen-vl-utils' `fetch_video`: at least 128 tokens, at most 768 tokens and at most
@@ -212,9 +242,9 @@ def vlm_frame_size(height: int, width: int, nframes: int, patch: int = QWEN_PATC
     (patch x merge)^2 pixels. Introduced in notebook 24.
     """
     factor = patch * merge
-    lo = QWEN_VIDEO_MIN_TOKENS * factor ** 2 if min_pixels is None else min_pixels
-    total = QWEN_SEQ_LEN * factor ** 2 * 0.9 if total_pixels is None else total_pixels
-    hi = max(min(QWEN_VIDEO_MAX_TOKENS * factor ** 2, total / nframes * QWEN_FRAME_FACTOR), int(lo * 1.05))
+    lo = QWEN_VIDEO_MIN_TOKENS * factor**2 if min_pixels is None else min_pixels
+    total = QWEN_SEQ_LEN * factor**2 * 0.9 if total_pixels is None else total_pixels
+    hi = max(min(QWEN_VIDEO_MAX_TOKENS * factor**2, total / nframes * QWEN_FRAME_FACTOR), int(lo * 1.05))
     if max_pixels is not None:
         hi = min(max_pixels, hi)
     return smart_resize(height, width, factor, lo, hi)
@@ -237,8 +267,9 @@ def _frame_times(source) -> list[float]:
         return sorted(float(p.pts * stream.time_base) for p in c.demux(stream) if p.size and p.pts is not None)
 
 
-def torchcodec_samplers(source, fps: float = QWEN_FPS, num_clips: int = 4, frames_per_clip: int = 2,
-                        max_frames: int | None = None) -> dict:
+def torchcodec_samplers(
+    source, fps: float = QWEN_FPS, num_clips: int = 4, frames_per_clip: int = 2, max_frames: int | None = None
+) -> dict:
     """TorchCodec's own samplers beside `vlm_indices` on one video, as frame indices (notebook 24).
 
     Returns {'vlm': `vlm_indices(fps=fps)`, 'regular_timestamps': TorchCodec's `clips_at_regular_timestamps`
@@ -261,6 +292,10 @@ def torchcodec_samplers(source, fps: float = QWEN_FPS, num_clips: int = 4, frame
 
     by_time = clips_at_regular_timestamps(dec, seconds_between_clip_starts=1.0 / fps, num_frames_per_clip=1)
     by_index = clips_at_regular_indices(dec, num_clips=num_clips, num_frames_per_clip=frames_per_clip)
-    return {"vlm": vlm_indices(n, video_fps, fps=fps, max_frames=max_frames),
-            "regular_timestamps": to_indices(by_time), "regular_indices": to_indices(by_index),
-            "num_frames": n, "fps": video_fps}
+    return {
+        "vlm": vlm_indices(n, video_fps, fps=fps, max_frames=max_frames),
+        "regular_timestamps": to_indices(by_time),
+        "regular_indices": to_indices(by_index),
+        "num_frames": n,
+        "fps": video_fps,
+    }

@@ -121,9 +121,21 @@ class ShardDataset:
     at one bad member) or 'raise'.
     """
 
-    def __init__(self, shards, backend: str = "pyav", rank: int = 0, world_size: int = 1, split: str = "shard",
-                 strategy: str = "uniform", k: int = 8, fps: float = 2.0, max_frames: int | None = None,
-                 size=None, on_error: str = "skip", storage_options: dict | None = None):
+    def __init__(
+        self,
+        shards,
+        backend: str = "pyav",
+        rank: int = 0,
+        world_size: int = 1,
+        split: str = "shard",
+        strategy: str = "uniform",
+        k: int = 8,
+        fps: float = 2.0,
+        max_frames: int | None = None,
+        size=None,
+        on_error: str = "skip",
+        storage_options: dict | None = None,
+    ):
         if strategy not in ("uniform", "vlm"):
             raise ValueError(f"strategy must be 'uniform' or 'vlm', got {strategy!r}")
         if on_error not in ("skip", "raise"):
@@ -160,16 +172,17 @@ class ShardDataset:
         name = f"tar://{member or ref.key}::{ref.shard}"
         try:
             if member is None:
-                raise DecodeError(name, f"sample {ref.key!r} has no video member ({', '.join(ref.members)})",
-                                  "shards")
+                raise DecodeError(name, f"sample {ref.key!r} has no video member ({', '.join(ref.members)})", "shards")
             src = sources.TarMember(ref.shard, member)
             info = sources.info(src, self.storage_options)
-            frames = sources.read_source(src, self.indices(info), self.backend,
-                                         storage_options=self.storage_options).frames
+            frames = sources.read_source(
+                src, self.indices(info), self.backend, storage_options=self.storage_options
+            ).frames
             meta = {}
             if "json" in ref.members:
-                raw = sources.resolve(sources.TarMember(ref.shard, ref.members["json"]),
-                                      self.storage_options).read_bytes()
+                raw = sources.resolve(
+                    sources.TarMember(ref.shard, ref.members["json"]), self.storage_options
+                ).read_bytes()
                 try:
                     meta = json.loads(raw)
                 except ValueError as e:
@@ -203,13 +216,25 @@ def collate_samples(items) -> dict:
     good = [x for x in items if not isinstance(x, Skipped)]
     frames = [x["frames"] for x in good]
     same = len({tuple(f.shape) for f in frames}) == 1
-    return {"ids": [x["id"] for x in good], "keys": [x["key"] for x in good],
-            "frames": torch.stack(frames) if frames and same else frames,
-            "meta": [x["meta"] for x in good], "skipped": [x for x in items if isinstance(x, Skipped)]}
+    return {
+        "ids": [x["id"] for x in good],
+        "keys": [x["key"] for x in good],
+        "frames": torch.stack(frames) if frames and same else frames,
+        "meta": [x["meta"] for x in good],
+        "skipped": [x for x in items if isinstance(x, Skipped)],
+    }
 
 
-def shard_loader(shards, backend: str = "pyav", rank: int = 0, world_size: int = 1, batch_size: int = 4,
-                 num_workers: int = 2, start_method: str = "spawn", **dataset_kwargs):
+def shard_loader(
+    shards,
+    backend: str = "pyav",
+    rank: int = 0,
+    world_size: int = 1,
+    batch_size: int = 4,
+    num_workers: int = 2,
+    start_method: str = "spawn",
+    **dataset_kwargs,
+):
     """A DataLoader over this rank's part of `shards` (`ShardDataset`), batches from `collate_samples`;
     workers started as `loaders.make_loader`'s (spawned, persistent, a batch timeout, decoders sharing the
     cores). Every sample of every shard reaches exactly one (rank, worker) per epoch. Notebook 24."""
@@ -220,9 +245,13 @@ def shard_loader(shards, backend: str = "pyav", rank: int = 0, world_size: int =
     from playbook_utils._iterable import Iterable
 
     ds = ShardDataset(shards, backend=backend, rank=rank, world_size=world_size, **dataset_kwargs)
-    return torch.utils.data.DataLoader(Iterable(ds), batch_size=batch_size, num_workers=num_workers,
-                                       collate_fn=collate_samples,
-                                       **worker_options(num_workers, start_method=start_method))
+    return torch.utils.data.DataLoader(
+        Iterable(ds),
+        batch_size=batch_size,
+        num_workers=num_workers,
+        collate_fn=collate_samples,
+        **worker_options(num_workers, start_method=start_method),
+    )
 
 
 def epoch(loader) -> dict:

@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
-DEFAULT_BLOCK = 256 * 1024   # bytes per range request: a few requests for a short clip, not one per packet
+DEFAULT_BLOCK = 256 * 1024  # bytes per range request: a few requests for a short clip, not one per packet
 
 
 class TarMember(NamedTuple):
@@ -81,6 +81,7 @@ def display_name(source) -> str:
 
 # --------------------------------------------------------------------------- counting byte ranges
 
+
 @dataclasses.dataclass
 class IOStats:
     """What reading one source cost: data requests sent (ranged GETs; the size lookup an object needs once
@@ -110,8 +111,16 @@ class RangeFile(io.RawIOBase):
     byte counts.
     """
 
-    def __init__(self, fetch, size: int, name: str = "<range file>", block_size: int = DEFAULT_BLOCK,
-                 stats: IOStats | None = None, max_blocks: int = 256, prefetched: dict | None = None):
+    def __init__(
+        self,
+        fetch,
+        size: int,
+        name: str = "<range file>",
+        block_size: int = DEFAULT_BLOCK,
+        stats: IOStats | None = None,
+        max_blocks: int = 256,
+        prefetched: dict | None = None,
+    ):
         super().__init__()
         self._fetch, self.size, self.name, self.block_size = fetch, int(size), name, max(4096, int(block_size))
         self.stats = stats if stats is not None else IOStats()
@@ -150,7 +159,7 @@ class RangeFile(io.RawIOBase):
                 raise OSError(f"{self.name}: asked bytes {start}..{end}, got {len(data)}")
             self.stats.add(len(data))
             for k in range(b, run_end + 1):
-                self._blocks[k] = data[(k - b) * self.block_size:(k - b + 1) * self.block_size]
+                self._blocks[k] = data[(k - b) * self.block_size : (k - b + 1) * self.block_size]
             while len(self._blocks) > self._max_blocks:
                 self._blocks.pop(next(iter(self._blocks)))
             b = run_end + 1
@@ -170,10 +179,10 @@ class RangeFile(io.RawIOBase):
         self._load(first, last)
         joined = b"".join(self._blocks[k] for k in range(first, last + 1))
         off = pos - first * self.block_size
-        return joined[off:off + n]
+        return joined[off : off + n]
 
     def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:   # read everything left: whole, however many pieces it takes
+        if n is None or n < 0:  # read everything left: whole, however many pieces it takes
             parts = []
             while piece := self.read(self.size - self._pos):
                 parts.append(piece)
@@ -185,7 +194,7 @@ class RangeFile(io.RawIOBase):
         # decoder's read-ahead (FFmpeg asks for 32 KiB at a time) does not pull in bytes the plan left out.
         a, data = self._prefetched_at(self._pos)
         if data is not None:
-            piece = data[self._pos - a:self._pos - a + n]
+            piece = data[self._pos - a : self._pos - a + n]
         else:
             piece = self._from_blocks(self._pos, n if a is None else min(n, a - self._pos))
         self._pos += len(piece)
@@ -193,7 +202,7 @@ class RangeFile(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         data = self.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
 
@@ -225,7 +234,7 @@ class Window(io.RawIOBase):
 
     def read(self, n: int = -1) -> bytes:
         left = self.size - self._pos
-        if n is None or n < 0:   # everything left, however many reads of the base it takes
+        if n is None or n < 0:  # everything left, however many reads of the base it takes
             parts = []
             while piece := self.read(self.size - self._pos):
                 parts.append(piece)
@@ -240,7 +249,7 @@ class Window(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         data = self.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def close(self) -> None:
@@ -250,6 +259,7 @@ class Window(io.RawIOBase):
 
 
 # --------------------------------------------------------------------------- sources
+
 
 def _url_fs(url: str, storage_options: dict | None):
     try:
@@ -268,7 +278,7 @@ class Source:
     has cost so far (a probe and a decode through one Source add up)."""
 
     kind = "?"
-    key = None   # what a probe cache may key on (None: do not cache)
+    key = None  # what a probe cache may key on (None: do not cache)
 
     def __init__(self, name: str):
         self.name = name
@@ -368,7 +378,7 @@ class _Borrowed(io.RawIOBase):
 
     def readinto(self, buffer):
         data = self.f.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def close(self):
@@ -406,8 +416,14 @@ class UrlSource(Source):
 
     kind = "url"
 
-    def __init__(self, url: str, fetch: str = "range", block_size: int = DEFAULT_BLOCK,
-                 storage_options: dict | None = None, plan: list | None = None):
+    def __init__(
+        self,
+        url: str,
+        fetch: str = "range",
+        block_size: int = DEFAULT_BLOCK,
+        storage_options: dict | None = None,
+        plan: list | None = None,
+    ):
         super().__init__(url)
         if fetch not in ("range", "whole"):
             raise ValueError(f"fetch must be 'range' or 'whole', got {fetch!r}")
@@ -423,8 +439,9 @@ class UrlSource(Source):
             except FileNotFoundError as e:
                 raise DecodeError(self.url, "no such object", "sources") from e
             except Exception as e:
-                raise DecodeError(self.url, f"cannot stat the object ({type(e).__name__}: "
-                                            f"{first_line(e)[:200]})", "sources") from e
+                raise DecodeError(
+                    self.url, f"cannot stat the object ({type(e).__name__}: {first_line(e)[:200]})", "sources"
+                ) from e
         return self._size
 
     @property
@@ -437,7 +454,7 @@ class UrlSource(Source):
     def open(self):
         size = self.size
         if self.fetch == "whole":
-            if self._data is None:   # one request for the object, kept for the probe and the decode
+            if self._data is None:  # one request for the object, kept for the probe and the decode
                 self._data = self.fs.cat_file(self.fs_path)
                 self.stats.add(len(self._data))
             f = io.BytesIO(self._data)
@@ -471,8 +488,9 @@ def tar_index(shard, storage_options: dict | None = None, block_size: int = 64 *
         with src.open() as f, tarfile.open(fileobj=f, mode="r:") as tar:
             index = {m.name: (m.offset_data, m.size) for m in tar if m.isfile()}
     except (tarfile.TarError, OSError) as e:
-        raise DecodeError(src.name, f"not a readable uncompressed tar ({type(e).__name__}: {first_line(e)[:200]})",
-                          "sources") from e
+        raise DecodeError(
+            src.name, f"not a readable uncompressed tar ({type(e).__name__}: {first_line(e)[:200]})", "sources"
+        ) from e
     with _lock:
         _tar_index[key] = index
     return index
@@ -481,12 +499,17 @@ def tar_index(shard, storage_options: dict | None = None, block_size: int = 64 *
 class TarSource(Source):
     kind = "tar"
 
-    def __init__(self, member: TarMember, storage_options: dict | None = None, block_size: int = DEFAULT_BLOCK,
-                 fetch: str = "range"):
+    def __init__(
+        self,
+        member: TarMember,
+        storage_options: dict | None = None,
+        block_size: int = DEFAULT_BLOCK,
+        fetch: str = "range",
+    ):
         super().__init__(str(member))
         self.member = member
         self.shard = resolve(member.shard, storage_options=storage_options, block_size=block_size, fetch=fetch)
-        self.stats = self.shard.stats   # the member's bytes are the shard's
+        self.stats = self.shard.stats  # the member's bytes are the shard's
         self._data = None
         self.storage_options = storage_options
 
@@ -507,7 +530,7 @@ class TarSource(Source):
     def open(self):
         offset, size = self._where()
         if isinstance(self.shard, UrlSource) and self.shard.fetch == "whole":
-            if self._data is None:   # the whole member, one request, kept for the probe and the decode
+            if self._data is None:  # the whole member, one request, kept for the probe and the decode
                 self._data = self.shard._get(offset, offset + size)
                 self.stats.add(len(self._data))
             f = io.BytesIO(self._data)
@@ -520,12 +543,13 @@ def parse_tar_url(text: str) -> TarMember:
     """TarMember of 'tar://<member>::<shard>'; ValueError for anything else."""
     if not text.startswith("tar://") or "::" not in text:
         raise ValueError(f"expected 'tar://<member>::<shard>', got {text!r}")
-    member, shard = text[len("tar://"):].split("::", 1)
+    member, shard = text[len("tar://") :].split("::", 1)
     return TarMember(shard, member)
 
 
-def resolve(source, storage_options: dict | None = None, block_size: int = DEFAULT_BLOCK,
-            fetch: str = "range") -> Source:
+def resolve(
+    source, storage_options: dict | None = None, block_size: int = DEFAULT_BLOCK, fetch: str = "range"
+) -> Source:
     """The `Source` behind anything the playbook takes as a video (see the module docstring). Raises
     DecodeError for something that is none of them. Introduced in notebook 24."""
     if isinstance(source, Source):
@@ -544,11 +568,15 @@ def resolve(source, storage_options: dict | None = None, block_size: int = DEFAU
         return UrlSource(source, fetch, block_size, storage_options)
     if hasattr(source, "read"):
         return FileSource(source)
-    raise DecodeError(display_name(source), f"not a video source: {type(source).__name__} (give a path, bytes, "
-                                            "a file-like object, a TarMember or a URL)", "sources")
+    raise DecodeError(
+        display_name(source),
+        f"not a video source: {type(source).__name__} (give a path, bytes, a file-like object, a TarMember or a URL)",
+        "sources",
+    )
 
 
 # --------------------------------------------------------------------------- reading frames
+
 
 def how_read(backend: str) -> str:
     """'native' when `backend`'s library takes an in-memory or file-like input itself, else 'spooled'
@@ -565,7 +593,7 @@ class SourceRead:
     frames: object
     source: str
     backend: str
-    how: str            # 'native' or 'spooled'
+    how: str  # 'native' or 'spooled'
     requests: int
     bytes_fetched: int
     seconds: float
@@ -599,12 +627,19 @@ def info(source, storage_options: dict | None = None):
     return found
 
 
-_info = info   # read_source's parameter `info` hides the function's name there
+_info = info  # read_source's parameter `info` hides the function's name there
 
 
-def read_source(source, indices, backend: str = "pyav", device: str = "cpu",
-                storage_options: dict | None = None, block_size: int = DEFAULT_BLOCK,
-                fetch: str = "range", info=None) -> SourceRead:
+def read_source(
+    source,
+    indices,
+    backend: str = "pyav",
+    device: str = "cpu",
+    storage_options: dict | None = None,
+    block_size: int = DEFAULT_BLOCK,
+    fetch: str = "range",
+    info=None,
+) -> SourceRead:
     """Decode the frames `indices` of any source (see the module docstring); return a `SourceRead`.
 
     The same checks as `decoders.read_frames` (a probe first, indices, the backend's known-wrong file
@@ -629,8 +664,12 @@ def read_source(source, indices, backend: str = "pyav", device: str = "cpu",
     except DecodeError as e:
         raise DecodeError(src.name, e.cause, backend) from e
     if found.b_frames and found.container == "avi":
-        raise DecodeError(src.name, "AVI with B-frames stores no presentation timestamps, so no library can "
-                                    "locate a frame exactly; remux it to MP4 or MKV", backend)
+        raise DecodeError(
+            src.name,
+            "AVI with B-frames stores no presentation timestamps, so no library can "
+            "locate a frame exactly; remux it to MP4 or MKV",
+            backend,
+        )
     idx = decoders.check_indices(src.name, indices, found.num_frames, backend)
     why = ad.why_unavailable(device, found)
     if why:
@@ -658,8 +697,9 @@ def read_source(source, indices, backend: str = "pyav", device: str = "cpu",
     if tuple(frames.shape) != expected:
         raise DecodeError(src.name, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
     st = src.stats
-    return SourceRead(frames, src.name, backend, how, st.requests, st.bytes_fetched, time.perf_counter() - t0,
-                      st.first_byte_s)
+    return SourceRead(
+        frames, src.name, backend, how, st.requests, st.bytes_fetched, time.perf_counter() - t0, st.first_byte_s
+    )
 
 
 def read_frames(source, indices, backend: str = "pyav", device: str = "cpu"):

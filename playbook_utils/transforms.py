@@ -11,8 +11,7 @@ CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
-def to_model_batch(frames, size: int | tuple[int, int] = 224, mean=CLIP_MEAN, std=CLIP_STD,
-                   device=None, dtype=None):
+def to_model_batch(frames, size: int | tuple[int, int] = 224, mean=CLIP_MEAN, std=CLIP_STD, device=None, dtype=None):
     """uint8 (N, 3, H, W) frames -> normalized float (N, 3, size, size) on `device`.
 
     Moves the uint8 frames first (a quarter of the bytes), then resizes with antialiasing and

@@ -13,8 +13,14 @@ from playbook_utils.access import ByteIndex
 from playbook_utils.errors import BackendUnavailable
 
 
-def measure_access(url: str, indices, backend: str = "pyav", index: ByteIndex | None = None,
-                   block_size: int | None = None, reference=None) -> list[dict]:
+def measure_access(
+    url: str,
+    indices,
+    backend: str = "pyav",
+    index: ByteIndex | None = None,
+    block_size: int | None = None,
+    reference=None,
+) -> list[dict]:
     """Read frames `indices` of the object at `url` in each access pattern, each from a fresh start; one row each:
     {'access', 'requests', 'bytes_fetched', 'object_bytes', 'first_frame_s' (a fresh read of the first frame
     alone), 'clip_s' (all the frames), 'identical' (frames equal to `reference`, when given)}.
@@ -29,27 +35,37 @@ def measure_access(url: str, indices, backend: str = "pyav", index: ByteIndex | 
     from playbook_utils import sources
     from playbook_utils.decoders import why_unavailable
 
-    why = why_unavailable(backend, "cpu")   # also pays the one-off import check before any clock starts
+    why = why_unavailable(backend, "cpu")  # also pays the one-off import check before any clock starts
     if why:
         raise BackendUnavailable(url, why, backend)
     block = block_size or sources.DEFAULT_BLOCK
-    patterns = {"whole object": lambda idx: (sources.UrlSource(url, "whole"), None),
-                "range reads": lambda idx: (sources.UrlSource(url, "range", block), None)}
+    patterns = {
+        "whole object": lambda idx: (sources.UrlSource(url, "whole"), None),
+        "range reads": lambda idx: (sources.UrlSource(url, "range", block), None),
+    }
     if index is not None:
         patterns["range reads, stored info"] = lambda idx: (sources.UrlSource(url, "range", block), index.info)
-        patterns["keyframe index"] = lambda idx: (sources.UrlSource(url, "range", block, plan=index.plan(idx)),
-                                                  index.info)
+        patterns["keyframe index"] = lambda idx: (
+            sources.UrlSource(url, "range", block, plan=index.plan(idx)),
+            index.info,
+        )
     rows = []
     for name, make in patterns.items():
         times = {}
         for label, idx in (("first_frame_s", list(indices[:1])), ("clip_s", list(indices))):
-            sources._info_cache.clear()   # every pattern pays for its own probe, as a fresh reader would
+            sources._info_cache.clear()  # every pattern pays for its own probe, as a fresh reader would
             src, known = make(idx)
             t0 = time.perf_counter()
             got = sources.read_source(src, idx, backend, info=known)
             times[label] = time.perf_counter() - t0
-        row = {"access": name, "requests": got.requests, "bytes_fetched": got.bytes_fetched,
-               "object_bytes": src.size, **times, "how": got.how}
+        row = {
+            "access": name,
+            "requests": got.requests,
+            "bytes_fetched": got.bytes_fetched,
+            "object_bytes": src.size,
+            **times,
+            "how": got.how,
+        }
         if reference is not None:
             row["identical"] = bool(torch.equal(got.frames.contiguous(), reference.contiguous()))
         rows.append(row)

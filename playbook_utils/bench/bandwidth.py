@@ -68,8 +68,12 @@ def storage_read_bandwidth(directory, size_mib: int = 256) -> dict:
             method = "buffered after POSIX_FADV_DONTNEED (O_DIRECT refused; may include cache hits)"
         _read_all(path, direct=False)  # fill the page cache
         wbytes, wsecs = _read_all(path, direct=False)
-        return {**out, "cold_mb_s": round(nbytes / secs / 1e6, 1), "warm_mb_s": round(wbytes / wsecs / 1e6, 1),
-                "cold_method": method}
+        return {
+            **out,
+            "cold_mb_s": round(nbytes / secs / 1e6, 1),
+            "warm_mb_s": round(wbytes / wsecs / 1e6, 1),
+            "cold_method": method,
+        }
     finally:
         path.unlink(missing_ok=True)
 
@@ -92,8 +96,10 @@ def copy_bandwidth(size_mib: int = 256, repeats: int = 10, device: str = "cuda")
     for pinned in (True, False):
         host = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
         host.fill_(1)
-        for name, copy in (("h2d", lambda: dev.copy_(host, non_blocking=True)),
-                           ("d2h", lambda: host.copy_(dev, non_blocking=True))):
+        for name, copy in (
+            ("h2d", lambda: dev.copy_(host, non_blocking=True)),
+            ("d2h", lambda: host.copy_(dev, non_blocking=True)),
+        ):
             copy()
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

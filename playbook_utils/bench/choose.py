@@ -12,7 +12,7 @@ from collections import Counter
 
 from playbook_utils.bench import verdicts
 
-GOP_SPLIT = 60   # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
+GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
 
 def gop_class(gop) -> str:
@@ -24,8 +24,13 @@ def describe(info) -> dict:
     """What the decision needs to know of one probed file (a `media.VideoInfo`)."""
     from playbook_utils.decoders import traits
 
-    return {"codec": info.codec, "width": info.width, "height": info.height,
-            "gop": info.gop_lengths[0] if info.gop_lengths else None, "traits": sorted(traits(info))}
+    return {
+        "codec": info.codec,
+        "width": info.width,
+        "height": info.height,
+        "gop": info.gop_lengths[0] if info.gop_lengths else None,
+        "traits": sorted(traits(info)),
+    }
 
 
 def groups(profile: dict) -> Counter:
@@ -66,16 +71,28 @@ def _how_cpu(backend: str, sweep, k: int | None) -> str:
     return f"loaders.make_loader(paths, backend={backend!r}, num_workers={workers}" + (f", k={k})" if k else ")")
 
 
-def one_caller_candidates(rows, clip_info: dict, group: tuple, workload: str, devices, nb21: dict | None = None) -> list[dict]:
+def one_caller_candidates(
+    rows, clip_info: dict, group: tuple, workload: str, devices, nb21: dict | None = None
+) -> list[dict]:
     """Candidates from a one-caller bench table for the reader's most common (codec, size, GOP class) `group`
     and `workload`: every frame-exact backend row of the nearest measured case (same codec and GOP class, else
     same codec, else any), one per (backend, device), each with its rate, spread and the call that builds a
     loader of it. Rates are one caller's: `loader_candidates` is the better guide where 21 measured."""
     codec, _, gopc = group
-    ok = [r for r in rows if r.get("status") == "ok" and r.get("exact") and r["workload"] == workload
-          and r["device"] in devices and r["clip"] in clip_info]
-    for match in (lambda i: i["codec"] == codec and gop_class(i["gop"]) == gopc, lambda i: i["codec"] == codec,
-                  lambda i: True):
+    ok = [
+        r
+        for r in rows
+        if r.get("status") == "ok"
+        and r.get("exact")
+        and r["workload"] == workload
+        and r["device"] in devices
+        and r["clip"] in clip_info
+    ]
+    for match in (
+        lambda i: i["codec"] == codec and gop_class(i["gop"]) == gopc,
+        lambda i: i["codec"] == codec,
+        lambda i: True,
+    ):
         near = [r for r in ok if match(clip_info[r["clip"]])]
         if near:
             break
@@ -87,12 +104,25 @@ def one_caller_candidates(rows, clip_info: dict, group: tuple, workload: str, de
     sweep = (nb21 or {}).get("sweep", [])
     out = []
     for (b, d), r in best.items():
-        how = (_how_cpu(b, sweep, None) if d == "cpu" else
-               "loaders.dali_loader(paths)" if b == "dali" else f"loaders.GpuLoader(paths, backend={b!r}, threads=8)")
+        how = (
+            _how_cpu(b, sweep, None)
+            if d == "cpu"
+            else "loaders.dali_loader(paths)"
+            if b == "dali"
+            else f"loaders.GpuLoader(paths, backend={b!r}, threads=8)"
+        )
         info = clip_info[r["clip"]]
-        out.append({"backend": b, "device": d, "fps": r["fps"], "spread_pct": r.get("rate_spread_pct"), "how": how,
-                    "source": f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, "
-                              f"{gop_class(info['gop'])})"})
+        out.append(
+            {
+                "backend": b,
+                "device": d,
+                "fps": r["fps"],
+                "spread_pct": r.get("rate_spread_pct"),
+                "how": how,
+                "source": f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, "
+                f"{gop_class(info['gop'])})",
+            }
+        )
     return out
 
 
@@ -104,28 +134,50 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     if k and workload == f"uniform{k}":
         for b in sorted({x["backend"] for x in nb21.get("sweep", [])}):
             w = max((x for x in nb21["sweep"] if x["backend"] == b), key=lambda x: x["samples_per_s"])
-            out.append({"backend": b, "device": "cpu", "fps": k * w["samples_per_s"],
-                        "spread_pct": w.get("samples_per_s_spread_pct"),
-                        "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k})",
-                        "source": f"notebook 21, a DataLoader with {w['workers']} workers"})
+            out.append(
+                {
+                    "backend": b,
+                    "device": "cpu",
+                    "fps": k * w["samples_per_s"],
+                    "spread_pct": w.get("samples_per_s_spread_pct"),
+                    "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k})",
+                    "source": f"notebook 21, a DataLoader with {w['workers']} workers",
+                }
+            )
         for g in nb21.get("gpu_sampled", []):
-            out.append({"backend": g["backend"], "device": "cuda", "fps": g["frames_per_s"],
-                        "spread_pct": g.get("frames_per_s_spread_pct"),
-                        "how": f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, "
-                               f"strategy='uniform', k={k})", "source": "notebook 21, GPU threads"})
+            out.append(
+                {
+                    "backend": g["backend"],
+                    "device": "cuda",
+                    "fps": g["frames_per_s"],
+                    "spread_pct": g.get("frames_per_s_spread_pct"),
+                    "how": f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, "
+                    f"strategy='uniform', k={k})",
+                    "source": "notebook 21, GPU threads",
+                }
+            )
     elif workload == "sequential":
         gpu = nb21.get("gpu_loaders", [])
         for g in [g for g in gpu if g.get("codec", g["clip"].split("_")[0]) == codec] or gpu:
             if g["kind"] == "dali":
                 how = "loaders.dali_loader(paths)"
             elif g.get("processes", 1) > 1:
-                how = (f"loaders.GpuProcessLoader(paths, processes={g['processes']}, threads={g['threads']}, "
-                       f"backend={g['backend']!r})")
+                how = (
+                    f"loaders.GpuProcessLoader(paths, processes={g['processes']}, threads={g['threads']}, "
+                    f"backend={g['backend']!r})"
+                )
             else:
                 how = f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']})"
-            out.append({"backend": g["backend"], "device": "cuda", "fps": g["frames_per_s"],
-                        "spread_pct": g.get("frames_per_s_spread_pct"), "how": how,
-                        "source": f"notebook 21, {g['loader']}"})
+            out.append(
+                {
+                    "backend": g["backend"],
+                    "device": "cuda",
+                    "fps": g["frames_per_s"],
+                    "spread_pct": g.get("frames_per_s_spread_pct"),
+                    "how": how,
+                    "source": f"notebook 21, {g['loader']}",
+                }
+            )
     return [c for c in out if c["device"] in devices]
 
 
@@ -152,9 +204,14 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
     if not pool[v.best]["accepts_all"] and full:
         f = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in full.items())
         vs = verdicts.rank([(v.best, v.best_value, pool[v.best]["spread_pct"]), (f.best, f.best_value, f.spread_pct)])
-        if vs.tied:   # not clearly faster than a loader that takes every file: take that one
+        if vs.tied:  # not clearly faster than a loader that takes every file: take that one
             v = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in full.items())
         else:
             fallback = full[f.best]
-    return {**pool[v.best], "verdict": v.as_dict(), "runner_up": pool.get(v.runner_up), "fallback": fallback,
-            "sentence": v.sentence(what="the best choice")}
+    return {
+        **pool[v.best],
+        "verdict": v.as_dict(),
+        "runner_up": pool.get(v.runner_up),
+        "fallback": fallback,
+        "sentence": v.sentence(what="the best choice"),
+    }

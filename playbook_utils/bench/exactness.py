@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 
-REFERENCE_BACKENDS = ("pyav", "torchcodec", "decord")   # CPU decoders, in the order they are tried
-FLOOR_DB = 20.0        # below this PSNR against its own reference a frame is wrong whatever its neighbours say
-NEIGHBOUR_DB = 0.5     # a frame this much closer to a neighbour than to its own reference is the neighbour
-SAME_DB = 50.0         # reference neighbours this alike cannot be told apart (a still scene)
+REFERENCE_BACKENDS = ("pyav", "torchcodec", "decord")  # CPU decoders, in the order they are tried
+FLOOR_DB = 20.0  # below this PSNR against its own reference a frame is wrong whatever its neighbours say
+NEIGHBOUR_DB = 0.5  # a frame this much closer to a neighbour than to its own reference is the neighbour
+SAME_DB = 50.0  # reference neighbours this alike cannot be told apart (a still scene)
 
 
 @dataclasses.dataclass
 class FrameCheck:
     """The outcome of `check_frames`: how the frames were checked and what was found."""
 
-    method: str              # 'stamp', 'reference:<backend>' or 'unchecked'
-    exact: bool | None       # None only when no check could run ('unchecked'; `detail` says why)
-    checked: int             # frames compared
-    wrong: list[int]         # positions in the request whose frame is not the one asked for
+    method: str  # 'stamp', 'reference:<backend>' or 'unchecked'
+    exact: bool | None  # None only when no check could run ('unchecked'; `detail` says why)
+    checked: int  # frames compared
+    wrong: list[int]  # positions in the request whose frame is not the one asked for
     detail: str
 
     def as_dict(self) -> dict:
@@ -52,7 +52,7 @@ def psnr(a, b) -> float:
     import numpy as np
 
     mse = float(np.mean((a - b) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 def reference_backend(path, backend: str | None) -> str | None:
@@ -133,8 +133,9 @@ def check_frames(path, indices, frames, backend: str | None = None, max_frames: 
 
     indices = [int(i) for i in indices]
     if len(indices) != len(frames):
-        return FrameCheck("count", False, 0, list(range(len(indices))),
-                          f"asked for {len(indices)} frames, got {len(frames)}")
+        return FrameCheck(
+            "count", False, 0, list(range(len(indices))), f"asked for {len(indices)} frames, got {len(frames)}"
+        )
     if not indices:
         return FrameCheck("stamp", True, 0, [], "nothing asked")
     try:
@@ -144,6 +145,11 @@ def check_frames(path, indices, frames, backend: str | None = None, max_frames: 
         pass
     ref = reference_backend(path, backend)
     if ref is None:
-        return FrameCheck("unchecked", None, 0, [],
-                          f"no stamp in the frames, and no CPU library other than {backend} takes this file here")
+        return FrameCheck(
+            "unchecked",
+            None,
+            0,
+            [],
+            f"no stamp in the frames, and no CPU library other than {backend} takes this file here",
+        )
     return _by_reference(path, indices, frames, ref, max_frames)

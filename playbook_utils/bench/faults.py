@@ -30,7 +30,9 @@ def _remux_faststart(src: Path, dst: Path) -> Path:
     return dst
 
 
-def make_bad_files(directory, width: int = 256, height: int = 144, num_frames: int = 48) -> dict[str, tuple[Path, list[int]]]:
+def make_bad_files(
+    directory, width: int = 256, height: int = 144, num_frames: int = 48
+) -> dict[str, tuple[Path, list[int]]]:
     """Write the fault cases; return {name: (path, indices to ask for)}."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
@@ -58,7 +60,7 @@ def make_bad_files(directory, width: int = 256, height: int = 144, num_frames: i
             cases[f"truncated at {int(frac * 100)}%, {label}"] = (p, want)
     corrupt = bytearray(data)
     mid = len(corrupt) // 2  # in a moov-at-end MP4 the middle is compressed frame data
-    corrupt[mid: mid + 2048] = bytes(rng.randrange(256) for _ in range(2048))
+    corrupt[mid : mid + 2048] = bytes(rng.randrange(256) for _ in range(2048))
     (d / "corrupt_mid.mp4").write_bytes(bytes(corrupt))
     cases["corrupt packets mid-stream"] = (d / "corrupt_mid.mp4", list(range(num_frames)))
     audio = d / "audio_only.mkv"
@@ -143,7 +145,7 @@ def replaced_file_reads(a, b, target, backend: str, device: str = "cpu") -> list
             out.append([media.read_stamp(f) for f in frames] == want and frames.shape[-1] == width)
         except BackendUnavailable as e:
             return [f"refused: {e.cause[:100]}"]
-        except DecodeError as e:   # what a stale probe gives: the old file's frame count
+        except DecodeError as e:  # what a stale probe gives: the old file's frame count
             out.append(f"DecodeError: {e.cause[:100]}")
     return out
 
@@ -168,7 +170,7 @@ def _gpu_mb(device: str) -> float:
     return torch.cuda.memory_allocated(index) / 2**20
 
 
-WARMUP_SHARE = 0.2   # a soak's warm-up ends after this share of its time cap, if its calls have not ended it before
+WARMUP_SHARE = 0.2  # a soak's warm-up ends after this share of its time cap, if its calls have not ended it before
 
 
 def _slope(points) -> float | None:
@@ -182,8 +184,17 @@ def _slope(points) -> float | None:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else None
 
 
-def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, k: int = 4,
-         warmup: int = 200, every: int = 50, seed: int = 0, max_seconds: float | None = None) -> dict:
+def soak(
+    path,
+    backend: str = "pyav",
+    device: str = "cpu",
+    calls: int = 10_000,
+    k: int = 4,
+    warmup: int = 200,
+    every: int = 50,
+    seed: int = 0,
+    max_seconds: float | None = None,
+) -> dict:
     """Make `warmup` + `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
 
     Each call asks for K random frames. RSS (and, on a GPU, this process's GPU memory: `_gpu_mb`) is sampled
@@ -218,18 +229,28 @@ def soak(path, backend: str = "pyav", device: str = "cpu", calls: int = 10_000, 
         done = (warm_end is not None and c - warm_end >= calls) or (max_seconds is not None and elapsed > max_seconds)
         if c % every == 0 or base or done:
             gc.collect()
-            curve.append({"call": c, "rss_mb": proc.memory_info().rss / 2**20,
-                          "gpu_mb": _gpu_mb(device) if cuda else None})
+            curve.append(
+                {"call": c, "rss_mb": proc.memory_info().rss / 2**20, "gpu_mb": _gpu_mb(device) if cuda else None}
+            )
         if done:
             break
         c += 1
     made = c - warm_end
-    out = {"calls": made, "calls_asked": calls, "stopped_by_time": made < calls, "warmup": warm_end,
-           "warmup_cut_by_time": warm_end < warmup, "seconds": time.monotonic() - t0, "curve": curve,
-           "rss_growth_pct": None}
+    out = {
+        "calls": made,
+        "calls_asked": calls,
+        "stopped_by_time": made < calls,
+        "warmup": warm_end,
+        "warmup_cut_by_time": warm_end < warmup,
+        "seconds": time.monotonic() - t0,
+        "curve": curve,
+        "rss_growth_pct": None,
+    }
     if made < max(1, warm_end):
-        out["not_measured"] = (f"{c + 1} calls in {out['seconds']:.0f} s: the measured part after the "
-                               f"{warm_end}-call warm-up ({made} calls) is shorter than the warm-up")
+        out["not_measured"] = (
+            f"{c + 1} calls in {out['seconds']:.0f} s: the measured part after the "
+            f"{warm_end}-call warm-up ({made} calls) is shorter than the warm-up"
+        )
         if cuda:
             out["gpu_growth_pct"] = None
         return out

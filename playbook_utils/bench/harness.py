@@ -95,7 +95,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
     want = indices_for(job.workload, n, 0)
     first = read_frames(job.clip, want, job.backend, job.device)
     sync()
-    check = exactness.check_frames(job.clip, want, first, job.backend)   # stamps, or a reference decode
+    check = exactness.check_frames(job.clip, want, first, job.backend)  # stamps, or a reference decode
     del first
     # The first call decoded the whole clip for a sequential job: that is its warm-up. Sparse jobs warm up
     # on other frames (decoder caches, file cache), then measure.
@@ -131,12 +131,17 @@ def _measure(job: Job, clips: list[str]) -> dict:
     frames = sum(k for _, k in calls)
     med = statistics.median(secs)
     return {
-        "exact": check.exact, "check": check.method, "check_detail": check.detail,
-        "calls": len(calls), "frames": frames,
+        "exact": check.exact,
+        "check": check.method,
+        "check_detail": check.detail,
+        "calls": len(calls),
+        "frames": frames,
         "fps": frames / wall,  # aggregate over all threads, wall clock
-        "call_median_s": med, "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
-        "rate_spread_pct": verdicts.spread_pct([k / s for s, k in calls]),   # per-call rates, middle half
-        "frames_per_call": frames / len(calls), **sampler.summary(),
+        "call_median_s": med,
+        "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
+        "rate_spread_pct": verdicts.spread_pct([k / s for s, k in calls]),  # per-call rates, middle half
+        "frames_per_call": frames / len(calls),
+        **sampler.summary(),
     }
 
 
@@ -149,8 +154,11 @@ def run_job(job: Job, timeout: float = 600) -> dict:
     why = why_unavailable(job.backend, job.device, job.clip)  # known before decoding: no child process needed
     if why:
         return {**row, "status": "unavailable", "error": why}
-    found = child.call(child.python("-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))),
-                       timeout=timeout, env=child_env())
+    found = child.call(
+        child.python("-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))),
+        timeout=timeout,
+        env=child_env(),
+    )
     return {**row, **found}
 
 
@@ -161,8 +169,28 @@ def machine() -> dict:
     return {**env.machine_facts(rep), "libraries": {k: v["version"] for k, v in rep["libraries"].items()}}
 
 
-COLUMNS = ["backend", "device", "workload", "clip", "threads", "status", "exact", "check", "fps", "rate_spread_pct",
-           "call_median_s", "call_spread_pct", "frames_per_call", "calls", "cpu_pct", "rss_mb", "nvdec_pct", "sm_pct", "gpu_mem_mb", "error"]
+COLUMNS = [
+    "backend",
+    "device",
+    "workload",
+    "clip",
+    "threads",
+    "status",
+    "exact",
+    "check",
+    "fps",
+    "rate_spread_pct",
+    "call_median_s",
+    "call_spread_pct",
+    "frames_per_call",
+    "calls",
+    "cpu_pct",
+    "rss_mb",
+    "nvdec_pct",
+    "sm_pct",
+    "gpu_mem_mb",
+    "error",
+]
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
@@ -186,16 +214,20 @@ def format_rows(rows: list[dict]) -> str:
     """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
     per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
     row has no rate). Notebook 20."""
-    lines = [f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
-             f"exact  check"]
+    lines = [
+        f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
+        f"exact  check"
+    ]
     for r in rows:
         ok = r["status"] == "ok"
         fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
         spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
         note = r["check"] if ok else f"{r['status']}: {(r.get('error') or '')[:70]}"
-        lines.append(f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:24]:24s} {fps} "
-                     f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}")
+        lines.append(
+            f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:24]:24s} {fps} "
+            f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}"
+        )
     return "\n".join(lines)
 
 
@@ -215,8 +247,11 @@ def run_all(jobs: list[Job], progress: bool = True) -> list[dict]:
         it = jobs
     for k, job in enumerate(it):
         if progress and it is jobs:
-            print(f"[{k + 1}/{len(jobs)}] {job.backend} {job.device} {job.workload} {Path(job.clip).name}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{k + 1}/{len(jobs)}] {job.backend} {job.device} {job.workload} {Path(job.clip).name}",
+                file=sys.stderr,
+                flush=True,
+            )
         rows.append(run_job(job))
     return rows
 
@@ -231,44 +266,74 @@ def main(argv=None) -> int:
             return f"{spec['num_clips']} random clips of {spec['clip_len']} frames, stride {spec['stride']}"
         return "every frame in order"
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Writes OUTPUT/bench.csv (plain CSV, one row per job), OUTPUT/bench_stamp.json "
-                                        "(the environment stamp) and OUTPUT/bench.json (both). Exit status 0 when at "
-                                        "least one job was measured, else 1.")
+    ap = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Writes OUTPUT/bench.csv (plain CSV, one row per job), OUTPUT/bench_stamp.json "
+        "(the environment stamp) and OUTPUT/bench.json (both). Exit status 0 when at "
+        "least one job was measured, else 1.",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke",
-                    help="smoke: the small media set, 0.3 s per job; full: the full-size media, 3 s per job "
-                         "(default: smoke)")
-    ap.add_argument("--device", default="cpu",
-                    help="cpu, cuda or cuda:N; a backend without a path on it gives 'unavailable' rows (default: cpu)")
-    ap.add_argument("--backends", default=",".join(BACKENDS),
-                    help=f"comma-separated, among {', '.join(BACKENDS)} (default: all)")
-    ap.add_argument("--workloads", default="sequential,uniform16",
-                    help="comma-separated, among " + "; ".join(
-                        f"{name} ({words(spec)})" for name, spec in WORKLOADS.items())
-                    + " (default: sequential,uniform16)")
-    ap.add_argument("--clips", default=None,
-                    help="comma-separated video paths (default: the media set of --mode, made on first use)")
-    ap.add_argument("--threads", default="1",
-                    help="comma-separated counts of concurrent callers in one process, e.g. 1,4 (default: 1)")
-    ap.add_argument("--min-time", type=float, default=None,
-                    help="seconds each job repeats its calls for, at least (default: 0.3 smoke, 3.0 full)")
-    ap.add_argument("--output", default="playbook-output/bench",
-                    help="folder for the tables (default: playbook-output/bench)")
+    ap.add_argument(
+        "--mode",
+        choices=["smoke", "full"],
+        default="smoke",
+        help="smoke: the small media set, 0.3 s per job; full: the full-size media, 3 s per job (default: smoke)",
+    )
+    ap.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda or cuda:N; a backend without a path on it gives 'unavailable' rows (default: cpu)",
+    )
+    ap.add_argument(
+        "--backends", default=",".join(BACKENDS), help=f"comma-separated, among {', '.join(BACKENDS)} (default: all)"
+    )
+    ap.add_argument(
+        "--workloads",
+        default="sequential,uniform16",
+        help="comma-separated, among "
+        + "; ".join(f"{name} ({words(spec)})" for name, spec in WORKLOADS.items())
+        + " (default: sequential,uniform16)",
+    )
+    ap.add_argument(
+        "--clips",
+        default=None,
+        help="comma-separated video paths (default: the media set of --mode, made on first use)",
+    )
+    ap.add_argument(
+        "--threads",
+        default="1",
+        help="comma-separated counts of concurrent callers in one process, e.g. 1,4 (default: 1)",
+    )
+    ap.add_argument(
+        "--min-time",
+        type=float,
+        default=None,
+        help="seconds each job repeats its calls for, at least (default: 0.3 smoke, 3.0 full)",
+    )
+    ap.add_argument(
+        "--output", default="playbook-output/bench", help="folder for the tables (default: playbook-output/bench)"
+    )
     args = ap.parse_args(argv)
-    if args.child:   # a failure is a result: reported as data
+    if args.child:  # a failure is a result: reported as data
         child.reply(_child, Job(**json.loads(args.child)))
         return 0
-    unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + \
-        [b for b in args.backends.split(",") if b not in BACKENDS]
+    unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + [
+        b for b in args.backends.split(",") if b not in BACKENDS
+    ]
     if unknown:
         ap.error(f"unknown workload or backend: {', '.join(unknown)} (see --help for the valid names)")
     from playbook_utils import media
 
     clips = args.clips.split(",") if args.clips else list(media.default_media(smoke=args.mode == "smoke").values())
-    jobs = plan(args.backends.split(","), args.device, args.workloads.split(","), clips,
-                [int(t) for t in args.threads.split(",")],
-                args.min_time if args.min_time is not None else (0.3 if args.mode == "smoke" else 3.0))
+    jobs = plan(
+        args.backends.split(","),
+        args.device,
+        args.workloads.split(","),
+        clips,
+        [int(t) for t in args.threads.split(",")],
+        args.min_time if args.min_time is not None else (0.3 if args.mode == "smoke" else 3.0),
+    )
     rows = run_all(jobs)
     cs, js = write_table(rows, machine(), args.output)
     ok = sum(r["status"] == "ok" for r in rows)

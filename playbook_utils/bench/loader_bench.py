@@ -16,7 +16,7 @@ from pathlib import Path
 from playbook_utils import child
 from playbook_utils.device import Device
 
-BUSY_PCT = 90   # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
+BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
 
 
 def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
@@ -29,8 +29,20 @@ def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
     return [p for p in paths if not why[str(p)]], {p: w for p, w in why.items() if w}
 
 
-def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, steps: int, max_s: float,
-                  size=None, timeout_s: float = 120, device: str = "cpu", log=print) -> tuple[list, list]:
+def sweep_workers(
+    paths,
+    backends,
+    workers,
+    k: int,
+    batch: int,
+    step_s: float,
+    steps: int,
+    max_s: float,
+    size=None,
+    timeout_s: float = 120,
+    device: str = "cpu",
+    log=print,
+) -> tuple[list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
     training step (`measure_loader`). Returns (rows, stuck): a configuration whose workers deliver no
     batch within `timeout_s`, or die, is recorded in `stuck` with its error and the sweep goes on. `log` gets
@@ -46,22 +58,25 @@ def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, s
             log(f"{b}: not measured: it takes fewer than {batch} of the files")
             continue
         for w in workers:
-            dl = loaders.make_loader(mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size,
-                                     timeout_s=timeout_s)
+            dl = loaders.make_loader(
+                mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size, timeout_s=timeout_s
+            )
             try:
                 r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
-            except RuntimeError as e:   # DataLoader's timeout (a worker that stopped delivering), or a worker that died
+            except RuntimeError as e:  # DataLoader's timeout (a worker that stopped delivering), or a worker that died
                 stuck.append({"backend": b, "workers": w, "error": str(e)[:200]})
                 log(f"{b:11s} workers={w:2d}: {'STUCK' if 'timed out' in str(e) else 'FAILED'}, {str(e)[:120]}")
                 continue
             finally:
-                loaders.close_loader(dl)   # its workers exit now, cleanly, not when the loader is collected
-            threads = loaders.share_of_cores(w) if w and b != "decord" else 0   # make_loader's default
+                loaders.close_loader(dl)  # its workers exit now, cleanly, not when the loader is collected
+            threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
             rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused), **r})
             cut = f", {r['steps']} steps in the {max_s} s cap" if r["stopped_by_time"] else ""
-            log(f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
+            log(
+                f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
                 f"waits {100 * r['wait_fraction']:5.1f}% of the time ({1e3 * r['wait_s_per_step']:.1f} ms per "
-                f"{1e3 * step_s:.0f} ms step{cut})")
+                f"{1e3 * step_s:.0f} ms step{cut})"
+            )
     return rows, stuck
 
 
@@ -78,11 +93,20 @@ def gpu_specs(clip, device: str, threads, process_layouts, dali_ok: bool) -> tup
             notes.append(f"{b}: not measured: {why}")
             continue
         specs += [{"kind": "gpu", "backend": b, "threads": t, "loader": f"{b} x{t} threads"} for t in threads]
-        specs += [{"kind": "gpu", "backend": b, "processes": p, "threads": t, "loader": f"{b} {p} processes x{t} threads"}
-                  for p, t in process_layouts]
+        specs += [
+            {"kind": "gpu", "backend": b, "processes": p, "threads": t, "loader": f"{b} {p} processes x{t} threads"}
+            for p, t in process_layouts
+        ]
     if dali_ok and why_unavailable("dali", device, clip) is None:
-        specs.append({"kind": "dali", "backend": "dali", "threads": None, "loader": "dali experimental reader",
-                      "device_id": Device.parse(device).index or 0})
+        specs.append(
+            {
+                "kind": "dali",
+                "backend": "dali",
+                "threads": None,
+                "loader": "dali experimental reader",
+                "device_id": Device.parse(device).index or 0,
+            }
+        )
     return specs, notes
 
 
@@ -99,11 +123,16 @@ def measure_gpu_loaders(clip, codec: str, specs, items: list, ceiling_fps, commo
         row = {"clip": Path(clip).name, "codec": codec, "path": str(clip), **spec, **r}
         row["pct_of_ceiling"] = 100 * row["frames_per_s"] / ceiling_fps if ceiling_fps else None
         u = row.get("utilization") or {}
-        busy = ", ".join(f"{label} {u[key]:.0f}%" for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"),
-                                                                      ("cpu_pct", "CPU")) if u.get(key) is not None)
+        busy = ", ".join(
+            f"{label} {u[key]:.0f}%"
+            for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
+            if u.get(key) is not None
+        )
         pct = f"{row['pct_of_ceiling']:5.1f}% of the ceiling" if row["pct_of_ceiling"] else ""
-        log(f"  {row['loader']:38s} {row['frames_per_s']:8,.0f} frames/s model-ready  {pct}  "
-            f"(start-up {row['startup_s']:.1f} s; busy: {busy or 'not sampled'})")
+        log(
+            f"  {row['loader']:38s} {row['frames_per_s']:8,.0f} frames/s model-ready  {pct}  "
+            f"(start-up {row['startup_s']:.1f} s; busy: {busy or 'not sampled'})"
+        )
         rows.append(row)
     return rows
 
@@ -119,7 +148,10 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
     if nvdec >= busy_pct:
         return "NVDEC", f"NVDEC, busy {nvdec:.0f}% of the time"
     if sm >= busy_pct:
-        return "SMs", f"the SMs, busy {sm:.0f}% of the time (colour conversion, resize, normalization; NVDEC {nvdec:.0f}%)"
+        return (
+            "SMs",
+            f"the SMs, busy {sm:.0f}% of the time (colour conversion, resize, normalization; NVDEC {nvdec:.0f}%)",
+        )
     cores = f"; the process used {cpu / 100:.1f} cores" if cpu is not None else ""
     return "host side", f"the host side: neither NVDEC ({nvdec:.0f}%) nor the SMs ({sm:.0f}%) were busy{cores}"
 
@@ -135,11 +167,17 @@ def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
         b = max(rs, key=lambda r: r["frames_per_s"])
         v = verdicts.rank((r["loader"], r["frames_per_s"], r.get("frames_per_s_spread_pct")) for r in rs)
         label, why = limit_of(b)
-        best[name] = {"loader": b["loader"], "backend": b["backend"], "fps": round(b["frames_per_s"]),
-                      "pct_of_ceiling": round(b["pct_of_ceiling"], 1) if b["pct_of_ceiling"] else None,
-                      "ceiling_fps": round(ceilings[name]) if ceilings.get(name) else None, "limit": label,
-                      "why": why, "margin": v.sentence(),
-                      **{k: (b.get("utilization") or {}).get(k) for k in ("nvdec_pct", "sm_pct")}}
+        best[name] = {
+            "loader": b["loader"],
+            "backend": b["backend"],
+            "fps": round(b["frames_per_s"]),
+            "pct_of_ceiling": round(b["pct_of_ceiling"], 1) if b["pct_of_ceiling"] else None,
+            "ceiling_fps": round(ceilings[name]) if ceilings.get(name) else None,
+            "limit": label,
+            "why": why,
+            "margin": v.sentence(),
+            **{k: (b.get("utilization") or {}).get(k) for k in ("nvdec_pct", "sm_pct")},
+        }
     return best
 
 
@@ -171,8 +209,15 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
     return out
 
 
-def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,
-                   max_seconds: float | None = None, min_steps: int = 3) -> dict:
+def measure_loader(
+    loader,
+    step_s: float,
+    steps: int,
+    device: str = "cpu",
+    warmup: int = 2,
+    max_seconds: float | None = None,
+    min_steps: int = 3,
+) -> dict:
     """Run `steps` simulated training steps of `step_s` seconds, fed by `loader`; return the data wait.
 
     Each step waits for the next batch (the time counted as data wait), copies it to `device`, then
@@ -185,8 +230,12 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
     it = iter(loader)
     waits, samples, start, rates = [], 0, None, []
     for s in range(steps + warmup):
-        if (max_seconds is not None and start is not None and len(waits) >= min_steps
-                and time.perf_counter() - start > max_seconds):
+        if (
+            max_seconds is not None
+            and start is not None
+            and len(waits) >= min_steps
+            and time.perf_counter() - start > max_seconds
+        ):
             break
         t0 = time.perf_counter()
         try:
@@ -211,10 +260,15 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
     wait = sum(waits)
     from playbook_utils.bench.verdicts import block_rates, spread_pct
 
-    return {"wait_fraction": wait / total, "wait_s_per_step": wait / len(waits), "step_s": step_s,
-            "samples_per_s": samples / total, "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
-            "steps": len(waits), "stopped_by_time": len(waits) < steps}
-
+    return {
+        "wait_fraction": wait / total,
+        "wait_s_per_step": wait / len(waits),
+        "step_s": step_s,
+        "samples_per_s": samples / total,
+        "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
+        "steps": len(waits),
+        "stopped_by_time": len(waits) < steps,
+    }
 
 
 def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
@@ -253,9 +307,15 @@ def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
     seconds = time.perf_counter() - start
     from playbook_utils.bench.verdicts import block_rates, spread_pct
 
-    return {"frames_per_s": frames / seconds, "frames_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
-            "batches": count - warmup_batches, "seconds": seconds,
-            "frames": frames, "startup_s": start - t0, "clock_start": start}
+    return {
+        "frames_per_s": frames / seconds,
+        "frames_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
+        "batches": count - warmup_batches,
+        "seconds": seconds,
+        "frames": frames,
+        "startup_s": start - t0,
+        "clock_start": start,
+    }
 
 
 class _DaliVideos:
@@ -274,28 +334,53 @@ def _run_spec(spec: dict) -> dict:
     from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
 
     if spec["kind"] == "dali":
-        def make():
-            return _DaliVideos(dali_loader(spec["paths"], sequence_length=spec.get("sequence_length", 32),
-                                           batch_size=spec["batch_size"], device_id=spec.get("device_id", 0)))
-    elif spec.get("processes", 1) > 1:
-        def make():
-            return GpuProcessLoader(spec["paths"], processes=spec["processes"], threads=spec["threads"],
-                                    batch_size=spec["batch_size"], backend=spec["backend"], device=spec["device"],
-                                    chunk=spec.get("chunk", 32))
-    else:
-        sampled = {k: spec[k] for k in ("strategy", "k") if k in spec}   # K sampled frames instead of every frame
 
         def make():
-            return GpuLoader(spec["paths"], backend=spec["backend"], device=spec["device"], threads=spec["threads"],
-                             batch_size=spec["batch_size"], chunk=spec.get("chunk", 32), **sampled)
-    if spec.get("step_s") is not None:   # the data wait against a training step, instead of the flat-out rate
+            return _DaliVideos(
+                dali_loader(
+                    spec["paths"],
+                    sequence_length=spec.get("sequence_length", 32),
+                    batch_size=spec["batch_size"],
+                    device_id=spec.get("device_id", 0),
+                )
+            )
+    elif spec.get("processes", 1) > 1:
+
+        def make():
+            return GpuProcessLoader(
+                spec["paths"],
+                processes=spec["processes"],
+                threads=spec["threads"],
+                batch_size=spec["batch_size"],
+                backend=spec["backend"],
+                device=spec["device"],
+                chunk=spec.get("chunk", 32),
+            )
+    else:
+        sampled = {k: spec[k] for k in ("strategy", "k") if k in spec}  # K sampled frames instead of every frame
+
+        def make():
+            return GpuLoader(
+                spec["paths"],
+                backend=spec["backend"],
+                device=spec["device"],
+                threads=spec["threads"],
+                batch_size=spec["batch_size"],
+                chunk=spec.get("chunk", 32),
+                **sampled,
+            )
+
+    if spec.get("step_s") is not None:  # the data wait against a training step, instead of the flat-out rate
         return {"wait": measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])}
     device = Device.parse(spec["device"])
     with UtilizationMonitor(gpu=device.ordinal if device.is_cuda else None) as sampler:
         result = measure_flat_out(make(), warmup_batches=spec.get("warmup_batches", 0))
     # while the clock ran: NVDEC and SM busy (median %), this process's CPU (% of one core; not its workers')
-    result["utilization"] = {k: v for k, v in sampler.summary(since=result.pop("clock_start")).items()
-                             if k in ("nvdec_pct", "sm_pct", "cpu_pct")}
+    result["utilization"] = {
+        k: v
+        for k, v in sampler.summary(since=result.pop("clock_start")).items()
+        if k in ("nvdec_pct", "sm_pct", "cpu_pct")
+    }
     return result
 
 
@@ -316,9 +401,10 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     from playbook_utils.decoders import child_env
 
     spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
-    return child.call(child.python("-m", "playbook_utils.bench.loader_bench", json.dumps(spec)), timeout=timeout,
-                      env=child_env())
+    return child.call(
+        child.python("-m", "playbook_utils.bench.loader_bench", json.dumps(spec)), timeout=timeout, env=child_env()
+    )
 
 
-if __name__ == "__main__":   # the child of `measure_isolated`: a failure is reported as data
+if __name__ == "__main__":  # the child of `measure_isolated`: a failure is reported as data
     child.reply(_run_spec, json.loads(sys.argv[1]))

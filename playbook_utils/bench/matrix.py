@@ -29,10 +29,10 @@ class Case:
     bframes: int = 2
     closed_gop: bool = True
     vfr: bool = False
-    streams: int = 1            # 2: a smaller, shorter video stream first, this clip second (FFmpeg's best)
-    stream: int | None = None   # the stream asked for (None: FFmpeg's best)
-    hide: int = 0               # leading frames an MP4 edit list hides
-    rotation: int = 0           # display rotation, degrees counterclockwise
+    streams: int = 1  # 2: a smaller, shorter video stream first, this clip second (FFmpeg's best)
+    stream: int | None = None  # the stream asked for (None: FFmpeg's best)
+    hide: int = 0  # leading frames an MP4 edit list hides
+    rotation: int = 0  # display rotation, degrees counterclockwise
 
     def file_name(self) -> str:
         return self.name.replace(" ", "_").replace(",", "") + self.suffix
@@ -74,8 +74,7 @@ CASES = [
 ]
 
 
-def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48,
-                names=None) -> dict[str, Path]:
+def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48, names=None) -> dict[str, Path]:
     """Encode every case (or those `names`) that this PyAV (and, for the cases that need it, the ffmpeg tool)
     can make; return {case name: path} (cached by file name)."""
     directory = Path(directory)
@@ -95,9 +94,18 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
                 for i in range(num_frames):
                     times.append(round(t, 4))
                     t += 1 / 15 if i % 5 == 4 else 1 / 30
-            media.make_clip(path, case.codec, width, height, num_frames=num_frames, gop=case.gop,
-                            bframes=case.bframes, pix_fmt=case.pix_fmt, closed_gop=case.closed_gop,
-                            frame_times=times)
+            media.make_clip(
+                path,
+                case.codec,
+                width,
+                height,
+                num_frames=num_frames,
+                gop=case.gop,
+                bframes=case.bframes,
+                pix_fmt=case.pix_fmt,
+                closed_gop=case.closed_gop,
+                frame_times=times,
+            )
         clips[case.name] = path
     return clips
 
@@ -108,9 +116,16 @@ def _build_with_cli(case: Case, path: Path, width: int, height: int, num_frames:
     media.make_clip(base, case.codec, width, height, num_frames=num_frames, gop=case.gop, bframes=case.bframes)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     if case.streams > 1:
-        first = path.with_name(f"first_{path.name}")   # another size and length: a wrong stream cannot pass
-        media.make_clip(first, case.codec, width * 4 // 5 // 2 * 2, height * 4 // 5 // 2 * 2,
-                        num_frames=num_frames * 3 // 4, gop=case.gop, bframes=case.bframes)
+        first = path.with_name(f"first_{path.name}")  # another size and length: a wrong stream cannot pass
+        media.make_clip(
+            first,
+            case.codec,
+            width * 4 // 5 // 2 * 2,
+            height * 4 // 5 // 2 * 2,
+            num_frames=num_frames * 3 // 4,
+            gop=case.gop,
+            bframes=case.bframes,
+        )
         media.mux_video_streams(tmp, [first, base], best=1)
     elif case.hide:
         media.hide_leading_frames(base, tmp, case.hide)
@@ -153,12 +168,13 @@ def table(cases: dict, backends, device: str, classify=None, timeout: float = 30
     from playbook_utils.decoders.isolated import run_requests
 
     classify = classify or outcome
-    full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None)
-            for name, c in cases.items()}
+    full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None) for name, c in cases.items()}
     result: dict[str, dict[str, str]] = {name: {} for name in cases}
     for backend in backends:
-        reqs = [{"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True, "stream": s}
-                for p, idx, _, s in full.values()]
+        reqs = [
+            {"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True, "stream": s}
+            for p, idx, _, s in full.values()
+        ]
         for (name, (_, _, shown, _)), r in zip(full.items(), run_requests(reqs, timeout=timeout)):
             result[name][backend] = classify(r, shown)
     return result

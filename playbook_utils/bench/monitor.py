@@ -28,13 +28,16 @@ class UtilizationMonitor:
     def _run(self):
         self.proc.cpu_percent(None)
         while not self._stop.wait(self.period):
-            s = {"t": time.perf_counter(), "cpu_pct": self.proc.cpu_percent(None),
-                 "rss_mb": self.proc.memory_info().rss / 2**20}
+            s = {
+                "t": time.perf_counter(),
+                "cpu_pct": self.proc.cpu_percent(None),
+                "rss_mb": self.proc.memory_info().rss / 2**20,
+            }
             if self._nvml:
                 nv, h = self._nvml
                 try:
                     s["nvdec_pct"] = nv.nvmlDeviceGetDecoderUtilization(h)[0]
-                    s["sm_pct"] = nv.nvmlDeviceGetUtilizationRates(h).gpu   # some kernel running, share of time
+                    s["sm_pct"] = nv.nvmlDeviceGetUtilizationRates(h).gpu  # some kernel running, share of time
                     s["gpu_mem_mb"] = nv.nvmlDeviceGetMemoryInfo(h).used / 2**20
                 except Exception:
                     pass
@@ -53,8 +56,13 @@ class UtilizationMonitor:
         where nothing was sampled)."""
         samples = [s for s in self.samples if since is None or s["t"] >= since]
         out = {}
-        for key, agg in (("cpu_pct", statistics.median), ("rss_mb", max), ("nvdec_pct", statistics.median),
-                         ("sm_pct", statistics.median), ("gpu_mem_mb", max)):
+        for key, agg in (
+            ("cpu_pct", statistics.median),
+            ("rss_mb", max),
+            ("nvdec_pct", statistics.median),
+            ("sm_pct", statistics.median),
+            ("gpu_mem_mb", max),
+        ):
             values = [s[key] for s in samples if key in s]
             out[key] = round(agg(values), 1) if values else None
         return out

@@ -18,12 +18,12 @@ from playbook_utils.errors import describe
 
 CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 
+
 def _decode_pynvvideocodec(path: str):
     import PyNvVideoCodec as nvc
     import torch
 
-    dec = nvc.SimpleDecoder(path, gpu_id=0, use_device_memory=True,
-                            output_color_type=nvc.OutputColorType.RGBP)
+    dec = nvc.SimpleDecoder(path, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.RGBP)
     tensors = []
     # Decoded frames borrow the decoder's surfaces: copy each one out before asking for more.
     for start in range(0, len(dec), 8):
@@ -60,8 +60,13 @@ def _child(library: str, path: str) -> dict:
             wrong += read_stamp(frame) != i
         except StampError:
             wrong += 1
-    return {"ok": len(frames) > 0 and wrong == 0, "frames": len(frames), "wrong_frames": wrong,
-            "seconds": round(seconds, 3), "how": how}
+    return {
+        "ok": len(frames) > 0 and wrong == 0,
+        "frames": len(frames),
+        "wrong_frames": wrong,
+        "seconds": round(seconds, 3),
+        "how": how,
+    }
 
 
 def decode_check(library: str, path, timeout: float = 120) -> dict:
@@ -81,6 +86,7 @@ def codec_matrix(clips: dict, libraries=CHECK_LIBRARIES, timeout: float = 120) -
 
 # --------------------------------------------------------------------------- the engines' ceiling
 
+
 def _raw_thread(path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
     """One decoder: open it and decode one warm-up pass, report `ready`, wait for `start`, then decode
     `path` over and over (NV12 left on the GPU) until window[0] and count only those frames."""
@@ -88,8 +94,9 @@ def _raw_thread(path: str, gpu: int, ready, start, window: list, out: list, slot
         import PyNvVideoCodec as nvc
 
         demuxer = nvc.CreateDemuxer(path)
-        decoder = nvc.CreateDecoder(gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0,
-                                    usedevicememory=True)  # one decoder per thread, reused pass after pass
+        decoder = nvc.CreateDecoder(
+            gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0, usedevicememory=True
+        )  # one decoder per thread, reused pass after pass
         for packet in demuxer:
             decoder.Decode(packet)
         decoder.Decode(nvc.PacketData())
@@ -117,8 +124,9 @@ def _raw_process(path: str, gpu: int, threads: int, seconds: float, barrier, que
 
     ready, start, window = threading.Semaphore(0), threading.Event(), [0.0]
     counts: list = [0] * threads
-    workers = [threading.Thread(target=_raw_thread, args=(path, gpu, ready, start, window, counts, k))
-               for k in range(threads)]
+    workers = [
+        threading.Thread(target=_raw_thread, args=(path, gpu, ready, start, window, counts, k)) for k in range(threads)
+    ]
     for w in workers:
         w.start()
     for _ in workers:
@@ -145,8 +153,10 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
 
     ctx = mp.get_context("spawn")
     queue, barrier = ctx.Queue(), ctx.Barrier(processes + 1)
-    children = [ctx.Process(target=_raw_process, args=(str(path), gpu, threads, seconds, barrier, queue), daemon=True)
-                for _ in range(processes)]
+    children = [
+        ctx.Process(target=_raw_process, args=(str(path), gpu, threads, seconds, barrier, queue), daemon=True)
+        for _ in range(processes)
+    ]
     for c in children:
         c.start()
     nvml = env.nvml_handle(gpu)
@@ -156,8 +166,13 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
     except Exception:
         for c in children:
             c.kill()
-        return {"fps": None, "frames": 0, "processes": processes, "threads": threads,
-                "error": "decoders did not start within 180 s"}
+        return {
+            "fps": None,
+            "frames": 0,
+            "processes": processes,
+            "threads": threads,
+            "error": "decoders did not start within 180 s",
+        }
     t0 = time.perf_counter()
     t_end = t0 + seconds
     while time.perf_counter() < t_end:
@@ -174,14 +189,20 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
     frames = sum(r["frames"] for r in results)
     errors = sorted({r["error"] for r in results if r["error"]})
     util.sort()
-    return {"fps": frames / seconds if frames else None, "frames": frames, "processes": processes, "threads": threads,
-            "nvdec_util_median": util[len(util) // 2] if util else None,
-            "nvdec_util_p90": util[int(0.9 * (len(util) - 1))] if util else None,
-            "video_clock_mhz": max(clock) if clock else None, "error": "; ".join(errors) or None}
+    return {
+        "fps": frames / seconds if frames else None,
+        "frames": frames,
+        "processes": processes,
+        "threads": threads,
+        "nvdec_util_median": util[len(util) // 2] if util else None,
+        "nvdec_util_p90": util[int(0.9 * (len(util) - 1))] if util else None,
+        "video_clock_mhz": max(clock) if clock else None,
+        "error": "; ".join(errors) or None,
+    }
 
 
 SWEEP = ((1, 1), (1, 4), (4, 2), (7, 1), (7, 2))
-SATURATED_PCT = 95   # median NVDEC utilization at which a ceiling counts as the engines' limit, not a lower bound
+SATURATED_PCT = 95  # median NVDEC utilization at which a ceiling counts as the engines' limit, not a lower bound
 
 
 def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None) -> dict:
@@ -197,20 +218,31 @@ def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None) -
         row = saturate(path, processes, threads, seconds, gpu)
         rows.append(row)
         if log:
-            log(f"{processes} processes x {threads} threads: "
-                + (f"{row['fps']:,.0f} frames/s, NVDEC utilization median {row['nvdec_util_median']}%"
-                   if row["fps"] else f"failed: {row['error']}"))
+            log(
+                f"{processes} processes x {threads} threads: "
+                + (
+                    f"{row['fps']:,.0f} frames/s, NVDEC utilization median {row['nvdec_util_median']}%"
+                    if row["fps"]
+                    else f"failed: {row['error']}"
+                )
+            )
     ok = [r for r in rows if r["fps"]]
     if not ok:
         return {"fps": None, "best": None, "saturated": False, "implied_fps": None, "rows": rows}
     best = max(ok, key=lambda r: r["fps"])
     util = best["nvdec_util_median"]
-    return {"fps": best["fps"], "best": best, "saturated": (util or 0) >= SATURATED_PCT,
-            "implied_fps": best["fps"] * 100 / util if util else None, "rows": rows}
+    return {
+        "fps": best["fps"],
+        "best": best,
+        "saturated": (util or 0) >= SATURATED_PCT,
+        "implied_fps": best["fps"] * 100 / util if util else None,
+        "rows": rows,
+    }
 
 
-def ceilings(clips: dict, infos: dict, first: list, others: list, configs=SWEEP, seconds: float = 3.0,
-             gpu: int = 0, log=None) -> dict:
+def ceilings(
+    clips: dict, infos: dict, first: list, others: list, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None
+) -> dict:
     """{clip name: `ceiling`} for notebook 20's section 2: the whole sweep of `configs` on each clip of `first`
     (one per codec), then each clip of `others` with the layout that did best on the `first` clip of its codec.
     `clips` maps names to paths, `infos` names to `media.VideoInfo`; `log` gets a line per layout."""
@@ -232,19 +264,23 @@ def ceilings(clips: dict, infos: dict, first: list, others: list, configs=SWEEP,
 
 def format_ceilings(found: dict, infos: dict) -> str:
     """`ceilings` as a table: clip, size, rate, layout, NVML's median decoder utilization, saturated or not."""
-    lines = [f"{'clip':26s} {'size':>9s} {'ceiling f/s':>12s} {'layout':>8s} {'NVDEC util':>11s} {'at 100%':>8s}  "
-             f"saturated ({SATURATED_PCT}%), or a lower bound"]
+    lines = [
+        f"{'clip':26s} {'size':>9s} {'ceiling f/s':>12s} {'layout':>8s} {'NVDEC util':>11s} {'at 100%':>8s}  "
+        f"saturated ({SATURATED_PCT}%), or a lower bound"
+    ]
     for name, c in found.items():
         i = infos[name]
         if c["fps"]:
             b = c["best"]
-            lines.append(f"{name[:26]:26s} {i.width:4d}x{i.height:<4d} {c['fps']:12,.0f} {b['processes']:>3d}x{b['threads']:<4d} "
-                         f"{str(b['nvdec_util_median']):>10}% {c['implied_fps'] or 0:8,.0f}  "
-                         f"{'saturated' if c['saturated'] else 'LOWER BOUND'}")
+            lines.append(
+                f"{name[:26]:26s} {i.width:4d}x{i.height:<4d} {c['fps']:12,.0f} {b['processes']:>3d}x{b['threads']:<4d} "
+                f"{str(b['nvdec_util_median']):>10}% {c['implied_fps'] or 0:8,.0f}  "
+                f"{'saturated' if c['saturated'] else 'LOWER BOUND'}"
+            )
         else:
             lines.append(f"{name[:26]:26s} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")
     return "\n".join(lines)
 
 
-if __name__ == "__main__":   # any failure is reported as data: this process exists to contain it
+if __name__ == "__main__":  # any failure is reported as data: this process exists to contain it
     child.reply(_child, sys.argv[1], sys.argv[2])

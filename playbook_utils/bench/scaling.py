@@ -66,10 +66,19 @@ def run(args) -> int:
     dist.init_process_group(pg_backend)
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
-        loader = distributed.sharded_loader(paths, args.backend, rank, world, device, batch_size=args.batch_size,
-                                            num_workers=args.num_workers, shuffle=bool(args.shuffle),
-                                            seed=args.seed, k=args.k,
-                                            size=tuple(map(int, args.size.split("x"))) if args.size else None)
+        loader = distributed.sharded_loader(
+            paths,
+            args.backend,
+            rank,
+            world,
+            device,
+            batch_size=args.batch_size,
+            num_workers=args.num_workers,
+            shuffle=bool(args.shuffle),
+            seed=args.seed,
+            k=args.k,
+            size=tuple(map(int, args.size.split("x"))) if args.size else None,
+        )
         epochs = []
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
@@ -83,26 +92,56 @@ def run(args) -> int:
                 torch.cuda.synchronize(device)
             seconds = time.perf_counter() - start
             nbytes = sum(sizes[i] for i in ids)
-            epochs.append({"epoch": epoch, "samples": len(ids), "frames": frames, "bytes": nbytes,
-                           "seconds": seconds, "fps": frames / seconds if seconds > 0 else 0.0,
-                           "mb_s": nbytes / seconds / 1e6 if seconds > 0 else 0.0, "ids": ids})
-        mine = {"rank": rank, "local_rank": int(os.environ.get("LOCAL_RANK", 0)), "host": socket.gethostname(),
-                "device": device, "decode_device": loader.decode_device, "torch_threads": torch.get_num_threads(),
-                "epochs": epochs}
+            epochs.append(
+                {
+                    "epoch": epoch,
+                    "samples": len(ids),
+                    "frames": frames,
+                    "bytes": nbytes,
+                    "seconds": seconds,
+                    "fps": frames / seconds if seconds > 0 else 0.0,
+                    "mb_s": nbytes / seconds / 1e6 if seconds > 0 else 0.0,
+                    "ids": ids,
+                }
+            )
+        mine = {
+            "rank": rank,
+            "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
+            "host": socket.gethostname(),
+            "device": device,
+            "decode_device": loader.decode_device,
+            "torch_threads": torch.get_num_threads(),
+            "epochs": epochs,
+        }
         gathered = [None] * world
         dist.all_gather_object(gathered, mine)
         if rank == 0:
-            out = {"world_size": world, "backend": args.backend, "device_kind": args.device,
-                   "process_group": pg_backend, "num_samples": len(paths), "k": args.k,
-                   "batch_size": args.batch_size, "num_workers": args.num_workers, "epochs": [], "ranks": gathered}
+            out = {
+                "world_size": world,
+                "backend": args.backend,
+                "device_kind": args.device,
+                "process_group": pg_backend,
+                "num_samples": len(paths),
+                "k": args.k,
+                "batch_size": args.batch_size,
+                "num_workers": args.num_workers,
+                "epochs": [],
+                "ranks": gathered,
+            }
             for e in range(args.epochs):
                 per_rank = [g["epochs"][e] for g in gathered]
                 slowest = max(r["seconds"] for r in per_rank)
                 frames = sum(r["frames"] for r in per_rank)
                 check = distributed.exactly_once([r["ids"] for r in per_rank], len(paths))
-                out["epochs"].append({"epoch": e, "seconds": slowest, "frames": frames,
-                                      "aggregate_fps": frames / slowest if slowest > 0 else 0.0,
-                                      "exactly_once": check})
+                out["epochs"].append(
+                    {
+                        "epoch": e,
+                        "seconds": slowest,
+                        "frames": frames,
+                        "aggregate_fps": frames / slowest if slowest > 0 else 0.0,
+                        "exactly_once": check,
+                    }
+                )
             Path(args.output).write_text(json.dumps(out, indent=1))
         dist.barrier()
     finally:
@@ -126,12 +165,21 @@ def torchrun_command(world_size: int, worker_args: list[str], nnodes: int = 1) -
     """
     if nnodes != 1:
         raise ValueError("torchrun_command builds single-node runs; for several nodes see notebook 30")
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
-            "-m", "playbook_utils.bench.scaling", *worker_args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={world_size}",
+        "-m",
+        "playbook_utils.bench.scaling",
+        *worker_args,
+    ]
 
 
-def launch(world_size: int, paths, output, backend: str = "pyav", device: str = "cpu",
-           timeout: float = 600, **worker_options) -> dict:
+def launch(
+    world_size: int, paths, output, backend: str = "pyav", device: str = "cpu", timeout: float = 600, **worker_options
+) -> dict:
     """Run one epoch-measurement with `world_size` ranks under torchrun; return rank 0's JSON.
 
     `paths` is written to a file next to `output` for the ranks to read; worker_options become
@@ -155,18 +203,20 @@ def launch(world_size: int, paths, output, backend: str = "pyav", device: str = 
         stale.unlink(missing_ok=True)
     start = time.perf_counter()
     # Own process group, so a timeout ends torchrun and every rank it started, nothing else.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         log, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as e:
         os.killpg(proc.pid, signal.SIGKILL)
         log, _ = proc.communicate()
-        raise RuntimeError(f"{world_size} rank(s) of {backend} did not finish in {timeout:.0f} s:\n"
-                           f"{log[-2000:]}") from e
+        raise RuntimeError(
+            f"{world_size} rank(s) of {backend} did not finish in {timeout:.0f} s:\n{log[-2000:]}"
+        ) from e
     if proc.returncode != 0 or not output.exists():
-        raise RuntimeError(f"{world_size} rank(s) of {backend} failed (exit {proc.returncode}): "
-                           f"{_rank_errors(output)}\n--- last output of the ranks ---\n{log[-3000:]}")
+        raise RuntimeError(
+            f"{world_size} rank(s) of {backend} failed (exit {proc.returncode}): "
+            f"{_rank_errors(output)}\n--- last output of the ranks ---\n{log[-3000:]}"
+        )
     result = json.loads(output.read_text())
     result["launch_s"] = round(time.perf_counter() - start, 2)
     result["command"] = " ".join(cmd)

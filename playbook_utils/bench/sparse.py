@@ -15,7 +15,7 @@ pts of every frame index and the keyframe at or before it, which all of them use
 from __future__ import annotations
 
 STRATEGIES = ("seek per frame", "decode everything", "sorted forward pass", "parallel GOPs", "keyframe snapped")
-EXACT = ("seek per frame", "sorted forward pass", "parallel GOPs")   # the strategies that return the frames asked for
+EXACT = ("seek per frame", "sorted forward pass", "parallel GOPs")  # the strategies that return the frames asked for
 
 
 def frame_maps(path):
@@ -31,7 +31,7 @@ def _open(path, threads: str, thread_count: int = 0):
 
     c = av.open(str(path))
     s = c.streams.video[0]
-    s.thread_type, s.thread_count = threads, thread_count   # thread_count 0: FFmpeg's choice
+    s.thread_type, s.thread_count = threads, thread_count  # thread_count 0: FFmpeg's choice
     return c, s
 
 
@@ -153,11 +153,13 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
     from playbook_utils import media
 
     pts, key_of = frame_maps(path)
-    calls = {"seek per frame": lambda: seek_per_frame(path, targets, pts, threads) + (list(targets),),
-             "decode everything": lambda: decode_everything(path, targets, pts, threads) + (list(targets),),
-             "sorted forward pass": lambda: sorted_pass(path, targets, pts, key_of, threads) + (list(targets),),
-             "parallel GOPs": lambda: parallel_gops(path, targets, pts, key_of) + (list(targets),),
-             "keyframe snapped": lambda: keyframe_snapped(path, targets, pts, key_of, threads)}
+    calls = {
+        "seek per frame": lambda: seek_per_frame(path, targets, pts, threads) + (list(targets),),
+        "decode everything": lambda: decode_everything(path, targets, pts, threads) + (list(targets),),
+        "sorted forward pass": lambda: sorted_pass(path, targets, pts, key_of, threads) + (list(targets),),
+        "parallel GOPs": lambda: parallel_gops(path, targets, pts, key_of) + (list(targets),),
+        "keyframe snapped": lambda: keyframe_snapped(path, targets, pts, key_of, threads),
+    }
     out = {}
     for name, call in calls.items():
         best = float("inf")
@@ -165,9 +167,12 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
             t = time.perf_counter()
             got, decoded, returned = call()
             best = min(best, time.perf_counter() - t)
-        out[name] = {"seconds": best, "frames_decoded": decoded,
-                     "exact": [media.read_stamp(g) for g in got] == returned,
-                     "mean_offset": sum(abs(a - b) for a, b in zip(returned, targets)) / len(targets)}
+        out[name] = {
+            "seconds": best,
+            "frames_decoded": decoded,
+            "exact": [media.read_stamp(g) for g in got] == returned,
+            "mean_offset": sum(abs(a - b) for a, b in zip(returned, targets)) / len(targets),
+        }
     return out
 
 
@@ -178,6 +183,8 @@ def format_run(result: dict) -> str:
     lines = [f"  {'strategy':22s} {'ms':>8s} {'decoded':>8s} {'vs all':>7s} {'exact':>6s} {'offset':>7s}"]
     for label in STRATEGIES:
         x = result[label]
-        lines.append(f"  {label:22s} {1e3 * x['seconds']:8.1f} {x['frames_decoded']:8d} {base / x['seconds']:6.1f}x "
-                     f"{str(x['exact']):>6s} {x['mean_offset']:6.1f}f")
+        lines.append(
+            f"  {label:22s} {1e3 * x['seconds']:8.1f} {x['frames_decoded']:8d} {base / x['seconds']:6.1f}x "
+            f"{str(x['exact']):>6s} {x['mean_offset']:6.1f}f"
+        )
     return "\n".join(lines)

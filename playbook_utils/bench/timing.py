@@ -9,8 +9,16 @@ import statistics
 import time
 
 
-def measure(fn, *, items: int = 1, warmup: int = 1, min_time: float = 1.0, min_repeats: int = 3,
-            max_repeats: int = 1000, sync=None) -> dict:
+def measure(
+    fn,
+    *,
+    items: int = 1,
+    warmup: int = 1,
+    min_time: float = 1.0,
+    min_repeats: int = 3,
+    max_repeats: int = 1000,
+    sync=None,
+) -> dict:
     """Time `fn()` and return {'per_s', 'median_s', 'min_s', 'max_s', 'spread_pct', 'repeats'}.
 
     `items` is how many things one call produces (frames, say): `per_s` is items per second from
@@ -30,9 +38,14 @@ def measure(fn, *, items: int = 1, warmup: int = 1, min_time: float = 1.0, min_r
             sync()
         times.append(time.perf_counter() - t)
     med = statistics.median(times)
-    return {"per_s": items / med if med > 0 else float("inf"), "median_s": med, "min_s": min(times),
-            "max_s": max(times), "spread_pct": 100 * (max(times) - min(times)) / med if med > 0 else 0.0,
-            "repeats": len(times)}
+    return {
+        "per_s": items / med if med > 0 else float("inf"),
+        "median_s": med,
+        "min_s": min(times),
+        "max_s": max(times),
+        "spread_pct": 100 * (max(times) - min(times)) / med if med > 0 else 0.0,
+        "repeats": len(times),
+    }
 
 
 def cuda_sync(device: str):

@@ -48,9 +48,9 @@ class Verdict:
     best_value: float
     runner_up: str | None
     runner_up_value: float | None
-    margin_pct: float | None    # how much higher the best is than the runner-up, in % of the runner-up
-    spread_pct: float | None    # the larger of the two measurements' spreads
-    tied: bool                  # margin inside the spread (or no spread known: see `rank`)
+    margin_pct: float | None  # how much higher the best is than the runner-up, in % of the runner-up
+    spread_pct: float | None  # the larger of the two measurements' spreads
+    tied: bool  # margin inside the spread (or no spread known: see `rank`)
 
     def sentence(self, unit: str = "frames/s", what: str = "the fastest") -> str:
         """One line for a notebook: the winner, its margin and the spread, or that the first two are tied."""
@@ -58,11 +58,15 @@ class Verdict:
             return f"{self.best}: {self.best_value:,.0f} {unit} (the only one measured, so nothing to compare)"
         spread = "an unknown spread" if self.spread_pct is None else f"a spread of {self.spread_pct:.0f}%"
         if self.tied:
-            return (f"{self.best} and {self.runner_up} are tied here: {self.best_value:,.0f} vs "
-                    f"{self.runner_up_value:,.0f} {unit}, a {self.margin_pct:.0f}% margin against {spread} "
-                    f"of the measurements")
-        return (f"{self.best} is {what} here: {self.best_value:,.0f} {unit}, {self.margin_pct:.0f}% ahead of "
-                f"{self.runner_up} ({self.runner_up_value:,.0f}), more than {spread} of the measurements")
+            return (
+                f"{self.best} and {self.runner_up} are tied here: {self.best_value:,.0f} vs "
+                f"{self.runner_up_value:,.0f} {unit}, a {self.margin_pct:.0f}% margin against {spread} "
+                f"of the measurements"
+            )
+        return (
+            f"{self.best} is {what} here: {self.best_value:,.0f} {unit}, {self.margin_pct:.0f}% ahead of "
+            f"{self.runner_up} ({self.runner_up_value:,.0f}), more than {spread} of the measurements"
+        )
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -25,13 +25,29 @@ from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
 # The registry: backend name -> its adapter, in the order the notebooks introduce them.
-ADAPTERS: dict[str, base.Adapter] = {a.NAME: a for a in (pyav.ADAPTER, decord.ADAPTER, torchcodec.ADAPTER,
-                                                         pynvvideocodec.ADAPTER, dali.ADAPTER, spdl.ADAPTER)}
+ADAPTERS: dict[str, base.Adapter] = {
+    a.NAME: a
+    for a in (pyav.ADAPTER, decord.ADAPTER, torchcodec.ADAPTER, pynvvideocodec.ADAPTER, dali.ADAPTER, spdl.ADAPTER)
+}
 BACKENDS = tuple(ADAPTERS)
 
-__all__ = ["ADAPTERS", "BACKENDS", "PROBED_ENV", "adapter", "as_stored", "available", "check_indices", "child_env",
-           "file_identity", "frame_size", "read_frames", "set_cpu_threads", "traits", "video_info",
-           "why_unavailable"]
+__all__ = [
+    "ADAPTERS",
+    "BACKENDS",
+    "PROBED_ENV",
+    "adapter",
+    "as_stored",
+    "available",
+    "check_indices",
+    "child_env",
+    "file_identity",
+    "frame_size",
+    "read_frames",
+    "set_cpu_threads",
+    "traits",
+    "video_info",
+    "why_unavailable",
+]
 
 
 def adapter(backend: str) -> base.Adapter:
@@ -107,11 +123,15 @@ def check_indices(path, indices, num_frames: int, backend: str | None = None) ->
     where = f"{path} [{backend}]" if backend else str(path)
     ndim = getattr(indices, "ndim", None)
     if isinstance(indices, (str, bytes)) or ndim == 0 or not hasattr(indices, "__iter__"):
-        raise TypeError(f"{where}: indices must be a sequence of frame indices, got {type(indices).__name__} "
-                        f"{indices!r}; for one frame pass a list of one, e.g. [{indices!r}]")
+        raise TypeError(
+            f"{where}: indices must be a sequence of frame indices, got {type(indices).__name__} "
+            f"{indices!r}; for one frame pass a list of one, e.g. [{indices!r}]"
+        )
     if ndim is not None and ndim != 1:
-        raise ValueError(f"{where}: indices must be one-dimensional, got an array of shape "
-                         f"{tuple(indices.shape)}; flatten it, or read each row separately")
+        raise ValueError(
+            f"{where}: indices must be one-dimensional, got an array of shape "
+            f"{tuple(indices.shape)}; flatten it, or read each row separately"
+        )
     out = []
     for k, i in enumerate(indices):
         if isinstance(i, bool) or str(getattr(i, "dtype", "")) in ("bool", "torch.bool"):
@@ -119,11 +139,15 @@ def check_indices(path, indices, num_frames: int, backend: str | None = None) ->
         try:
             i = operator.index(i)
         except TypeError:
-            raise TypeError(f"{where}: frame indices must be integers, got {type(i).__name__} {i!r} "
-                            f"at position {k}") from None
+            raise TypeError(
+                f"{where}: frame indices must be integers, got {type(i).__name__} {i!r} at position {k}"
+            ) from None
         if not 0 <= i < num_frames:
-            raise DecodeError(path, f"frame index {i} is out of range: the video has {num_frames} frames "
-                                    f"(0..{num_frames - 1})", backend)
+            raise DecodeError(
+                path,
+                f"frame index {i} is out of range: the video has {num_frames} frames (0..{num_frames - 1})",
+                backend,
+            )
         out.append(i)
     return out
 
@@ -144,7 +168,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", strea
     """
     from playbook_utils import sources
 
-    if not sources.is_local(path):   # inputs beyond a local path: read there, with the same checks
+    if not sources.is_local(path):  # inputs beyond a local path: read there, with the same checks
         return sources.read_frames(path, indices, backend, device)
     device = Device.parse(device)
     path = Path(path)
@@ -156,8 +180,12 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", strea
         raise DecodeError(path, "file is empty (0 bytes)", backend)
     info = video_info(path, backend, stream)
     if info.b_frames and info.container == "avi":
-        raise DecodeError(path, "AVI with B-frames stores no presentation timestamps, so no library can "
-                                "locate a frame exactly; remux it to MP4 or MKV", backend)
+        raise DecodeError(
+            path,
+            "AVI with B-frames stores no presentation timestamps, so no library can "
+            "locate a frame exactly; remux it to MP4 or MKV",
+            backend,
+        )
     idx = check_indices(path, indices, info.num_frames, backend)
     why = ad.why_unavailable(device, info)
     if why:
@@ -173,7 +201,7 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", strea
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
         msg = first_line(e, type(e).__name__)
         raise DecodeError(path, f"{type(e).__name__}: {msg[:300]}", backend) from e
-    if info.rotation and not ad.ROTATES:   # the library returns the picture as stored
+    if info.rotation and not ad.ROTATES:  # the library returns the picture as stored
         import torch
 
         frames = torch.rot90(frames, info.rotation // 90, dims=(-2, -1))

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from playbook_utils.device import Device, cuda_visible
 
-CPU_THREADS = 0   # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
+CPU_THREADS = 0  # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
 
 
 def set_cpu_threads(n: int) -> None:
@@ -34,6 +34,7 @@ def set_cpu_threads(n: int) -> None:
 
 
 # --------------------------------------------------------------------------- what a file is
+
 
 def traits(info) -> set[str]:
     """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list' (an
@@ -59,8 +60,16 @@ def traits(info) -> set[str]:
 # The smallest frame NVDEC decodes, per codec: NVIDIA's NVDEC programming guide (Video Codec SDK). On an H200,
 # DALI refused a 160x96 VP9 clip ("supported: 128x128") and TorchCodec fell back to the CPU for 160x96 HEVC and
 # VP9, while H.264 at that size decoded on NVDEC.
-NVDEC_MIN_SIZE = {"h264": (48, 16), "hevc": (144, 144), "vp9": (128, 128), "av1": (128, 128),
-                  "vp8": (48, 16), "mpeg4": (48, 16), "mpeg2video": (48, 16), "mjpeg": (48, 16)}
+NVDEC_MIN_SIZE = {
+    "h264": (48, 16),
+    "hevc": (144, 144),
+    "vp9": (128, 128),
+    "av1": (128, 128),
+    "vp8": (48, 16),
+    "mpeg4": (48, 16),
+    "mpeg2video": (48, 16),
+    "mjpeg": (48, 16),
+}
 
 
 def nvdec_too_small(codec: str, width: int, height: int) -> str | None:
@@ -72,6 +81,7 @@ def nvdec_too_small(codec: str, width: int, height: int) -> str | None:
 
 
 # --------------------------------------------------------------------------- what a library gets wrong
+
 
 def version_tuple(version: str | None) -> tuple[int, ...]:
     """'2.2.4' -> (2, 2, 4): the leading dotted numbers of a version ('0.13.0+cpu' -> (0, 13, 0)); () for None."""
@@ -98,8 +108,9 @@ class KnownWrong:
         return self.fixed is None or not version or version_tuple(version) < version_tuple(self.fixed)
 
 
-def known_wrong(trait_names, why: str, devices=("cpu", "cuda"), seen: str | None = None,
-                fixed: str | None = None) -> KnownWrong:
+def known_wrong(
+    trait_names, why: str, devices=("cpu", "cuda"), seen: str | None = None, fixed: str | None = None
+) -> KnownWrong:
     """A `KnownWrong` row from a trait name or an iterable of them."""
     names = frozenset([trait_names] if isinstance(trait_names, str) else trait_names)
     return KnownWrong(names, why, tuple(devices), seen, fixed)
@@ -116,7 +127,7 @@ def library_version(distribution: str) -> str | None:
 
 # --------------------------------------------------------------------------- does the library import here
 
-PROBED_ENV = "PLAYBOOK_IMPORTS_PROBED"   # import names a parent process checked successfully (`child_env`)
+PROBED_ENV = "PLAYBOOK_IMPORTS_PROBED"  # import names a parent process checked successfully (`child_env`)
 _probed_ok: set[str] = set()
 
 
@@ -131,7 +142,7 @@ def importable(name: str) -> tuple[bool, str | None]:
     in a child process (`env.check_import`), so that a library that crashes on import cannot take this one with it."""
     from playbook_utils import env
 
-    if name in _vouched():   # a measuring child: its parent's check stands
+    if name in _vouched():  # a measuring child: its parent's check stands
         return True, None
     info = env.check_import(name)
     if info["importable"]:
@@ -147,6 +158,7 @@ def child_env() -> dict:
 
 
 # --------------------------------------------------------------------------- the contract
+
 
 class Adapter:
     """One decoder library behind `read_frames`. A subclass declares:
@@ -228,22 +240,27 @@ class Adapter:
     def _why_file(self, info, kind: str) -> str | None:
         codecs = self.CODECS.get(kind)
         if codecs and info.codec not in codecs:
-            return (f"{self.LABEL}'s {kind.upper()} video decoder does not take {info.codec} (only "
-                    f"{', '.join(codecs)}); use device='{'cuda' if kind == 'cpu' else 'cpu'}'")
+            return (
+                f"{self.LABEL}'s {kind.upper()} video decoder does not take {info.codec} (only "
+                f"{', '.join(codecs)}); use device='{'cuda' if kind == 'cpu' else 'cpu'}'"
+            )
         found = traits(info)
         version = self.version() if any(row.fixed for row in self.KNOWN_WRONG) else None
         for row in self.KNOWN_WRONG:
             if row.applies(found, kind, version):
                 return row.why
         if info.stream != info.best_stream and not self.CHOOSES_STREAM:
-            return (f"{self.NAME} always decodes FFmpeg's best video stream ({info.best_stream}); it cannot read "
-                    f"stream {info.stream}")
+            return (
+                f"{self.NAME} always decodes FFmpeg's best video stream ({info.best_stream}); it cannot read "
+                f"stream {info.stream}"
+            )
         if kind == "cuda":
             return nvdec_too_small(info.codec, info.width, info.height)
         return None
 
 
 # --------------------------------------------------------------------------- helpers the adapters share
+
 
 def file_identity(path) -> tuple:
     """(device, inode, size, mtime, ctime in ns) of the file at `path`: the key of every cache that holds

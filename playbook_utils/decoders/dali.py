@@ -25,9 +25,13 @@ class Dali(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CODECS = {"cpu": ("vp8", "vp9", "mjpeg")}
     KNOWN_WRONG = (
-        base.known_wrong("edit-list", "the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's "
-                                      "CPU path (exact in the correctness matrix); its NVDEC path has not been "
-                                      "checked on such files", devices=("cuda",)),
+        base.known_wrong(
+            "edit-list",
+            "the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's "
+            "CPU path (exact in the correctness matrix); its NVDEC path has not been "
+            "checked on such files",
+            devices=("cuda",),
+        ),
     )
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
@@ -38,8 +42,9 @@ class Dali(base.Adapter):
         """`read` at `size` (H, W): `fn.resize` (antialiased) after the decoder in the same pipeline (notebook 24).
         `source`: a path or an open binary file object."""
         if hasattr(source, "read"):
-            return _read(getattr(source, "name", "<file-like>"), indices, device, info, encoded=source.read(),
-                         size=size)
+            return _read(
+                getattr(source, "name", "<file-like>"), indices, device, info, encoded=source.read(), size=size
+            )
         return _read(source, indices, device, info, size=size)
 
     def read(self, path: str, indices: list[int], device: Device, info):
@@ -49,13 +54,18 @@ class Dali(base.Adapter):
 def _pipeline(kind: str, gpu: int, size=None):
     from nvidia.dali import fn, pipeline_def, types
 
-    @pipeline_def(batch_size=1, num_threads=2, device_id=gpu if kind == "cuda" else None,
-                  prefetch_queue_depth=1, exec_dynamic=True)
+    @pipeline_def(
+        batch_size=1,
+        num_threads=2,
+        device_id=gpu if kind == "cuda" else None,
+        prefetch_queue_depth=1,
+        exec_dynamic=True,
+    )
     def video_frames():
         encoded = fn.external_source(name="encoded", dtype=types.UINT8, ndim=1)
         frames = fn.external_source(name="frames", dtype=types.INT32, ndim=1)
         video = fn.decoders.video(encoded, device="mixed" if kind == "cuda" else "cpu", frames=frames)
-        if size is not None:   # resized in the same graph, on the GPU for "cuda" (notebook 24)
+        if size is not None:  # resized in the same graph, on the GPU for "cuda" (notebook 24)
             video = fn.resize(video, resize_y=size[0], resize_x=size[1], antialias=True)
         return video
 
@@ -78,8 +88,10 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
     with _lock:
         key = (kind, gpu, None if size is None else tuple(size))
         pipe = _pipes.get(key) or _pipes.setdefault(key, _pipeline(kind, gpu, size))
-        pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8) if encoded is None
-                                    else np.frombuffer(encoded, dtype=np.uint8)])
+        pipe.feed_input(
+            "encoded",
+            [np.fromfile(path, dtype=np.uint8) if encoded is None else np.frombuffer(encoded, dtype=np.uint8)],
+        )
         pipe.feed_input("frames", [np.asarray(unique, dtype=np.int32)])
         try:
             (out,) = pipe.run()
@@ -87,8 +99,11 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
             _pipes.pop(key, None)  # DALI marks a pipeline invalid after an error
             if "not supported" in str(e) or "Failed to create video decoder" in str(e):
                 lines = [x for x in str(e).splitlines() if "not supported" in x or "Failed to create" in x]
-                raise BackendUnavailable(path, f"DALI cannot decode this {info.codec} stream on {kind}: "
-                                               f"{(lines or [str(e)])[0].strip()[:200]}", "dali") from e
+                raise BackendUnavailable(
+                    path,
+                    f"DALI cannot decode this {info.codec} stream on {kind}: {(lines or [str(e)])[0].strip()[:200]}",
+                    "dali",
+                ) from e
             raise
         sample = out[0]
         if kind == "cpu":
@@ -101,7 +116,7 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
             torch.cuda.current_stream(str(device)).synchronize()
     if len(frames) != len(unique):
         raise RuntimeError(f"asked DALI for {len(unique)} frames, got {len(frames)}")
-    frames = frames.permute(0, 3, 1, 2).contiguous()   # (U, 3, H, W), then one gather into the order asked
+    frames = frames.permute(0, 3, 1, 2).contiguous()  # (U, 3, H, W), then one gather into the order asked
     return base.in_order(frames, unique, indices)
 
 

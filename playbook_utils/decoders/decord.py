@@ -19,17 +19,22 @@ def _wrong(trait: str, what: str) -> base.KnownWrong:
 class Decord(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "decord", "decord", "decord"
     DEVICES = ("cpu", "cuda")
-    ROTATES = True   # returns frames turned as the display matrix says
+    ROTATES = True  # returns frames turned as the display matrix says
     # File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
     KNOWN_WRONG = (
         _wrong("open-gop", "after a seek it returns a neighbouring frame (seen with H.264 and HEVC, off by 1-3)"),
         _wrong("codec:av1", "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')"),
         _wrong("container:avi", "random access returns frames of the first GOP (seen with and without B-frames)"),
-        _wrong("edit-list", "it counts the frames an MP4 edit list hides, and returns frames other than those a "
-                            "player shows"),
-        _wrong("several-streams", "its bundled FFmpeg 4 picks the video stream by another rule than FFmpeg 5 and "
-                                  "later (which prefer the stream flagged default): it read a 204x114 stream where "
-                                  "the others read the 256x144 default one"),
+        _wrong(
+            "edit-list",
+            "it counts the frames an MP4 edit list hides, and returns frames other than those a player shows",
+        ),
+        _wrong(
+            "several-streams",
+            "its bundled FFmpeg 4 picks the video stream by another rule than FFmpeg 5 and "
+            "later (which prefer the stream flagged default): it read a 204x114 stream where "
+            "the others read the 256x144 default one",
+        ),
     )
 
     def _check_device(self, kind: str) -> str | None:
@@ -40,8 +45,12 @@ class Decord(base.Adapter):
             return None
         from playbook_utils import child
 
-        found = child.call(child.python("-c", "import json, decord; print(json.dumps({'status': 'ok', "
-                                              "'gpu': bool(decord.gpu(0).exist)}))"), timeout=120)
+        found = child.call(
+            child.python(
+                "-c", "import json, decord; print(json.dumps({'status': 'ok', 'gpu': bool(decord.gpu(0).exist)}))"
+            ),
+            timeout=120,
+        )
         if found["status"] != "ok" or not found.get("gpu"):
             return "this decord was built without CUDA (the PyPI wheel is CPU-only)"
         return None
@@ -58,8 +67,10 @@ class Decord(base.Adapter):
         ctx = decord.gpu(device.ordinal) if device.is_cuda else decord.cpu(0)
         vr = decord.VideoReader(path, ctx=ctx)
         if len(vr) != info.num_frames:
-            raise RuntimeError(f"decord counts {len(vr)} frames, the packets say {info.num_frames}: "
-                               "its frame indices cannot be trusted for this file")
+            raise RuntimeError(
+                f"decord counts {len(vr)} frames, the packets say {info.num_frames}: "
+                "its frame indices cannot be trusted for this file"
+            )
         # get_batch is several times slower on unsorted indices: fetch each frame once, in order.
         unique = sorted(set(indices))
         batch = vr.get_batch(unique)

@@ -17,8 +17,9 @@ from playbook_utils import child
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
 
-def read_frames_isolated(path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300,
-                         stream: int | None = None):
+def read_frames_isolated(
+    path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300, stream: int | None = None
+):
     """`read_frames` in a child process (of the container's stream `stream`, by default FFmpeg's best video
     stream); the frames come back through a temporary .npy file.
 
@@ -29,8 +30,14 @@ def read_frames_isolated(path, indices, backend: str = "pyav", device: str = "cp
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "frames.npy"
-        req = {"path": str(path), "indices": [int(i) for i in indices], "backend": backend,
-               "device": str(device), "save": str(out), "stream": stream}
+        req = {
+            "path": str(path),
+            "indices": [int(i) for i in indices],
+            "backend": backend,
+            "device": str(device),
+            "save": str(out),
+            "stream": stream,
+        }
         r = run_requests([req], timeout=timeout)[0]
         if r["status"] != "ok":
             raise_result(r, path, backend)
@@ -62,14 +69,15 @@ def _serve_one(req: dict) -> dict:
 
     from playbook_utils.decoders import as_stored, read_frames, video_info
 
-    frames = read_frames(req["path"], req["indices"], backend=req["backend"], device=req["device"],
-                         stream=req.get("stream"))
+    frames = read_frames(
+        req["path"], req["indices"], backend=req["backend"], device=req["device"], stream=req.get("stream")
+    )
     result = {"shape": list(frames.shape)}
     if req.get("stamps"):
         from playbook_utils.media import StampError, read_stamp
 
         stamps = []
-        for f in as_stored(frames, video_info(req["path"], stream=req.get("stream"))):   # stamps read upright
+        for f in as_stored(frames, video_info(req["path"], stream=req.get("stream"))):  # stamps read upright
             try:
                 stamps.append(read_stamp(f))
             except StampError:

@@ -15,7 +15,7 @@ from playbook_utils.device import Device
 class PyAV(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "pyav", "av", "av"
     DEVICES = ("cpu", "cuda")
-    CHOOSES_STREAM = True   # any video stream of the file (read_frames' stream=)
+    CHOOSES_STREAM = True  # any video stream of the file (read_frames' stream=)
 
     def read(self, path: str, indices: list[int], device: Device, info):
         if not device.is_cuda:
@@ -30,8 +30,12 @@ class PyAV(base.Adapter):
                 from playbook_utils.errors import BackendUnavailable, first_line
 
                 first = first_line(e, type(e).__name__)[:200]
-                raise BackendUnavailable(path, f"FFmpeg's cuda hwaccel (NVDEC) cannot decode this {info.codec} "
-                                               f"{info.pix_fmt} stream: {type(e).__name__}: {first}", "pyav") from e
+                raise BackendUnavailable(
+                    path,
+                    f"FFmpeg's cuda hwaccel (NVDEC) cannot decode this {info.codec} "
+                    f"{info.pix_fmt} stream: {type(e).__name__}: {first}",
+                    "pyav",
+                ) from e
             raise
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
@@ -52,8 +56,14 @@ def _open(path: str, device: Device):
         return av.open(path)
     from av.codec.hwaccel import HWAccel
 
-    return av.open(path, hwaccel=HWAccel(device_type="cuda", device=None if device.index is None else str(device.index),
-                                         allow_software_fallback=False))
+    return av.open(
+        path,
+        hwaccel=HWAccel(
+            device_type="cuda",
+            device=None if device.index is None else str(device.index),
+            allow_software_fallback=False,
+        ),
+    )
 
 
 def _read(path: str, indices: list[int], device: Device, info, decoded: list, size=None):
@@ -80,9 +90,11 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                 pos = index_of.get(frame.pts, -1)
                 if pos == t:
                     decoded.append(t)
-                    got[t] = (frame.to_ndarray(format="rgb24") if size is None else
-                              frame.to_ndarray(format="rgb24", width=size[1], height=size[0],
-                                               interpolation="BILINEAR"))
+                    got[t] = (
+                        frame.to_ndarray(format="rgb24")
+                        if size is None
+                        else frame.to_ndarray(format="rgb24", width=size[1], height=size[0], interpolation="BILINEAR")
+                    )
                     break
                 if pos > t:
                     raise RuntimeError(f"frame {t} was not produced after seeking (reached {pos})")

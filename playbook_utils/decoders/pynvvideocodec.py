@@ -19,8 +19,9 @@ _local = threading.local()
 
 
 def _wrong(trait: str, what: str) -> base.KnownWrong:
-    return base.known_wrong(trait, f"PyNvVideoCodec cannot be trusted with {trait} video: {what}", ("cuda",),
-                            seen="2.2.4")
+    return base.known_wrong(
+        trait, f"PyNvVideoCodec cannot be trusted with {trait} video: {what}", ("cuda",), seen="2.2.4"
+    )
 
 
 class PyNvVideoCodec(base.Adapter):
@@ -32,13 +33,23 @@ class PyNvVideoCodec(base.Adapter):
     # What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong, and files it has
     # not been checked on: refused.
     KNOWN_WRONG = (
-        base.known_wrong("edit-list", "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the "
-                                      "frames an MP4 edit list hides; not checked on such files", ("cuda",)),
-        base.known_wrong("open-gop", "PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: "
-                                     "asked [24, 33], got [1, none]; HEVC: asked 33, got 38)", ("cuda",),
-                         seen="2.2.4"),
-        _wrong("10-bit", "RGB output of 10-bit streams carries wrong or unreadable frames (91 of 120 in notebook "
-                         "00's probe)"),
+        base.known_wrong(
+            "edit-list",
+            "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the "
+            "frames an MP4 edit list hides; not checked on such files",
+            ("cuda",),
+        ),
+        base.known_wrong(
+            "open-gop",
+            "PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: "
+            "asked [24, 33], got [1, none]; HEVC: asked 33, got 38)",
+            ("cuda",),
+            seen="2.2.4",
+        ),
+        _wrong(
+            "10-bit",
+            "RGB output of 10-bit streams carries wrong or unreadable frames (91 of 120 in notebook 00's probe)",
+        ),
         _wrong("container:matroska", "frame indices drift near the end of MKV files (asked 46, got 44)"),
     )
 
@@ -55,8 +66,9 @@ class PyNvVideoCodec(base.Adapter):
                 return _read(decoder_for(path, gpu), path, indices, gpu, info)
         except Exception as e:
             if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
-                raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream "
-                                               f"({type(e).__name__})", "pynvvideocodec") from e
+                raise BackendUnavailable(
+                    path, f"NVDEC cannot decode this {info.codec} stream ({type(e).__name__})", "pynvvideocodec"
+                ) from e
             raise
 
 
@@ -80,8 +92,7 @@ def decoder_for(path: str, gpu_id: int):
             return dec
         except Exception:
             cache.pop(gpu_id, None)  # a different codec or a larger size: start afresh
-    dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True,
-                            output_color_type=nvc.OutputColorType.RGBP)
+    dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True, output_color_type=nvc.OutputColorType.RGBP)
     cache[gpu_id] = (key, dec)
     return dec
 
@@ -95,7 +106,7 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
     got = {}
     with torch.cuda.device(gpu):
         for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start:start + _CHUNK]
+            chunk = wanted[start : start + _CHUNK]
             frames = dec.get_batch_frames_by_index(chunk)
             if len(frames) != len(chunk):
                 raise RuntimeError(f"asked PyNvVideoCodec for {len(chunk)} frames, got {len(frames)}")

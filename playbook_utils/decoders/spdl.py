@@ -23,9 +23,13 @@ class Spdl(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "spdl", "spdl.io", "spdl-io"
     DEVICES = ("cpu", "cuda")
     KNOWN_WRONG = (
-        base.known_wrong("edit-list", "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list "
-                                      "hides its first frames (the CPU path, H.264: asked 47, got 41): it counts the "
-                                      "hidden frames", seen="0.8.0"),
+        base.known_wrong(
+            "edit-list",
+            "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list "
+            "hides its first frames (the CPU path, H.264: asked 47, got 41): it counts the "
+            "hidden frames",
+            seen="0.8.0",
+        ),
     )
 
     def _check_device(self, kind: str) -> str | None:
@@ -34,8 +38,14 @@ class Spdl(base.Adapter):
         from playbook_utils import child
 
         # dir() loads the lazily imported extension
-        found = child.call(child.python("-c", f"import json; from spdl.io.lib import {_EXT[kind]} as m; dir(m); "
-                                              "print(json.dumps({'status': 'ok'}))"), timeout=180)
+        found = child.call(
+            child.python(
+                "-c",
+                f"import json; from spdl.io.lib import {_EXT[kind]} as m; dir(m); "
+                "print(json.dumps({'status': 'ok'}))",
+            ),
+            timeout=180,
+        )
         if found["status"] == "ok":
             return None
         what = "FFmpeg shared libraries (4 to 9; apt-get install ffmpeg)" if kind == "cpu" else "CUDA extension"
@@ -65,7 +75,7 @@ def _load() -> None:
 
     from spdl.io.lib import _libspdl
 
-    dir(_libspdl)   # loads the lazily imported extension (and glog's handlers) now
+    dir(_libspdl)  # loads the lazily imported extension (and glog's handlers) now
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -75,8 +85,9 @@ def _rgb_filter(size=None) -> str:
 
     if size is None:
         return spdl.io.get_video_filter_desc(pix_fmt="rgb24")
-    return spdl.io.get_video_filter_desc(pix_fmt="rgb24", scale_width=size[1], scale_height=size[0],
-                                         scale_algo="bilinear", scale_mode=None)
+    return spdl.io.get_video_filter_desc(
+        pix_fmt="rgb24", scale_width=size[1], scale_height=size[0], scale_algo="bilinear", scale_mode=None
+    )
 
 
 def _frames_cpu(src, wanted: list[int], size=None):
@@ -84,9 +95,9 @@ def _frames_cpu(src, wanted: list[int], size=None):
 
     packets = spdl.io.demux_video(src)
     frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=_rgb_filter(size))
-    if len(frames) != len(wanted):   # SPDL leaves out a frame it could not decode
+    if len(frames) != len(wanted):  # SPDL leaves out a frame it could not decode
         raise RuntimeError(f"SPDL decoded {len(frames)} of the {len(wanted)} frames asked: the others failed to decode")
-    return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)   # (N, H, W, 3) -> (N, 3, H, W)
+    return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)  # (N, H, W, 3) -> (N, 3, H, W)
 
 
 def _frames_cuda(src, wanted: list[int], device: Device, info, size=None):

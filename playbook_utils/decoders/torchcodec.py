@@ -39,8 +39,13 @@ def frame_mappings(info) -> str:
     pts, keys = info.pts, set(info.keyframes)
     gaps = [b - a for a, b in zip(pts, pts[1:])] or [1]
     durations = gaps + [gaps[-1]]
-    return json.dumps({"frames": [{"pts": p, "duration": d, "key_frame": int(i in keys)}
-                                  for i, (p, d) in enumerate(zip(pts, durations))]})
+    return json.dumps(
+        {
+            "frames": [
+                {"pts": p, "duration": d, "key_frame": int(i in keys)} for i, (p, d) in enumerate(zip(pts, durations))
+            ]
+        }
+    )
 
 
 def decoder(path, device: str, num_threads: int = 0, stream: int | None = None, size=None, info=None):
@@ -81,16 +86,24 @@ def cached_decoder(path: str, device: str, stream: int | None = None):
 class TorchCodec(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "torchcodec", "torchcodec", "torchcodec"
     DEVICES = ("cpu", "cuda")
-    CHOOSES_STREAM = True   # stream_index=
-    ROTATES = True          # returns frames turned as the display matrix says
-    RESIZES_ON = ("cpu",)   # decoder transforms: 0.17 on CUDA raises "Transforms are only supported for CPU devices"
+    CHOOSES_STREAM = True  # stream_index=
+    ROTATES = True  # returns frames turned as the display matrix says
+    RESIZES_ON = ("cpu",)  # decoder transforms: 0.17 on CUDA raises "Transforms are only supported for CPU devices"
     KNOWN_WRONG = (
-        base.known_wrong("edit-list", "TorchCodec returned other frames than a player shows on an MP4 whose edit "
-                                      "list hides its first frames (0.13 on the CPU, H.264 without B-frames: asked "
-                                      "frame 0, got frame 6)", seen="0.13.0"),
-        base.known_wrong(("open-gop", "codec:hevc"), "TorchCodec's CUDA path returned a neighbouring frame in "
-                         "open-GOP HEVC in the correctness matrix (asked 24, got 25); its CPU path was exact: use "
-                         "device='cpu' for this file", devices=("cuda",)),
+        base.known_wrong(
+            "edit-list",
+            "TorchCodec returned other frames than a player shows on an MP4 whose edit "
+            "list hides its first frames (0.13 on the CPU, H.264 without B-frames: asked "
+            "frame 0, got frame 6)",
+            seen="0.13.0",
+        ),
+        base.known_wrong(
+            ("open-gop", "codec:hevc"),
+            "TorchCodec's CUDA path returned a neighbouring frame in "
+            "open-GOP HEVC in the correctness matrix (asked 24, got 25); its CPU path was exact: use "
+            "device='cpu' for this file",
+            devices=("cuda",),
+        ),
     )
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
@@ -98,15 +111,31 @@ class TorchCodec(base.Adapter):
         0.10+), with the probe's frame table instead of its own scan of every packet, so a remote object is
         read only where the frames are. A new decoder each time: there is no file to key the cache on
         (notebook 24)."""
-        return self.read(getattr(fileobj, "name", "<file-like>"), indices, device, info,
-                         dec=decoder(fileobj, str(device), base.CPU_THREADS, info.stream, info=info))
+        return self.read(
+            getattr(fileobj, "name", "<file-like>"),
+            indices,
+            device,
+            info,
+            dec=decoder(fileobj, str(device), base.CPU_THREADS, info.stream, info=info),
+        )
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
         """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
         `source`: a path or an open binary file object."""
-        return self.read(getattr(source, "name", source), indices, device, info,
-                         dec=decoder(source, str(device), base.CPU_THREADS, info.stream, size=size,
-                                     info=info if hasattr(source, "read") else None))
+        return self.read(
+            getattr(source, "name", source),
+            indices,
+            device,
+            info,
+            dec=decoder(
+                source,
+                str(device),
+                base.CPU_THREADS,
+                info.stream,
+                size=size,
+                info=info if hasattr(source, "read") else None,
+            ),
+        )
 
     def read(self, path: str, indices: list[int], device: Device, info, dec=None):
         dec = cached_decoder(path, str(device), info.stream) if dec is None else dec
@@ -122,8 +151,12 @@ class TorchCodec(base.Adapter):
             if "Falling back" in status or frames.device.type != "cuda":
                 from playbook_utils.errors import BackendUnavailable
 
-                raise BackendUnavailable(path, f"NVDEC cannot decode this {info.codec} stream; TorchCodec would "
-                                               f"silently decode it on the CPU ({status.strip()})", "torchcodec")
+                raise BackendUnavailable(
+                    path,
+                    f"NVDEC cannot decode this {info.codec} stream; TorchCodec would "
+                    f"silently decode it on the CPU ({status.strip()})",
+                    "torchcodec",
+                )
         return frames
 
 

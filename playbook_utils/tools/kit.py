@@ -39,10 +39,16 @@ def machine_line(rep: dict, device: str, libraries=()) -> str:
         gpu = f"{d['name']} (driver {g['driver']}{engines})"
     else:
         gpu = "no NVIDIA GPU"
-    versions = [f"{_NAMES.get(m, m)} {getattr(sys.modules[m], '__version__', '?')}"
-                for m in libraries if m in sys.modules]
-    parts = [gpu, f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", *versions, f"{rep['date_utc']} UTC",
-             f"device {device}"]
+    versions = [
+        f"{_NAMES.get(m, m)} {getattr(sys.modules[m], '__version__', '?')}" for m in libraries if m in sys.modules
+    ]
+    parts = [
+        gpu,
+        f"{rep['cpu_model']} x{rep['cpu_usable_cores']}",
+        *versions,
+        f"{rep['date_utc']} UTC",
+        f"device {device}",
+    ]
     return "Ran on " + " · ".join(parts) + " (the full report: notebook 00)"
 
 
@@ -84,7 +90,7 @@ def native_output(lines: list):
         try:
             yield lines
         finally:
-            libc.fflush(None)   # C stdio buffers what it writes to a file: flush it into `tmp`, not later
+            libc.fflush(None)  # C stdio buffers what it writes to a file: flush it into `tmp`, not later
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:
@@ -109,9 +115,13 @@ def _machine() -> dict:
     import datetime
     import platform
 
-    return {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-            "host": platform.node(), **env.cpu_and_memory(), "gpu": env.gpus(),
-            "driver_video_libraries": env.driver_video_libraries()}
+    return {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "host": platform.node(),
+        **env.cpu_and_memory(),
+        "gpu": env.gpus(),
+        "driver_video_libraries": env.driver_video_libraries(),
+    }
 
 
 class Notebook:
@@ -148,9 +158,9 @@ class Notebook:
         self.machine = f"{g['devices'][0]['name']}, {cpu}" if g["available"] else cpu
         self.results.data["environment"] = {k: rep[k] for k in ("date_utc", "host", "cpu_model", "cpu_usable_cores")}
         self.results.data["environment"]["gpu"] = g
-        if stamp:   # notebook 00 prints the whole report instead
+        if stamp:  # notebook 00 prints the whole report instead
             print(machine_line(rep, self.device, libraries))
-        if device not in ("auto", self.device):   # asked for a device this machine does not have
+        if device not in ("auto", self.device):  # asked for a device this machine does not have
             print(note)
 
     # ------------------------------------------------------------------ media
@@ -205,8 +215,10 @@ class Notebook:
             print(f"exact   {label}: {len(got)} frames, stamps {shown}")
         else:
             bad = sum(g != w for g, w in zip(got, wanted)) + abs(len(got) - len(wanted))
-            print(f"WRONG   {label}: {bad} of {len(wanted)} frames are not the ones asked for\n"
-                  f"        asked {wanted[:12]}\n        got   {got[:12]}")
+            print(
+                f"WRONG   {label}: {bad} of {len(wanted)} frames are not the ones asked for\n"
+                f"        asked {wanted[:12]}\n        got   {got[:12]}"
+            )
 
     def skip(self, section: str, reason: str) -> None:
         """Record a section that cannot run here and say so in one visible line."""
@@ -246,10 +258,18 @@ class Notebook:
         backend = next((b for b in BACKENDS if self.results.stem.split("_", 1)[1].startswith(b)), None)
         table = []
         for dev, workload, clip, fn, wanted in rows:
-            row = {"device": dev, "workload": workload, "clip": clip, "fps": None, "spread_pct": None,
-                   "exact": None, "check": None, "error": None}
+            row = {
+                "device": dev,
+                "workload": workload,
+                "clip": clip,
+                "fps": None,
+                "spread_pct": None,
+                "exact": None,
+                "check": None,
+                "error": None,
+            }
             try:
-                path = self.infos[clip].path if clip in self.infos else clip   # the reference decode needs a path
+                path = self.infos[clip].path if clip in self.infos else clip  # the reference decode needs a path
                 check = exactness.check_frames(path, list(wanted), fn(), backend)
                 row["exact"], row["check"] = check.exact, check.method
                 self.checks[f"table: {dev} {workload} {clip}"] = check.exact is True
@@ -263,9 +283,11 @@ class Notebook:
         print(f"{'device':7s} {'workload':14s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} exact (check)")
         for r in table:
             rate = f"{r['fps']:9,.0f} {r['spread_pct']:6.0f}%" if r["fps"] else f"{'-':>9s} {'':7s}"
-            print(f"{r['device']:7s} {r['workload']:14s} {r['clip'][:24]:24s} {rate} {r['exact']}"
-                  + (f" ({r['check']})" if r["check"] else "")
-                  + (f"  ({r['error']})" if r["error"] else ""))
+            print(
+                f"{r['device']:7s} {r['workload']:14s} {r['clip'][:24]:24s} {rate} {r['exact']}"
+                + (f" ({r['check']})" if r["check"] else "")
+                + (f"  ({r['error']})" if r["error"] else "")
+            )
         self.results.data["table"] = table
         return table
 
@@ -273,10 +295,20 @@ class Notebook:
     def headline_rates(table: list[dict], clip: str, gpu_clip: str | None = None) -> dict:
         """cpu/gpu sequential and sparse frames/s of `clip` (on the GPU: `gpu_clip`, if given) from a
         `rate_table`, None where not measured or not exact: the headline every library notebook reports."""
+
         def rate(gpu, workload):
             name = gpu_clip or clip if gpu else clip
-            return next((r["fps"] for r in table if r["clip"] == name and Device.parse(r["device"]).is_cuda == gpu
-                         and r["workload"].startswith(workload) and r["exact"]), None)
+            return next(
+                (
+                    r["fps"]
+                    for r in table
+                    if r["clip"] == name
+                    and Device.parse(r["device"]).is_cuda == gpu
+                    and r["workload"].startswith(workload)
+                    and r["exact"]
+                ),
+                None,
+            )
 
         return {f"{kind}_{w}_fps": rate(kind == "gpu", w) for kind in ("cpu", "gpu") for w in ("sequential", "sparse")}
 
@@ -299,7 +331,8 @@ class Notebook:
         for why, cases in reasons.items():
             print(f"  {' | '.join(cases)} -> {why}")
         self.checks[f"matrix: {backend} returns no wrong frame"] = not any(
-            o.startswith(("WRONG", "crashed", "timeout")) for row in table.values() for o in row.values())
+            o.startswith(("WRONG", "crashed", "timeout")) for row in table.values() for o in row.values()
+        )
         self.results.data["matrix"] = table
 
     # ------------------------------------------------------------------ the end

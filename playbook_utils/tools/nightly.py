@@ -113,7 +113,9 @@ def other_cores(cores: dict | None) -> bool:
 def rule_for(table: dict, notebook: str, metric: str, value) -> dict:
     """The first rule of `table` that fits this notebook stem and metric (else the default for its type)."""
     for rule in table["rules"]:
-        if fnmatch.fnmatchcase(metric, rule.get("metric", "*")) and fnmatch.fnmatchcase(notebook, rule.get("notebook", "*")):
+        if fnmatch.fnmatchcase(metric, rule.get("metric", "*")) and fnmatch.fnmatchcase(
+            notebook, rule.get("notebook", "*")
+        ):
             return rule
     return table["default_number"] if _is_number(value) else table["default_other"]
 
@@ -132,8 +134,13 @@ def describe(rule: dict) -> str:
     """The rule in words for the report's tolerance column, e.g. 'higher is better, may drop 20%'."""
     d, rel, ab = rule["direction"], rule.get("rel", 0), rule.get("abs", 0)
     band = " or ".join(p for p in ([f"{rel:.0%}"] if rel else []) + ([f"{_fmt(ab)} abs"] if ab else [])) or "nothing"
-    return {"higher": f"higher is better, may drop {band}", "lower": f"lower is better, may rise {band}",
-            "near": f"±{band}, either way", "equal": "must match", "info": "reported only"}[d]
+    return {
+        "higher": f"higher is better, may drop {band}",
+        "lower": f"lower is better, may rise {band}",
+        "near": f"±{band}, either way",
+        "equal": "must match",
+        "info": "reported only",
+    }[d]
 
 
 def compare_value(base, now, rule: dict) -> tuple[str, str]:
@@ -158,8 +165,11 @@ def compare_value(base, now, rule: dict) -> tuple[str, str]:
         return ("same" if same else "changed"), ""
     if same:
         return "ok", ""
-    note = "" if type(base) is type(now) or (_is_number(base) and _is_number(now)) else \
-        f" (type {type(base).__name__} -> {type(now).__name__})"
+    note = (
+        ""
+        if type(base) is type(now) or (_is_number(base) and _is_number(now))
+        else f" (type {type(base).__name__} -> {type(now).__name__})"
+    )
     return "REGRESSION", "differs" + note
 
 
@@ -217,8 +227,10 @@ def load_results(folders, label: str) -> dict:
             row["folder"] = str(folder)
             merged["notebooks"][name] = row
     if not merged["notebooks"]:
-        raise NightlyError(f"{', '.join(merged['folders'])}: no notebook results ({label}): "
-                           "neither summary.json rows nor NN_*.json files with a 'headline'")
+        raise NightlyError(
+            f"{', '.join(merged['folders'])}: no notebook results ({label}): "
+            "neither summary.json rows nor NN_*.json files with a 'headline'"
+        )
     merged["modes"] = sorted(merged["modes"])
     return merged
 
@@ -229,23 +241,39 @@ def stamp(results: dict) -> dict:
     versions otherwise from summary.json's machine stamp, where the runner records them)."""
     m, e = results["machine"], results["environment"] or {}
     gpu = e.get("gpu") or {}
-    libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)} or \
-        {k: v for k, v in (m.get("libraries") or {}).items() if isinstance(v, str)}
-    return {"folders": results["folders"], "mode": ", ".join(results["modes"]) or None,
-            "date_utc": m.get("date_utc") or e.get("date_utc"), "gpu": m.get("gpu"), "cpu": m.get("cpu"),
-            "driver": gpu.get("driver"), "cuda": gpu.get("cuda_driver"), "python": e.get("python"),
-            "libraries": libs or None}
+    libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)} or {
+        k: v for k, v in (m.get("libraries") or {}).items() if isinstance(v, str)
+    }
+    return {
+        "folders": results["folders"],
+        "mode": ", ".join(results["modes"]) or None,
+        "date_utc": m.get("date_utc") or e.get("date_utc"),
+        "gpu": m.get("gpu"),
+        "cpu": m.get("cpu"),
+        "driver": gpu.get("driver"),
+        "cuda": gpu.get("cuda_driver"),
+        "python": e.get("python"),
+        "libraries": libs or None,
+    }
 
 
 # library (as stamps name it) -> words in a notebook, metric or value that point at it
-LIBRARY_WORDS = {"torch": ("torch",), "av": ("pyav",), "decord": ("decord",), "torchcodec": ("torchcodec",),
-                 "PyNvVideoCodec": ("pynvvideocodec",), "nvidia.dali": ("dali",)}
+LIBRARY_WORDS = {
+    "torch": ("torch",),
+    "av": ("pyav",),
+    "decord": ("decord",),
+    "torchcodec": ("torchcodec",),
+    "PyNvVideoCodec": ("pynvvideocodec",),
+    "nvidia.dali": ("dali",),
+}
 
 
 def library_changes(base: dict | None, now: dict | None) -> dict:
     """{library: 'old -> new'} for the libraries both stamps name with different versions."""
     base, now = base or {}, now or {}
-    return {k: f"{base[k]} -> {now[k]}" for k in base if k in now and None not in (base[k], now[k]) and base[k] != now[k]}
+    return {
+        k: f"{base[k]} -> {now[k]}" for k in base if k in now and None not in (base[k], now[k]) and base[k] != now[k]
+    }
 
 
 def changes_behind(changes: dict, notebook: str, metric: str, *values) -> list[str]:
@@ -272,10 +300,19 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
         stem = Path(name).stem
-        entry = {"notebook": name, "status": None, "error": None, "in_baseline": b is not None,
-                 "baseline_status": b.get("status") if b else None, "metrics": [], "newly_skipped": [],
-                 "cores": {"baseline": cores_of(b.get("machine")) if b else None,
-                           "now": cores_of(r.get("machine")) if r else None}}
+        entry = {
+            "notebook": name,
+            "status": None,
+            "error": None,
+            "in_baseline": b is not None,
+            "baseline_status": b.get("status") if b else None,
+            "metrics": [],
+            "newly_skipped": [],
+            "cores": {
+                "baseline": cores_of(b.get("machine")) if b else None,
+                "now": cores_of(r.get("machine")) if r else None,
+            },
+        }
         judge_per_core = not other_cores(entry["cores"])
         if r is None:
             entry["status"] = "not run"
@@ -296,12 +333,25 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                     verdict, change = ("changed" if rule["direction"] == "info" else "MISSING"), "not reported now"
                 else:
                     verdict, change = compare_value(bv, nv, rule)
-                if not judge_per_core and rule.get("per_core") and verdict in ("ok", "better", "REGRESSION") \
-                        and None not in (bv, nv):
+                if (
+                    not judge_per_core
+                    and rule.get("per_core")
+                    and verdict in ("ok", "better", "REGRESSION")
+                    and None not in (bv, nv)
+                ):
                     verdict = "not comparable"
                     change = f"{change} ({entry['cores']['now']} vs {entry['cores']['baseline']} cores)".lstrip()
-                entry["metrics"].append({"metric": metric, "baseline": bv, "now": nv, "change": change,
-                                         "tolerance": describe(rule), "verdict": verdict, "why": rule.get("why")})
+                entry["metrics"].append(
+                    {
+                        "metric": metric,
+                        "baseline": bv,
+                        "now": nv,
+                        "change": change,
+                        "tolerance": describe(rule),
+                        "verdict": verdict,
+                        "why": rule.get("why"),
+                    }
+                )
                 if verdict in REGRESSED:
                     regressions.append(f"{name}: {metric}")
                     entry["metrics"][-1]["libraries_changed"] = changes_behind(changes, stem, metric, bv, nv)
@@ -310,9 +360,18 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         notebooks.append(entry)
     code = EXIT_FAILED if failures else EXIT_REGRESSION if regressions else EXIT_OK
     verdict = {EXIT_OK: "passed", EXIT_FAILED: "notebook failure", EXIT_REGRESSION: "regression"}[code]
-    return {"exit_code": code, "verdict": verdict, "failures": failures, "regressions": regressions,
-            "not_comparable": unjudged, "library_changes": changes,
-            "tolerances": table.get("source"), "baseline": base_stamp, "run": run_stamp, "notebooks": notebooks}
+    return {
+        "exit_code": code,
+        "verdict": verdict,
+        "failures": failures,
+        "regressions": regressions,
+        "not_comparable": unjudged,
+        "library_changes": changes,
+        "tolerances": table.get("source"),
+        "baseline": base_stamp,
+        "run": run_stamp,
+        "notebooks": notebooks,
+    }
 
 
 def _cell(v) -> str:
@@ -325,8 +384,13 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     js = folder / "report.json"
     js.write_text(json.dumps(report, indent=1))
-    lines = [f"# Nightly validation: {report['verdict']} (exit {report['exit_code']})", "",
-             "| | baseline | this run |", "|---|---|---|"]
+    lines = [
+        f"# Nightly validation: {report['verdict']} (exit {report['exit_code']})",
+        "",
+        "| | baseline | this run |",
+        "|---|---|---|",
+    ]
+
     def show(v) -> str:
         if isinstance(v, dict):
             return ", ".join(f"{k} {x}" for k, x in v.items())
@@ -341,13 +405,17 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     lines.append("Regressions: " + ("; ".join(report["regressions"]) if report["regressions"] else "none"))
     if report.get("library_changes"):
         lines.append("")
-        lines.append("Library versions changed since the baseline: "
-                     + "; ".join(f"{k} {v}" for k, v in report["library_changes"].items())
-                     + " (named beside each regression they may explain)")
+        lines.append(
+            "Library versions changed since the baseline: "
+            + "; ".join(f"{k} {v}" for k, v in report["library_changes"].items())
+            + " (named beside each regression they may explain)"
+        )
     if report.get("not_comparable"):
         lines.append("")
-        lines.append("Not judged, the notebook had another number of cores than in the baseline: "
-                     + "; ".join(report["not_comparable"]))
+        lines.append(
+            "Not judged, the notebook had another number of cores than in the baseline: "
+            + "; ".join(report["not_comparable"])
+        )
     for nb in report["notebooks"]:
         status = nb["status"] + (f": {nb['error']}" if nb["error"] else "")
         base = (nb["baseline_status"] or "passed (no summary row)") if nb["in_baseline"] else "not in the baseline"
@@ -356,16 +424,20 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
             lines.append(f"- skipped now, not in the baseline: {s}")
         c = nb.get("cores")
         if other_cores(c):
-            lines.append(f"- usable cores: {c['baseline']} in the baseline, {c['now']} now: the metrics that depend on "
-                         "the core count (rules with per_core) are not judged")
+            lines.append(
+                f"- usable cores: {c['baseline']} in the baseline, {c['now']} now: the metrics that depend on "
+                "the core count (rules with per_core) are not judged"
+            )
         if nb["metrics"]:
             lines += ["", "| metric | baseline | now | change | tolerance | verdict |", "|---|---|---|---|---|---|"]
             for m in nb["metrics"]:
                 v = f"**{m['verdict']}**" if m["verdict"] in REGRESSED else m["verdict"]
                 if m.get("libraries_changed"):
                     v += f" (library changed: {', '.join(m['libraries_changed'])})"
-                lines.append(f"| {m['metric']} | {_cell(m['baseline'])} | {_cell(m['now'])} | {_cell(m['change'])} "
-                             f"| {_cell(m['tolerance'])} | {v} |")
+                lines.append(
+                    f"| {m['metric']} | {_cell(m['baseline'])} | {_cell(m['now'])} | {_cell(m['change'])} "
+                    f"| {_cell(m['tolerance'])} | {v} |"
+                )
     md = folder / "report.md"
     md.write_text("\n".join(lines) + "\n")
     return md, js
@@ -382,9 +454,10 @@ def _merge_summary(output: Path, before: dict | None) -> None:
         print(f"nightly: {output}/summary.json held a {before.get('mode')}-mode run; replaced, not merged")
         return
     redone = {r["notebook"] for r in after["notebooks"]}
-    kept = [{"machine": before.get("machine", {}), **r} for r in before.get("notebooks", []) if r["notebook"] not in redone]
-    rows = sorted(kept + after["notebooks"],
-                  key=lambda r: r["notebook"])
+    kept = [
+        {"machine": before.get("machine", {}), **r} for r in before.get("notebooks", []) if r["notebook"] not in redone
+    ]
+    rows = sorted(kept + after["notebooks"], key=lambda r: r["notebook"])
     run_notebooks.write_summary(rows, output, after["mode"], after.get("machine", {}))
 
 
@@ -407,8 +480,10 @@ def run(args) -> Path:
     for item in args.param or []:
         argv += ["--param", item]
     if run_notebooks.main(argv) == 2:
-        raise NightlyError(f"no notebooks match {args.pattern}, a --param is malformed or names no notebook's "
-                           f"parameter, or --lanes {args.lanes} does not fit this machine (the line above says which)")
+        raise NightlyError(
+            f"no notebooks match {args.pattern}, a --param is malformed or names no notebook's "
+            f"parameter, or --lanes {args.lanes} does not fit this machine (the line above says which)"
+        )
     _merge_summary(output, before)
     return output
 
@@ -416,31 +491,65 @@ def run(args) -> Path:
 def main(argv=None) -> int:
     """The CLI (`python -m playbook_utils.tools.nightly`, `make nightly`); returns the exit status above."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--compare-only", nargs="+", metavar="RESULTS_DIR",
-                    help="compare these result folders (merged, the last winning) without running notebooks")
-    ap.add_argument("--baseline", default=str(BASELINE),
-                    help="folder of reference results, e.g. results/cpu-2core for a smoke run (default: results/h200)")
+    ap.add_argument(
+        "--compare-only",
+        nargs="+",
+        metavar="RESULTS_DIR",
+        help="compare these result folders (merged, the last winning) without running notebooks",
+    )
+    ap.add_argument(
+        "--baseline",
+        default=str(BASELINE),
+        help="folder of reference results, e.g. results/cpu-2core for a smoke run (default: results/h200)",
+    )
     ap.add_argument("--tolerances", default=str(TOLERANCES), help="tolerance table (default: results/tolerances.json)")
     ap.add_argument("--report-dir", default=None, help="where report.md/json go (default: the first results folder)")
-    ap.add_argument("--pattern", action="append",
-                    help="notebooks to run and expect, a glob or substring of their names, e.g. '2[0-2]*' or 22; "
-                         "repeatable (default: every notebook)")
-    ap.add_argument("--mode", choices=["smoke", "full"], default="full",
-                    help="smoke: small media and short runs; full: the full measurements. The baseline must "
-                         "hold a run of the same mode (default: full)")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                    help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)")
+    ap.add_argument(
+        "--pattern",
+        action="append",
+        help="notebooks to run and expect, a glob or substring of their names, e.g. '2[0-2]*' or 22; "
+        "repeatable (default: every notebook)",
+    )
+    ap.add_argument(
+        "--mode",
+        choices=["smoke", "full"],
+        default="full",
+        help="smoke: small media and short runs; full: the full measurements. The baseline must "
+        "hold a run of the same mode (default: full)",
+    )
+    ap.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)",
+    )
     ap.add_argument("--output", default=None, help="results folder for a run (default: nightly/<YYYY-MM-DD>, UTC)")
-    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"),
-                    help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)")
-    ap.add_argument("--param", action="append", metavar="KEY=VALUE",
-                    help="a notebook parameter for the run, as run_notebooks --param; repeatable")
-    ap.add_argument("--video-dir", default=None,
-                    help="a folder of your own videos, measured instead of the generated media set")
-    ap.add_argument("--timeout", type=float, default=1800,
-                    help="seconds per cell before its notebook counts as failed (hung); 0 for no limit (default: 1800)")
-    ap.add_argument("--lanes", type=int, default=1,
-                    help="notebooks run this many at a time, one GPU and an equal share of the cores each (default: 1)")
+    ap.add_argument(
+        "--notebooks",
+        default=str(ROOT / "notebooks"),
+        help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)",
+    )
+    ap.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a notebook parameter for the run, as run_notebooks --param; repeatable",
+    )
+    ap.add_argument(
+        "--video-dir", default=None, help="a folder of your own videos, measured instead of the generated media set"
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=1800,
+        help="seconds per cell before its notebook counts as failed (hung); 0 for no limit (default: 1800)",
+    )
+    ap.add_argument(
+        "--lanes",
+        type=int,
+        default=1,
+        help="notebooks run this many at a time, one GPU and an equal share of the cores each (default: 1)",
+    )
     args = ap.parse_args(argv)
     try:
         table = load_tolerances(args.tolerances)
@@ -451,20 +560,30 @@ def main(argv=None) -> int:
         if len(results["modes"]) > 1:
             raise NightlyError(f"{', '.join(map(str, folders))}: results of different modes ({results['modes']})")
         if baseline["modes"] and results["modes"] and baseline["modes"] != results["modes"]:
-            raise NightlyError(f"{args.baseline} holds a {baseline['modes'][0]}-mode run, the results a "
-                               f"{results['modes'][0]}-mode one: their numbers cannot be compared")
+            raise NightlyError(
+                f"{args.baseline} holds a {baseline['modes'][0]}-mode run, the results a "
+                f"{results['modes'][0]}-mode one: their numbers cannot be compared"
+            )
         report = compare(baseline, results, table, args.pattern)
         md, _ = write_report(report, args.report_dir or folders[0])
     except NightlyError as e:
         print(f"nightly: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(f"nightly: {report['verdict']} (exit {report['exit_code']}); report: {md}")
-    behind = {f"{nb['notebook']}: {m['metric']}": m["libraries_changed"] for nb in report["notebooks"]
-              for m in nb["metrics"] if m.get("libraries_changed")}
-    for line in ([f"  failed: {n}" for n in report["failures"]]
-                 + [f"  regressed: {r}" + (f" (library changed: {', '.join(behind[r])})" if r in behind else "")
-                    for r in report["regressions"]]
-                 + [f"  not comparable (other core count): {r}" for r in report["not_comparable"]]):
+    behind = {
+        f"{nb['notebook']}: {m['metric']}": m["libraries_changed"]
+        for nb in report["notebooks"]
+        for m in nb["metrics"]
+        if m.get("libraries_changed")
+    }
+    for line in (
+        [f"  failed: {n}" for n in report["failures"]]
+        + [
+            f"  regressed: {r}" + (f" (library changed: {', '.join(behind[r])})" if r in behind else "")
+            for r in report["regressions"]
+        ]
+        + [f"  not comparable (other core count): {r}" for r in report["not_comparable"]]
+    ):
         print(line)
     return report["exit_code"]
 

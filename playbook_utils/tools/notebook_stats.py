@@ -21,8 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # What a newcomer can read in one sitting, for the whole notebooks/ folder together.
-LIMITS = {"code_lines": 2200, "cells_over_30": 0, "cells_over_25": 5, "markdown_words": 10000,
-          "names_in_several_notebooks": 0}
+LIMITS = {
+    "code_lines": 2200,
+    "cells_over_30": 0,
+    "cells_over_25": 5,
+    "markdown_words": 10000,
+    "names_in_several_notebooks": 0,
+}
 
 
 @dataclass
@@ -96,15 +101,19 @@ def output_problems(path) -> list[str]:
         if cell.get("cell_type") != "code":
             continue
         outputs = cell.get("outputs", [])
-        text = "".join("".join(o.get("text", "")) for o in outputs
-                       if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        text = "".join(
+            "".join(o.get("text", ""))
+            for o in outputs
+            if o.get("output_type") == "stream" and o.get("name") == "stdout"
+        )
         for o in outputs:
             if o.get("output_type") == "error":
                 problems.append(f"cell {k}: traceback: {o.get('ename')}: {str(o.get('evalue'))[:120]}")
             elif o.get("output_type") == "stream" and o.get("name") == "stderr":
                 problems.append(f"cell {k}: stderr: {''.join(o.get('text', '')).strip()[:120]}")
-        problems += [f"cell {k}: warning line: {line.strip()[:120]}" for line in text.splitlines()
-                     if WARNING_LINE.search(line)]
+        problems += [
+            f"cell {k}: warning line: {line.strip()[:120]}" for line in text.splitlines() if WARNING_LINE.search(line)
+        ]
         images = sum("image/png" in o.get("data", {}) for o in outputs)
         if _SHOWS_FIGURE.search(_source(cell)) and not images and "SKIPPED" not in text:
             problems.append(f"cell {k}: makes a figure but shows no inline image")
@@ -122,31 +131,41 @@ def shared_names(all_stats: list[NotebookStats]) -> dict[str, list[str]]:
 
 def totals(all_stats: list[NotebookStats]) -> dict:
     """The whole set's figures, keyed as `LIMITS` is."""
-    return {"code_lines": sum(s.code_lines for s in all_stats),
-            "cells_over_30": sum(s.cells_over_30 for s in all_stats),
-            "cells_over_25": sum(s.cells_over_25 for s in all_stats),
-            "markdown_words": sum(s.markdown_words for s in all_stats),
-            "names_in_several_notebooks": len(shared_names(all_stats))}
+    return {
+        "code_lines": sum(s.code_lines for s in all_stats),
+        "cells_over_30": sum(s.cells_over_30 for s in all_stats),
+        "cells_over_25": sum(s.cells_over_25 for s in all_stats),
+        "markdown_words": sum(s.markdown_words for s in all_stats),
+        "names_in_several_notebooks": len(shared_names(all_stats)),
+    }
 
 
 def format_table(all_stats: list[NotebookStats]) -> str:
     """The per-notebook table, the totals, the shared names and each limit with its verdict."""
-    head = f"{'notebook':42s} {'cells':>5s} {'code lines':>10s} {'longest':>7s} {'>25':>4s} {'>30':>4s} " \
-           f"{'md words':>8s} {'defs':>4s}"
+    head = (
+        f"{'notebook':42s} {'cells':>5s} {'code lines':>10s} {'longest':>7s} {'>25':>4s} {'>30':>4s} "
+        f"{'md words':>8s} {'defs':>4s}"
+    )
     rows = [head, "-" * len(head)]
     for s in all_stats:
-        rows.append(f"{s.name:42s} {s.code_cells:5d} {s.code_lines:10d} {s.longest_cell:7d} {s.cells_over_25:4d} "
-                    f"{s.cells_over_30:4d} {s.markdown_words:8d} {len(s.definitions):4d}")
+        rows.append(
+            f"{s.name:42s} {s.code_cells:5d} {s.code_lines:10d} {s.longest_cell:7d} {s.cells_over_25:4d} "
+            f"{s.cells_over_30:4d} {s.markdown_words:8d} {len(s.definitions):4d}"
+        )
     t = totals(all_stats)
     rows.append("-" * len(head))
-    rows.append(f"{'all ' + str(len(all_stats)) + ' notebooks':42s} {sum(s.code_cells for s in all_stats):5d} "
-                f"{t['code_lines']:10d} {max((s.longest_cell for s in all_stats), default=0):7d} "
-                f"{t['cells_over_25']:4d} {t['cells_over_30']:4d} {t['markdown_words']:8d} "
-                f"{sum(len(s.definitions) for s in all_stats):4d}")
+    rows.append(
+        f"{'all ' + str(len(all_stats)) + ' notebooks':42s} {sum(s.code_cells for s in all_stats):5d} "
+        f"{t['code_lines']:10d} {max((s.longest_cell for s in all_stats), default=0):7d} "
+        f"{t['cells_over_25']:4d} {t['cells_over_30']:4d} {t['markdown_words']:8d} "
+        f"{sum(len(s.definitions) for s in all_stats):4d}"
+    )
     shared = shared_names(all_stats)
     rows.append("")
-    rows.append("defined in more than one notebook: " + (", ".join(f"{n} ({', '.join(nbs)})"
-                                                                    for n, nbs in shared.items()) or "none"))
+    rows.append(
+        "defined in more than one notebook: "
+        + (", ".join(f"{n} ({', '.join(nbs)})" for n, nbs in shared.items()) or "none")
+    )
     for s in all_stats:
         for err in s.parse_errors:
             rows.append(f"not parsed, definitions not counted: {s.name} {err}")
@@ -162,7 +181,8 @@ def main(argv=None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when any limit is exceeded")
     args = parser.parse_args(argv)
     paths = [Path(p) for p in args.paths] or sorted(
-        (Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        (Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb")
+    )
     all_stats = [notebook_stats(p) for p in paths]
     print(format_table(all_stats))
     over = [k for k, v in totals(all_stats).items() if v > LIMITS[k]]

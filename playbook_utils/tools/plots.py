@@ -76,8 +76,15 @@ def _legend_outside(ax) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
-def grouped_bars(values: dict, categories, ylabel: str, title: str, reference: dict | None = None,
-                 width_in: float = 9.0, log: bool = False):
+def grouped_bars(
+    values: dict,
+    categories,
+    ylabel: str,
+    title: str,
+    reference: dict | None = None,
+    width_in: float = 9.0,
+    log: bool = False,
+):
     """Bars of `values` ({series label: one value per category, None for none}) side by side per category;
     `reference` ({label: value}) draws a dashed horizontal line for each (a ceiling, a baseline). The legend
     sits outside the axes; `log` puts the values on a log scale (rates that differ by orders of magnitude, such as
@@ -115,7 +122,7 @@ def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | 
         ax.plot(xs, ys, ls="--", color="gray", label=label)
     ticks = sorted({x for xs, _ in series.values() for x in xs})
     if ticks and all(float(x).is_integer() for x in ticks) and len(ticks) <= 12:
-        ax.set_xticks(ticks)   # counts (threads, workers, ranks): no fractional ticks
+        ax.set_xticks(ticks)  # counts (threads, workers, ranks): no fractional ticks
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if ylim is not None:

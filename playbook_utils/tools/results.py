@@ -99,17 +99,26 @@ def reference_numbers(folder) -> dict:
         if c.get("fps"):
             best = c.get("best") or {}
             ceilings.setdefault(codec_of(name), {})[name] = {
-                "fps": round(c["fps"]), "layout": f"{best.get('processes')}x{best.get('threads')}",
-                "nvdec_util_median": best.get("nvdec_util_median"), "saturated": c.get("saturated")}
+                "fps": round(c["fps"]),
+                "layout": f"{best.get('processes')}x{best.get('threads')}",
+                "nvdec_util_median": best.get("nvdec_util_median"),
+                "saturated": c.get("saturated"),
+            }
     if ceilings:
         out["nvdec_ceiling_fps"] = ceilings
     best = (n21.get("headline") or {}).get("best_gpu_loader") or {}
     if best:
-        out["best_loader"] = {codec_of(name): {"clip": name, "loader": b["loader"], "backend": b["backend"],
-                                                    "fps": b["fps"], "ceiling_fps": b.get("ceiling_fps"),
-                                                    "fraction_of_ceiling": round(b["pct_of_ceiling"] / 100, 3)
-                                                    if b.get("pct_of_ceiling") else None}
-                              for name, b in best.items()}
+        out["best_loader"] = {
+            codec_of(name): {
+                "clip": name,
+                "loader": b["loader"],
+                "backend": b["backend"],
+                "fps": b["fps"],
+                "ceiling_fps": b.get("ceiling_fps"),
+                "fraction_of_ceiling": round(b["pct_of_ceiling"] / 100, 3) if b.get("pct_of_ceiling") else None,
+            }
+            for name, b in best.items()
+        }
     if isinstance(n20.get("sparse_speedup"), dict):
         out["sparse_speedup"] = n20["sparse_speedup"]
     if n20.get("harness"):

@@ -38,8 +38,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
-REFERENCE_SUMMARY = {"full": ROOT / "results" / "h200" / "summary.json",
-                     "smoke": ROOT / "results" / "cpu-2core" / "summary.json"}
+REFERENCE_SUMMARY = {
+    "full": ROOT / "results" / "h200" / "summary.json",
+    "smoke": ROOT / "results" / "cpu-2core" / "summary.json",
+}
 
 
 def _playbook_meta(path) -> dict:
@@ -58,18 +60,23 @@ def notebook_parameters(path) -> list[str]:
             source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
             try:
                 body = ast.parse(source).body
-            except SyntaxError:   # e.g. an IPython magic: the plain `NAME = ...` lines still count
+            except SyntaxError:  # e.g. an IPython magic: the plain `NAME = ...` lines still count
                 return list(dict.fromkeys(re.findall(r"^([A-Za-z_]\w*)\s*=[^=]", source, re.M)))
             names = []
             for node in body:
-                targets = node.targets if isinstance(node, ast.Assign) else \
-                    [node.target] if isinstance(node, ast.AnnAssign) else []
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [node.target]
+                    if isinstance(node, ast.AnnAssign)
+                    else []
+                )
                 names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
             return names
     return []
 
 
-OWN_PARAMETERS = {"SMOKE": "--mode", "OUTPUT_DIR": "--output"}   # set by the runner's own options only
+OWN_PARAMETERS = {"SMOKE": "--mode", "OUTPUT_DIR": "--output"}  # set by the runner's own options only
 
 
 def parse_params(items: list[str] | None) -> dict:
@@ -81,7 +88,9 @@ def parse_params(items: list[str] | None) -> dict:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key.isidentifier():
-            raise ValueError(f"--param {item!r}: expected KEY=VALUE with KEY a parameter name, e.g. WORKLOAD=sequential")
+            raise ValueError(
+                f"--param {item!r}: expected KEY=VALUE with KEY a parameter name, e.g. WORKLOAD=sequential"
+            )
         if key in OWN_PARAMETERS:
             raise ValueError(f"--param {key}: set it with {OWN_PARAMETERS[key]}")
         try:
@@ -147,30 +156,58 @@ def kernel_config(kernel_name: str = "python3", encrypt: bool = True):
     if encrypt and "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
         try:
             declared = KernelSpecManager().get_kernel_spec(kernel_name).metadata.get("supported_encryption")
-        except Exception:   # no such kernelspec: papermill reports it when it starts the kernel
+        except Exception:  # no such kernelspec: papermill reports it when it starts the kernel
             declared = None
         if "curve" in ([declared] if isinstance(declared, str) else declared or []):
             return Config({"KernelManager": {"transport_encryption": "auto"}})
     return Config({"KernelManager": {"transport": "ipc"}})
 
 
-def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | None,
-            timeout: float | None, capabilities: dict, extra: dict | None = None) -> dict:
+def run_one(
+    path: Path,
+    output: Path,
+    mode: str,
+    device: str,
+    video_dir: str | None,
+    timeout: float | None,
+    capabilities: dict,
+    extra: dict | None = None,
+) -> dict:
     """Execute one notebook, its parameters cell overridden by the runner's options and `extra` (from
     `--param`); return its summary row (never raises for a notebook failure)."""
     import papermill as pm
 
     requires = notebook_requirements(path)
     missing = [r for r in requires if not capabilities.get(r, False)]
-    params = {"SMOKE": mode == "smoke", "DEVICE": device, "VIDEO_DIR": video_dir, **(extra or {}),
-              "OUTPUT_DIR": str(output)}
-    row = {"notebook": path.name, "requires": requires, "missing": missing, "status": "passed",
-           "error": None, "seconds": None, "headline": {}, "skipped": []}
+    params = {
+        "SMOKE": mode == "smoke",
+        "DEVICE": device,
+        "VIDEO_DIR": video_dir,
+        **(extra or {}),
+        "OUTPUT_DIR": str(output),
+    }
+    row = {
+        "notebook": path.name,
+        "requires": requires,
+        "missing": missing,
+        "status": "passed",
+        "error": None,
+        "seconds": None,
+        "headline": {},
+        "skipped": [],
+    }
     start = time.perf_counter()
     try:
-        pm.execute_notebook(str(path), str(output / path.name), parameters=params, kernel_name="python3",
-                            execution_timeout=timeout, progress_bar=False, cwd=str(output),
-                            config=kernel_config("python3"))
+        pm.execute_notebook(
+            str(path),
+            str(output / path.name),
+            parameters=params,
+            kernel_name="python3",
+            execution_timeout=timeout,
+            progress_bar=False,
+            cwd=str(output),
+            config=kernel_config("python3"),
+        )
     except Exception as e:  # papermill wraps the notebook's own error; record it and go on
         row["status"] = "failed"
         ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
@@ -184,7 +221,7 @@ def run_one(path: Path, output: Path, mode: str, device: str, video_dir: str | N
         row["headline"] = data.get("headline", {})
         row["skipped"] = data.get("skipped", [])
         if isinstance(data.get("unreadable"), dict) and data["unreadable"]:
-            row["unreadable"] = data["unreadable"]   # {path: cause} of the reader's files it could not open
+            row["unreadable"] = data["unreadable"]  # {path: cause} of the reader's files it could not open
     elif row["status"] == "passed":
         row["status"] = "failed"
         row["error"] = f"the notebook finished without writing {result.name}"
@@ -212,8 +249,11 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     numbers = {nb.name[:3] for nb in notebooks}
     moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
     moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
-    logs = [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers] \
-        if (output / "logs").is_dir() else []
+    logs = (
+        [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers]
+        if (output / "logs").is_dir()
+        else []
+    )
     for p in moving:
         shutil.move(str(p), str(previous / p.name))
     for p in logs:
@@ -221,8 +261,9 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
         shutil.move(str(p), str(previous / "logs" / p.name))
     again = len({p.name[:3] for p in moving if p.name[:2].isdigit()})
     files = f" and the files of the {again} notebook(s) run again" if again else ""
-    return (f"{output} held {what}: its summary{files} moved to {previous}/"
-            + (" (replacing the run kept there)" if replaced else ""))
+    return f"{output} held {what}: its summary{files} moved to {previous}/" + (
+        " (replacing the run kept there)" if replaced else ""
+    )
 
 
 def lane_resources(lanes: int, gpus: int) -> list[dict]:
@@ -236,7 +277,7 @@ def lane_resources(lanes: int, gpus: int) -> list[dict]:
     if gpus and lanes > len(ids):
         raise ValueError(f"--lanes {lanes} needs one GPU per lane; {len(ids)} visible here")
     share = len(cores) // lanes
-    return [{"gpu": ids[i] if gpus else None, "cores": cores[i * share:(i + 1) * share]} for i in range(lanes)]
+    return [{"gpu": ids[i] if gpus else None, "cores": cores[i * share : (i + 1) * share]} for i in range(lanes)]
 
 
 def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dict) -> Path | None:
@@ -259,8 +300,11 @@ def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
         machine = doc.get("machine") or {}
-        where = (f"the last {mode} run in this folder" if path.parent == Path(output)
-                 else f"{path.parent.relative_to(ROOT)} ({machine.get('gpu', 'no GPU')}; {machine.get('cpu')})")
+        where = (
+            f"the last {mode} run in this folder"
+            if path.parent == Path(output)
+            else f"{path.parent.relative_to(ROOT)} ({machine.get('gpu', 'no GPU')}; {machine.get('cpu')})"
+        )
         return times, where
     return {}, None
 
@@ -318,8 +362,9 @@ def lane_order(notebooks: list[Path]) -> tuple[dict, list[Path]]:
     return waits_for, whole
 
 
-def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict,
-              progress: Progress) -> list[dict]:
+def run_lanes(
+    notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict, progress: Progress
+) -> list[dict]:
     """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
     and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
     waits_for, whole = lane_order(notebooks)
@@ -335,16 +380,35 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             pending.remove(nb)
             row_file = output / "logs" / f"{nb.stem}.row.json"
             row_file.unlink(missing_ok=True)
-            cmd = [sys.executable, "-m", "playbook_utils.tools.run_notebooks", "--mode", args.mode, "--device", args.device,
-                   "--output", str(output), "--notebooks", str(args.notebooks), "--pattern", nb.name,
-                   "--row-file", str(row_file)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "playbook_utils.tools.run_notebooks",
+                "--mode",
+                args.mode,
+                "--device",
+                args.device,
+                "--output",
+                str(output),
+                "--notebooks",
+                str(args.notebooks),
+                "--pattern",
+                nb.name,
+                "--row-file",
+                str(row_file),
+            ]
             cmd += ["--video-dir", args.video_dir] if args.video_dir else []
             cmd += ["--timeout", str(args.timeout)] if args.timeout else []
             cmd += [a for k, v in args.params[nb.name].items() for a in ("--param", f"{k}={v!r}")]
             lane_env = {**env, "CUDA_VISIBLE_DEVICES": lane["gpu"]} if lane["gpu"] is not None else env
             log = open(output / "logs" / f"{nb.stem}.log", "w")
-            proc = subprocess.Popen(cmd, env=lane_env, stdout=log, stderr=subprocess.STDOUT,
-                                    preexec_fn=lambda cores=lane["cores"]: os.sched_setaffinity(0, cores))
+            proc = subprocess.Popen(
+                cmd,
+                env=lane_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=lambda cores=lane["cores"]: os.sched_setaffinity(0, cores),
+            )
             log.close()
             running[i] = (proc, nb, row_file, time.perf_counter())
             gpu = f"GPU {lane['gpu']}, " if lane["gpu"] is not None else ""
@@ -360,11 +424,19 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
             if row_file.exists():
                 row = json.loads(row_file.read_text())[0]
                 row_file.unlink()
-            else:   # the child runner itself died (the notebook's own failures come back as rows)
-                row = {"notebook": nb.name, "requires": notebook_requirements(nb), "missing": [], "status": "failed",
-                       "error": f"its runner exited with code {proc.returncode} without a result; "
-                                f"see {output / 'logs' / (nb.stem + '.log')}",
-                       "seconds": round(time.perf_counter() - t0, 1), "headline": {}, "skipped": [], "machine": machine}
+            else:  # the child runner itself died (the notebook's own failures come back as rows)
+                row = {
+                    "notebook": nb.name,
+                    "requires": notebook_requirements(nb),
+                    "missing": [],
+                    "status": "failed",
+                    "error": f"its runner exited with code {proc.returncode} without a result; "
+                    f"see {output / 'logs' / (nb.stem + '.log')}",
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    "headline": {},
+                    "skipped": [],
+                    "machine": machine,
+                }
             rows.append(row)
             print(_status_line(row, f" (lane {i})"), flush=True)
     for nb in whole:
@@ -376,15 +448,18 @@ def run_lanes(notebooks: list[Path], lanes: list[dict], output: Path, args, caps
 def _status_line(row: dict, where: str = "") -> str:
     """The line the runner prints when a notebook ends: status, seconds, skipped needs, the error."""
     note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
-    return (f"       {row['status']} {Path(row['notebook']).stem} in {duration(row['seconds'])}{note}{where}"
-            + (f"\n         {row['error']}" if row["error"] else ""))
+    return f"       {row['status']} {Path(row['notebook']).stem} in {duration(row['seconds'])}{note}{where}" + (
+        f"\n         {row['error']}" if row["error"] else ""
+    )
 
 
 def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
     """Run one notebook in this process, print its status line; its row carries `machine` (so a row merged
     with other runs' rows keeps its stamp)."""
-    row = {**run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps,
-                     args.params.get(nb.name)), "machine": machine}
+    row = {
+        **run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps, args.params.get(nb.name)),
+        "machine": machine,
+    }
     print(_status_line(row), flush=True)
     return row
 
@@ -419,13 +494,20 @@ def open_first(rows: list[dict]) -> str | None:
         if h.get("recommended") is None:
             why = h.get("margin_note") or "open it for the reason"
             return f"**Open this first:** `{r22['notebook']}` made no recommendation here: {why}"
-        parts = [f"at {_with_spread(h, 'recommended_fps')} frames/s" if h.get("recommended_fps") is not None else "",
-                 f"for the {h['workload']} workload" if h.get("workload") else ""]
-        extra = [f"runner-up: {_fmt(h['runner_up'])}" if h.get("runner_up") else "",
-                 str(h["margin_note"]) if h.get("margin_note") else ""]
+        parts = [
+            f"at {_with_spread(h, 'recommended_fps')} frames/s" if h.get("recommended_fps") is not None else "",
+            f"for the {h['workload']} workload" if h.get("workload") else "",
+        ]
+        extra = [
+            f"runner-up: {_fmt(h['runner_up'])}" if h.get("runner_up") else "",
+            str(h["margin_note"]) if h.get("margin_note") else "",
+        ]
         extra = "; ".join(e for e in extra if e)
-        return (f"**Open this first:** `{r22['notebook']}` recommends **{h['recommended']}** "
-                + " ".join(p for p in parts if p) + (f" ({extra})" if extra else "")).rstrip()
+        return (
+            f"**Open this first:** `{r22['notebook']}` recommends **{h['recommended']}** "
+            + " ".join(p for p in parts if p)
+            + (f" ({extra})" if extra else "")
+        ).rstrip()
     failed = [r for r in rows if r["status"] != "passed"]
     if failed:
         return f"**Open this first:** `{failed[0]['notebook']}`, which failed: {failed[0]['error']}"
@@ -448,11 +530,19 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
     first = open_first(rows)
-    lines = [f"# Playbook run ({mode} mode)", "", *([first, ""] if first else []),
-             f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC"]
+    lines = [
+        f"# Playbook run ({mode} mode)",
+        "",
+        *([first, ""] if first else []),
+        f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC",
+    ]
     # rows merged from an earlier run on another machine keep that machine's stamp
-    lines += [f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
-              f"{r['machine'].get('date_utc')} UTC  " for r in rows if r.get("machine") and r["machine"] != machine]
+    lines += [
+        f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
+        f"{r['machine'].get('date_utc')} UTC  "
+        for r in rows
+        if r.get("machine") and r["machine"] != machine
+    ]
     lines += ["", "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
     for r in rows:
         head = "<br>".join(headline_cells(r["headline"])) or "-"
@@ -471,40 +561,78 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
-                                        "(no notebook matched, a malformed --param, --lanes that do not fit).")
-    ap.add_argument("--mode", choices=["smoke", "full"], default="smoke",
-                    help="smoke: small media and short runs, the same code as full; full: the full-size media set "
-                         "(720p to 4K) and full-length measurements (default: smoke)")
-    ap.add_argument("--pattern", action="append",
-                    help="which notebooks: a glob or a substring of their names, e.g. '2[0-2]*', 22 or decode; "
-                         "repeatable (default: every notebook)")
-    ap.add_argument("--output", default=None,
-                    help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
-                         "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
-                         "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
-                         "run again stay, for the notebooks that read them)")
-    ap.add_argument("--notebooks", default=str(NOTEBOOK_DIR),
-                    help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                    help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)")
-    ap.add_argument("--video-dir", default=None,
-                    help="a folder of your own videos, measured instead of the generated media set; files that "
-                         "cannot be read are listed in summary.md (default: the generated media)")
-    ap.add_argument("--timeout", type=float, default=None,
-                    help="seconds one cell may run before its notebook counts as failed (default: no limit)")
-    ap.add_argument("--lanes", type=int, default=1,
-                    help="run this many notebooks at a time, each with one GPU (where the machine has GPUs) and "
-                         "an equal share of the usable cores (default: 1)")
-    ap.add_argument("--param", action="append", metavar="KEY=VALUE",
-                    help="set a notebook parameter, e.g. WORKLOAD=sequential or MAX_FILES=50; repeatable "
-                         "(values read as Python literals where they parse, else as strings; SMOKE and "
-                         "OUTPUT_DIR come from --mode and --output)")
-    ap.add_argument("--workshop", action="store_true",
-                    help=f"the workshop path, {', '.join(WORKSHOP)}: the machine, the media, two libraries, the "
-                         "head-to-head and the choice, in full mode unless --mode says otherwise (README: its times)")
-    ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)   # a lane's child writes its rows here
+    ap = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
+        "(no notebook matched, a malformed --param, --lanes that do not fit).",
+    )
+    ap.add_argument(
+        "--mode",
+        choices=["smoke", "full"],
+        default="smoke",
+        help="smoke: small media and short runs, the same code as full; full: the full-size media set "
+        "(720p to 4K) and full-length measurements (default: smoke)",
+    )
+    ap.add_argument(
+        "--pattern",
+        action="append",
+        help="which notebooks: a glob or a substring of their names, e.g. '2[0-2]*', 22 or decode; "
+        "repeatable (default: every notebook)",
+    )
+    ap.add_argument(
+        "--output",
+        default=None,
+        help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
+        "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
+        "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
+        "run again stay, for the notebooks that read them)",
+    )
+    ap.add_argument(
+        "--notebooks",
+        default=str(NOTEBOOK_DIR),
+        help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)",
+    )
+    ap.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)",
+    )
+    ap.add_argument(
+        "--video-dir",
+        default=None,
+        help="a folder of your own videos, measured instead of the generated media set; files that "
+        "cannot be read are listed in summary.md (default: the generated media)",
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds one cell may run before its notebook counts as failed (default: no limit)",
+    )
+    ap.add_argument(
+        "--lanes",
+        type=int,
+        default=1,
+        help="run this many notebooks at a time, each with one GPU (where the machine has GPUs) and "
+        "an equal share of the usable cores (default: 1)",
+    )
+    ap.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="set a notebook parameter, e.g. WORKLOAD=sequential or MAX_FILES=50; repeatable "
+        "(values read as Python literals where they parse, else as strings; SMOKE and "
+        "OUTPUT_DIR come from --mode and --output)",
+    )
+    ap.add_argument(
+        "--workshop",
+        action="store_true",
+        help=f"the workshop path, {', '.join(WORKSHOP)}: the machine, the media, two libraries, the "
+        "head-to-head and the choice, in full mode unless --mode says otherwise (README: its times)",
+    )
+    ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)  # a lane's child writes its rows here
     args = ap.parse_args(argv)
     if args.workshop:
         args.pattern = list(WORKSHOP)
@@ -528,8 +656,14 @@ def main(argv=None) -> int:
     rep = env.report(probe_libraries=False)
     caps = env.capabilities(rep)
     gpu = rep["gpu"]["devices"][0]["name"] if rep["gpu"]["available"] else "no GPU"
-    machine = {"gpu": gpu, "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}", "cores": rep["cpu_usable_cores"],
-               "date_utc": rep["date_utc"], "capabilities": caps, "libraries": setup_env.installed_versions()}
+    machine = {
+        "gpu": gpu,
+        "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}",
+        "cores": rep["cpu_usable_cores"],
+        "date_utc": rep["date_utc"],
+        "capabilities": caps,
+        "libraries": setup_env.installed_versions(),
+    }
     at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
     expected, source = expected_seconds(output, args.mode)
@@ -537,7 +671,7 @@ def main(argv=None) -> int:
     if source:
         started += f"\nexpected times from {source}"
     if args.lanes > 1:
-        try:   # lanes that do not fit this machine, or an order they cannot keep: refused before anything moves
+        try:  # lanes that do not fit this machine, or an order they cannot keep: refused before anything moves
             lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
             lane_order(notebooks)
         except ValueError as e:
@@ -553,15 +687,20 @@ def main(argv=None) -> int:
         for nb in notebooks:
             progress.start(nb)
             rows.append(_run_here(nb, output, args, caps, machine))
-    if args.row_file:   # a lane of a --lanes run: its parent writes the summary
+    if args.row_file:  # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:
         summary = write_summary(rows, output, args.mode, machine)
-        setup_env.write_constraints(output, machine["libraries"], f"installed for this {args.mode} run of "
-                                                                  f"{machine['date_utc']} UTC")
+        setup_env.write_constraints(
+            output, machine["libraries"], f"installed for this {args.mode} run of {machine['date_utc']} UTC"
+        )
         unreadable = unreadable_files(rows)
-        print(progress.tally(rows), *([f"{len(unreadable)} of your files could not be read: listed in summary.md"]
-                                      if unreadable else []), f"summary: {summary}", sep="\n")
+        print(
+            progress.tally(rows),
+            *([f"{len(unreadable)} of your files could not be read: listed in summary.md"] if unreadable else []),
+            f"summary: {summary}",
+            sep="\n",
+        )
     return 1 if any(r["status"] != "passed" for r in rows) else 0
 
 

@@ -39,8 +39,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BASELINES = {"gpu": ROOT / "results" / "h200", "cpu": ROOT / "results" / "cpu-2core"}
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 # import name (as environment stamps write it) -> distribution name; DALI's depends on the CUDA major
-DISTRIBUTIONS = {"torch": "torch", "av": "av", "decord": "decord", "torchcodec": "torchcodec",
-                 "PyNvVideoCodec": "pynvvideocodec", "nvidia.dali": None}
+DISTRIBUTIONS = {
+    "torch": "torch",
+    "av": "av",
+    "decord": "decord",
+    "torchcodec": "torchcodec",
+    "PyNvVideoCodec": "pynvvideocodec",
+    "nvidia.dali": None,
+}
 
 
 def _requirement(spec: str):
@@ -97,8 +103,9 @@ def torchcodec_spec(torch_version: str, cuda: str | None) -> tuple[str | None, s
     if cuda is None:
         if minor <= 15:
             return f"torchcodec=={0}.{minor}.*", f"CPU torch 2.{minor} pairs with torchcodec 0.{minor}"
-        return None, (f"PyPI has no TorchCodec built for CPU torch 2.{minor} "
-                      "(0.16 and later need a CUDA build of torch)")
+        return None, (
+            f"PyPI has no TorchCodec built for CPU torch 2.{minor} (0.16 and later need a CUDA build of torch)"
+        )
     if minor >= 11:
         return "torchcodec>=0.16", f"CUDA torch 2.{minor} uses the stable-ABI TorchCodec 0.16+"
     return f"torchcodec=={0}.{minor}.*", f"torch 2.{minor} pairs with torchcodec 0.{minor}"
@@ -158,13 +165,18 @@ def stamped_versions(folder) -> tuple[dict, Path] | None:
     """(library versions, the file they came from) from a results folder's environment stamp: notebook 00's
     JSON, else any JSON there whose 'environment' or 'stamp' names libraries; None when there is none."""
     folder = Path(folder)
-    for path in [folder / "00_hardware_and_environment.json", *sorted(folder.glob("*.json")),
-                 *sorted(folder.glob("*/bench.json"))]:
+    for path in [
+        folder / "00_hardware_and_environment.json",
+        *sorted(folder.glob("*.json")),
+        *sorted(folder.glob("*/bench.json")),
+    ]:
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        for holder in (doc.get("environment"), doc.get("stamp"), doc.get("machine"), doc) if isinstance(doc, dict) else ():
+        for holder in (
+            (doc.get("environment"), doc.get("stamp"), doc.get("machine"), doc) if isinstance(doc, dict) else ()
+        ):
             if isinstance(holder, dict) and isinstance(holder.get("libraries"), dict) and holder["libraries"]:
                 return holder["libraries"], path
     return None
@@ -173,9 +185,11 @@ def stamped_versions(folder) -> tuple[dict, Path] | None:
 def write_constraints(folder, versions: dict, source: str) -> Path:
     """Write `folder`/constraints.txt for `versions` (import name -> version), saying where they came from."""
     path = Path(folder) / "constraints.txt"
-    path.write_text(f"# The library versions of this run ({source}).\n"
-                    "# `make setup` installs within them: python -m playbook_utils.tools.setup_env --help\n"
-                    + "".join(line + "\n" for line in constraint_lines(versions)))
+    path.write_text(
+        f"# The library versions of this run ({source}).\n"
+        "# `make setup` installs within them: python -m playbook_utils.tools.setup_env --help\n"
+        + "".join(line + "\n" for line in constraint_lines(versions))
+    )
     return path
 
 
@@ -189,7 +203,7 @@ def conflicts(spec: str, constraints: dict) -> str | None:
     """The constraint line that `spec` cannot be installed within (its version outside spec's range), or None."""
     try:
         req = _requirement(spec)
-    except Exception:   # a path or URL (the project itself): nothing to hold it to
+    except Exception:  # a path or URL (the project itself): nothing to hold it to
         return None
     line = constraints.get(_name(req.name))
     if not line or not req.specifier:
@@ -231,7 +245,9 @@ class Installer:
         for spec in specs:
             line = conflicts(spec, keep)
             if line:
-                print(f"setup: {spec} is installed outside the baseline's {line} (it must match this machine)", flush=True)
+                print(
+                    f"setup: {spec} is installed outside the baseline's {line} (it must match this machine)", flush=True
+                )
                 keep.pop(_name(_requirement(spec).name))
         print("setup: pip install", " ".join([*options, *specs]), flush=True)
         with tempfile.TemporaryDirectory() as tmp:
@@ -254,18 +270,27 @@ def install_ffmpeg(apt: bool) -> None:
     exit status checked, when `apt` and we are root with apt-get; otherwise the command is printed."""
     cmd = ["apt-get", "install", "-y", "-q", "ffmpeg"]
     if apt and os.geteuid() == 0 and shutil.which("apt-get"):
-        print("setup: FFmpeg's shared libraries are missing (TorchCodec needs them); running, as root:\n"
-              "  apt-get update -q && " + " ".join(cmd), flush=True)
+        print(
+            "setup: FFmpeg's shared libraries are missing (TorchCodec needs them); running, as root:\n"
+            "  apt-get update -q && " + " ".join(cmd),
+            flush=True,
+        )
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         for step in (["apt-get", "update", "-q"], cmd):
             code = subprocess.run(step, env=env).returncode
             if code != 0:
-                print(f"setup: `{' '.join(step)}` failed (exit {code}); TorchCodec will report itself unavailable "
-                      "until FFmpeg's libraries are installed", flush=True)
+                print(
+                    f"setup: `{' '.join(step)}` failed (exit {code}); TorchCodec will report itself unavailable "
+                    "until FFmpeg's libraries are installed",
+                    flush=True,
+                )
                 return
     else:
-        print("setup: FFmpeg's shared libraries are missing; TorchCodec needs them. Run:\n"
-              "  sudo apt-get install -y ffmpeg    (Debian/Ubuntu)", flush=True)
+        print(
+            "setup: FFmpeg's shared libraries are missing; TorchCodec needs them. Run:\n"
+            "  sudo apt-get install -y ffmpeg    (Debian/Ubuntu)",
+            flush=True,
+        )
 
 
 def install_lean(install: Installer, spec: str) -> list[str] | None:
@@ -291,33 +316,59 @@ def install_lean(install: Installer, spec: str) -> list[str] | None:
 
 
 def _project_installed() -> bool:
-    run = subprocess.run([sys.executable, "-c", "import playbook_utils; print(playbook_utils.__file__)"],
-                         capture_output=True, text=True, cwd="/")
+    run = subprocess.run(
+        [sys.executable, "-c", "import playbook_utils; print(playbook_utils.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
     return run.returncode == 0 and Path(run.stdout.strip()).resolve().parent == ROOT / "playbook_utils"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Environment: TORCH_SPEC, the torch requirement to install where none is "
-                                        "importable (e.g. torch==2.13.0); TORCH_INDEX_URL, where from (default: "
-                                        f"{CPU_TORCH_INDEX} on a CPU-only machine, PyPI otherwise).")
-    ap.add_argument("--no-decoders", action="store_true",
-                    help="skip the optional decoder libraries (decord, SPDL, TorchCodec, PyNvVideoCodec, DALI)")
-    ap.add_argument("--constraints", default=None, metavar="FILE",
-                    help="install within this constraints file (default: the current baseline's: "
-                         "results/h200/constraints.txt on a GPU machine, results/cpu-2core/constraints.txt on a "
-                         "CPU-only one)")
-    ap.add_argument("--no-constraints", action="store_true",
-                    help="install the newest releases instead of the baseline's versions")
-    ap.add_argument("--gpu-libraries", choices=["auto", "yes", "no"], default="auto",
-                    help="yes: install the libraries that need an NVIDIA driver (PyNvVideoCodec, DALI's GPU codecs); "
-                         "no: leave them out; auto: yes where there is a driver or torch is a CUDA build "
-                         "(default: auto)")
-    ap.add_argument("--no-apt", action="store_true",
-                    help="never run apt-get, even as root: print the command that installs FFmpeg instead")
-    ap.add_argument("--write-constraints", metavar="RESULTS_DIR", default=None,
-                    help="only write RESULTS_DIR/constraints.txt from the environment stamp of the run there "
-                         "(notebook 00's JSON or a summary.json), then exit")
+    ap = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Environment: TORCH_SPEC, the torch requirement to install where none is "
+        "importable (e.g. torch==2.13.0); TORCH_INDEX_URL, where from (default: "
+        f"{CPU_TORCH_INDEX} on a CPU-only machine, PyPI otherwise).",
+    )
+    ap.add_argument(
+        "--no-decoders",
+        action="store_true",
+        help="skip the optional decoder libraries (decord, SPDL, TorchCodec, PyNvVideoCodec, DALI)",
+    )
+    ap.add_argument(
+        "--constraints",
+        default=None,
+        metavar="FILE",
+        help="install within this constraints file (default: the current baseline's: "
+        "results/h200/constraints.txt on a GPU machine, results/cpu-2core/constraints.txt on a "
+        "CPU-only one)",
+    )
+    ap.add_argument(
+        "--no-constraints", action="store_true", help="install the newest releases instead of the baseline's versions"
+    )
+    ap.add_argument(
+        "--gpu-libraries",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="yes: install the libraries that need an NVIDIA driver (PyNvVideoCodec, DALI's GPU codecs); "
+        "no: leave them out; auto: yes where there is a driver or torch is a CUDA build "
+        "(default: auto)",
+    )
+    ap.add_argument(
+        "--no-apt",
+        action="store_true",
+        help="never run apt-get, even as root: print the command that installs FFmpeg instead",
+    )
+    ap.add_argument(
+        "--write-constraints",
+        metavar="RESULTS_DIR",
+        default=None,
+        help="only write RESULTS_DIR/constraints.txt from the environment stamp of the run there "
+        "(notebook 00's JSON or a summary.json), then exit",
+    )
     args = ap.parse_args(argv)
 
     if args.write_constraints:
@@ -333,18 +384,25 @@ def main(argv=None) -> int:
     driver = nvidia_driver_present()
     gpu = {"yes": True, "no": False}.get(args.gpu_libraries, driver or bool(build and build[1]))
     no_gpu = "--gpu-libraries no" if args.gpu_libraries == "no" else "no NVIDIA driver here"
-    path = None if args.no_constraints else Path(args.constraints or BASELINES["gpu" if gpu else "cpu"] / "constraints.txt")
+    path = (
+        None
+        if args.no_constraints
+        else Path(args.constraints or BASELINES["gpu" if gpu else "cpu"] / "constraints.txt")
+    )
     constraints = read_constraints(path) if path and path.exists() else None
     install = Installer(constraints)
     said = []
 
-    def say_constraints():   # once, before the first install
+    def say_constraints():  # once, before the first install
         if said:
             return
         said.append(True)
         if constraints is not None:
-            print(f"setup: installing within {_shown(path)} (the versions its results were measured with; "
-                  "--no-constraints for the newest)", flush=True)
+            print(
+                f"setup: installing within {_shown(path)} (the versions its results were measured with; "
+                "--no-constraints for the newest)",
+                flush=True,
+            )
         elif path is not None:
             print(f"setup: no constraints file at {_shown(path)}: installing the newest releases", flush=True)
         else:
@@ -355,8 +413,10 @@ def main(argv=None) -> int:
         spec = os.environ.get("TORCH_SPEC") or (constraints or {}).get("torch") or "torch"
         index = os.environ.get("TORCH_INDEX_URL") or (None if gpu else CPU_TORCH_INDEX)
         if index and not os.environ.get("TORCH_INDEX_URL") and not reachable(index):
-            print(f"setup: {index} cannot be reached from here; taking torch from the configured package index",
-                  flush=True)
+            print(
+                f"setup: {index} cannot be reached from here; taking torch from the configured package index",
+                flush=True,
+            )
             index = None
         where = f" from {index}" if index else ""
         why = "" if gpu else f" ({no_gpu}: the CPU-only build)"
@@ -386,9 +446,15 @@ def main(argv=None) -> int:
             if tc is None:
                 print(f"setup: left out TorchCodec: {why}", flush=True)
             if not gpu:
-                print("setup: left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and "
-                      + ("--gpu-libraries no" if args.gpu_libraries == "no" else
-                         "this machine has no NVIDIA driver (no libcuda.so.1, no nvidia-smi)"), flush=True)
+                print(
+                    "setup: left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and "
+                    + (
+                        "--gpu-libraries no"
+                        if args.gpu_libraries == "no"
+                        else "this machine has no NVIDIA driver (no libcuda.so.1, no nvidia-smi)"
+                    ),
+                    flush=True,
+                )
         for spec in pending:
             if not install([spec], check=False):
                 print(f"setup: {spec} is not installed; the notebooks will report it as unavailable", flush=True)
@@ -400,9 +466,12 @@ def main(argv=None) -> int:
             if left is None:
                 print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
             else:
-                print(f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP9 only (the notebooks "
-                      "use it on the CPU)" + (f"; left out its GPU libraries {', '.join(left)}: {no_gpu}"
-                                              if left else ""), flush=True)
+                print(
+                    f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP9 only (the notebooks "
+                    "use it on the CPU)"
+                    + (f"; left out its GPU libraries {', '.join(left)}: {no_gpu}" if left else ""),
+                    flush=True,
+                )
 
     if not _project_installed():
         install([str(ROOT)], options=("--no-deps", "--no-build-isolation", "-e"))

@@ -105,7 +105,9 @@ def test_20_benchmarks_every_available_backend_exactly(smoke_run):
     ok = [x for x in rows if x["status"] == "ok"]
     assert {x["backend"] for x in ok} >= {"pyav", "decord", "torchcodec"}
     assert all(x["exact"] for x in ok) and r["headline"]["all_exact"] is True
-    assert all(x["status"] in ("ok", "unavailable") for x in rows), [x for x in rows if x["status"] not in ("ok", "unavailable")]
+    assert all(x["status"] in ("ok", "unavailable") for x in rows), [
+        x for x in rows if x["status"] not in ("ok", "unavailable")
+    ]
     assert (Path(out) / "20_bench" / "bench.csv").exists()
     assert r["headline"]["harness_overhead_pct"] is not None
 
@@ -175,11 +177,12 @@ def test_24_vlm_path_is_exact_from_shards_and_the_bucket(smoke_run):
     assert h["keyframe_index_bytes_pct"] == pytest.approx(100 * pyav["keyframe index"]["bytes_fetched"] / size, abs=0.1)
     loader = r["loader"]
     assert loader["samples"] == r["shards"]["decoded"] and loader["frames"] == 4 * loader["samples"]
-    assert list(loader["skipped"]) == [s.replace(str(Path(out) / "24_shards") + "/", "s3://playbook/shards/")
-                                       for s in r["shards"]["skipped"]]
+    assert list(loader["skipped"]) == [
+        s.replace(str(Path(out) / "24_shards") + "/", "s3://playbook/shards/") for s in r["shards"]["skipped"]
+    ]
     methods = {(x["backend"], x["method"]) for x in r["resize"]["rows"]}
     assert {("pyav", "in decoder"), ("pyav", "decode, then resize")} <= methods
-    assert all(x["psnr_db"] is None or x["psnr_db"] > 30 for x in r["resize"]["rows"])   # None: identical (inf)
+    assert all(x["psnr_db"] is None or x["psnr_db"] > 30 for x in r["resize"]["rows"])  # None: identical (inf)
 
 
 @pytest.mark.parametrize("smoke", [True, False], ids=["smoke", "full"])
@@ -203,8 +206,12 @@ def test_executed_copy_shows_its_figures_and_no_traceback_warning_or_stderr(smok
         pytest.fail(f"no executed copy of {path.name} (see test_every_notebook_passes_in_smoke_mode)")
     assert notebook_stats.output_problems(executed) == []
     figures = json.loads((Path(out) / f"{path.stem}.json").read_text()).get("figures", [])
-    images = sum("image/png" in o.get("data", {}) for c in nbformat.read(executed, as_version=4).cells
-                 if c.cell_type == "code" for o in c.get("outputs", []))
+    images = sum(
+        "image/png" in o.get("data", {})
+        for c in nbformat.read(executed, as_version=4).cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
     assert images >= len(figures), f"{len(figures)} figures saved ({figures}), {images} shown inline"
 
 
@@ -213,23 +220,49 @@ def reader_run(tmp_path_factory):
     """20, 21 and 22 through the runner on a folder like a reader's: unstamped clips of three codecs, other GOPs and
     encoder settings than the generated media, and a broken file."""
     folder = tmp_path_factory.mktemp("my_videos")
-    for name, codec, gop, bframes in (("street.mp4", "h264", 15, 0), ("beach.mkv", "hevc", 45, 2),
-                                      ("park.webm", "vp9", 30, 0)):
-        media.make_clip(folder / name, codec, 160, 96, num_frames=45, gop=gop, bframes=bframes, preset="veryfast",
-                        picture=media.footage_frame)
+    for name, codec, gop, bframes in (
+        ("street.mp4", "h264", 15, 0),
+        ("beach.mkv", "hevc", 45, 2),
+        ("park.webm", "vp9", 30, 0),
+    ):
+        media.make_clip(
+            folder / name,
+            codec,
+            160,
+            96,
+            num_frames=45,
+            gop=gop,
+            bframes=bframes,
+            preset="veryfast",
+            picture=media.footage_frame,
+        )
     good = (folder / "street.mp4").read_bytes()
-    (folder / "broken.mp4").write_bytes(good[: len(good) // 3])   # cut short, as an interrupted download is
+    (folder / "broken.mp4").write_bytes(good[: len(good) // 3])  # cut short, as an interrupted download is
     out = tmp_path_factory.mktemp("reader")
-    code = run_notebooks.main(["--mode", "smoke", "--pattern", "2[0-2]*", "--video-dir", str(folder),
-                               "--output", str(out), "--timeout", "600"])
+    code = run_notebooks.main(
+        [
+            "--mode",
+            "smoke",
+            "--pattern",
+            "2[0-2]*",
+            "--video-dir",
+            str(folder),
+            "--output",
+            str(out),
+            "--timeout",
+            "600",
+        ]
+    )
     return code, out, json.loads((out / "summary.json").read_text())
 
 
 def test_the_readers_unstamped_folder_is_measured_and_gets_a_recommendation(reader_run):
     code, out, summary = reader_run
     assert code == 0 and {r["notebook"]: r["status"] for r in summary["notebooks"]} == {
-        "20_decode_benchmarks.ipynb": "passed", "21_training_loader_benchmarks.ipynb": "passed",
-        "22_choosing_a_loader.ipynb": "passed"}
+        "20_decode_benchmarks.ipynb": "passed",
+        "21_training_loader_benchmarks.ipynb": "passed",
+        "22_choosing_a_loader.ipynb": "passed",
+    }
     r20 = result(out, "20_decode_benchmarks")
     assert set(r20["unreadable"]) == {"broken.mp4"} and len(r20["unreadable"]["broken.mp4"]) > 20
     rows = r20["rows"]
@@ -240,7 +273,7 @@ def test_the_readers_unstamped_folder_is_measured_and_gets_a_recommendation(read
     assert r20["headline"]["jobs_ok"] == len(ok) > 0
     r21 = result(out, "21_training_loader_benchmarks")
     assert r21["video_dir"] and set(r21["unreadable"]) == {"broken.mp4"} and r21["headline"]["exact"] is True
-    assert r21["resize_to"] is None   # one size in the folder: nothing to resize
+    assert r21["resize_to"] is None  # one size in the folder: nothing to resize
     h22 = result(out, "22_choosing_a_loader")["headline"]
     assert h22["videos_profiled"] == 3 and h22["unreadable_files"] == 1
     assert h22["recommended"] and h22["recommended_fps"] > 0 and h22["runner_up"]
@@ -259,9 +292,12 @@ def test_a_fresh_smoke_run_compares_with_the_cpu_reference_without_structural_ch
     table = nightly.load_tolerances()
     report = nightly.compare(nightly.load_results([reference], "baseline"), nightly.load_results([out], "run"), table)
     assert report["failures"] == []
-    structural = [f"{e['notebook']}: {m['metric']} {m['baseline']!r} -> {m['now']!r}"
-                  for e in report["notebooks"] for m in e["metrics"]
-                  if m["verdict"] in nightly.REGRESSED
-                  and (m["verdict"] == "MISSING" or m["tolerance"] == "must match" or m["tolerance"].endswith(" nothing"))]
+    structural = [
+        f"{e['notebook']}: {m['metric']} {m['baseline']!r} -> {m['now']!r}"
+        for e in report["notebooks"]
+        for m in e["metrics"]
+        if m["verdict"] in nightly.REGRESSED
+        and (m["verdict"] == "MISSING" or m["tolerance"] == "must match" or m["tolerance"].endswith(" nothing"))
+    ]
     assert structural == [], "regenerate results/cpu-2core (run_notebooks --mode smoke) or fix the notebook"
     assert not [e["notebook"] for e in report["notebooks"] if e["status"] == "not run"]

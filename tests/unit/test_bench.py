@@ -39,13 +39,27 @@ def test_failures_are_rows_not_crashes(tmp_path, clip):
 
 @pytest.mark.media
 def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
-    code = harness.main(["--device", "cpu", "--backends", "pyav,pynvvideocodec", "--workloads", "sequential",
-                       "--clips", str(clip), "--min-time", "0.1", "--output", str(tmp_path)])
+    code = harness.main(
+        [
+            "--device",
+            "cpu",
+            "--backends",
+            "pyav,pynvvideocodec",
+            "--workloads",
+            "sequential",
+            "--clips",
+            str(clip),
+            "--min-time",
+            "0.1",
+            "--output",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     doc = json.loads((tmp_path / "bench.json").read_text())
     assert {"date_utc", "gpu", "cpu", "libraries"} <= set(doc["stamp"])
     assert [r["status"] for r in doc["rows"]] == ["ok", "unavailable"]
-    with (tmp_path / "bench.csv").open(newline="") as f:   # a plain CSV: the stamp is in its own file
+    with (tmp_path / "bench.csv").open(newline="") as f:  # a plain CSV: the stamp is in its own file
         rows = list(csv.DictReader(f))
     assert [r["backend"] for r in rows] == ["pyav", "pynvvideocodec"] and list(rows[0]) == harness.COLUMNS
     assert float(rows[0]["fps"]) > 0 and rows[0]["exact"] == "True" and rows[1]["status"] == "unavailable"
@@ -83,18 +97,44 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
     from playbook_utils.tools.results import reference_numbers
 
     assert reference_numbers(tmp_path) == {}  # nothing ran: nothing claimed
-    (tmp_path / "20_decode_benchmarks.json").write_text(json.dumps({
-        "clips": {"h264_1080p_gop30.mp4": {"codec": "h264"}},
-        "nvdec_ceiling": {"h264_1080p_gop30.mp4": {"fps": 2900.4, "saturated": True,
-                                                   "best": {"processes": 7, "threads": 1, "nvdec_util_median": 95}},
-                          "hevc_1080p_gop30.mp4": {"fps": None}},
-        "sparse_speedup": {"speedup": 5.0}, "harness": {"overhead_pct": 1.0}}))
-    (tmp_path / "21_training_loader_benchmarks.json").write_text(json.dumps({"headline": {"best_gpu_loader": {
-        "h264_1080p_gop30.mp4": {"loader": "x", "backend": "pynvvideocodec", "fps": 2000, "pct_of_ceiling": 69.0,
-                                 "ceiling_fps": 2900}}}}))
+    (tmp_path / "20_decode_benchmarks.json").write_text(
+        json.dumps(
+            {
+                "clips": {"h264_1080p_gop30.mp4": {"codec": "h264"}},
+                "nvdec_ceiling": {
+                    "h264_1080p_gop30.mp4": {
+                        "fps": 2900.4,
+                        "saturated": True,
+                        "best": {"processes": 7, "threads": 1, "nvdec_util_median": 95},
+                    },
+                    "hevc_1080p_gop30.mp4": {"fps": None},
+                },
+                "sparse_speedup": {"speedup": 5.0},
+                "harness": {"overhead_pct": 1.0},
+            }
+        )
+    )
+    (tmp_path / "21_training_loader_benchmarks.json").write_text(
+        json.dumps(
+            {
+                "headline": {
+                    "best_gpu_loader": {
+                        "h264_1080p_gop30.mp4": {
+                            "loader": "x",
+                            "backend": "pynvvideocodec",
+                            "fps": 2000,
+                            "pct_of_ceiling": 69.0,
+                            "ceiling_fps": 2900,
+                        }
+                    }
+                }
+            }
+        )
+    )
     r = reference_numbers(tmp_path)
-    assert r["nvdec_ceiling_fps"] == {"h264": {"h264_1080p_gop30.mp4": {"fps": 2900, "layout": "7x1",
-                                                                        "nvdec_util_median": 95, "saturated": True}}}
+    assert r["nvdec_ceiling_fps"] == {
+        "h264": {"h264_1080p_gop30.mp4": {"fps": 2900, "layout": "7x1", "nvdec_util_median": 95, "saturated": True}}
+    }
     assert r["best_loader"]["h264"]["fraction_of_ceiling"] == 0.69
     assert r["sparse_speedup"] == {"speedup": 5.0} and r["harness_overhead"] == {"overhead_pct": 1.0}
 
@@ -111,4 +151,4 @@ def test_utilization_monitor_summary_keeps_only_samples_after_a_time():
     later = [x for x in s.samples if x["t"] >= mid]
     assert 0 < len(later) < len(s.samples)
     assert s.summary(since=mid)["rss_mb"] == round(max(x["rss_mb"] for x in later), 1)
-    assert s.summary(since=time.perf_counter() + 60)["cpu_pct"] is None   # no sample that late: no figure
+    assert s.summary(since=time.perf_counter() + 60)["cpu_pct"] is None  # no sample that late: no figure

@@ -23,17 +23,29 @@ def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_
 
 
 def _row(backend, device, clip, fps, spread, workload="uniform16"):
-    return {"backend": backend, "device": device, "clip": clip, "fps": fps, "rate_spread_pct": spread,
-            "workload": workload, "status": "ok", "exact": True}
+    return {
+        "backend": backend,
+        "device": device,
+        "clip": clip,
+        "fps": fps,
+        "rate_spread_pct": spread,
+        "workload": workload,
+        "status": "ok",
+        "exact": True,
+    }
 
 
 INFO = {"a.mp4": {"codec": "h264", "gop": 30}, "b.mp4": {"codec": "h264", "gop": 250}}
 
 
 def test_the_tree_names_a_winner_per_case_and_calls_ties():
-    rows = [_row("pyav", "cpu", "a.mp4", 100, 5), _row("torchcodec", "cpu", "a.mp4", 90, 5),
-            _row("pyav", "cpu", "b.mp4", 100, 30), _row("torchcodec", "cpu", "b.mp4", 95, 10),
-            {**_row("decord", "cpu", "a.mp4", 999, 1), "exact": False}]
+    rows = [
+        _row("pyav", "cpu", "a.mp4", 100, 5),
+        _row("torchcodec", "cpu", "a.mp4", 90, 5),
+        _row("pyav", "cpu", "b.mp4", 100, 30),
+        _row("torchcodec", "cpu", "b.mp4", 95, 10),
+        {**_row("decord", "cpu", "a.mp4", 999, 1), "exact": False},
+    ]
     tree = choose.decision_tree(rows, INFO)
     short = tree[("cpu", "h264", "short GOP (<= 60)", "uniform16")]
     assert (short["best"], short["runner_up"], short["tied"]) == ("pyav", "torchcodec", False)
@@ -42,10 +54,17 @@ def test_the_tree_names_a_winner_per_case_and_calls_ties():
 
 def test_the_recommendation_weighs_coverage_against_speed_and_reports_its_runner_up():
     group = ("h264", "96x64", "short GOP (<= 60)")
-    cover = {("decord", "cpu"): {"accepted": 3}, ("pyav", "cpu"): {"accepted": 4}, ("torchcodec", "cpu"): {"accepted": 4}}
+    cover = {
+        ("decord", "cpu"): {"accepted": 3},
+        ("pyav", "cpu"): {"accepted": 4},
+        ("torchcodec", "cpu"): {"accepted": 4},
+    }
     # decord is only a little faster (inside the spread) and refuses a file: the one that takes every file wins
-    rows = [_row("decord", "cpu", "a.mp4", 110, 20), _row("pyav", "cpu", "a.mp4", 100, 5),
-            _row("torchcodec", "cpu", "a.mp4", 80, 5)]
+    rows = [
+        _row("decord", "cpu", "a.mp4", 110, 20),
+        _row("pyav", "cpu", "a.mp4", 100, 5),
+        _row("torchcodec", "cpu", "a.mp4", 80, 5),
+    ]
     rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
     assert rec["backend"] == "pyav" and rec["accepts_all"] and rec["fallback"] is None
     assert rec["runner_up"]["backend"] == "torchcodec" and rec["verdict"]["margin_pct"] == pytest.approx(25.0)
@@ -58,11 +77,25 @@ def test_the_recommendation_weighs_coverage_against_speed_and_reports_its_runner
 
 
 def test_loader_candidates_read_notebook_21():
-    nb21 = {"k": 16, "sweep": [{"backend": "pyav", "workers": 2, "samples_per_s": 3.0, "samples_per_s_spread_pct": 4.0},
-                               {"backend": "pyav", "workers": 1, "samples_per_s": 2.0}],
-            "gpu_sampled": [{"backend": "torchcodec", "threads": 16, "frames_per_s": 400.0}],
-            "gpu_loaders": [{"clip": "x.mp4", "codec": "hevc", "kind": "gpu", "backend": "torchcodec", "threads": 16,
-                             "loader": "torchcodec x16 threads", "frames_per_s": 8000.0}]}
+    nb21 = {
+        "k": 16,
+        "sweep": [
+            {"backend": "pyav", "workers": 2, "samples_per_s": 3.0, "samples_per_s_spread_pct": 4.0},
+            {"backend": "pyav", "workers": 1, "samples_per_s": 2.0},
+        ],
+        "gpu_sampled": [{"backend": "torchcodec", "threads": 16, "frames_per_s": 400.0}],
+        "gpu_loaders": [
+            {
+                "clip": "x.mp4",
+                "codec": "hevc",
+                "kind": "gpu",
+                "backend": "torchcodec",
+                "threads": 16,
+                "loader": "torchcodec x16 threads",
+                "frames_per_s": 8000.0,
+            }
+        ],
+    }
     cpu = choose.loader_candidates(nb21, "uniform16", "h264", ["cpu"])
     assert [(c["backend"], c["fps"], c["spread_pct"]) for c in cpu] == [("pyav", 48.0, 4.0)]
     assert "num_workers=2, k=16" in cpu[0]["how"]

@@ -13,8 +13,16 @@ from playbook_utils.device import Device
 
 # --------------------------------------------------------------------------- Device
 
-@pytest.mark.parametrize("spec, kind, index, text", [("cpu", "cpu", None, "cpu"), ("cuda", "cuda", None, "cuda"),
-                                                      ("cuda:3", "cuda", 3, "cuda:3"), (" cuda:0 ", "cuda", 0, "cuda:0")])
+
+@pytest.mark.parametrize(
+    "spec, kind, index, text",
+    [
+        ("cpu", "cpu", None, "cpu"),
+        ("cuda", "cuda", None, "cuda"),
+        ("cuda:3", "cuda", 3, "cuda:3"),
+        (" cuda:0 ", "cuda", 0, "cuda:0"),
+    ],
+)
 def test_a_device_parses_and_prints_as_torch_writes_it(spec, kind, index, text):
     d = Device.parse(spec)
     assert (d.kind, d.index, str(d)) == (kind, index, text)
@@ -43,8 +51,9 @@ def test_auto_is_the_gpu_where_torch_sees_one(monkeypatch):
 
 # --------------------------------------------------------------------------- the adapter contract
 
+
 @dataclasses.dataclass
-class Info:   # the fields of media.VideoInfo the refusals read
+class Info:  # the fields of media.VideoInfo the refusals read
     codec: str = "h264"
     container: str = "mov,mp4,m4a,3gp,3g2,mj2"
     pix_fmt: str = "yuv420p"
@@ -66,7 +75,7 @@ def test_every_backend_is_registered_once_with_a_whole_contract():
     for name, ad in ADAPTERS.items():
         assert isinstance(ad, base.Adapter) and ad.NAME == name and adapter(name) is ad
         assert ad.IMPORT and set(ad.DEVICES) <= {"cpu", "cuda"} and set(ad.CODECS) <= set(ad.DEVICES)
-        for row in ad.KNOWN_WRONG:   # every trait a row names is one `traits` can report
+        for row in ad.KNOWN_WRONG:  # every trait a row names is one `traits` can report
             assert row.traits and all(t in vocabulary or t.startswith(("codec:", "container:")) for t in row.traits)
             assert set(row.devices) <= set(ad.DEVICES) and row.why
     with pytest.raises(ValueError, match="unknown backend 'ffmpeg'"):
@@ -75,18 +84,27 @@ def test_every_backend_is_registered_once_with_a_whole_contract():
 
 def test_traits_name_what_a_library_may_get_wrong():
     info = Info(open_gop=True, pix_fmt="yuv420p10le", rotation=90, edit_list_hidden=6, video_streams=2)
-    assert traits(info) == {"codec:h264", "container:mov", "b-frames", "open-gop", "10-bit", "rotated", "edit-list",
-                            "several-streams"}
+    assert traits(info) == {
+        "codec:h264",
+        "container:mov",
+        "b-frames",
+        "open-gop",
+        "10-bit",
+        "rotated",
+        "edit-list",
+        "several-streams",
+    }
 
 
 def test_a_known_wrong_row_refuses_its_traits_on_its_devices_until_the_version_that_fixed_it():
-    row = base.known_wrong(("open-gop", "codec:hevc"), "wrong after a seek", devices=("cuda",), seen="1.0",
-                           fixed="1.2.0")
+    row = base.known_wrong(
+        ("open-gop", "codec:hevc"), "wrong after a seek", devices=("cuda",), seen="1.0", fixed="1.2.0"
+    )
     hevc_open = {"codec:hevc", "open-gop", "container:mov"}
     assert row.applies(hevc_open, "cuda", "1.1.9") and row.applies(hevc_open, "cuda", "1.1.0+cu130")
     assert not row.applies(hevc_open, "cuda", "1.2.0") and not row.applies(hevc_open, "cuda", "2.0")
     assert not row.applies(hevc_open, "cpu", "1.0") and not row.applies({"codec:hevc"}, "cuda", "1.0")
-    assert base.known_wrong("edit-list", "x").applies({"edit-list"}, "cpu", "99.0")   # no fix known: every version
+    assert base.known_wrong("edit-list", "x").applies({"edit-list"}, "cpu", "99.0")  # no fix known: every version
     assert base.version_tuple("0.13.0+cpu") == (0, 13, 0) and base.version_tuple(None) == ()
 
 
@@ -108,7 +126,9 @@ def test_the_machine_is_checked_once_and_the_file_every_time(monkeypatch):
     assert [toy.why_unavailable("cuda:1") for _ in range(3)] == ["no toy GPU"] * 3 and Toy.checks == 1
     assert toy.why_unavailable("cpu") is None and Toy.checks == 2
     assert toy.why_unavailable("cpu", Info(codec="vp9")) is None
-    assert toy.why_unavailable("cpu", Info()) == "Toy's CPU video decoder does not take h264 (only vp9); use device='cuda'"
+    assert (
+        toy.why_unavailable("cpu", Info()) == "Toy's CPU video decoder does not take h264 (only vp9); use device='cuda'"
+    )
     assert toy.why_unavailable("cpu", Info(codec="vp9", edit_list_hidden=3)) == "toy miscounts edit lists"
     assert "cannot read stream 0" in toy.why_unavailable("cpu", Info(codec="vp9", stream=0, best_stream=1))
     assert Toy.checks == 2
@@ -117,7 +137,7 @@ def test_the_machine_is_checked_once_and_the_file_every_time(monkeypatch):
 def test_nvdec_sizes_are_checked_on_every_gpu_path(monkeypatch):
     monkeypatch.setattr(base, "cuda_visible", lambda: True)
     monkeypatch.setattr(base, "importable", lambda name: (True, None))
-    pyav = type(adapter("pyav"))()   # a fresh instance: nothing cached
+    pyav = type(adapter("pyav"))()  # a fresh instance: nothing cached
     assert pyav.why_unavailable("cuda", Info(codec="hevc", width=160, height=96)).startswith("NVDEC's smallest hevc")
     assert pyav.why_unavailable("cpu", Info(codec="hevc", width=160, height=96)) is None
 
@@ -128,6 +148,7 @@ def test_pynvvideocodec_has_no_cpu_path():
 
 # --------------------------------------------------------------------------- the child-process helper
 
+
 def _code(text):
     return child.python("-c", text)
 
@@ -135,17 +156,28 @@ def _code(text):
 def test_a_child_answers_with_one_of_five_outcomes():
     ok = child.call(_code("from playbook_utils import child; child.reply(lambda: {'x': 1})"), timeout=60)
     assert ok == {"status": "ok", "error": None, "x": 1}
-    ours = child.call(_code("from playbook_utils import child, DecodeError\n"
-                            "def f(): raise DecodeError('a.mp4', 'file is empty', 'pyav')\n"
-                            "child.reply(f)"), timeout=60)
+    ours = child.call(
+        _code(
+            "from playbook_utils import child, DecodeError\n"
+            "def f(): raise DecodeError('a.mp4', 'file is empty', 'pyav')\n"
+            "child.reply(f)"
+        ),
+        timeout=60,
+    )
     assert ours["status"] == "error" and ours["cause"] == "file is empty" and ours["exception"] == "DecodeError"
     assert ours["error"] == "DecodeError: a.mp4 [pyav]: file is empty"
-    raw = child.call(_code("from playbook_utils import child\ndef f(): raise KeyError('k')\nchild.reply(f)"),
-                     timeout=60)
+    raw = child.call(
+        _code("from playbook_utils import child\ndef f(): raise KeyError('k')\nchild.reply(f)"), timeout=60
+    )
     assert raw["status"] == "error" and raw["exception"] == "KeyError" and raw["exception"] not in child.OURS
-    refused = child.call(_code("from playbook_utils import child, BackendUnavailable\n"
-                               "def f(): raise BackendUnavailable('a.mp4', 'no cuda path', 'decord')\n"
-                               "child.reply(f)"), timeout=60)
+    refused = child.call(
+        _code(
+            "from playbook_utils import child, BackendUnavailable\n"
+            "def f(): raise BackendUnavailable('a.mp4', 'no cuda path', 'decord')\n"
+            "child.reply(f)"
+        ),
+        timeout=60,
+    )
     assert refused["status"] == "unavailable" and refused["cause"] == "no cuda path"
     died = child.call(_code("import sys; print('a last line', file=sys.stderr); sys.exit(3)"), timeout=60)
     assert died == {"status": "crashed", "error": "the child process died (exit 3): a last line"}
@@ -155,13 +187,15 @@ def test_a_child_answers_with_one_of_five_outcomes():
 
 
 def test_a_child_that_dies_mid_way_loses_one_request_and_a_new_one_serves_the_rest():
-    serve = ("import json, os, sys\n"
-             "from playbook_utils import child\n"
-             "def handle(r):\n"
-             "    if r['n'] == 2:\n"
-             "        os._exit(9)\n"
-             "    return {'twice': 2 * r['n']}\n"
-             "child.serve_requests(handle)")
+    serve = (
+        "import json, os, sys\n"
+        "from playbook_utils import child\n"
+        "def handle(r):\n"
+        "    if r['n'] == 2:\n"
+        "        os._exit(9)\n"
+        "    return {'twice': 2 * r['n']}\n"
+        "child.serve_requests(handle)"
+    )
     got = child.serve(_code(serve), [{"n": n} for n in range(5)], timeout=60)
     assert [g["status"] for g in got] == ["ok", "ok", "crashed", "ok", "ok"]
     assert [g.get("twice") for g in got] == [0, 2, None, 6, 8] and "exit 9" in got[2]["error"]

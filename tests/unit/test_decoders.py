@@ -69,8 +69,13 @@ def test_bad_requests_raise_our_errors_naming_file_and_backend(backend, tmp_path
     missing, empty, garbage = tmp_path / "missing.mp4", tmp_path / "empty.mp4", tmp_path / "garbage.mp4"
     empty.write_bytes(b"")
     garbage.write_bytes(b"definitely not a video\n" * 100)
-    cases = [(missing, [0], "does not exist"), (empty, [0], "empty"), (garbage, [0], "cannot open"),
-             (good, [96], "out of range"), (good, [-1], "out of range")]
+    cases = [
+        (missing, [0], "does not exist"),
+        (empty, [0], "empty"),
+        (garbage, [0], "cannot open"),
+        (good, [96], "out of range"),
+        (good, [-1], "out of range"),
+    ]
     for path, idx, cause in cases:
         with pytest.raises(DecodeError, match=cause) as e:
             read_frames(path, idx, backend=backend)
@@ -83,12 +88,18 @@ def test_malformed_index_arguments_are_named_with_the_file(backend, smoke_media)
     import numpy as np
 
     good = smoke_media["vp9_144p_gop12.webm"]
-    cases = [(5, TypeError, "sequence of frame indices.*\\[5\\]"), (np.int64(5), TypeError, "sequence"),
-             ("0,1", TypeError, "sequence"), ([1.5], TypeError, "integers, got float 1.5 at position 0"),
-             ([0, 2.0], TypeError, "float 2.0 at position 1"), ([True, 1], TypeError, "bool True"),
-             (np.array([0, 1], dtype=bool), TypeError, "bool"), ([[0, 1]], TypeError, "list"),
-             (np.zeros((2, 3), dtype=int), ValueError, "one-dimensional.*\\(2, 3\\)"),
-             (torch.zeros((2, 2), dtype=torch.int64), ValueError, "one-dimensional")]
+    cases = [
+        (5, TypeError, "sequence of frame indices.*\\[5\\]"),
+        (np.int64(5), TypeError, "sequence"),
+        ("0,1", TypeError, "sequence"),
+        ([1.5], TypeError, "integers, got float 1.5 at position 0"),
+        ([0, 2.0], TypeError, "float 2.0 at position 1"),
+        ([True, 1], TypeError, "bool True"),
+        (np.array([0, 1], dtype=bool), TypeError, "bool"),
+        ([[0, 1]], TypeError, "list"),
+        (np.zeros((2, 3), dtype=int), ValueError, "one-dimensional.*\\(2, 3\\)"),
+        (torch.zeros((2, 2), dtype=torch.int64), ValueError, "one-dimensional"),
+    ]
     for idx, kind, cause in cases:
         with pytest.raises(kind, match=cause) as e:
             read_frames(good, idx, backend=backend)
@@ -129,15 +140,16 @@ def test_isolated_read_matches_in_process(smoke_media):
 @pytest.mark.slow
 def test_matrix_never_returns_a_wrong_frame_silently(tmp_path):
     table = matrix.run(CPU, "cpu", tmp_path)
-    assert len(table) == len([c for c in matrix.CASES if media.encoder_for(c.codec)
-                              and (media.ffmpeg_cli() or not c.needs_cli)])
+    assert len(table) == len(
+        [c for c in matrix.CASES if media.encoder_for(c.codec) and (media.ffmpeg_cli() or not c.needs_cli)]
+    )
     for case, row in table.items():
         for backend, outcome in row.items():
             assert outcome.split(":")[0] in ("exact", "refused", "error"), f"{backend} on {case}: {outcome}"
     # PyAV decodes every case except the one no library can do exactly.
     assert all(row["pyav"] == "exact" for case, row in table.items() if case != "h264 avi")
     assert table["h264 avi, no B-frames"]["torchcodec"] == "exact"
-    if media.ffmpeg_cli():   # streams, edit lists and rotation: one answer from every library, or a refusal
+    if media.ffmpeg_cli():  # streams, edit lists and rotation: one answer from every library, or a refusal
         for case in ("two video streams", "rotated 90", "rotated 180", "rotated 270"):
             assert {o.split(":")[0] for o in table[f"h264 mp4, {case}"].values()} <= {"exact", "refused"}
             assert {table[f"h264 mp4, {case}"][b] for b in ("pyav", "torchcodec")} == {"exact"}
@@ -257,19 +269,19 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     b.write_bytes(b"y")
     first = nv.decoder_for(str(a), 0)
     assert nv.decoder_for(str(a), 0) is first and (made, reconfigured) == ([str(a)], [])  # same file: kept
-    assert nv.decoder_for(str(b), 0) is first and reconfigured == [str(b)]                # another file
-    a.write_bytes(b"longer")                                                               # a changed file
+    assert nv.decoder_for(str(b), 0) is first and reconfigured == [str(b)]  # another file
+    a.write_bytes(b"longer")  # a changed file
     os.utime(a, ns=(1, 1))
     nv.decoder_for(str(a), 0)
     assert reconfigured == [str(b), str(a)] and made == [str(a)]
     assert nv.decoder_for(str(a), 0) is first and len(reconfigured) == 2
-    c = tmp_path / "c.mp4"                                 # same size, mtime restored, moved into place
+    c = tmp_path / "c.mp4"  # same size, mtime restored, moved into place
     c.write_bytes(b"LONGER")
     os.replace(c, a)
     os.utime(a, ns=(1, 1))
     nv.decoder_for(str(a), 0)
     assert reconfigured == [str(b), str(a), str(a)]
-    a.write_bytes(b"longer")                               # and written in place
+    a.write_bytes(b"longer")  # and written in place
     os.utime(a, ns=(1, 1))
     nv.decoder_for(str(a), 0)
     assert reconfigured == [str(b), str(a), str(a), str(a)] and made == [str(a)]
@@ -279,7 +291,7 @@ def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch
     from playbook_utils import env
     from playbook_utils.decoders import base
 
-    def probe(name):   # stands in for the child-process check: av imports, decord does not
+    def probe(name):  # stands in for the child-process check: av imports, decord does not
         return {"importable": name == "av", "version": None, "error": None if name == "av" else "ImportError: planted"}
 
     monkeypatch.setattr(env, "check_import", probe)
@@ -288,7 +300,7 @@ def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch
     base.importable.cache_clear()
     try:
         assert base.importable("av") == (True, None) and base.importable("decord")[0] is False
-        assert base.child_env()[base.PROBED_ENV] == "av"   # what failed is not passed on
+        assert base.child_env()[base.PROBED_ENV] == "av"  # what failed is not passed on
 
         def no_probe(name):
             raise AssertionError(f"probed {name} again")
@@ -296,9 +308,9 @@ def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch
         monkeypatch.setattr(env, "check_import", no_probe)
         monkeypatch.setenv(base.PROBED_ENV, "av")
         base.importable.cache_clear()
-        assert base.importable("av") == (True, None)   # the child: no second check
+        assert base.importable("av") == (True, None)  # the child: no second check
         with pytest.raises(AssertionError, match="probed decord"):
-            base.importable("decord")                  # not vouched for: checked as usual
+            base.importable("decord")  # not vouched for: checked as usual
     finally:
         base.importable.cache_clear()
 
@@ -312,13 +324,15 @@ def look_alikes(tmp_path_factory):
 
 CACHE_CASES = [pytest.param(b, "cpu", id=f"{b}-cpu") for b in CPU] + [
     pytest.param(b, "cuda", id=f"{b}-cuda", marks=[pytest.mark.gpu, needs_gpu])
-    for b in ("torchcodec", "pynvvideocodec")]
+    for b in ("torchcodec", "pynvvideocodec")
+]
 
 
 @pytest.mark.media
 @pytest.mark.parametrize("backend,device", CACHE_CASES)
-def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache(backend, device, look_alikes,
-                                                                                  tmp_path):
+def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache(
+    backend, device, look_alikes, tmp_path
+):
     """The probe cache and the adapters' decoder caches re-open a file replaced by another of the same size with
     its mtime restored, moved into place (os.replace: a new inode) or written in place (same inode, new ctime)."""
     import os
@@ -335,7 +349,7 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache
         got = read_frames(target, want, backend=backend, device=device)
         assert tuple(got.shape[2:]) == shape and [media.read_stamp(f) for f in got] == want
 
-    check([20, 3, 3], (144, 256))                 # the caches now hold the 24-frame file
+    check([20, 3, 3], (144, 256))  # the caches now hold the 24-frame file
     before = target.stat()
     staged = tmp_path / "staged.mp4"
     shutil.copy(b, staged)
@@ -344,7 +358,7 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_never_served_from_a_cache
     moved = target.stat()
     assert (moved.st_size, moved.st_mtime_ns) == (before.st_size, before.st_mtime_ns)  # what size+mtime would see
     check([35, 0, 20], (180, 320))
-    with open(target, "r+b") as f:              # back to the 24-frame file, written in place
+    with open(target, "r+b") as f:  # back to the 24-frame file, written in place
         f.write(a.read_bytes())
     os.utime(target, ns=(moved.st_atime_ns, moved.st_mtime_ns))
     after = target.stat()
@@ -369,7 +383,7 @@ def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
     if why_unavailable("dali", "cpu"):
         pytest.skip(why_unavailable("dali", "cpu"))
     path = smoke_media["vp9_144p_gop12.webm"]
-    read_frames(path, [0], backend="dali")   # builds the CPU pipeline
+    read_frames(path, [0], backend="dali")  # builds the CPU pipeline
     pipe = dali._pipes[("cpu", -1, None)]
     asked, real_feed = [], pipe.feed_input
 
@@ -410,7 +424,7 @@ def test_decord_on_cuda_asks_one_child_per_process_not_one_per_read(monkeypatch,
     for _ in range(3):
         try:
             read_frames(smoke_media["h264_144p_gop12.mp4"], [0], backend="decord", device="cuda")
-        except BackendUnavailable as e:   # the PyPI wheel has no CUDA: every read is refused with the same reason
+        except BackendUnavailable as e:  # the PyPI wheel has no CUDA: every read is refused with the same reason
             answers.add(e.cause)
     assert len(started) == 1 and len(answers) == 1
     assert decoders.why_unavailable("decord", "cpu") is None and len(started) == 1
@@ -426,9 +440,11 @@ def unusual(tmp_path_factory):
     d = tmp_path_factory.mktemp("unusual")
     base = media.make_clip(d / "base.mp4", "vp9", 320, 180, num_frames=24, gop=12)
     first = media.make_clip(d / "first.mp4", "vp9", 256, 144, num_frames=18, gop=12)
-    return {"two": media.mux_video_streams(d / "two.mp4", [first, base], best=1),
-            "edit": media.hide_leading_frames(base, d / "edit.mp4", 6),
-            "rot": media.rotate_display(base, d / "rot.mp4", 90)}
+    return {
+        "two": media.mux_video_streams(d / "two.mp4", [first, base], best=1),
+        "edit": media.hide_leading_frames(base, d / "edit.mp4", 6),
+        "rot": media.rotate_display(base, d / "rot.mp4", 90),
+    }
 
 
 @pytest.mark.media
@@ -446,9 +462,13 @@ def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, un
         assert stamps(unusual["two"], [23, 0, 7]) == ((180, 320), [23, 0, 7])
         assert stamps(unusual["two"], [17, 0], stream=0) == ((144, 256), [17, 0])
     except BackendUnavailable as e:
-        assert (backend, e.cause.split(":")[0]) in (("decord", "decord cannot be trusted with several-streams video"),
-                                                   *((b, f"{b} always decodes FFmpeg's best video stream (1); it "
-                                                         "cannot read stream 0") for b in ("dali", "spdl"))), e
+        assert (backend, e.cause.split(":")[0]) in (
+            ("decord", "decord cannot be trusted with several-streams video"),
+            *(
+                (b, f"{b} always decodes FFmpeg's best video stream (1); it cannot read stream 0")
+                for b in ("dali", "spdl")
+            ),
+        ), e
     with pytest.raises(DecodeError, match="stream 2 is not a video stream.*0, 1"):
         read_frames(unusual["two"], [0], backend=backend, stream=2)
     # an edit list: frame 0 is the first frame shown (stamped 6), 18 frames in all
@@ -477,18 +497,21 @@ def test_the_edit_list_refusals_still_stand(unusual):
     path = media.hide_leading_frames(base, d / "h264_edit.mp4", 6)
     shown = media.shown_stamps(path)
     backends = [b for b in ("torchcodec", "decord") if not why_unavailable(b, "cpu")]
-    code = ("import sys, json, torch; from playbook_utils.media import read_stamp\n"
-            "for b in sys.argv[2:]:\n"
-            "    if b == 'torchcodec':\n"
-            "        from torchcodec.decoders import VideoDecoder\n"
-            "        f = VideoDecoder(sys.argv[1], seek_mode='exact').get_frames_at([0, 5, 17]).data\n"
-            "    else:\n"
-            "        import decord\n"
-            "        r = decord.VideoReader(sys.argv[1])\n"
-            "        f = torch.from_numpy(r.get_batch([0, 5, 17]).asnumpy()).permute(0, 3, 1, 2)\n"
-            "    print(json.dumps([b, [read_stamp(x) for x in f]]))")
-    run = subprocess.run([sys.executable, "-c", code, str(path), *backends], capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "import sys, json, torch; from playbook_utils.media import read_stamp\n"
+        "for b in sys.argv[2:]:\n"
+        "    if b == 'torchcodec':\n"
+        "        from torchcodec.decoders import VideoDecoder\n"
+        "        f = VideoDecoder(sys.argv[1], seek_mode='exact').get_frames_at([0, 5, 17]).data\n"
+        "    else:\n"
+        "        import decord\n"
+        "        r = decord.VideoReader(sys.argv[1])\n"
+        "        f = torch.from_numpy(r.get_batch([0, 5, 17]).asnumpy()).permute(0, 3, 1, 2)\n"
+        "    print(json.dumps([b, [read_stamp(x) for x in f]]))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(path), *backends], capture_output=True, text=True, timeout=120
+    )
     got = dict(json.loads(line) for line in run.stdout.splitlines() if line.startswith("["))
     assert len(shown) == 18 and set(got) == set(backends), run.stderr[-500:]
     for backend, stamps in got.items():

@@ -32,8 +32,10 @@ def test_sampler_is_distributed_sampler_without_its_padding():
 
     data = list(range(12))
     for r in range(4):  # divisible: the same indices in the same order, shuffled per epoch
-        ours, theirs = distributed.ShardSampler(12, r, 4, shuffle=True, seed=5), \
-            DistributedSampler(data, num_replicas=4, rank=r, shuffle=True, seed=5)
+        ours, theirs = (
+            distributed.ShardSampler(12, r, 4, shuffle=True, seed=5),
+            DistributedSampler(data, num_replicas=4, rank=r, shuffle=True, seed=5),
+        )
         for e in (0, 1):
             ours.set_epoch(e)
             theirs.set_epoch(e)
@@ -57,8 +59,9 @@ def test_exactly_once_names_what_is_wrong():
 
 @pytest.mark.media
 def test_one_rank_of_two_gets_its_shard_with_the_right_frames(paths):
-    loader = distributed.sharded_loader(paths, "pyav", rank=1, world_size=2, device="cpu", batch_size=2,
-                                        num_workers=0, k=4)
+    loader = distributed.sharded_loader(
+        paths, "pyav", rank=1, world_size=2, device="cpu", batch_size=2, num_workers=0, k=4
+    )
     assert loader.decode_device == "cpu" and len(loader) == 3
     seen = []
     for ids, frames in loader:
@@ -94,8 +97,18 @@ def test_cuda_rank_without_gpu_says_so():
 
 @pytest.mark.media
 def test_two_gloo_ranks_under_torchrun_see_every_sample_once(paths, tmp_path):
-    r = scaling.launch(2, paths[:9], tmp_path / "run.json", backend="pyav", device="cpu", timeout=180,
-                           k=4, batch_size=2, num_workers=0, epochs=2)
+    r = scaling.launch(
+        2,
+        paths[:9],
+        tmp_path / "run.json",
+        backend="pyav",
+        device="cpu",
+        timeout=180,
+        k=4,
+        batch_size=2,
+        num_workers=0,
+        epochs=2,
+    )
     assert r["world_size"] == 2 and r["process_group"] == "gloo" and len(r["ranks"]) == 2
     for e in r["epochs"]:
         assert e["exactly_once"]["ok"], e["exactly_once"]
@@ -116,8 +129,17 @@ def test_a_bad_file_fails_the_run_naming_the_file(paths, tmp_path):
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"not a video" * 100)
     with pytest.raises(RuntimeError, match=r"failed \(exit 1\): .*DecodeError: .*garbage.mp4"):
-        scaling.launch(2, [paths[0], garbage], tmp_path / "run.json", backend="pyav", timeout=180,
-                           k=4, batch_size=1, num_workers=0, epochs=1)
+        scaling.launch(
+            2,
+            [paths[0], garbage],
+            tmp_path / "run.json",
+            backend="pyav",
+            timeout=180,
+            k=4,
+            batch_size=1,
+            num_workers=0,
+            epochs=1,
+        )
 
 
 GPU = [b for b in available("cuda") if b in distributed.GPU_BACKENDS] if torch.cuda.is_available() else []
@@ -129,8 +151,19 @@ GPU = [b for b in available("cuda") if b in distributed.GPU_BACKENDS] if torch.c
 @pytest.mark.parametrize("backend", GPU or ["none"])
 def test_nccl_ranks_decode_on_their_own_gpu_and_see_every_sample_once(backend, paths, tmp_path):
     ranks = min(2, torch.cuda.device_count())
-    r = scaling.launch(ranks, paths[:9], tmp_path / "run.json", backend=backend, device="cuda", timeout=300,
-                           k=4, batch_size=2, epochs=2)
+    r = scaling.launch(
+        ranks,
+        paths[:9],
+        tmp_path / "run.json",
+        backend=backend,
+        device="cuda",
+        timeout=300,
+        k=4,
+        batch_size=2,
+        epochs=2,
+    )
     assert r["process_group"] == "nccl"
-    assert sorted((x["device"], x["decode_device"]) for x in r["ranks"]) == [(f"cuda:{i}", f"cuda:{i}") for i in range(ranks)]
+    assert sorted((x["device"], x["decode_device"]) for x in r["ranks"]) == [
+        (f"cuda:{i}", f"cuda:{i}") for i in range(ranks)
+    ]
     assert all(e["exactly_once"]["ok"] and e["frames"] == 9 * 4 for e in r["epochs"])

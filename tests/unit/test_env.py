@@ -23,8 +23,11 @@ def test_report_is_json_ready_and_complete():
 
 def test_a_missing_library_is_reported_not_raised():
     info = env.check_import("no_such_decoder_library_xyz")
-    assert info == {"importable": False, "version": None,
-                    "error": "ModuleNotFoundError: No module named 'no_such_decoder_library_xyz'"}
+    assert info == {
+        "importable": False,
+        "version": None,
+        "error": "ModuleNotFoundError: No module named 'no_such_decoder_library_xyz'",
+    }
 
 
 def test_capabilities_follow_the_gpu_report():
@@ -47,21 +50,25 @@ def test_resolve_device():
         env.resolve_device("tpu")
 
 
-@pytest.mark.parametrize("torch_version,cuda,expected", [
-    ("2.13.0", None, "torchcodec==0.13.*"),
-    ("2.9.1", None, "torchcodec==0.9.*"),
-    ("2.16.0", None, None),                 # no CPU build of TorchCodec for this torch on PyPI
-    ("2.11.0", "13.0", "torchcodec>=0.16"),
-    ("2.14.1", "12.8", "torchcodec>=0.16"),
-    ("2.8.0", "12.8", "torchcodec==0.8.*"),
-])
+@pytest.mark.parametrize(
+    "torch_version,cuda,expected",
+    [
+        ("2.13.0", None, "torchcodec==0.13.*"),
+        ("2.9.1", None, "torchcodec==0.9.*"),
+        ("2.16.0", None, None),  # no CPU build of TorchCodec for this torch on PyPI
+        ("2.11.0", "13.0", "torchcodec>=0.16"),
+        ("2.14.1", "12.8", "torchcodec>=0.16"),
+        ("2.8.0", "12.8", "torchcodec==0.8.*"),
+    ],
+)
 def test_torchcodec_matches_torch(torch_version, cuda, expected):
     spec, why = setup_env.torchcodec_spec(torch_version, cuda)
     assert spec == expected and why
 
 
-@pytest.mark.parametrize("cuda,expected", [(None, "nvidia-dali-cuda120"), ("12.8", "nvidia-dali-cuda120"),
-                                           ("13.0", "nvidia-dali-cuda130")])
+@pytest.mark.parametrize(
+    "cuda,expected", [(None, "nvidia-dali-cuda120"), ("12.8", "nvidia-dali-cuda120"), ("13.0", "nvidia-dali-cuda130")]
+)
 def test_dali_wheel_matches_cuda_major(cuda, expected):
     assert setup_env.dali_spec(cuda) == expected
 
@@ -92,7 +99,7 @@ def test_nvml_handle_follows_cuda_visible_devices(monkeypatch):
     assert env.nvml_handle(1)[1] == ("index", 2)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f1c,GPU-aa02")
     assert env.nvml_handle(1)[1] == ("uuid", "GPU-aa02")
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-4b1e")      # a MIG slice: NVML's device handle would be wrong
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-4b1e")  # a MIG slice: NVML's device handle would be wrong
     assert env.nvml_handle(0) is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert env.nvml_handle(1) is None                            # no such visible device
+    assert env.nvml_handle(1) is None  # no such visible device

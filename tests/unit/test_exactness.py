@@ -6,14 +6,21 @@ from playbook_utils import media
 from playbook_utils.bench import exactness
 from playbook_utils.decoders import read_frames
 
-pytestmark = pytest.mark.media   # every test here encodes or decodes video
+pytestmark = pytest.mark.media  # every test here encodes or decodes video
 
 
 @pytest.fixture(scope="module")
 def footage(tmp_path_factory):
     """An unstamped clip (moving texture), as a reader's own video would be."""
-    return media.make_clip(tmp_path_factory.mktemp("footage") / "walk.mp4", "h264", 160, 96, num_frames=40,
-                           gop=15, picture=media.footage_frame)
+    return media.make_clip(
+        tmp_path_factory.mktemp("footage") / "walk.mp4",
+        "h264",
+        160,
+        96,
+        num_frames=40,
+        gop=15,
+        picture=media.footage_frame,
+    )
 
 
 def test_footage_has_no_stamp(footage):
@@ -31,10 +38,10 @@ def test_right_frames_pass_against_another_librarys_decode(footage, backend):
 
 def test_neighbouring_frames_are_caught(footage):
     want = [10, 20, 30, 5]
-    got = read_frames(footage, [11, 20, 29, 5], "pyav")   # off by one at positions 0 and 2
+    got = read_frames(footage, [11, 20, 29, 5], "pyav")  # off by one at positions 0 and 2
     check = exactness.check_frames(footage, want, got, "pyav")
     assert check.exact is False and check.wrong == [0, 2]
-    far = read_frames(footage, [30, 20, 10, 5], "pyav")   # frames from elsewhere in the clip
+    far = read_frames(footage, [30, 20, 10, 5], "pyav")  # frames from elsewhere in the clip
     assert exactness.check_frames(footage, want, far, "pyav").wrong == [0, 2]
 
 

@@ -39,7 +39,7 @@ def test_soak_reports_growth_after_warmup():
 
 
 def test_soak_slope_is_the_steady_growth_per_call():
-    curve = [{"call": c, "rss_mb": 100 + c * 1024 / 2**20} for c in range(0, 5000, 500)]   # 1 KiB per call
+    curve = [{"call": c, "rss_mb": 100 + c * 1024 / 2**20} for c in range(0, 5000, 500)]  # 1 KiB per call
     assert faults._slope(curve) == pytest.approx(1024)
     assert faults._slope(curve[:2]) is None
 
@@ -50,7 +50,7 @@ def test_soak_cut_short_inside_its_warmup_reports_no_growth():
     from playbook_utils import media
 
     clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
-    r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=1e-4)   # one call is longer
+    r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=1e-4)  # one call is longer
     assert r["stopped_by_time"] and r["calls"] == 0 and r["seconds"] < 30
     assert r["rss_growth_pct"] is None and "shorter than the warm-up" in r["not_measured"]
 

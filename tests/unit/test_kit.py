@@ -10,8 +10,12 @@ import pytest
 from playbook_utils import media
 from playbook_utils.tools import kit
 
-REP = {"gpu": {"available": False, "error": "none", "devices": []}, "cpu_model": "Test CPU @ 2GHz",
-       "cpu_usable_cores": 4, "date_utc": "2026-12-01 10:00"}
+REP = {
+    "gpu": {"available": False, "error": "none", "devices": []},
+    "cpu_model": "Test CPU @ 2GHz",
+    "cpu_usable_cores": 4,
+    "date_utc": "2026-12-01 10:00",
+}
 
 
 def luma_frames(indices, size=(48, 64)):
@@ -37,7 +41,7 @@ def test_show_saves_and_displays_a_png_under_the_agg_backend(tmp_path, monkeypat
     import IPython.display
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots()   # before IPython is faked: pyplot looks for it at its first figure
+    fig, ax = plt.subplots()  # before IPython is faked: pyplot looks for it at its first figure
     ax.plot([0, 1], [1, 0])
     shown = []
     monkeypatch.setattr(IPython, "get_ipython", lambda: object())
@@ -52,15 +56,23 @@ def test_show_saves_and_displays_a_png_under_the_agg_backend(tmp_path, monkeypat
 def test_a_kernel_with_mplbackend_agg_still_gets_the_figure_inline(tmp_path):
     # the cause of the missing figures: a runner's environment with MPLBACKEND=Agg, where plt.show() is a no-op
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
-        "import matplotlib.pyplot as plt\nfrom playbook_utils.tools import kit\n"
-        "fig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()\n"
-        f"kit.show(fig, {str(tmp_path / 'g.png')!r})")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import matplotlib.pyplot as plt\nfrom playbook_utils.tools import kit\n"
+            "fig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()\n"
+            f"kit.show(fig, {str(tmp_path / 'g.png')!r})"
+        )
+    ]
     src, dst = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
     nbformat.write(nb, src)
     environ = {**os.environ, "MPLBACKEND": "Agg"}
-    subprocess.run([sys.executable, "-m", "papermill", str(src), str(dst), "-k", "python3", "--log-level", "ERROR"], check=True,
-                   env=environ, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "papermill", str(src), str(dst), "-k", "python3", "--log-level", "ERROR"],
+        check=True,
+        env=environ,
+        capture_output=True,
+        timeout=300,
+    )
     outputs = nbformat.read(dst, as_version=4).cells[0].outputs
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 1
     assert (tmp_path / "g.png").exists()
@@ -77,8 +89,10 @@ def test_native_output_is_collected_not_printed(capfd):
     assert lines == ["[WARN ][10:00:01] INVALID INDEX 300", "buffered C line", "[WARN ][10:00:01] INVALID INDEX 301"]
     out, err = capfd.readouterr()
     assert "INVALID" not in out + err and "buffered" not in out + err
-    assert kit.summarize(lines[::2], "PyNvVideoCodec logged") == \
-        "PyNvVideoCodec logged 2 lines: INVALID INDEX 300; INVALID INDEX 301"
+    assert (
+        kit.summarize(lines[::2], "PyNvVideoCodec logged")
+        == "PyNvVideoCodec logged 2 lines: INVALID INDEX 300; INVALID INDEX 301"
+    )
     assert kit.summarize([]) == "the library logged nothing"
 
 
@@ -96,13 +110,22 @@ def test_check_skip_rate_table_and_finish(tmp_path, capsys):
     def fails():
         raise RuntimeError("no such path here")
 
-    table = nb.rate_table([("cpu", "sequential", "a.mp4", lambda: luma_frames(range(4)), range(4)),
-                           ("cpu", "sparse K=2", "a.mp4", lambda: luma_frames([0, 2]), [0, 3]),
-                           ("cpu", "sparse K=2", "b.mp4", fails, [0, 1])], min_time=0.01)
+    table = nb.rate_table(
+        [
+            ("cpu", "sequential", "a.mp4", lambda: luma_frames(range(4)), range(4)),
+            ("cpu", "sparse K=2", "a.mp4", lambda: luma_frames([0, 2]), [0, 3]),
+            ("cpu", "sparse K=2", "b.mp4", fails, [0, 1]),
+        ],
+        min_time=0.01,
+    )
     assert [r["exact"] for r in table] == [True, False, None]
     assert table[0]["fps"] > 0 and table[2]["fps"] is None and "no such path here" in table[2]["error"]
-    assert nb.headline_rates(table, "a.mp4") == {"cpu_sequential_fps": table[0]["fps"], "cpu_sparse_fps": None,
-                                                 "gpu_sequential_fps": None, "gpu_sparse_fps": None}
+    assert nb.headline_rates(table, "a.mp4") == {
+        "cpu_sequential_fps": table[0]["fps"],
+        "cpu_sparse_fps": None,
+        "gpu_sequential_fps": None,
+        "gpu_sparse_fps": None,
+    }
     with pytest.raises(AssertionError, match="table: cpu sparse K=2 a.mp4"):
         nb.finish(answer=42)
     doc = json.loads((tmp_path / "90_kit.json").read_text())
@@ -139,7 +162,7 @@ def test_plots_title_each_frame_with_its_stamp_and_count_gops():
 
     from playbook_utils.tools import plots
 
-    rgb = np.stack([np.repeat(y[..., None], 3, axis=2) for y in luma_frames([4, 9])])   # (N, H, W, 3)
+    rgb = np.stack([np.repeat(y[..., None], 3, axis=2) for y in luma_frames([4, 9])])  # (N, H, W, 3)
     fig = plots.stamped_grid(rgb, [4, 8], "which frames?")
     assert [ax.get_title() for ax in fig.axes[:2]] == ["asked 4 · stamp 4", "asked 8 · stamp 9"]
     fig = plots.sampling_timeline({"a": [1, 2], "b": [1, 11, 25]}, [0, 10, 20], 30)
@@ -149,10 +172,16 @@ def test_plots_title_each_frame_with_its_stamp_and_count_gops():
 
 
 def test_headline_rates_take_the_gpu_rows_of_their_own_clip():
-    table = [{"device": "cpu", "workload": "sequential", "clip": "a.webm", "fps": 10.0, "exact": True},
-             {"device": "cpu", "workload": "sparse K=16", "clip": "a.webm", "fps": 2.0, "exact": True},
-             {"device": "cuda:0", "workload": "sequential", "clip": "b.mp4", "fps": 500.0, "exact": True},
-             {"device": "cuda:0", "workload": "sparse K=16", "clip": "b.mp4", "fps": 30.0, "exact": False}]
+    table = [
+        {"device": "cpu", "workload": "sequential", "clip": "a.webm", "fps": 10.0, "exact": True},
+        {"device": "cpu", "workload": "sparse K=16", "clip": "a.webm", "fps": 2.0, "exact": True},
+        {"device": "cuda:0", "workload": "sequential", "clip": "b.mp4", "fps": 500.0, "exact": True},
+        {"device": "cuda:0", "workload": "sparse K=16", "clip": "b.mp4", "fps": 30.0, "exact": False},
+    ]
     assert kit.Notebook.headline_rates(table, "a.webm", "b.mp4") == {
-        "cpu_sequential_fps": 10.0, "cpu_sparse_fps": 2.0, "gpu_sequential_fps": 500.0, "gpu_sparse_fps": None}
+        "cpu_sequential_fps": 10.0,
+        "cpu_sparse_fps": 2.0,
+        "gpu_sequential_fps": 500.0,
+        "gpu_sparse_fps": None,
+    }
     assert kit.Notebook.headline_rates(table, "a.webm")["gpu_sequential_fps"] is None

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "playbook_utils"
-ROOMS = ("library", "bench", "tools")   # each may import only the rooms before it
+ROOMS = ("library", "bench", "tools")  # each may import only the rooms before it
 
 
 def module_name(path: Path) -> str:
@@ -40,9 +40,14 @@ def imports_of(module: str) -> dict[str, int]:
     path = MODULES[module]
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
-                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
     found: dict[str, int] = {}
     for node in ast.walk(tree):
         names = []
@@ -51,7 +56,9 @@ def imports_of(module: str) -> dict[str, int]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             names = [f"{base}.{a.name}" for a in node.names] + [base]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             names = re.findall(r"\bplaybook_utils(?:\.\w+)+", node.value)
@@ -71,16 +78,19 @@ def test_the_import_reader_sees_the_edges_it_must():
     assert "playbook_utils.decoders" in GRAPH["playbook_utils.loaders"]
     assert "playbook_utils.decoders.base" in GRAPH["playbook_utils.decoders.pyav"]
     assert "playbook_utils.bench.timing" in GRAPH["playbook_utils.tools.kit"]
-    assert "playbook_utils.bench" in GRAPH["playbook_utils.bench.harness"]   # its child: `-m playbook_utils.bench`
+    assert "playbook_utils.bench" in GRAPH["playbook_utils.bench.harness"]  # its child: `-m playbook_utils.bench`
     assert "playbook_utils.bench.scaling" not in GRAPH["playbook_utils.distributed"]
     assert "playbook_utils.tools.run_notebooks" in GRAPH["playbook_utils.tools.nightly"]
     assert {room(m) for m in MODULES} == set(ROOMS)
 
 
 def test_each_room_imports_only_the_rooms_before_it():
-    wrong = [f"{m} ({room(m)}) imports {t} ({room(t)}) at line {line}"
-             for m, targets in GRAPH.items() for t, line in targets.items()
-             if ROOMS.index(room(t)) > ROOMS.index(room(m))]
+    wrong = [
+        f"{m} ({room(m)}) imports {t} ({room(t)}) at line {line}"
+        for m, targets in GRAPH.items()
+        for t, line in targets.items()
+        if ROOMS.index(room(t)) > ROOMS.index(room(m))
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -110,8 +120,13 @@ def test_the_library_imports_no_decoder_library_at_module_level():
         if room(module) != "library" or module in TORCH_AT_TOP:
             continue
         for node in ast.parse(path.read_text()).body:
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             found += [f"{module}: {n}" for n in names if n.split(".")[0] in heavy]
             found += [f"{module} imports {n} at its top" for n in names if n in TORCH_AT_TOP]
     assert not found, found
@@ -129,6 +144,11 @@ def test_setup_runs_before_anything_is_installed():
     names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert {n.split(".")[0] for n in names} <= allowed, names
     assert {n for n in names if n.startswith("playbook_utils")} == set()
-    run = subprocess.run([sys.executable, "-S", "-E", "-m", "playbook_utils.tools.setup_env", "--help"],
-                         cwd=PACKAGE.parent, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-S", "-E", "-m", "playbook_utils.tools.setup_env", "--help"],
+        cwd=PACKAGE.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0 and "usage:" in run.stdout, run.stderr[-500:]

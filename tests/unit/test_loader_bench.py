@@ -14,28 +14,54 @@ def test_epoch_items_are_distinct_files_spread_over_the_clips(tmp_path):
     assert len(items) == len(set(items)) == 5
     assert [p.read_bytes()[:1] for p in items] == [b"a", b"b", b"a", b"b", b"a"]
     assert {p.suffix for p in items} == {".mp4", ".mkv"}
-    assert loader_bench.epoch_items([a, b], 2, tmp_path / "epoch") == [a, b]   # enough files: no copies
+    assert loader_bench.epoch_items([a, b], 2, tmp_path / "epoch") == [a, b]  # enough files: no copies
     again = loader_bench.distinct_copies(a, 3, tmp_path / "epoch")
     assert again == loader_bench.distinct_copies(a, 3, tmp_path / "epoch") and len(again) == 3
 
 
-@pytest.mark.parametrize("util, label", [({"nvdec_pct": 97, "sm_pct": 40, "cpu_pct": 300}, "NVDEC"),
-                                         ({"nvdec_pct": 60, "sm_pct": 95, "cpu_pct": 300}, "SMs"),
-                                         ({"nvdec_pct": 60, "sm_pct": 50, "cpu_pct": 350}, "host side"),
-                                         ({}, "unknown")])
+@pytest.mark.parametrize(
+    "util, label",
+    [
+        ({"nvdec_pct": 97, "sm_pct": 40, "cpu_pct": 300}, "NVDEC"),
+        ({"nvdec_pct": 60, "sm_pct": 95, "cpu_pct": 300}, "SMs"),
+        ({"nvdec_pct": 60, "sm_pct": 50, "cpu_pct": 350}, "host side"),
+        ({}, "unknown"),
+    ],
+)
 def test_limit_of_names_the_unit_that_was_busy(util, label):
     got, sentence = loader_bench.limit_of({"utilization": util})
     assert got == label and sentence
 
 
 def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling():
-    rows = [{"clip": "a.mp4", "loader": "tc x16", "backend": "torchcodec", "frames_per_s": 900.0,
-             "frames_per_s_spread_pct": 2.0, "pct_of_ceiling": 90.0, "utilization": {"nvdec_pct": 95, "sm_pct": 40}},
-            {"clip": "a.mp4", "loader": "nv x16", "backend": "pynvvideocodec", "frames_per_s": 600.0,
-             "frames_per_s_spread_pct": 3.0, "pct_of_ceiling": 60.0, "utilization": {"nvdec_pct": 60, "sm_pct": 30}}]
+    rows = [
+        {
+            "clip": "a.mp4",
+            "loader": "tc x16",
+            "backend": "torchcodec",
+            "frames_per_s": 900.0,
+            "frames_per_s_spread_pct": 2.0,
+            "pct_of_ceiling": 90.0,
+            "utilization": {"nvdec_pct": 95, "sm_pct": 40},
+        },
+        {
+            "clip": "a.mp4",
+            "loader": "nv x16",
+            "backend": "pynvvideocodec",
+            "frames_per_s": 600.0,
+            "frames_per_s_spread_pct": 3.0,
+            "pct_of_ceiling": 60.0,
+            "utilization": {"nvdec_pct": 60, "sm_pct": 30},
+        },
+    ]
     best = loader_bench.best_gpu_loaders(rows, {"a.mp4": 1000.0})["a.mp4"]
-    assert (best["loader"], best["fps"], best["pct_of_ceiling"], best["ceiling_fps"], best["limit"]) == \
-        ("tc x16", 900, 90.0, 1000, "NVDEC")
+    assert (best["loader"], best["fps"], best["pct_of_ceiling"], best["ceiling_fps"], best["limit"]) == (
+        "tc x16",
+        900,
+        90.0,
+        1000,
+        "NVDEC",
+    )
     assert "50% ahead of nv x16" in best["margin"]
 
 
@@ -55,17 +81,34 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
 
     infos = {"h.mp4": Info("h264"), "h2.mp4": Info("h264"), "v.mp4": Info("hevc")}
     found = nvdec.ceilings({n: n for n in infos}, infos, ["h.mp4"], ["h2.mp4", "v.mp4"], ((1, 1), (7, 2)), 1.0)
-    assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2),))]   # hevc has no swept clip: not measured
+    assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2),))]  # hevc has no swept clip: not measured
     assert set(found) == {"h.mp4", "h2.mp4"}
     table = nvdec.format_ceilings(found, infos)
     assert "LOWER BOUND" in table and "1,111" in table
 
 
 def test_format_rows_shows_rate_spread_check_or_the_reason():
-    rows = [{"backend": "pyav", "device": "cpu", "workload": "sequential", "clip": "/x/a.mp4", "status": "ok",
-             "fps": 1234.5, "rate_spread_pct": 7.0, "exact": True, "check": "reference:torchcodec"},
-            {"backend": "dali", "device": "cpu", "workload": "sequential", "clip": "a.mp4", "status": "unavailable",
-             "error": "DALI's CPU video decoder does not take h264"}]
+    rows = [
+        {
+            "backend": "pyav",
+            "device": "cpu",
+            "workload": "sequential",
+            "clip": "/x/a.mp4",
+            "status": "ok",
+            "fps": 1234.5,
+            "rate_spread_pct": 7.0,
+            "exact": True,
+            "check": "reference:torchcodec",
+        },
+        {
+            "backend": "dali",
+            "device": "cpu",
+            "workload": "sequential",
+            "clip": "a.mp4",
+            "status": "unavailable",
+            "error": "DALI's CPU video decoder does not take h264",
+        },
+    ]
     text = harness.format_rows(rows)
     assert "1,234" in text and "7%" in text and "reference:torchcodec" in text
     assert "unavailable: DALI's CPU video decoder does not take h264" in text
@@ -76,7 +119,7 @@ def test_plots_carry_their_reference_lines_and_an_outside_legend():
     ax = fig.axes[0]
     assert len(ax.patches) == 4 and any(line.get_linestyle() == "--" for line in ax.lines)
     fig.canvas.draw()
-    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1   # the legend covers no data
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # the legend covers no data
     fig2 = plots.lines({"m": ([1, 2, 4], [1, 2, 3])}, "threads", "f/s", "t", {"ideal": ([1, 2, 4], [1, 2, 4])})
     assert [t for t in fig2.axes[0].get_xticks()] == [1, 2, 4]
 

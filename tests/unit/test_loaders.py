@@ -25,7 +25,9 @@ def test_dataset_items_hold_exactly_the_sampled_frames(paths):
 def test_clip_strategy_is_reproducible_and_resizes(paths):
     a = loaders.VideoClipDataset(paths, strategy="clip", clip_len=4, stride=3, seed=7, size=(72, 128))
     b = loaders.VideoClipDataset(paths, strategy="clip", clip_len=4, stride=3, seed=7)
-    assert a.indices(1) == b.indices(1) and a.indices(0) != loaders.VideoClipDataset(paths, strategy="clip", seed=8).indices(0)
+    assert a.indices(1) == b.indices(1) and a.indices(0) != loaders.VideoClipDataset(
+        paths, strategy="clip", seed=8
+    ).indices(0)
     item = a[1]
     assert item.shape == (4, 3, 72, 128)
     assert [media.read_stamp(f) for f in item] == a.indices(1)
@@ -86,19 +88,48 @@ def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
 
 @pytest.mark.media
 def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path):
-    r = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]],
-                                  "device": "cpu", "batch_size": 1})
+    r = loader_bench.measure_isolated(
+        {"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]], "device": "cpu", "batch_size": 1}
+    )
     assert r["frames"] == 96 and r["frames_per_s"] > 0 and "wait" not in r
-    w = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]] * 4,
-                                  "device": "cpu", "batch_size": 1, "step_s": 0.0, "steps": 2})
+    w = loader_bench.measure_isolated(
+        {
+            "kind": "gpu",
+            "backend": "pyav",
+            "threads": 1,
+            "paths": [paths[0]] * 4,
+            "device": "cpu",
+            "batch_size": 1,
+            "step_s": 0.0,
+            "steps": 2,
+        }
+    )
     assert w["status"] == "ok" and "frames" not in w and w["wait"]["steps"] == 2
     # how busy the machine was while the clock ran: no GPU here, so no NVDEC or SM figure
     assert set(r["utilization"]) == {"cpu_pct", "nvdec_pct", "sm_pct"} and r["utilization"]["nvdec_pct"] is None
-    sampled = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 2, "paths": [paths[0]] * 3,
-                                        "device": "cpu", "batch_size": 1, "strategy": "uniform", "k": 4})
+    sampled = loader_bench.measure_isolated(
+        {
+            "kind": "gpu",
+            "backend": "pyav",
+            "threads": 2,
+            "paths": [paths[0]] * 3,
+            "device": "cpu",
+            "batch_size": 1,
+            "strategy": "uniform",
+            "k": 4,
+        }
+    )
     assert sampled["frames"] == 3 * 4 and sampled["batches"] == 3
-    bad = loader_bench.measure_isolated({"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [tmp_path / "nope.mp4"],
-                                    "device": "cpu", "batch_size": 1})
+    bad = loader_bench.measure_isolated(
+        {
+            "kind": "gpu",
+            "backend": "pyav",
+            "threads": 1,
+            "paths": [tmp_path / "nope.mp4"],
+            "device": "cpu",
+            "batch_size": 1,
+        }
+    )
     assert bad["status"] == "error" and "nope.mp4" in bad["error"]
 
 
@@ -119,21 +150,29 @@ def test_process_loader_delivers_every_video_once_model_ready(paths, tmp_path):
     from playbook_utils.decoders import read_frames
 
     items = [paths[0], paths[1], paths[0], paths[1], paths[0]]
-    L = loaders.GpuProcessLoader(items, processes=2, threads=1, batch_size=2, backend="pyav", device="cpu",
-                                 size=32, chunk=40)
+    L = loaders.GpuProcessLoader(
+        items, processes=2, threads=1, batch_size=2, backend="pyav", device="cpu", size=32, chunk=40
+    )
     videos = [v for b in L for v in (b if isinstance(b, list) else list(b))]
     assert len(videos) == len(items) and L.frames_delivered == sum(v.shape[0] for v in videos)
-    refs = {str(p): transforms.to_model_batch(read_frames(p, list(range(n))), 32, dtype=torch.float16)
-            for p, n in ((paths[0], 96), (paths[1], media.probe(paths[1]).num_frames))}
+    refs = {
+        str(p): transforms.to_model_batch(read_frames(p, list(range(n))), 32, dtype=torch.float16)
+        for p, n in ((paths[0], 96), (paths[1], media.probe(paths[1]).num_frames))
+    }
     matched = [next(k for k, r in refs.items() if r.shape == v.shape and torch.equal(r, v)) for v in videos]
-    assert sorted(matched) == sorted(str(p) for p in items)     # every video once, in whatever order they finished
+    assert sorted(matched) == sorted(str(p) for p in items)  # every video once, in whatever order they finished
 
-    r = loader_bench.measure_flat_out(loaders.GpuProcessLoader([paths[0]] * 4, processes=2, threads=1, batch_size=1,
-                                                          backend="pyav", device="cpu", size=32), warmup_batches=1)
+    r = loader_bench.measure_flat_out(
+        loaders.GpuProcessLoader(
+            [paths[0]] * 4, processes=2, threads=1, batch_size=1, backend="pyav", device="cpu", size=32
+        ),
+        warmup_batches=1,
+    )
     assert r["batches"] == 3 and r["frames"] == 3 * 96 and r["startup_s"] > 0
 
-    bad = loaders.GpuProcessLoader([tmp_path / "nope.mp4"], processes=2, threads=1, batch_size=1,
-                                   backend="pyav", device="cpu")
+    bad = loaders.GpuProcessLoader(
+        [tmp_path / "nope.mp4"], processes=2, threads=1, batch_size=1, backend="pyav", device="cpu"
+    )
     with pytest.raises(RuntimeError, match="nope.mp4"):
         list(bad)
 
@@ -149,11 +188,13 @@ def test_process_loader_hands_over_cuda_videos_exactly(backend, paths):
     # the CUDA IPC path: videos decoded and resized in worker processes arrive on the GPU, equal to one-process results
     import torch
 
-    L = loaders.GpuProcessLoader([paths[0]] * 4, processes=2, threads=2, batch_size=2, backend=backend,
-                                 device="cuda", size=64, chunk=24)
+    L = loaders.GpuProcessLoader(
+        [paths[0]] * 4, processes=2, threads=2, batch_size=2, backend=backend, device="cuda", size=64, chunk=24
+    )
     batches = list(L)
-    ref = next(iter(loaders.GpuLoader([paths[0]], backend=backend, device="cuda", threads=1, batch_size=1,
-                                      size=64, chunk=24)))[0]
+    ref = next(
+        iter(loaders.GpuLoader([paths[0]], backend=backend, device="cuda", threads=1, batch_size=1, size=64, chunk=24))
+    )[0]
     assert len(batches) == 2 and all(b.is_cuda and b.shape[0] == 2 for b in batches)
     assert all(torch.equal(v, ref) for b in batches for v in b)
 
@@ -167,14 +208,14 @@ def test_loader_workers_share_the_cores_among_their_decoders(paths):
 
     cores = len(os.sched_getaffinity(0))
     assert loaders.share_of_cores(2) == max(1, cores // 2) and loaders.share_of_cores(10 * cores) == 1
-    decoders.why_unavailable("pyav")   # the parent probes PyAV's import: its workers are told so
+    decoders.why_unavailable("pyav")  # the parent probes PyAV's import: its workers are told so
     probed = decoders.child_env()[decoders.PROBED_ENV]
     assert "av" in probed.split(",")
     dl = loaders.make_loader(paths, backend="pyav", batch_size=2, num_workers=2, k=4)
     assert dl.worker_init_fn.args == (max(1, cores // 2), probed) and dl.timeout > 0
     assert loaders.make_loader(paths, num_workers=2, decoder_threads=3).worker_init_fn.args == (3, probed)
     saved = os.environ.get(decoders.PROBED_ENV)
-    try:   # what a worker does at start-up, and the frames stay exact with one thread per decoder
+    try:  # what a worker does at start-up, and the frames stay exact with one thread per decoder
         loaders._worker_start(1, probed, 0)
         assert base.CPU_THREADS == 1 and os.environ[decoders.PROBED_ENV] == probed
         for backend in ("pyav", "torchcodec"):
@@ -193,11 +234,18 @@ def test_our_errors_keep_type_file_backend_and_cause_across_processes(tmp_path):
 
     from playbook_utils.errors import BackendUnavailable, DecodeError
 
-    for e in (DecodeError(tmp_path / "a b.mp4", "cause: with a colon", "pyav"),
-              BackendUnavailable(None, "no GPU", "dali"), DecodeError("x.mp4", "file is empty")):
+    for e in (
+        DecodeError(tmp_path / "a b.mp4", "cause: with a colon", "pyav"),
+        BackendUnavailable(None, "no GPU", "dali"),
+        DecodeError("x.mp4", "file is empty"),
+    ):
         back = pickle.loads(pickle.dumps(e))
-        assert type(back) is type(e) and (back.path, back.backend, back.cause, str(back)) == \
-            (e.path, e.backend, e.cause, str(e))
+        assert type(back) is type(e) and (back.path, back.backend, back.cause, str(back)) == (
+            e.path,
+            e.backend,
+            e.cause,
+            str(e),
+        )
     # what PyTorch's DataLoader does with a worker's error: type(message), the message its formatted traceback
     import traceback
 
@@ -206,8 +254,11 @@ def test_our_errors_keep_type_file_backend_and_cause_across_processes(tmp_path):
     except DecodeError as e:
         text = f"Caught DecodeError in DataLoader worker process 0.\nOriginal {''.join(traceback.format_exception(e))}"
     rebuilt = DecodeError(text)
-    assert (rebuilt.path, rebuilt.backend, rebuilt.cause) == ("/data/clip 7.mp4", "decord",
-                                                              "cannot open as a media file (InvalidDataError: x)")
+    assert (rebuilt.path, rebuilt.backend, rebuilt.cause) == (
+        "/data/clip 7.mp4",
+        "decord",
+        "cannot open as a media file (InvalidDataError: x)",
+    )
     assert str(rebuilt) == text
 
 
@@ -224,9 +275,10 @@ def test_a_worker_error_reaches_the_training_process_as_decode_error(paths, tmp_
     with pytest.raises(DecodeError) as e:
         list(loader)
     assert (e.value.path, e.value.backend) == (str(garbage), "pyav") and "cannot open" in e.value.cause
-    assert "worker process" in str(e.value)   # the worker's traceback is kept in the message
-    sharded = distributed.sharded_loader([paths[0], tmp_path / "gone.mp4"], "decord", rank=0, world_size=1,
-                                         batch_size=1, num_workers=1, k=2)
+    assert "worker process" in str(e.value)  # the worker's traceback is kept in the message
+    sharded = distributed.sharded_loader(
+        [paths[0], tmp_path / "gone.mp4"], "decord", rank=0, world_size=1, batch_size=1, num_workers=1, k=2
+    )
     with pytest.raises(DecodeError) as e:
         list(sharded)
     assert (e.value.path, e.value.backend) == (str(tmp_path / "gone.mp4"), "decord")
@@ -236,8 +288,11 @@ def test_a_worker_error_reaches_the_training_process_as_decode_error(paths, tmp_
 def _spawned_workers(pids_before) -> list:
     import psutil
 
-    return [p for p in psutil.Process().children(recursive=True)
-            if p.pid not in pids_before and "spawn_main" in " ".join(p.cmdline())]
+    return [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in pids_before and "spawn_main" in " ".join(p.cmdline())
+    ]
 
 
 def _new_threads(before: set, within_s: float = 5.0) -> list:
@@ -293,7 +348,7 @@ def test_breaking_out_early_ends_every_worker_cleanly(paths, capfd):
     import multiprocessing
 
     q = multiprocessing.get_context("spawn").Queue()
-    q.put(b"x" * 100_000)   # more than a pipe holds: the feeder is still writing
+    q.put(b"x" * 100_000)  # more than a pipe holds: the feeder is still writing
     q.close()
     assert any(t.name == "QueueFeederThread" for t in threading.enumerate())
     reader = threading.Thread(target=q._reader.recv_bytes)
@@ -318,8 +373,16 @@ def test_gpu_side_loaders_stopped_early_leave_no_thread_or_process(paths):
     assert _new_threads(threads) == []
     codes = []
     for _ in range(2):
-        L = loaders.GpuProcessLoader([paths[0], paths[1]] * 4, processes=2, threads=2, batch_size=1,
-                                     backend="pyav", device="cpu", size=32, chunk=24)
+        L = loaders.GpuProcessLoader(
+            [paths[0], paths[1]] * 4,
+            processes=2,
+            threads=2,
+            batch_size=1,
+            backend="pyav",
+            device="cpu",
+            size=32,
+            chunk=24,
+        )
         for b in L:
             break
         codes += L.worker_exit_codes
@@ -336,10 +399,27 @@ def scraped(paths, tmp_path_factory):
     wide = media.make_clip(d / "wide.mp4", "h264", 320, 180, num_frames=24, gop=12)
     (d / "empty.mp4").write_bytes(b"")
     (d / "garbage.mp4").write_bytes(b"<html>not found</html>\n" * 50)
-    items = [paths[0], short, paths[1], d / "empty.mp4", wide, paths[0], d / "missing.mp4", paths[1],
-             d / "garbage.mp4", wide, paths[1]]
-    bad = {1: "too short for the clip: 6 frames", 3: "empty", 4: "frames of 180x320 do not fit batches of 144x256",
-           6: "does not exist", 8: "cannot open", 9: "do not fit"}
+    items = [
+        paths[0],
+        short,
+        paths[1],
+        d / "empty.mp4",
+        wide,
+        paths[0],
+        d / "missing.mp4",
+        paths[1],
+        d / "garbage.mp4",
+        wide,
+        paths[1],
+    ]
+    bad = {
+        1: "too short for the clip: 6 frames",
+        3: "empty",
+        4: "frames of 180x320 do not fit batches of 144x256",
+        6: "does not exist",
+        8: "cannot open",
+        9: "do not fit",
+    }
     return items, bad
 
 
@@ -365,8 +445,17 @@ def test_skip_policy_covers_every_fault_of_the_sample_and_delivers_the_rest_once
     # delivered clip is exactly the frames its sampler asked for
     seen, ranks = [], []
     for rank in (0, 1):
-        loader = distributed.sharded_loader(items, "pyav", rank=rank, world_size=2, batch_size=2, shuffle=True,
-                                            num_workers=rank, on_error="skip", **CLIP)
+        loader = distributed.sharded_loader(
+            items,
+            "pyav",
+            rank=rank,
+            world_size=2,
+            batch_size=2,
+            shuffle=True,
+            num_workers=rank,
+            on_error="skip",
+            **CLIP,
+        )
         ds = loader.loader.dataset.dataset
         ids = []
         for batch_ids, frames, skips in loader:
@@ -385,7 +474,7 @@ def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
     from playbook_utils.errors import DecodeError
 
     items, bad = scraped
-    fine = [items[0], items[4], items[2]]                  # 144x256, 180x320, 144x256
+    fine = [items[0], items[4], items[2]]  # 144x256, 180x320, 144x256
     resized = next(iter(loaders.make_loader(fine, batch_size=3, num_workers=0, size=(72, 128), **CLIP)))
     assert tuple(resized.shape) == (3, 4, 3, 72, 128)
     listed = next(iter(loaders.make_loader(fine, batch_size=3, num_workers=0, mixed_sizes="list", **CLIP)))
@@ -419,11 +508,20 @@ def test_gpu_loaders_stopped_early_end_cleanly_and_free_gpu_memory(backend, path
     memory = torch.cuda.memory_allocated()
     codes = []
     for _ in range(3):
-        for batch in loaders.GpuLoader([paths[0]] * 8, backend=backend, device="cuda", threads=2, batch_size=1,
-                                       size=64, chunk=24):
+        for batch in loaders.GpuLoader(
+            [paths[0]] * 8, backend=backend, device="cuda", threads=2, batch_size=1, size=64, chunk=24
+        ):
             break
-        L = loaders.GpuProcessLoader([paths[0], paths[1]] * 4, processes=2, threads=2, batch_size=1,
-                                     backend=backend, device="cuda", size=64, chunk=24)
+        L = loaders.GpuProcessLoader(
+            [paths[0], paths[1]] * 4,
+            processes=2,
+            threads=2,
+            batch_size=1,
+            backend=backend,
+            device="cuda",
+            size=64,
+            chunk=24,
+        )
         for batch in L:
             break
         del batch

@@ -55,7 +55,9 @@ def test_read_stamp_accepts_layouts_and_resizing(layout):
     y, _, _ = media.synth_frame(1234, 320, 180)
     rgb = np.repeat(y[:, :, None], 3, axis=2)
     frame = {
-        "hwc": rgb, "chw": rgb.transpose(2, 0, 1), "gray": y,
+        "hwc": rgb,
+        "chw": rgb.transpose(2, 0, 1),
+        "gray": y,
         "half_size": rgb[::2, ::2],
     }.get(layout)
     if layout == "torch":
@@ -67,12 +69,12 @@ def test_read_stamp_accepts_layouts_and_resizing(layout):
 def test_read_stamp_refuses_frames_without_a_valid_stamp():
     y, _, _ = media.synth_frame(77, 320, 180)
     with pytest.raises(StampError):
-        read_stamp(np.full((180, 320), 128, np.uint8))          # no stamp at all
+        read_stamp(np.full((180, 320), 128, np.uint8))  # no stamp at all
     with pytest.raises(StampError):
-        read_stamp(y[::-1, ::-1])                               # rotated 180 degrees
+        read_stamp(y[::-1, ::-1])  # rotated 180 degrees
     ch, cw = media._stamp_cells(180, 320)
     damaged = y.copy()
-    damaged[:ch, 5 * cw:6 * cw] = 255 - damaged[:ch, 5 * cw:6 * cw]  # one bit flipped in the code row only
+    damaged[:ch, 5 * cw : 6 * cw] = 255 - damaged[:ch, 5 * cw : 6 * cw]  # one bit flipped in the code row only
     with pytest.raises(StampError, match="complement"):
         read_stamp(damaged)
 
@@ -111,10 +113,15 @@ def test_probe_finds_b_frames_and_variable_frame_rate(tmp_path):
 
 
 @pytest.mark.media
-@pytest.mark.parametrize("content,cause", [
-    (None, "does not exist"), (b"", "empty"), (b"not a video at all\n" * 10, "cannot open"),
-    (bytes(range(256)) * 64, "cannot open"),
-])
+@pytest.mark.parametrize(
+    "content,cause",
+    [
+        (None, "does not exist"),
+        (b"", "empty"),
+        (b"not a video at all\n" * 10, "cannot open"),
+        (bytes(range(256)) * 64, "cannot open"),
+    ],
+)
 def test_probe_errors_name_the_file_and_cause(tmp_path, content, cause):
     path = tmp_path / "bad.mp4"
     if content is not None:
@@ -185,8 +192,12 @@ def test_constant_rate_webm_is_not_called_vfr(tmp_path):
 def test_pick_clip_takes_the_size_nearest_1080p_then_the_gop():
     from types import SimpleNamespace as V
 
-    infos = {"a": V(codec="h264", height=720, gop_lengths=[30]), "b": V(codec="h264", height=1080, gop_lengths=[30]),
-             "c": V(codec="h264", height=1080, gop_lengths=[250, 50]), "d": V(codec="hevc", height=1080, gop_lengths=[30])}
+    infos = {
+        "a": V(codec="h264", height=720, gop_lengths=[30]),
+        "b": V(codec="h264", height=1080, gop_lengths=[30]),
+        "c": V(codec="h264", height=1080, gop_lengths=[250, 50]),
+        "d": V(codec="hevc", height=1080, gop_lengths=[30]),
+    }
     assert media.pick_clip(infos, "h264") == "b" and media.pick_clip(infos, "h264", long_gop=True) == "c"
     assert media.pick_clip(infos, "h264", height=700) == "a"
     assert media.pick_clip(infos, "vp9") is None
@@ -202,7 +213,7 @@ def test_two_processes_making_the_same_clip_at_once_both_succeed(tmp_path):
         assert [f.result() for f in done] == [path, path]
     info = probe(path)
     assert info.num_frames == 60 and (info.width, info.height) == (640, 360)
-    assert [p.name for p in tmp_path.iterdir()] == ["same.mp4"]   # no temporary file left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["same.mp4"]  # no temporary file left behind
 
 
 @pytest.mark.media
@@ -224,7 +235,7 @@ def test_probe_reads_the_best_stream_the_shown_frames_and_the_display_rotation(t
     for degrees in (90, 180, 270):
         rotated = media.rotate_display(base, tmp_path / f"rot{degrees}.mp4", degrees)
         assert probe(rotated).rotation == degrees and (probe(rotated).width, probe(rotated).height) == (320, 180)
-        with av.open(str(rotated)) as c:   # FFmpeg's own reading of the display matrix agrees
+        with av.open(str(rotated)) as c:  # FFmpeg's own reading of the display matrix agrees
             assert next(c.decode(video=0)).rotation % 360 == degrees
     assert probe(base).rotation == 0 and probe(base).edit_list_hidden == 0
 

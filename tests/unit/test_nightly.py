@@ -11,10 +11,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Synthetic headlines in the shape notebooks 00 and 10 write; the numbers mean nothing.
 BASE = {
-    "00_hardware_and_environment": {"gpu": "Test GPU", "nvdec_engines": 2, "nvdec_codecs": "h264, hevc",
-                                    "disk_cold_mb_s": 1000.0, "h2d_pinned_gb_s": 20.0},
-    "10_pyav": {"cpu_sequential_fps": 1000.0, "cpu_sparse_fps": 200.0, "gpu_sequential_fps": None,
-                "thread_auto_speedup": 2.0, "seek_first_frame_wrong": "3 of 3", "exact": True},
+    "00_hardware_and_environment": {
+        "gpu": "Test GPU",
+        "nvdec_engines": 2,
+        "nvdec_codecs": "h264, hevc",
+        "disk_cold_mb_s": 1000.0,
+        "h2d_pinned_gb_s": 20.0,
+    },
+    "10_pyav": {
+        "cpu_sequential_fps": 1000.0,
+        "cpu_sparse_fps": 200.0,
+        "gpu_sequential_fps": None,
+        "thread_auto_speedup": 2.0,
+        "seek_first_frame_wrong": "3 of 3",
+        "exact": True,
+    },
 }
 
 
@@ -24,13 +35,26 @@ def _folder(path, headlines, mode="full", status=None, environment=None, cpu="Te
     rows = []
     for stem, head in headlines.items():
         failed = (status or {}).get(stem)
-        rows.append({"notebook": f"{stem}.ipynb", "status": "failed" if failed else "passed",
-                     "error": failed, "seconds": 1.0, "headline": head, "skipped": []})
+        rows.append(
+            {
+                "notebook": f"{stem}.ipynb",
+                "status": "failed" if failed else "passed",
+                "error": failed,
+                "seconds": 1.0,
+                "headline": head,
+                "skipped": [],
+            }
+        )
         doc = {"notebook": stem, "headline": head, "skipped": []}
         if environment and stem.startswith("00_"):
             doc["environment"] = environment
         (path / f"{stem}.json").write_text(json.dumps(doc))
-    machine = {"gpu": "Test GPU", "cpu": cpu, "date_utc": "2000-01-01 00:00", **({"libraries": libraries} if libraries else {})}
+    machine = {
+        "gpu": "Test GPU",
+        "cpu": cpu,
+        "date_utc": "2000-01-01 00:00",
+        **({"libraries": libraries} if libraries else {}),
+    }
     (path / "summary.json").write_text(json.dumps({"mode": mode, "machine": machine, "notebooks": rows}))
     return path
 
@@ -60,7 +84,9 @@ def _compare(tmp_path, run_heads, base_heads=BASE, *extra, **folder_kw):
 
 
 def _verdicts(report):
-    return {(nb["notebook"].split("_")[0], m["metric"]): m["verdict"] for nb in report["notebooks"] for m in nb["metrics"]}
+    return {
+        (nb["notebook"].split("_")[0], m["metric"]): m["verdict"] for nb in report["notebooks"] for m in nb["metrics"]
+    }
 
 
 def _rule(metric, stem="10_pyav", value=1.0):
@@ -102,8 +128,13 @@ def test_within_tolerance_passes_and_just_beyond_fails(tmp_path):
 def test_a_cpu_rate_measured_on_fewer_cores_is_not_judged_but_reported(tmp_path):
     """A lane of run_notebooks --lanes has a share of the cores: its CPU rates are not comparable with a baseline
     measured on all of them. The same halved rate on the same core count is a regression (test above)."""
-    heads = _changed(**{"10__cpu_sequential_fps": BASE["10_pyav"]["cpu_sequential_fps"] * 0.5, "10__exact": False,
-                        "00__h2d_pinned_gb_s": BASE["00_hardware_and_environment"]["h2d_pinned_gb_s"] * 0.5})
+    heads = _changed(
+        **{
+            "10__cpu_sequential_fps": BASE["10_pyav"]["cpu_sequential_fps"] * 0.5,
+            "10__exact": False,
+            "00__h2d_pinned_gb_s": BASE["00_hardware_and_environment"]["h2d_pinned_gb_s"] * 0.5,
+        }
+    )
     code, report, run = _compare(tmp_path, heads, BASE, cpu="Test CPU x2")
     v = _verdicts(report)
     assert v[("10", "cpu_sequential_fps")] == "not comparable" and v[("10", "cpu_sparse_fps")] == "not comparable"
@@ -129,12 +160,12 @@ def test_directions_near_lower_and_absolute_bands():
     higher, lower = {"direction": "higher", "rel": 0.2}, {"direction": "lower", "abs": 10}
     near, equal = {"direction": "near", "rel": 0.25}, {"direction": "equal"}
     assert nightly.compare_value(100.0, 70.0, higher)[0] == "REGRESSION"
-    assert nightly.compare_value(40.0, 49.0, lower)[0] == "ok"        # +9 points, band 10 points
+    assert nightly.compare_value(40.0, 49.0, lower)[0] == "ok"  # +9 points, band 10 points
     assert nightly.compare_value(40.0, 55.0, lower)[0] == "REGRESSION"
     assert nightly.compare_value(40.0, 20.0, lower)[0] == "better"
-    assert nightly.compare_value(4.0, 6.0, near)[0] == "REGRESSION"   # no better side: up is flagged too
+    assert nightly.compare_value(4.0, 6.0, near)[0] == "REGRESSION"  # no better side: up is flagged too
     assert nightly.compare_value(4.0, 4.5, near)[0] == "ok"
-    assert nightly.compare_value(True, 1, equal)[0] == "REGRESSION"   # a bool is not a count
+    assert nightly.compare_value(True, 1, equal)[0] == "REGRESSION"  # a bool is not a count
     assert nightly.compare_value(7, 7.0, equal)[0] == "ok"
     assert nightly.compare_value(None, 3.0, higher)[0] == "new"
     assert nightly.compare_value(3.0, None, higher)[0] == "MISSING"
@@ -148,7 +179,7 @@ def test_committed_rules_pick_the_intended_direction():
     assert _rule("harness_overhead_pct", "20_decode_benchmarks")["direction"] == "lower"
     assert _rule("best_sparse_speedup_short_gop", "20_decode_benchmarks")["direction"] == "higher"
     assert _rule("best_sequential", "20_decode_benchmarks", "x")["direction"] == "info"
-    assert _rule("some_new_number")["direction"] == "near"       # unlisted number: either way
+    assert _rule("some_new_number")["direction"] == "near"  # unlisted number: either way
     assert _rule("some_new_label", value="x")["direction"] == "equal"
 
 
@@ -199,8 +230,11 @@ def test_several_partial_folders_are_merged(tmp_path):
 
 
 def test_environment_stamps_head_the_report(tmp_path):
-    env = {"python": "3.99.0", "gpu": {"driver": "999.1", "cuda_driver": "99.0"},
-           "libraries": {"av": {"importable": True, "version": "0.0.1", "error": None}}}
+    env = {
+        "python": "3.99.0",
+        "gpu": {"driver": "999.1", "cuda_driver": "99.0"},
+        "libraries": {"av": {"importable": True, "version": "0.0.1", "error": None}},
+    }
     code, report, run = _compare(tmp_path, BASE, environment=env)
     assert code == 0
     assert report["run"]["driver"] == "999.1" and report["run"]["libraries"] == {"av": "0.0.1"}
@@ -246,7 +280,7 @@ def test_committed_baseline_compared_with_itself_passes(tmp_path):
     assert expected and {Path(nb["notebook"]).stem for nb in report["notebooks"]} == expected
     metrics = [m for nb in report["notebooks"] for m in nb["metrics"]]
     verdicts = {m["verdict"] for m in metrics}
-    assert "ok" in verdicts and verdicts <= {"ok", "same"}    # 'same': an info metric (a label) left unjudged
+    assert "ok" in verdicts and verdicts <= {"ok", "same"}  # 'same': an info metric (a label) left unjudged
     assert report["baseline"]["gpu"] and report["baseline"]["driver"]
     assert not (baseline / "report.json").exists()
 
@@ -278,10 +312,12 @@ def test_run_split_over_two_calls_accumulates_and_fails_on_a_broken_notebook(tmp
     assert nightly.main(common + ["--pattern", "91"]) == 1
     summary = json.loads((out / "summary.json").read_text())
     assert summary["mode"] == "full"
-    assert {r["notebook"]: r["status"] for r in summary["notebooks"]} == {"90_good.ipynb": "passed",
-                                                                           "91_broken.ipynb": "failed"}
+    assert {r["notebook"]: r["status"] for r in summary["notebooks"]} == {
+        "90_good.ipynb": "passed",
+        "91_broken.ipynb": "failed",
+    }
     kept = next(r for r in summary["notebooks"] if r["notebook"] == "90_good.ipynb")
-    assert kept["machine"]["cpu"] == summary["machine"]["cpu"]    # a kept row carries the machine it ran on
+    assert kept["machine"]["cpu"] == summary["machine"]["cpu"]  # a kept row carries the machine it ran on
     assert nightly.main(["--compare-only", str(out), "--baseline", str(base)]) == 1
     assert "planted failure" in (out / "report.md").read_text()
 
@@ -301,8 +337,12 @@ def test_a_regression_planted_in_the_committed_results_fails(tmp_path):
     code = nightly.main(["--compare-only", str(run), "--baseline", str(baseline), "--report-dir", str(tmp_path)])
     assert code == 2
     report = json.loads((tmp_path / "report.json").read_text())
-    bad = [(nb["notebook"], m["metric"]) for nb in report["notebooks"] for m in nb["metrics"]
-           if m["verdict"] == "REGRESSION"]
+    bad = [
+        (nb["notebook"], m["metric"])
+        for nb in report["notebooks"]
+        for m in nb["metrics"]
+        if m["verdict"] == "REGRESSION"
+    ]
     assert [m for _, m in bad] == ["h2d_pinned_gb_s"]
     assert "h2d_pinned_gb_s" in (tmp_path / "report.md").read_text()
 
@@ -312,9 +352,16 @@ def test_nested_headline_values_are_compared_leaf_by_leaf(tmp_path):
     base, run = tmp_path / "base", tmp_path / "run"
     for folder, h264, loader in ((base, 2900, "pynvvideocodec x16 threads"), (run, 2800, "torchcodec x16 threads")):
         folder.mkdir()
-        (folder / "20_decode_benchmarks.json").write_text(json.dumps({"headline": {
-            "nvdec_ceiling_fps": {"h264.mp4": h264, "hevc.mp4": 5000},
-            "best_gpu_loader": {"h264.mp4": {"loader": loader, "fps": 2000, "pct_of_ceiling": 69.0}}}}))
+        (folder / "20_decode_benchmarks.json").write_text(
+            json.dumps(
+                {
+                    "headline": {
+                        "nvdec_ceiling_fps": {"h264.mp4": h264, "hevc.mp4": 5000},
+                        "best_gpu_loader": {"h264.mp4": {"loader": loader, "fps": 2000, "pct_of_ceiling": 69.0}},
+                    }
+                }
+            )
+        )
     # within tolerance, and a different winning loader is reported, not judged
     assert nightly.main(["--compare-only", str(run), "--baseline", str(base), "--report-dir", str(tmp_path)]) == 0
     doc = json.loads((run / "20_decode_benchmarks.json").read_text())
@@ -322,8 +369,9 @@ def test_nested_headline_values_are_compared_leaf_by_leaf(tmp_path):
     (run / "20_decode_benchmarks.json").write_text(json.dumps(doc))
     assert nightly.main(["--compare-only", str(run), "--baseline", str(base), "--report-dir", str(tmp_path)]) == 2
     report = json.loads((tmp_path / "report.json").read_text())
-    assert [m["metric"] for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"] == \
-        ["best_gpu_loader.h264.mp4.pct_of_ceiling"]
+    assert [m["metric"] for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"] == [
+        "best_gpu_loader.h264.mp4.pct_of_ceiling"
+    ]
 
 
 def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain(tmp_path, capsys):
@@ -338,12 +386,14 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
     assert report["library_changes"] == {"av": "19.0.2 -> 18.1.0"}
     metrics = {m["metric"]: m for nb in report["notebooks"] for m in nb["metrics"]}
     assert metrics["cpu_sequential_fps"]["libraries_changed"] == ["av 19.0.2 -> 18.1.0"]
-    assert "libraries_changed" not in metrics["cpu_sparse_fps"]            # not a regression: nothing named
+    assert "libraries_changed" not in metrics["cpu_sparse_fps"]  # not a regression: nothing named
     md = (run / "report.md").read_text()
     assert "Library versions changed since the baseline: av 19.0.2 -> 18.1.0" in md
     assert "| **REGRESSION** (library changed: av 19.0.2 -> 18.1.0) |" in md
-    assert "  regressed: 10_pyav.ipynb: cpu_sequential_fps (library changed: av 19.0.2 -> 18.1.0)" in \
-        capsys.readouterr().out.splitlines()
+    assert (
+        "  regressed: 10_pyav.ipynb: cpu_sequential_fps (library changed: av 19.0.2 -> 18.1.0)"
+        in capsys.readouterr().out.splitlines()
+    )
 
     # a run without notebook 00: the versions the runner stamped in summary.json; a change only in torch
     # is named beside a pyav regression too, since nothing points at another library

@@ -41,7 +41,7 @@ def test_saturation_run_without_nvdec_is_a_failed_row_not_a_crash(tmp_path):
     assert c["fps"] is None and c["saturated"] is False and len(c["rows"]) == 1
 
 
-FAKE_NVC = '''
+FAKE_NVC = """
 import time
 class PacketData:
     pass
@@ -58,7 +58,7 @@ class _Decoder:
         return [object()]
 def CreateDecoder(**kwargs):
     return _Decoder()
-'''
+"""
 
 
 def test_saturation_counts_only_frames_inside_the_window(tmp_path, monkeypatch):

@@ -70,7 +70,7 @@ def test_make_help_lists_every_target_and_variable():
     recipe = re.search(r"^help:.*\n((?:\t.*\n)+)", text, re.M).group(1)
     awk = next(line for line in recipe.splitlines() if "awk" in line)
     program = re.search(r"awk '(.*)'", awk).group(1).replace("$$", "$")
-    if shutil.which("awk"):   # the recipe's own program on the Makefile, as make runs it
+    if shutil.which("awk"):  # the recipe's own program on the Makefile, as make runs it
         listed = subprocess.run(["awk", program, str(ROOT / "Makefile")], capture_output=True, text=True).stdout
         rows = [line.split(None, 1) for line in listed.splitlines()]
         assert [r[0] for r in rows] == phony and all(len(r) == 2 and r[1].strip() for r in rows)
@@ -104,7 +104,7 @@ def test_every_cli_option_is_described_with_its_values(module, monkeypatch):
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
             continue
         assert action.help and len(action.help) > 15, f"{module} {action.option_strings}: no description"
-        for choice in action.choices or []:   # each valid value explained, not only listed in the usage line
+        for choice in action.choices or []:  # each valid value explained, not only listed in the usage line
             assert str(choice) in action.help, f"{module} {action.option_strings}: {choice} is not explained"
         if action.default not in (None, False) and not isinstance(action.default, bool):
             assert "default" in action.help, f"{module} {action.option_strings}: the default is not said"
@@ -125,13 +125,29 @@ def test_a_machine_has_a_driver_when_libcuda_loads_or_nvidia_smi_exists():
 
 
 def test_constraints_follow_the_stamp_with_builds_dropped_and_dali_by_cuda_major(tmp_path):
-    lines = setup_env.constraint_lines({"torch": "2.11.0+cu130", "av": {"version": "19.0.2"}, "decord": "0.6.0",
-                                        "torchcodec": "0.17.0+cu130", "PyNvVideoCodec": "2.2.4",
-                                        "nvidia.dali": "2.4.0", "something_else": "1.0"})
-    assert lines == ["torch==2.11.0", "av==19.0.2", "decord==0.6.0", "torchcodec==0.17.0", "pynvvideocodec==2.2.4",
-                     "nvidia-dali-cuda130==2.4.0"]
-    assert setup_env.constraint_lines({"torch": "2.13.0+cpu", "nvidia.dali": "2.4.0", "decord": None}) == \
-        ["torch==2.13.0", "nvidia-dali-cuda120==2.4.0"]
+    lines = setup_env.constraint_lines(
+        {
+            "torch": "2.11.0+cu130",
+            "av": {"version": "19.0.2"},
+            "decord": "0.6.0",
+            "torchcodec": "0.17.0+cu130",
+            "PyNvVideoCodec": "2.2.4",
+            "nvidia.dali": "2.4.0",
+            "something_else": "1.0",
+        }
+    )
+    assert lines == [
+        "torch==2.11.0",
+        "av==19.0.2",
+        "decord==0.6.0",
+        "torchcodec==0.17.0",
+        "pynvvideocodec==2.2.4",
+        "nvidia-dali-cuda130==2.4.0",
+    ]
+    assert setup_env.constraint_lines({"torch": "2.13.0+cpu", "nvidia.dali": "2.4.0", "decord": None}) == [
+        "torch==2.13.0",
+        "nvidia-dali-cuda120==2.4.0",
+    ]
     path = setup_env.write_constraints(tmp_path, {"av": "19.0.2", "torch": "2.11.0+cu130"}, "a test")
     assert setup_env.read_constraints(path) == {"av": "av==19.0.2", "torch": "torch==2.11.0"}
 
@@ -142,7 +158,7 @@ def test_each_baseline_carries_its_constraints(baseline):
     pins = setup_env.read_constraints(path)
     assert {"torch", "av", "decord", "torchcodec"} <= set(pins)
     found = setup_env.stamped_versions(path.parent)
-    if found:   # a baseline with an environment stamp: the file says exactly what it says
+    if found:  # a baseline with an environment stamp: the file says exactly what it says
         assert sorted(pins.values()) == sorted(setup_env.constraint_lines(found[0]))
 
 
@@ -156,7 +172,9 @@ def test_a_spec_outside_the_baselines_pin_is_installed_outside_it_and_failures_s
     def fake_pip(cmd, **kw):
         c = cmd.index("-c") if "-c" in cmd else None
         calls.append((cmd, Path(cmd[c + 1]).read_text() if c else None))
-        return subprocess.CompletedProcess(cmd, 1, stderr="ERROR: No matching distribution found for torchcodec==0.13.*\n")
+        return subprocess.CompletedProcess(
+            cmd, 1, stderr="ERROR: No matching distribution found for torchcodec==0.13.*\n"
+        )
 
     monkeypatch.setattr(subprocess, "run", fake_pip)
     install = setup_env.Installer({"torchcodec": "torchcodec==0.17.0", "av": "av==19.0.2"})
@@ -174,16 +192,19 @@ def test_apt_get_runs_in_sight_and_its_failure_is_reported(monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(setup_env.os, "geteuid", lambda: 0)
     monkeypatch.setattr(setup_env.shutil, "which", lambda exe: f"/usr/bin/{exe}")
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw)) or
-                        subprocess.CompletedProcess(cmd, 0 if "update" in cmd else 100))
+    monkeypatch.setattr(
+        subprocess,
+        "run",
+        lambda cmd, **kw: calls.append((cmd, kw)) or subprocess.CompletedProcess(cmd, 0 if "update" in cmd else 100),
+    )
     setup_env.install_ffmpeg(apt=True)
     assert [c for c, _ in calls] == [["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "ffmpeg"]]
-    assert all("stdout" not in kw and "stderr" not in kw for _, kw in calls)   # its output shows
+    assert all("stdout" not in kw and "stderr" not in kw for _, kw in calls)  # its output shows
     out = capsys.readouterr().out
     assert "running, as root:\n  apt-get update -q && apt-get install -y -q ffmpeg" in out
     assert "`apt-get install -y -q ffmpeg` failed (exit 100)" in out
     calls.clear()
-    setup_env.install_ffmpeg(apt=False)                                       # --no-apt: printed, not run
+    setup_env.install_ffmpeg(apt=False)  # --no-apt: printed, not run
     assert calls == [] and "sudo apt-get install -y ffmpeg" in capsys.readouterr().out
 
 
@@ -191,7 +212,7 @@ def test_a_cpu_only_machine_gets_cpu_torch_and_leaves_out_what_needs_a_driver(mo
     import importlib.metadata
 
     installed = []
-    torch = iter([None, ("2.13.0", None)])     # no torch, then the one setup installed
+    torch = iter([None, ("2.13.0", None)])  # no torch, then the one setup installed
     monkeypatch.delenv("TORCH_SPEC", raising=False)
     monkeypatch.delenv("TORCH_INDEX_URL", raising=False)
     monkeypatch.setattr(setup_env, "torch_build", lambda: next(torch))
@@ -199,12 +220,23 @@ def test_a_cpu_only_machine_gets_cpu_torch_and_leaves_out_what_needs_a_driver(mo
     monkeypatch.setattr(setup_env, "ffmpeg_libraries_present", lambda: True)
     monkeypatch.setattr(setup_env, "_project_installed", lambda: True)
     monkeypatch.setattr(setup_env, "satisfied", lambda spec: False)
-    monkeypatch.setattr(setup_env.Installer, "__call__",
-                        lambda self, specs, check=True, options=(): installed.append((specs, options)) or True)
-    monkeypatch.setattr(importlib.metadata, "requires", lambda dist: [
-        "numpy", "nvtx", "nvidia-nvimgcodec-cu12[all]<0.10.0,>=0.9.0", "nvidia-libnvcomp-cu12==5.3.0.16",
-        'pytest; extra == "test"'])
-    monkeypatch.setattr(setup_env, "reachable", lambda url: False)   # a machine that reaches only a mirror
+    monkeypatch.setattr(
+        setup_env.Installer,
+        "__call__",
+        lambda self, specs, check=True, options=(): installed.append((specs, options)) or True,
+    )
+    monkeypatch.setattr(
+        importlib.metadata,
+        "requires",
+        lambda dist: [
+            "numpy",
+            "nvtx",
+            "nvidia-nvimgcodec-cu12[all]<0.10.0,>=0.9.0",
+            "nvidia-libnvcomp-cu12==5.3.0.16",
+            'pytest; extra == "test"',
+        ],
+    )
+    monkeypatch.setattr(setup_env, "reachable", lambda url: False)  # a machine that reaches only a mirror
     assert setup_env.main([]) == 0
     assert installed[0] == (["torch==2.13.0"], ())
     assert "cannot be reached from here; taking torch from the configured package index" in capsys.readouterr().out
@@ -214,15 +246,17 @@ def test_a_cpu_only_machine_gets_cpu_torch_and_leaves_out_what_needs_a_driver(mo
     assert setup_env.main([]) == 0
     out = capsys.readouterr().out
     specs = [s for batch, _ in installed for s in batch]
-    assert installed[0] == (["torch==2.13.0"], ("--index-url", setup_env.CPU_TORCH_INDEX))   # the baseline's torch
+    assert installed[0] == (["torch==2.13.0"], ("--index-url", setup_env.CPU_TORCH_INDEX))  # the baseline's torch
     assert not any(s.startswith("pynvvideocodec") for s in specs)
     assert (["nvidia-dali-cuda120"], ("--no-deps",)) in installed and (["numpy", "nvtx"], ()) in installed
     assert "torchcodec==0.13.*" in specs
     assert "installing within results/cpu-2core/constraints.txt" in out
     assert "no NVIDIA driver here: the CPU-only build" in out
     assert "left out PyNvVideoCodec: it decodes on NVIDIA GPUs only" in out
-    assert ("DALI (nvidia-dali-cuda120) installed for its CPU video decoder, which reads VP9 only (the notebooks "
-            "use it on the CPU); left out its GPU libraries nvidia-nvimgcodec-cu12, nvidia-libnvcomp-cu12") in out
+    assert (
+        "DALI (nvidia-dali-cuda120) installed for its CPU video decoder, which reads VP9 only (the notebooks "
+        "use it on the CPU); left out its GPU libraries nvidia-nvimgcodec-cu12, nvidia-libnvcomp-cu12"
+    ) in out
     # with a driver the same machine keeps PyNvVideoCodec and DALI's full install, within the GPU baseline
     installed.clear()
     torch = iter([("2.11.0", "13.0")])

@@ -7,7 +7,7 @@ from playbook_utils import access, decoders, media, shards, sources
 from playbook_utils.bench import access as access_bench
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
-pytestmark = pytest.mark.media   # every test here encodes or decodes video
+pytestmark = pytest.mark.media  # every test here encodes or decodes video
 
 pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
@@ -68,8 +68,10 @@ def test_access_patterns_cost_what_they_say(bucket):
     assert ix.keyframes == [0, 32, 64, 96] and set(ix.keyframe_offsets()) == {ix.info.pts[k] for k in ix.keyframes}
     assert access.ByteIndex.from_json(ix.to_json()) == ix
     ref = decoders.read_frames(bucket["clip"], [70, 71], "pyav")
-    rows = {r["access"]: r for r in access_bench.measure_access(bucket["url"], [70, 71], "pyav", index=ix,
-                                                         block_size=4096, reference=ref)}
+    rows = {
+        r["access"]: r
+        for r in access_bench.measure_access(bucket["url"], [70, 71], "pyav", index=ix, block_size=4096, reference=ref)
+    }
     size = ix.size
     assert all(r["identical"] for r in rows.values())
     assert rows["whole object"]["requests"] == 1 and rows["whole object"]["bytes_fetched"] == size
@@ -81,4 +83,3 @@ def test_access_patterns_cost_what_they_say(bucket):
     assert rows["keyframe index"]["bytes_fetched"] >= sum(b - a for a, b in plan)
     assert rows["keyframe index"]["bytes_fetched"] < 0.6 * size
     assert rows["keyframe index"]["requests"] >= len(plan)
-

@@ -7,7 +7,7 @@ from playbook_utils import decoders, media, resize
 from playbook_utils.errors import BackendUnavailable
 
 IDX = [3, 20, 41, 63, 3]
-HALF = (180, 320)   # half of 640x360: the stamp cells scale exactly
+HALF = (180, 320)  # half of 640x360: the stamp cells scale exactly
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +66,14 @@ def test_dali_cpu_resizes_vp9_in_its_pipeline(tmp_path):
     assert got.shape == (3, 3, 96, 160) and [media.read_stamp(f) for f in got] == [1, 14, 23]
 
 
-GPU_RESIZE = [b for b in ("torchcodec", "dali", "pyav", "spdl") if b in decoders.BACKENDS
-              and torch.cuda.is_available() and decoders.why_unavailable(b, "cuda") is None
-              and resize.can_resize_in_decoder(b, "cuda")]
+GPU_RESIZE = [
+    b
+    for b in ("torchcodec", "dali", "pyav", "spdl")
+    if b in decoders.BACKENDS
+    and torch.cuda.is_available()
+    and decoders.why_unavailable(b, "cuda") is None
+    and resize.can_resize_in_decoder(b, "cuda")
+]
 
 
 @pytest.mark.media

@@ -47,17 +47,23 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     # the library versions it ran with: in the summary's stamp, and as the constraints a baseline carries
     from playbook_utils.tools import setup_env
 
-    assert summary["machine"]["libraries"] == setup_env.installed_versions() and "torch" in summary["machine"]["libraries"]
-    assert setup_env.read_constraints(out / "constraints.txt")["torch"] == \
-        f"torch=={summary['machine']['libraries']['torch'].split('+')[0]}"
+    assert (
+        summary["machine"]["libraries"] == setup_env.installed_versions() and "torch" in summary["machine"]["libraries"]
+    )
+    assert (
+        setup_env.read_constraints(out / "constraints.txt")["torch"]
+        == f"torch=={summary['machine']['libraries']['torch'].split('+')[0]}"
+    )
     md = (out / "summary.md").read_text()
     assert "1 passed, 2 failed" in md and "answer: 42" in md and "gpu part: no GPU" in md
     assert (out / "90_good.ipynb").exists()
     # the console: a start line with the place in the run, a result line, a tally with the total time
     lines = capsys.readouterr().out.splitlines()
     starts = [line for line in lines if line.startswith("[")]
-    assert starts == [f"[{k}/3] {stem} ... no time from an earlier run"
-                      for k, stem in enumerate(["90_good", "91_broken", "92_silent"], 1)]
+    assert starts == [
+        f"[{k}/3] {stem} ... no time from an earlier run"
+        for k, stem in enumerate(["90_good", "91_broken", "92_silent"], 1)
+    ]
     ends = [line.split() for line in lines if line.split()[:1] in (["passed"], ["failed"])]
     assert [e[:2] for e in ends] == [["passed", "90_good"], ["failed", "91_broken"], ["failed", "92_silent"]]
     assert all(re.fullmatch(r"\d+s", e[3]) for e in ends)
@@ -65,8 +71,14 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
 
 
 def test_durations_read_as_a_person_would_say_them():
-    assert [run_notebooks.duration(s) for s in (0.4, 45, 80, 370.4, 3600, 3725)] == \
-        ["0s", "45s", "1m20s", "6m10s", "1h00m", "1h02m"]
+    assert [run_notebooks.duration(s) for s in (0.4, 45, 80, 370.4, 3600, 3725)] == [
+        "0s",
+        "45s",
+        "1m20s",
+        "6m10s",
+        "1h00m",
+        "1h02m",
+    ]
 
 
 def test_runner_selects_by_pattern_and_passes_mode(tmp_path):
@@ -99,13 +111,34 @@ def test_a_cell_that_hangs_fails_its_notebook_and_the_run_goes_on(tmp_path):
 
 
 def test_param_values_are_python_literals_where_they_parse():
-    assert run_notebooks.parse_params(["WORKLOAD=sequential", "MAX_FILES=50", "RATE=0.5", "ON=True", "X=None",
-                                       "SIZES=[1, 2]", 'NAME="a b"', "EXPR=1+"]) == {
-        "WORKLOAD": "sequential", "MAX_FILES": 50, "RATE": 0.5, "ON": True, "X": None, "SIZES": [1, 2],
-        "NAME": "a b", "EXPR": "1+"}
+    assert run_notebooks.parse_params(
+        [
+            "WORKLOAD=sequential",
+            "MAX_FILES=50",
+            "RATE=0.5",
+            "ON=True",
+            "X=None",
+            "SIZES=[1, 2]",
+            'NAME="a b"',
+            "EXPR=1+",
+        ]
+    ) == {
+        "WORKLOAD": "sequential",
+        "MAX_FILES": 50,
+        "RATE": 0.5,
+        "ON": True,
+        "X": None,
+        "SIZES": [1, 2],
+        "NAME": "a b",
+        "EXPR": "1+",
+    }
     assert run_notebooks.parse_params(["EMPTY="]) == {"EMPTY": ""}
-    for bad, why in (("WORKLOAD", "KEY=VALUE"), ("=3", "KEY=VALUE"), ("SMOKE=False", "--mode"),
-                     ("OUTPUT_DIR=/tmp", "--output")):
+    for bad, why in (
+        ("WORKLOAD", "KEY=VALUE"),
+        ("=3", "KEY=VALUE"),
+        ("SMOKE=False", "--mode"),
+        ("OUTPUT_DIR=/tmp", "--output"),
+    ):
         with pytest.raises(ValueError, match=why):
             run_notebooks.parse_params([bad])
 
@@ -117,20 +150,34 @@ def test_a_param_reaches_the_notebooks_that_define_it_and_the_others_are_named(t
     body = """import json, pathlib
 pathlib.Path(OUTPUT_DIR, "{stem}.json").write_text(json.dumps({{"headline": {{
     "workload": globals().get("WORKLOAD"), "max_files": globals().get("MAX_FILES")}}}}))"""
-    _write_nb(nbs / "90_takes.ipynb", body.format(stem="90_takes"), extra_params='\nWORKLOAD = "uniform16"\nMAX_FILES = 200')
+    _write_nb(
+        nbs / "90_takes.ipynb", body.format(stem="90_takes"), extra_params='\nWORKLOAD = "uniform16"\nMAX_FILES = 200'
+    )
     _write_nb(nbs / "91_lacks.ipynb", body.format(stem="91_lacks"))
     assert run_notebooks.notebook_parameters(nbs / "90_takes.ipynb") == [
-        "SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR", "WORKLOAD", "MAX_FILES"]
+        "SMOKE",
+        "DEVICE",
+        "VIDEO_DIR",
+        "OUTPUT_DIR",
+        "WORKLOAD",
+        "MAX_FILES",
+    ]
     _write_nb(nbs / "93_magic.ipynb", "x = 1", extra_params="\n%matplotlib inline\nWORKLOAD = 'a'")
     assert run_notebooks.notebook_parameters(nbs / "93_magic.ipynb") == [
-        "SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR", "WORKLOAD"]
+        "SMOKE",
+        "DEVICE",
+        "VIDEO_DIR",
+        "OUTPUT_DIR",
+        "WORKLOAD",
+    ]
     (nbs / "93_magic.ipynb").unlink()
-    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out),
-                               "--param", "WORKLOAD=sequential", "--param", "MAX_FILES=50"])
+    code = run_notebooks.main(
+        ["--notebooks", str(nbs), "--output", str(out), "--param", "WORKLOAD=sequential", "--param", "MAX_FILES=50"]
+    )
     assert code == 0
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert rows["90_takes.ipynb"]["headline"] == {"workload": "sequential", "max_files": 50}
-    assert rows["91_lacks.ipynb"]["headline"] == {"workload": None, "max_files": None}   # not injected there
+    assert rows["91_lacks.ipynb"]["headline"] == {"workload": None, "max_files": None}  # not injected there
     lines = capsys.readouterr().out.splitlines()
     assert "--param WORKLOAD: a parameter of 90_takes only; left out of 91_lacks" in lines
     assert "--param MAX_FILES: a parameter of 90_takes only; left out of 91_lacks" in lines
@@ -162,13 +209,14 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path, capsys):
         pytest.skip("two lanes need two cores")
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
-    _write_timed_nb(nbs / "90_a.ipynb", sleep=4)   # 91 ends first: the free lane must still wait for 90
+    _write_timed_nb(nbs / "90_a.ipynb", sleep=4)  # 91 ends first: the free lane must still wait for 90
     _write_timed_nb(nbs / "91_b.ipynb")
     _write_timed_nb(nbs / "92_reads_a.ipynb", after=["90_a"], label=True)
     _write_timed_nb(nbs / "93_all.ipynb", whole=True)
     _write_timed_nb(nbs / "94_broken.ipynb", fail=True)
-    code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--lanes", "2",
-                               "--param", "LABEL=from the command line"])
+    code = run_notebooks.main(
+        ["--notebooks", str(nbs), "--output", str(out), "--lanes", "2", "--param", "LABEL=from the command line"]
+    )
     assert code == 1
     lines = capsys.readouterr().out.splitlines()
     starts = [line for line in lines if line.startswith("[")]
@@ -179,12 +227,12 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path, capsys):
     assert list(rows) == ["90_a.ipynb", "91_b.ipynb", "92_reads_a.ipynb", "93_all.ipynb", "94_broken.ipynb"]
     assert rows["94_broken.ipynb"]["status"] == "failed" and "planted failure" in rows["94_broken.ipynb"]["error"]
     h = {n[:2]: r["headline"] for n, r in rows.items() if r["status"] == "passed"}
-    assert [h[k]["cores"] for k in ("90", "91", "92")] == [cores // 2] * 3   # a lane's share of the cores
-    assert h["93"]["cores"] == cores                                          # the whole machine
-    assert h["92"]["label"] == "from the command line" and h["91"]["label"] is None   # --param reached its lane
-    assert h["92"]["start"] >= h["90"]["end"]                                 # "after" waited
-    assert h["93"]["start"] >= max(h[k]["end"] for k in ("90", "91", "92"))   # alone, at the end
-    assert h["90"]["start"] < h["91"]["end"] and h["91"]["start"] < h["90"]["end"]   # two at a time
+    assert [h[k]["cores"] for k in ("90", "91", "92")] == [cores // 2] * 3  # a lane's share of the cores
+    assert h["93"]["cores"] == cores  # the whole machine
+    assert h["92"]["label"] == "from the command line" and h["91"]["label"] is None  # --param reached its lane
+    assert h["92"]["start"] >= h["90"]["end"]  # "after" waited
+    assert h["93"]["start"] >= max(h[k]["end"] for k in ("90", "91", "92"))  # alone, at the end
+    assert h["90"]["start"] < h["91"]["end"] and h["91"]["start"] < h["90"]["end"]  # two at a time
     assert (out / "logs" / "90_a.log").exists()
 
 
@@ -210,7 +258,7 @@ def test_pick_next_takes_the_longest_ready_notebook():
     order, finished, pending = [], set(), list(nbs)
     while pending:
         nb = run_notebooks.pick_next(pending, waits, finished, expected)
-        if nb is None:   # what is left waits for notebooks still running: let them finish
+        if nb is None:  # what is left waits for notebooks still running: let them finish
             finished |= set(order)
             continue
         pending.remove(nb)
@@ -251,49 +299,83 @@ def test_kernels_start_without_the_unencrypted_tcp_warning(tmp_path, capfd, monk
 
 
 def _row(name, status="passed", headline=None, **kw):
-    return {"notebook": name, "requires": [], "missing": [], "status": status, "error": kw.pop("error", None),
-            "seconds": 1.0, "headline": headline or {}, "skipped": [], **kw}
+    return {
+        "notebook": name,
+        "requires": [],
+        "missing": [],
+        "status": status,
+        "error": kw.pop("error", None),
+        "seconds": 1.0,
+        "headline": headline or {},
+        "skipped": [],
+        **kw,
+    }
 
 
 def test_summary_opens_with_the_recommendation_and_lists_spreads_and_unreadable_files(tmp_path):
     machine = {"gpu": "no GPU", "cpu": "Test CPU x2", "date_utc": "2026-12-01 00:00"}
-    rows = [_row("20_decode_benchmarks.ipynb", headline={"best_fps": 1386.4, "best_fps_spread_pct": 7.2, "jobs": 9},
-                 unreadable={"/videos/broken.mp4": "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file"}),
-            _row("21_training_loader_benchmarks.ipynb", unreadable={"/videos/broken.mp4": "DecodeError: same file"}),
-            _row("22_choosing_a_loader.ipynb", headline={
-                "workload": "sequential", "recommended": "pyav on cpu", "recommended_fps": 1386.4,
-                "recommended_fps_spread_pct": 12.0, "runner_up": "torchcodec on cpu",
-                "margin_note": "13% ahead, inside the spread: tied"})]
+    rows = [
+        _row(
+            "20_decode_benchmarks.ipynb",
+            headline={"best_fps": 1386.4, "best_fps_spread_pct": 7.2, "jobs": 9},
+            unreadable={"/videos/broken.mp4": "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file"},
+        ),
+        _row("21_training_loader_benchmarks.ipynb", unreadable={"/videos/broken.mp4": "DecodeError: same file"}),
+        _row(
+            "22_choosing_a_loader.ipynb",
+            headline={
+                "workload": "sequential",
+                "recommended": "pyav on cpu",
+                "recommended_fps": 1386.4,
+                "recommended_fps_spread_pct": 12.0,
+                "runner_up": "torchcodec on cpu",
+                "margin_note": "13% ahead, inside the spread: tied",
+            },
+        ),
+    ]
     md = run_notebooks.write_summary(rows, tmp_path, "smoke", machine).read_text().splitlines()
-    assert md[2] == ("**Open this first:** `22_choosing_a_loader.ipynb` recommends **pyav on cpu** at 1,386 ± 12% "
-                     "frames/s for the sequential workload (runner-up: torchcodec on cpu; 13% ahead, inside the spread: tied)")
+    assert md[2] == (
+        "**Open this first:** `22_choosing_a_loader.ipynb` recommends **pyav on cpu** at 1,386 ± 12% "
+        "frames/s for the sequential workload (runner-up: torchcodec on cpu; 13% ahead, inside the spread: tied)"
+    )
     row20 = next(line for line in md if line.startswith("| 20_decode"))
     assert "best_fps: 1,386 ± 7%<br>jobs: 9 |" in row20 and "best_fps_spread_pct" not in row20
     at = md.index("## Files that could not be read (1)")
-    assert md[at + 2] == ("- `/videos/broken.mp4` (20_decode_benchmarks, 21_training_loader_benchmarks): "
-                          "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file")
+    assert md[at + 2] == (
+        "- `/videos/broken.mp4` (20_decode_benchmarks, 21_training_loader_benchmarks): "
+        "DecodeError: /videos/broken.mp4 [probe]: cannot open as a media file"
+    )
     assert json.loads((tmp_path / "summary.json").read_text())["notebooks"][0]["unreadable"] == rows[0]["unreadable"]
 
 
 def test_open_first_says_when_22_made_no_recommendation_or_something_failed():
     none = _row("22_choosing_a_loader.ipynb", headline={"recommended": None})
-    assert run_notebooks.open_first([none]) == \
-        "**Open this first:** `22_choosing_a_loader.ipynb` made no recommendation here: open it for the reason"
+    assert (
+        run_notebooks.open_first([none])
+        == "**Open this first:** `22_choosing_a_loader.ipynb` made no recommendation here: open it for the reason"
+    )
     failed = _row("21_training_loader_benchmarks.ipynb", "failed", error="StampError: no valid frame stamp")
-    assert run_notebooks.open_first([failed]) == \
-        "**Open this first:** `21_training_loader_benchmarks.ipynb`, which failed: StampError: no valid frame stamp"
+    assert (
+        run_notebooks.open_first([failed])
+        == "**Open this first:** `21_training_loader_benchmarks.ipynb`, which failed: StampError: no valid frame stamp"
+    )
     assert run_notebooks.open_first([_row("10_pyav.ipynb")]) is None
 
 
 def test_a_notebooks_unreadable_files_reach_the_summary_and_the_console(tmp_path, capsys):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
-    _write_nb(nbs / "90_reads.ipynb", """import json, pathlib
+    _write_nb(
+        nbs / "90_reads.ipynb",
+        """import json, pathlib
 pathlib.Path(OUTPUT_DIR, "90_reads.json").write_text(json.dumps({"headline": {}, "unreadable": {
-    "bad.mp4": "DecodeError: bad.mp4 [probe]: cannot open as a media file"}}))""")
+    "bad.mp4": "DecodeError: bad.mp4 [probe]: cannot open as a media file"}}))""",
+    )
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
-    assert "- `bad.mp4` (90_reads): DecodeError: bad.mp4 [probe]: cannot open as a media file" in \
-        (out / "summary.md").read_text()
+    assert (
+        "- `bad.mp4` (90_reads): DecodeError: bad.mp4 [probe]: cannot open as a media file"
+        in (out / "summary.md").read_text()
+    )
     assert "1 of your files could not be read: listed in summary.md" in capsys.readouterr().out
 
 
@@ -313,22 +395,35 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
     seconds = next(r["seconds"] for r in first["notebooks"] if r["notebook"] == "90_good.ipynb")
     assert "expected times from the last smoke run in this folder" in out_lines
     assert f"[1/1] 90_good ... expected ~{run_notebooks.duration(seconds)}" in out_lines
-    times, source = run_notebooks.expected_seconds(out, "full")   # a full run: the full reference's, not these
+    times, source = run_notebooks.expected_seconds(out, "full")  # a full run: the full reference's, not these
     assert "90_good.ipynb" not in times and (source is None or source.startswith("results/h200"))
-    assert f"{out} held a smoke run of {first['machine']['date_utc']} UTC: its summary and the files of the " \
-           f"1 notebook(s) run again moved to {out / 'previous'}/" in out_lines
+    assert (
+        f"{out} held a smoke run of {first['machine']['date_utc']} UTC: its summary and the files of the "
+        f"1 notebook(s) run again moved to {out / 'previous'}/" in out_lines
+    )
     previous = out / "previous"
     assert json.loads((previous / "summary.json").read_text()) == first
-    assert {p.name for p in previous.iterdir()} == {"summary.json", "summary.md", "constraints.txt", "90_good.ipynb",
-                                                    "90_good.json", "90_plot.png"}
-    assert not (out / "90_plot.png").exists()                               # the re-run notebook's old plot went
-    assert json.loads((out / "91_good.json").read_text())["headline"]["answer"] == 43   # the other stayed
+    assert {p.name for p in previous.iterdir()} == {
+        "summary.json",
+        "summary.md",
+        "constraints.txt",
+        "90_good.ipynb",
+        "90_good.json",
+        "90_plot.png",
+    }
+    assert not (out / "90_plot.png").exists()  # the re-run notebook's old plot went
+    assert json.loads((out / "91_good.json").read_text())["headline"]["answer"] == 43  # the other stayed
     assert [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]] == ["90_good.ipynb"]
     _write_nb(nbs / "92_new.ipynb", GOOD.replace("90_good", "92_new"))
-    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90", "--pattern", "92"]) == 0
-    assert any(line.endswith("the files of the 1 notebook(s) run again moved to "
-                             f"{out / 'previous'}/ (replacing the run kept there)")
-               for line in capsys.readouterr().out.splitlines())
+    assert (
+        run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90", "--pattern", "92"]) == 0
+    )
+    assert any(
+        line.endswith(
+            f"the files of the 1 notebook(s) run again moved to {out / 'previous'}/ (replacing the run kept there)"
+        )
+        for line in capsys.readouterr().out.splitlines()
+    )
 
 
 def test_the_workshop_preset_selects_its_path_in_full_mode(monkeypatch, tmp_path):
@@ -339,7 +434,7 @@ def test_the_workshop_preset_selects_its_path_in_full_mode(monkeypatch, tmp_path
         return []
 
     monkeypatch.setattr(run_notebooks, "select", fake_select)
-    assert run_notebooks.main(["--workshop", "--output", str(tmp_path)]) == 2   # nothing selected by the fake
+    assert run_notebooks.main(["--workshop", "--output", str(tmp_path)]) == 2  # nothing selected by the fake
     assert seen["patterns"] == list(run_notebooks.WORKSHOP)
     picked = real_select(run_notebooks.NOTEBOOK_DIR, list(run_notebooks.WORKSHOP))
     assert [p.name[:2] for p in picked] == list(run_notebooks.WORKSHOP)

@@ -42,7 +42,9 @@ def test_at_fps_caps_long_videos_with_uniform():
     assert sampling.at_fps(3000, 30, 2, max_frames=16) == sampling.uniform(3000, 16)
 
 
-@given(n=counts, clip_len=st.integers(1, 32), stride=st.integers(1, 8), clips=st.integers(1, 8), seed=st.integers(0, 10**6))
+@given(
+    n=counts, clip_len=st.integers(1, 32), stride=st.integers(1, 8), clips=st.integers(1, 8), seed=st.integers(0, 10**6)
+)
 def test_random_clips_fit_and_are_deterministic(n, clip_len, stride, clips, seed):
     span = sampling.clip_span(clip_len, stride)
     if span > n:
@@ -64,7 +66,11 @@ def test_random_clips_vary_with_seed():
 
 def test_all_frames_and_bad_arguments():
     assert sampling.all_frames(5) == [0, 1, 2, 3, 4]
-    for bad in (lambda: sampling.uniform(0, 4), lambda: sampling.uniform(10, 0),
-                lambda: sampling.at_fps(10, 0, 1), lambda: sampling.random_clips(10, 0)):
+    for bad in (
+        lambda: sampling.uniform(0, 4),
+        lambda: sampling.uniform(10, 0),
+        lambda: sampling.at_fps(10, 0, 1),
+        lambda: sampling.random_clips(10, 0),
+    ):
         with pytest.raises(ValueError):
             bad()

@@ -8,7 +8,7 @@ import pytest
 
 from playbook_utils import distributed, media, shards, sources
 
-pytestmark = pytest.mark.media   # every test here encodes or decodes video
+pytestmark = pytest.mark.media  # every test here encodes or decodes video
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,10 @@ def test_write_and_list(dataset):
 
 def test_webdataset_reads_our_shards_the_same(dataset):
     wds = pytest.importorskip("webdataset")
-    got = [(s["__key__"], sorted(k for k in s if not k.startswith("__"))) for s in
-           wds.WebDataset([str(p) for p in dataset], shardshuffle=False)]
+    got = [
+        (s["__key__"], sorted(k for k in s if not k.startswith("__")))
+        for s in wds.WebDataset([str(p) for p in dataset], shardshuffle=False)
+    ]
     assert got == [(f"v{i:02d}", ["json", "mp4"]) for i in range(10)]
 
 
@@ -79,8 +81,9 @@ def test_shard_loader_two_ranks_two_workers_every_sample_once(dataset):
     spawned workers import torch anew: ~50 s on a 2-core CI machine); the split does not depend on it."""
     ids, skipped = [], {}
     for rank in range(2):
-        loader = shards.shard_loader(dataset, rank=rank, world_size=2, batch_size=2, num_workers=2, k=4,
-                                     start_method="fork")
+        loader = shards.shard_loader(
+            dataset, rank=rank, world_size=2, batch_size=2, num_workers=2, k=4, start_method="fork"
+        )
         out = shards.epoch(loader)
         ids.append(out["ids"])
         skipped.update(out["skipped"])

@@ -15,7 +15,7 @@ from playbook_utils import decoders, media, sources
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
 CPU_NATIVE = ("pyav", "torchcodec", "decord", "spdl")
-IDX = [0, 13, 29, 5, 5, 40]   # out of order, a repeat, across GOPs
+IDX = [0, 13, 29, 5, 5, 40]  # out of order, a repeat, across GOPs
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +54,21 @@ def test_memory_and_tar_inputs_are_frame_exact(backend, clip, shard):
     want = _stamps(decoders.read_frames(clip, IDX, backend))
     assert want == IDX
     data = clip.read_bytes()
-    inputs = {"bytes": data, "bytearray": bytearray(data), "file-like": io.BytesIO(data),
-              "open file": open(clip, "rb"), "TarMember": sources.TarMember(str(shard), "b.mp4"),
-              "tar:// string": f"tar://a.mp4::{shard}", "file:// URL": f"file://{clip}"}
+    inputs = {
+        "bytes": data,
+        "bytearray": bytearray(data),
+        "file-like": io.BytesIO(data),
+        "open file": open(clip, "rb"),
+        "TarMember": sources.TarMember(str(shard), "b.mp4"),
+        "tar:// string": f"tar://a.mp4::{shard}",
+        "file:// URL": f"file://{clip}",
+    }
     try:
         for name, src in inputs.items():
             got = sources.read_source(src, IDX, backend)
             assert _stamps(got.frames) == want, name
             assert got.how == "native", name
-            assert decoders.read_frames(src, [7], backend).shape[0] == 1, name   # the file-like can be read again
+            assert decoders.read_frames(src, [7], backend).shape[0] == 1, name  # the file-like can be read again
     finally:
         inputs["open file"].close()
 
@@ -81,7 +87,12 @@ def test_probe_takes_every_input(clip, shard):
     ref = media.probe(clip)
     for src in (clip.read_bytes(), io.BytesIO(clip.read_bytes()), sources.TarMember(str(shard), "a.mp4")):
         got = media.probe(src)
-        assert (got.num_frames, got.keyframes, got.pts, got.codec) == (ref.num_frames, ref.keyframes, ref.pts, ref.codec)
+        assert (got.num_frames, got.keyframes, got.pts, got.codec) == (
+            ref.num_frames,
+            ref.keyframes,
+            ref.pts,
+            ref.codec,
+        )
     assert media.probe(sources.TarMember(str(shard), "a.mp4")).path == f"tar://a.mp4::{shard}"
     assert decoders.video_info(f"tar://b.mp4::{shard}").num_frames == 42
 
@@ -92,7 +103,7 @@ def test_backends_without_memory_input_get_a_spooled_copy(clip, monkeypatch, tmp
     assert sources.how_read("pynvvideocodec") == "spooled"
     assert {b: sources.how_read(b) for b in CPU_NATIVE} == {b: "native" for b in CPU_NATIVE}
     monkeypatch.setattr(sources.tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(decoders.adapter("pyav"), "read_file", None)   # pyav as if it took only file names
+    monkeypatch.setattr(decoders.adapter("pyav"), "read_file", None)  # pyav as if it took only file names
     got = sources.read_source(clip.read_bytes(), IDX, "pyav")
     assert got.how == "spooled" and _stamps(got.frames) == IDX
     assert not list(tmp_path.glob("playbook-spool-*")), "the spooled copy is deleted"
@@ -127,7 +138,7 @@ def test_dali_cpu_takes_vp9_bytes(tmp_path):
 
 
 def test_range_file_counts_requests_and_serves_prefetched_bytes():
-    blob = bytes(range(256)) * 4000   # 1 MB
+    blob = bytes(range(256)) * 4000  # 1 MB
     calls = []
 
     def fetch(a, b):

@@ -5,7 +5,7 @@ import pytest
 from playbook_utils import media, sampling
 from playbook_utils.bench import sparse
 
-pytestmark = pytest.mark.media   # every test here encodes or decodes video
+pytestmark = pytest.mark.media  # every test here encodes or decodes video
 
 
 @pytest.fixture(scope="module")

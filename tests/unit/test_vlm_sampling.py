@@ -18,7 +18,6 @@ import torch
 from playbook_utils import sampling
 
 
-
 def _torchvision_stand_in():
     tv = types.ModuleType("torchvision")
     tv.__version__ = "0.0-stand-in"
@@ -36,8 +35,12 @@ def _torchvision_stand_in():
     fn.resize = resize
     tf.functional, tf.InterpolationMode = fn, InterpolationMode
     tv.io, tv.transforms = tv_io, tf
-    return {"torchvision": tv, "torchvision.io": tv_io, "torchvision.transforms": tf,
-            "torchvision.transforms.functional": fn}
+    return {
+        "torchvision": tv,
+        "torchvision.io": tv_io,
+        "torchvision.transforms": tf,
+        "torchvision.transforms.functional": fn,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +48,7 @@ def qwen():
     pytest.importorskip("PIL")
     try:
         import torchvision  # noqa: F401
+
         stubs = {}
     except ImportError:
         stubs = _torchvision_stand_in()
@@ -122,8 +126,11 @@ def test_indices_match_qwens_readers(qwen):
             for fps in TARGET_FPS:
                 for rng in ({}, {"video_start": 0.3, "video_end": d * 0.8}, {"max_frames": 256}):
                     ele = {"fps": fps, **rng}
-                    kw = {"start_s": rng.get("video_start"), "end_s": rng.get("video_end"),
-                          "max_frames": rng.get("max_frames")}
+                    kw = {
+                        "start_s": rng.get("video_start"),
+                        "end_s": rng.get("video_end"),
+                        "max_frames": rng.get("max_frames"),
+                    }
                     try:
                         first, last, count = qwen.calculate_video_frame_range(ele, n, vfps)
                         k = qwen.smart_nframes(ele, total_frames=count, video_fps=vfps)
@@ -150,14 +157,26 @@ def test_spread_is_exact_rounding():
     assert sampling._spread(0, 9, 3) == [0, 4, 9], "4.5 rounds to the even 4"
 
 
-SIZES = [(144, 256), (180, 320), (360, 640), (480, 854), (720, 1280), (1080, 1920), (2160, 3840),
-         (1080, 1080), (1920, 1080), (28, 5000), (10, 10), (4000, 3000)]
+SIZES = [
+    (144, 256),
+    (180, 320),
+    (360, 640),
+    (480, 854),
+    (720, 1280),
+    (1080, 1920),
+    (2160, 3840),
+    (1080, 1080),
+    (1920, 1080),
+    (28, 5000),
+    (10, 10),
+    (4000, 3000),
+]
 
 
 def test_smart_resize_matches_qwen(qwen):
     for h, w in SIZES:
         for factor in (28, 32):
-            for lo, hi in ((None, None), (128 * factor ** 2, 768 * factor ** 2), (4 * factor ** 2, 64 * factor ** 2)):
+            for lo, hi in ((None, None), (128 * factor**2, 768 * factor**2), (4 * factor**2, 64 * factor**2)):
                 kw = {"min_pixels": lo, "max_pixels": hi}
                 assert sampling.smart_resize(h, w, factor, **kw) == qwen.smart_resize(h, w, factor, **kw), (h, w, kw)
     with pytest.raises(ValueError, match="aspect ratio"):
@@ -173,9 +192,15 @@ def test_frame_size_matches_fetch_video(qwen):
     # (height, width, frames, extra keys): the default budget, then a total_pixels that binds (as 300+ frames
     # would under the default). min_pixels / max_pixels would also reach the per-image step, so they are
     # compared through smart_resize above instead.
-    cases = [(224, 448, 4, {}), (504, 896, 8, {}), (112, 112, 4, {}), (112, 2240, 4, {}),
-             (504, 896, 8, {"total_pixels": 8 * 64 * 784}), (504, 896, 6, {"total_pixels": 6 * 200 * 784}),
-             (224, 448, 4, {"total_pixels": 4 * 20 * 784})]
+    cases = [
+        (224, 448, 4, {}),
+        (504, 896, 8, {}),
+        (112, 112, 4, {}),
+        (112, 2240, 4, {}),
+        (504, 896, 8, {"total_pixels": 8 * 64 * 784}),
+        (504, 896, 6, {"total_pixels": 6 * 200 * 784}),
+        (224, 448, 4, {"total_pixels": 4 * 20 * 784}),
+    ]
     for h, w, k, extra in cases:
         frames = [Image.new("RGB", (w, h)) for _ in range(k)]
         out = qwen.fetch_video({"video": frames, **extra})

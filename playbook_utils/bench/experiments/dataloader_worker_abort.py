@@ -37,15 +37,23 @@ def trial(idle: float, backend: str = "decord") -> dict:
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", CHILD, str(idle), backend], capture_output=True, text=True, timeout=600)
     shutdown = [float(line.split()[1]) for line in p.stdout.splitlines() if line.startswith("SHUTDOWN_S")]
-    return {"backend": backend, "idle_s": idle, "returncode": p.returncode, "wall_s": round(time.perf_counter() - t, 1),
-            "shutdown_s": round(shutdown[0], 2) if shutdown else None,
-            "worker_aborted": "killed by signal: Aborted" in p.stderr or "terminate called" in p.stderr}
+    return {
+        "backend": backend,
+        "idle_s": idle,
+        "returncode": p.returncode,
+        "wall_s": round(time.perf_counter() - t, 1),
+        "shutdown_s": round(shutdown[0], 2) if shutdown else None,
+        "worker_aborted": "killed by signal: Aborted" in p.stderr or "terminate called" in p.stderr,
+    }
 
 
 if __name__ == "__main__":
     trials = [trial(idle) for idle in (0, 30) for _ in range(3)] + [trial(0, "pyav") for _ in range(3)]
     for t in trials:
         print(t, flush=True)
-    out = {"what": __doc__.strip().splitlines()[0], "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-           "trials": trials}
+    out = {
+        "what": __doc__.strip().splitlines()[0],
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "trials": trials,
+    }
     (HERE / "dataloader_worker_abort.json").write_text(json.dumps(out, indent=1) + "\n")

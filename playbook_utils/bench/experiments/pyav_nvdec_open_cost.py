@@ -1,10 +1,11 @@
 """How PyAV's NVDEC open cost depends on FFmpeg's CUDA context options. Each variant in a fresh process:
 python -m playbook_utils.bench.experiments.pyav_nvdec_open_cost OUT.json"""
+
 import json
 import subprocess
 import sys
 
-CHILD = r'''
+CHILD = r"""
 import json, statistics, sys, time
 import av, torch
 from av.codec.hwaccel import HWAccel
@@ -41,17 +42,22 @@ for name in ("h264_144p_gop12.mp4",):
     except Exception as e:
         out[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
 print(json.dumps(out))
-'''
+"""
 
 
 def main():
     rows = []
     for variant in ("default", "primary_ctx", "current_ctx"):
         for torch_first in ("0", "1"):
-            p = subprocess.run([sys.executable, "-c", CHILD, variant, torch_first], capture_output=True, text=True, timeout=300)
+            p = subprocess.run(
+                [sys.executable, "-c", CHILD, variant, torch_first], capture_output=True, text=True, timeout=300
+            )
             line = [x for x in p.stdout.splitlines() if x.startswith("{")]
-            rows.append(json.loads(line[-1]) if line else {"variant": variant, "torch_first": torch_first,
-                                                            "error": p.stderr[-400:]})
+            rows.append(
+                json.loads(line[-1])
+                if line
+                else {"variant": variant, "torch_first": torch_first, "error": p.stderr[-400:]}
+            )
             print(rows[-1], flush=True)
     json.dump(rows, open(sys.argv[1], "w"), indent=1)
 

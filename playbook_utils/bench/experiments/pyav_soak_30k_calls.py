@@ -9,7 +9,15 @@ from playbook_utils.bench import faults
 def main():
     clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
     r = faults.soak(clip, "pyav", "cpu", calls=30_000, warmup=500, every=1000)
-    print(json.dumps({"growth": r["rss_growth_pct"], "seconds": r["seconds"], "curve": [round(p["rss_mb"], 1) for p in r["curve"]]}))
+    print(
+        json.dumps(
+            {
+                "growth": r["rss_growth_pct"],
+                "seconds": r["seconds"],
+                "curve": [round(p["rss_mb"], 1) for p in r["curve"]],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
