@@ -102,7 +102,34 @@ class IOStats:
         return {"requests": self.requests, "bytes_fetched": self.bytes_fetched, "first_byte_s": self.first_byte_s}
 
 
-class RangeFile(io.RawIOBase):
+class _SizedReader(io.RawIOBase):
+    """A seekable, readable binary file of `size` bytes at position `_pos`, over bytes read by the subclass's
+    `read(n)`: the file-object part that `RangeFile` and `Window` share."""
+
+    size: int
+    _pos: int
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        self._pos = max(0, base + int(offset))
+        return self._pos
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class RangeFile(_SizedReader):
     """A read-only, seekable file over `fetch(start, end) -> bytes` (end exclusive) of an object of `size`
     bytes: every cache miss is one ranged request of at least `block_size` bytes, counted in `stats`.
 
@@ -128,20 +155,6 @@ class RangeFile(io.RawIOBase):
         self._blocks: dict[int, bytes] = {}
         self._max_blocks = max_blocks
         self._ranges = sorted((prefetched or {}).items())
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
-        self._pos = max(0, base + int(offset))
-        return self._pos
 
     def _load(self, first: int, last: int) -> None:
         """Fetch blocks first..last (inclusive) that are not held, in one request per missing run."""
@@ -200,13 +213,8 @@ class RangeFile(io.RawIOBase):
         self._pos += len(piece)
         return piece
 
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
-
-class Window(io.RawIOBase):
+class Window(_SizedReader):
     """Bytes [offset, offset + size) of a seekable binary file `base`, as a file of its own (a tar member)."""
 
     def __init__(self, base, offset: int, size: int, name: str):
@@ -217,20 +225,6 @@ class Window(io.RawIOBase):
     @property
     def stats(self):
         return getattr(self.base, "stats", None)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
-        self._pos = max(0, base + int(offset))
-        return self._pos
 
     def read(self, n: int = -1) -> bytes:
         left = self.size - self._pos
@@ -246,11 +240,6 @@ class Window(io.RawIOBase):
         data = self.base.read(n)
         self._pos += len(data)
         return data
-
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
