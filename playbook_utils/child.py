@@ -99,6 +99,32 @@ def call(argv: list[str], timeout: float = 600, env: dict | None = None) -> dict
     return found[-1] if found else _died(run, timeout)
 
 
+def call_all(argvs: dict, timeout: float = 600, env: dict | None = None) -> dict:
+    """`call` for several children at once, side by side: {key: argv} in, {key: answer} out. For work whose
+    children each watch only themselves (a soak of one backend's memory), so the batch takes as long as its
+    slowest child."""
+    procs = {
+        k: subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(env))
+        for k, a in argvs.items()
+    }
+    out = {}
+    for key, proc in procs.items():
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            proc.kill()
+            proc.communicate()
+            out[key] = _died(e, timeout)
+            continue
+        found = _answers(stdout)
+        out[key] = (
+            found[-1]
+            if found
+            else _died(subprocess.CompletedProcess(argvs[key], proc.returncode, stdout, stderr), timeout)
+        )
+    return out
+
+
 def serve(argv: list[str], requests: list[dict], timeout: float = 300, env: dict | None = None) -> list[dict]:
     """Send `requests` to one child `argv` (one JSON line each on its stdin; it answers one line per request, in
     order) and return one answer per request. When the child dies or runs out of time, the request it was on

@@ -261,3 +261,47 @@ def soak(
     if cuda:
         out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"] if base["gpu_mb"] else None
     return out
+
+
+def soak_all(jobs: dict, calls: int, warmup: int, max_seconds: float | None, timeout: float = 3600) -> dict:
+    """`soak` for several (clip, backend, device) at once, each in its own child process, side by side (each
+    watches only its own memory): {label: (clip, backend, device)} in, {label: result or {'error': ...}} out
+    (notebook 23)."""
+    from playbook_utils import child
+
+    argvs = {
+        label: child.python(
+            "-c",
+            "from playbook_utils import child; from playbook_utils.bench import faults; "
+            f"child.reply(faults.soak, {str(clip)!r}, {b!r}, {d!r}, calls={calls}, warmup={warmup}, "
+            f"every={max(1, calls // 40)}, max_seconds={max_seconds})",
+        )
+        for label, (clip, b, d) in jobs.items()
+    }
+    out = {}
+    for label, r in child.call_all(argvs, timeout).items():
+        out[label] = (
+            {k: v for k, v in r.items() if k not in ("status", "error", "cause", "exception")}
+            if r["status"] == "ok"
+            else {"error": r["error"]}
+        )
+    return out
+
+
+def format_soak(label: str, clip: str, r: dict, max_seconds: float | None) -> str:
+    """One line for a `soak` result: calls made, RSS from start to end, growth after the warm-up (and on the GPU),
+    and the fitted growth per call; or why the growth was not measured, or the child's error."""
+    if "error" in r:
+        return f"{label:20s}: failed: {r['error']}"
+    cut = f", stopped by the {max_seconds} s cap" if r.get("stopped_by_time") else ""
+    warm = f" of {r['warmup']} calls, cut at a fifth of the cap" if r.get("warmup_cut_by_time") else ""
+    head = (
+        f"{label:20s} on {Path(clip).name}: {r['calls']:,} calls after the warm-up{warm}{cut}; "
+        f"RSS {r['curve'][0]['rss_mb']:.0f} -> {r['curve'][-1]['rss_mb']:.0f} MiB"
+    )
+    if r["rss_growth_pct"] is None:
+        return f"{head}; growth NOT MEASURED: {r['not_measured']}"
+    gpu = f", GPU memory {r['gpu_growth_pct']:+.1f}%" if r.get("gpu_growth_pct") is not None else ""
+    slope = r.get("rss_bytes_per_call")
+    trend = f"; {slope:+,.0f} bytes per call" if slope is not None else ""
+    return f"{head}, growth after warm-up {r['rss_growth_pct']:+.2f}%{gpu}{trend}"

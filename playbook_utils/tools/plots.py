@@ -131,3 +131,30 @@ def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | 
     _legend_outside(ax)
     fig.tight_layout()
     return fig
+
+
+def soak_curves(soaks: dict, warmup: int, title: str):
+    """Resident memory against `read_frames` calls, one line per backend of {label: `faults.soak` result}, each
+    labelled with its fitted growth per call; the dashed line is the planned end of the warm-up, a dot where each
+    backend's warm-up really ended. Returns the figure (notebook 23)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for name, r in soaks.items():
+        if "curve" not in r:
+            continue
+        slope = r.get("rss_bytes_per_call")
+        label = f"{name} ({slope:+,.0f} B/call)" if slope is not None else name
+        (line,) = ax.plot([p["call"] for p in r["curve"]], [p["rss_mb"] for p in r["curve"]], label=label)
+        base = next((p for p in r["curve"] if p["call"] == r.get("warmup")), None)
+        if base:
+            ax.plot([base["call"]], [base["rss_mb"]], marker="o", color=line.get_color())
+    ax.axvline(warmup, color="gray", ls="--", lw=1)
+    ax.set_xlabel("read_frames calls (log scale past the warm-up)")
+    ax.set_xscale("symlog", linthresh=max(1, warmup))
+    ax.set_xlim(left=0)
+    ax.set_ylabel("resident memory (MiB)")
+    ax.set_title(title, fontsize=9)
+    _legend_outside(ax)
+    fig.tight_layout()
+    return fig
