@@ -132,7 +132,7 @@ def test_23_bad_files_are_clear_errors_and_the_loader_keeps_going(smoke_run):
     assert [s["index"] for s in skipped] == list(range(6, 12))
     assert all(s["path"] in s["cause"] or Path(s["path"]).name in s["cause"] for s in skipped)
     assert "too short" in skipped[4]["cause"] and "mixed_sizes" in skipped[5]["cause"]
-    raised = r["loader_policy"]["raise_mode"]   # on_error='raise': the first failing sample stops the epoch, named
+    raised = r["loader_policy"]["raise_mode"]  # on_error='raise': the first failing sample stops the epoch, named
     assert "file is empty" in raised["broken"] and "too short" in raised["too short"]
     assert "other_size.mp4" in raised["other size"] and "mixed_sizes" in raised["other size"]
     assert all("rss_growth_pct" in v for v in r["soak"].values()), r["soak"]
