@@ -49,7 +49,7 @@ def test_show_saves_and_displays_a_png_under_the_agg_backend(tmp_path, monkeypat
     kit.show(fig, tmp_path / "f.png")
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     assert len(shown) == 1 and shown[0].data[:4] == b"\x89PNG"
-    assert not plt.get_fignums(), "the figure is closed, so the inline backend cannot show it twice"
+    assert fig.number not in plt.get_fignums(), "the figure is closed, so the inline backend cannot show it twice"
 
 
 @pytest.mark.slow

@@ -122,6 +122,10 @@ def test_plots_carry_their_reference_lines_and_an_outside_legend():
     assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # the legend covers no data
     fig2 = plots.lines({"m": ([1, 2, 4], [1, 2, 3])}, "threads", "f/s", "t", {"ideal": ([1, 2, 4], [1, 2, 4])})
     assert [t for t in fig2.axes[0].get_xticks()] == [1, 2, 4]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    plt.close(fig2)
 
 
 @pytest.mark.media
