@@ -203,9 +203,11 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
     fallback = None
     if not pool[v.best]["accepts_all"] and full:
         f = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in full.items())
-        vs = verdicts.rank([(v.best, v.best_value, pool[v.best]["spread_pct"]), (f.best, f.best_value, f.spread_pct)])
+        vs = verdicts.rank(
+            [(v.best, v.best_value, pool[v.best]["spread_pct"]), (f.best, f.best_value, full[f.best]["spread_pct"])]
+        )
         if vs.tied:  # not clearly faster than a loader that takes every file: take that one
-            v = verdicts.rank((key, c["fps"], c["spread_pct"]) for key, c in full.items())
+            v = f
         else:
             fallback = full[f.best]
     return {
