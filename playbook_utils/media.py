@@ -268,7 +268,53 @@ def make_clip(
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # two runs making one clip at once (--lanes)
     if frame_times is not None and len(frame_times) != num_frames:
         raise ValueError("frame_times needs one time per frame")
+    args = (
+        tmp,
+        encoder,
+        width,
+        height,
+        fps,
+        num_frames,
+        gop,
+        bframes,
+        pix_fmt,
+        closed_gop,
+        preset,
+        frame_times,
+        picture,
+    )
+    for attempt in range(3):
+        try:
+            _encode(*args)
+            break
+        except av.error.FFmpegError as e:
+            # Seen once in CI: SVT-AV1 on a loaded 2-core machine handed the MP4 muxer a packet it
+            # rejected (EINVAL), and 600 encodes of the same clip here never did. The encoder is
+            # not deterministic under load, so the clip is encoded again before giving up.
+            failure = f"{path}: {encoder} could not write this clip ({e}; packets {getattr(e, 'packets', '?')})"
+            tmp.unlink(missing_ok=True)
+    else:
+        raise RuntimeError(f"{failure}, three times")
+    os.replace(tmp, path)
+    return path
+
+
+def _encode(
+    tmp, encoder, width, height, fps, num_frames, gop, bframes, pix_fmt, closed_gop, preset, frame_times, picture
+):
+    import av
+
     time_base = Fraction(1, fps) if frame_times is None else Fraction(1, 90000)
+    last = []
+
+    def mux(out, packet):
+        last[:] = [*last[-1:], (packet.pts, packet.dts)]
+        try:
+            out.mux(packet)
+        except av.error.FFmpegError as e:
+            e.packets = f"(pts, dts) of the last two: {last}"
+            raise
+
     with av.open(str(tmp), "w") as out:
         stream = out.add_stream(encoder, rate=fps, options=_encoder_options(encoder, gop, bframes, closed_gop, preset))
         stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
@@ -287,11 +333,9 @@ def make_clip(
             frame.pts = i if frame_times is None else int(round(frame_times[i] * 90000))
             frame.time_base = time_base
             for packet in stream.encode(frame):
-                out.mux(packet)
+                mux(out, packet)
         for packet in stream.encode():
-            out.mux(packet)
-    os.replace(tmp, path)
-    return path
+            mux(out, packet)
 
 
 def pad_mp4(path, size: int) -> Path:

@@ -249,3 +249,24 @@ def test_pad_mp4_makes_a_same_size_file_every_reader_still_reads(tmp_path):
     assert [read_stamp(f) for f in decode_rgb(path)] == list(range(12))
     with pytest.raises(ValueError, match="free box"):
         media.pad_mp4(path, size + 1003)
+
+
+def test_an_encode_the_muxer_rejects_is_tried_again_then_named(tmp_path, monkeypatch):
+    real, calls = media._encode, []
+
+    def flaky(tmp, *rest):
+        calls.append(tmp)
+        if len(calls) == 1:
+            raise av.error.ArgumentError(22, "Invalid argument")
+        return real(tmp, *rest)
+
+    monkeypatch.setattr(media, "_encode", flaky)
+    path = make_clip(tmp_path / "a.mp4", num_frames=8)
+    assert len(calls) == 2 and read_stamp(next(av.open(str(path)).decode(video=0)).to_ndarray(format="rgb24")) == 0
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+
+    monkeypatch.setattr(
+        media, "_encode", lambda *a: (_ for _ in ()).throw(av.error.ArgumentError(22, "Invalid argument"))
+    )
+    with pytest.raises(RuntimeError, match=r"b\.mp4: libx264 could not write this clip .*three times"):
+        make_clip(tmp_path / "b.mp4", num_frames=8)
