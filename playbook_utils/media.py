@@ -191,6 +191,55 @@ def footage_frame(index: int, width: int, height: int, num_frames: int = 300):
     return y, u, v
 
 
+_TEXTURES: dict = {}
+
+
+def _texture(width: int, height: int) -> np.ndarray:
+    """A fixed detail texture, 64 pixels larger than the picture each way: noise at three scales (fine grain,
+    edges, blotches), so that, like filmed detail, it costs bits at every scale. One per size, per process."""
+    key = (width, height)
+    if key not in _TEXTURES:
+        rng = np.random.default_rng(width * 7907 + height)
+        h, w = height + 64, width + 64
+        t = np.zeros((h, w), dtype=np.float32)
+        for scale, weight in ((1, 0.45), (4, 0.35), (16, 0.2)):
+            coarse = rng.standard_normal((-(-h // scale), -(-w // scale))).astype(np.float32)
+            t += weight * np.kron(coarse, np.ones((scale, scale), dtype=np.float32))[:h, :w]
+        _TEXTURES[key] = np.clip(128 + 45 * t, 24, 232).astype(np.uint8)
+        if len(_TEXTURES) > 4:
+            _TEXTURES.pop(next(iter(_TEXTURES)))
+    return _TEXTURES[key]
+
+
+def detailed_frame(index: int, width: int, height: int, num_frames: int = 300):
+    """The (Y, U, V) planes of frame `index` of a stamped clip as heavy to encode and decode as filmed video:
+    detail at every scale, the top half panning right and the bottom half down-left at other speeds, a slow
+    brightness wave, textured colour, and a moving square; with the frame number and the stamp that `read_stamp`
+    reads back. `make_clip(..., picture=detailed_frame, bit_rate=...)` makes the realistic clips of the default
+    set (`ClipSpec.bitrate`). Introduced in notebook 01."""
+    tex = _texture(width, height)
+    half = height // 2
+    y = np.empty((height, width), dtype=np.int16)
+    dx = (3 * index) % 64
+    y[:half] = tex[:half, dx : dx + width]
+    dx, dy = 63 - (2 * index) % 64, index % 64
+    y[half:] = tex[dy + half : dy + height, dx : dx + width]
+    y += (18 * np.sin(2 * np.pi * (np.arange(width) / width + index / 60.0))).astype(np.int16)[None, :]
+    side = max(4, height // 5)
+    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
+    y[half - side // 2 : half - side // 2 + side, sx : sx + side] = 200
+    y = np.clip(y, 16, 235).astype(np.uint8)
+    ch, _ = _stamp_cells(height, width)
+    scale = max(1, height // 30)
+    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
+    _stamp_luma(y, index)
+    h2, w2 = height // 2, width // 2
+    c = tex[(index % 64) // 2 : (index % 64) // 2 + height : 2, 32 : 32 + width : 2].astype(np.int16) - 128
+    u = np.clip(128 + c // 3 + int(20 * np.sin(index / 25.0)), 16, 240).astype(np.uint8)[:h2, :w2]
+    v = np.clip(128 - c // 4 + int(20 * np.cos(index / 25.0)), 16, 240).astype(np.uint8)[:h2, :w2]
+    return y, u, v
+
+
 # --------------------------------------------------------------------------- encoding
 
 
@@ -207,13 +256,19 @@ def encoder_for(codec: str) -> str | None:
     return None
 
 
-def _encoder_options(encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str) -> dict:
+def _encoder_options(
+    encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str, defaults: bool = False
+) -> dict:
     # b-adapt=0: use the B-frames asked for; the adaptive decision drops them on synthetic content.
+    if encoder == "libx264" and defaults:
+        return {"preset": preset, "x264-params": f"keyint={gop}"}
     if encoder == "libx264":
         params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
         if not closed_gop:
             params += ":open-gop=1"
         return {"preset": preset, "x264-params": params}
+    if encoder == "libx265" and defaults:
+        return {"preset": preset, "x265-params": f"keyint={gop}:log-level=error"}  # x265's own choices: open GOP
     if encoder == "libx265":
         params = (
             f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
@@ -239,10 +294,11 @@ def make_clip(
     gop: int = 30,
     bframes: int = 2,
     pix_fmt: str = "yuv420p",
-    closed_gop: bool = True,
+    closed_gop: bool | None = True,
     preset: str = "fast",
     frame_times: list[float] | None = None,
     picture=None,
+    bit_rate: int | None = None,
 ) -> Path:
     """Encode a stamped synthetic clip and return its path.
 
@@ -250,7 +306,9 @@ def make_clip(
     in frames, `bframes` the maximum run of B-frames (ignored by codecs without them), `pix_fmt`
     e.g. 'yuv420p' or 'yuv420p10le'. `frame_times` (seconds, increasing) makes a variable-frame-rate
     clip. `picture(index, width, height, num_frames) -> (Y, U, V)` draws the frames instead of `synth_frame`
-    (`footage_frame`: no stamp). Raises RuntimeError when this PyAV has no encoder for `codec`. Introduced in
+    (`detailed_frame`: as heavy as filmed video; `footage_frame`: no stamp). `bit_rate` (bit/s) encodes to that
+    average rate instead of the encoder's default quality. `closed_gop=None` sets only the keyframe interval and
+    leaves the rest of the GOP to the encoder's defaults, as most real files are made (x265's: open GOP). Raises RuntimeError when this PyAV has no encoder for `codec`. Introduced in
     notebook 01.
     """
     import av
@@ -268,24 +326,12 @@ def make_clip(
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # two runs making one clip at once (--lanes)
     if frame_times is not None and len(frame_times) != num_frames:
         raise ValueError("frame_times needs one time per frame")
-    args = (
-        tmp,
-        encoder,
-        width,
-        height,
-        fps,
-        num_frames,
-        gop,
-        bframes,
-        pix_fmt,
-        closed_gop,
-        preset,
-        frame_times,
-        picture,
-    )
+    settings = dict(encoder=encoder, width=width, height=height, fps=fps, num_frames=num_frames, gop=gop)
+    settings.update(bframes=bframes, pix_fmt=pix_fmt, closed_gop=closed_gop, preset=preset, bit_rate=bit_rate)
+    settings.update(frame_times=frame_times, picture=picture)
     for attempt in range(3):
         try:
-            _encode(*args)
+            _encode(tmp, **settings)
             break
         except av.error.FFmpegError as e:
             # Seen once in CI: SVT-AV1 on a loaded 2-core machine handed the MP4 muxer a packet it
@@ -300,7 +346,20 @@ def make_clip(
 
 
 def _encode(
-    tmp, encoder, width, height, fps, num_frames, gop, bframes, pix_fmt, closed_gop, preset, frame_times, picture
+    tmp,
+    encoder,
+    width,
+    height,
+    fps,
+    num_frames,
+    gop,
+    bframes,
+    pix_fmt,
+    closed_gop,
+    preset,
+    bit_rate,
+    frame_times,
+    picture,
 ):
     import av
 
@@ -316,11 +375,17 @@ def _encode(
             raise
 
     with av.open(str(tmp), "w") as out:
-        stream = out.add_stream(encoder, rate=fps, options=_encoder_options(encoder, gop, bframes, closed_gop, preset))
+        stream = out.add_stream(
+            encoder,
+            rate=fps,
+            options=_encoder_options(encoder, gop, bframes, bool(closed_gop), preset, closed_gop is None),
+        )
         stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
         stream.time_base = time_base
         stream.codec_context.time_base = time_base
         stream.codec_context.gop_size = gop
+        if bit_rate:
+            stream.codec_context.bit_rate = bit_rate
         # PyAV's default (slice threads) would cut every frame into one slice per core, so the
         # files would depend on the machine that made them; real video has one slice per frame.
         stream.codec_context.thread_type = "FRAME"
@@ -679,12 +744,57 @@ class ClipSpec:
     gop: int
     bframes: int = 2
     fps: int = 30
+    bitrate: int | None = None  # bit/s: `detailed_frame` encoded to this rate; None: the light `synth_frame`
+    open_gop: bool = False  # the encoder's own GOP choices (x265's: open GOP), only the keyframe interval set
 
     @property
     def name(self) -> str:
         suffix = _CONTAINER_BY_CODEC.get(self.codec, ".mp4")
         length = "" if self.num_frames <= 300 else f"_{self.num_frames // self.fps}s"
-        return f"{self.codec}_{self.height}p_gop{self.gop}{length}{suffix}"
+        heavy = ("_open" if self.open_gop else "") + (f"_{self.bitrate / 1e6:g}mbps" if self.bitrate else "")
+        return f"{self.codec}_{self.height}p_gop{self.gop}{heavy}{length}{suffix}"
+
+    def make(self, path) -> Path:
+        """Encode this clip at `path` (`make_clip`)."""
+        return make_clip(
+            path,
+            self.codec,
+            self.width,
+            self.height,
+            self.fps,
+            self.num_frames,
+            self.gop,
+            self.bframes,
+            closed_gop=None if self.open_gop else True,
+            picture=detailed_frame if self.bitrate else None,
+            bit_rate=self.bitrate,
+        )
+
+
+# Typical bitrates of real 1080p30 footage (web video, phone video, Kinetics-style datasets), Mbit/s: what the
+# realistic clips of the default set are encoded to, and what `bitrate_class` compares a file with.
+TYPICAL_1080P30_MBPS = {"h264": (4.0, 10.0), "hevc": (2.0, 5.0), "vp9": (1.5, 4.0), "av1": (1.0, 3.0)}
+
+
+def typical_bit_rate(codec: str, width: int, height: int, fps: float = 30) -> tuple[float, float] | None:
+    """The typical range of bit/s for real `codec` footage at this size and rate: `TYPICAL_1080P30_MBPS`
+    scaled by pixels per second (bits per pixel held constant). None for a codec without a typical range."""
+    if codec not in TYPICAL_1080P30_MBPS:
+        return None
+    scale = width * height * (fps or 30) / (1920 * 1080 * 30)
+    lo, hi = TYPICAL_1080P30_MBPS[codec]
+    return lo * 1e6 * scale, hi * 1e6 * scale
+
+
+def bitrate_class(info) -> str:
+    """Where the bitrate of `info` (a `VideoInfo`) falls against `typical_bit_rate` for its codec, size and rate:
+    'below', 'within' or 'above' the range, or 'unknown' (no bitrate, or a codec without a typical range). Bits
+    per pixel are held constant across sizes, which real encodes only roughly follow: small pictures take more
+    per pixel. Printed in notebook 01."""
+    typical = typical_bit_rate(info.codec, info.width, info.height, info.fps)
+    if typical is None or not info.bit_rate:
+        return "unknown"
+    return "below" if info.bit_rate < typical[0] else "above" if info.bit_rate > typical[1] else "within"
 
 
 def default_media_specs(smoke: bool) -> list[ClipSpec]:
@@ -693,6 +803,9 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
         # 256x144: the smallest 16:9 size every NVDEC codec takes (HEVC needs 144 lines, VP9/AV1 128).
         specs = [ClipSpec(c, 256, 144, 96, g) for c in ("h264", "hevc") for g in (12, 48)]
         specs += [ClipSpec(c, 256, 144, 96, 12) for c in ("vp9", "av1")]
+        # realistic: 8 Mbit/s H.264 and 3.5 Mbit/s open-GOP HEVC at 1080p30, scaled to this size (same bits per pixel)
+        specs += [ClipSpec("h264", 256, 144, 96, 48, bitrate=140_000)]
+        specs += [ClipSpec("hevc", 256, 144, 96, 48, bitrate=62_000, open_gop=True)]
         return specs
     specs = [
         ClipSpec(c, w, h, 300, g)
@@ -701,7 +814,19 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
         for g in (30, 250)
     ]
     specs += [ClipSpec(c, 1920, 1080, 300, 30) for c in ("vp9", "av1")]
+    # realistic: as heavy as filmed 1080p30 (`TYPICAL_1080P30_MBPS`), HEVC also with x265's default open GOP, and 4K
+    specs += [ClipSpec("h264", 1920, 1080, 300, g, bitrate=8_000_000) for g in (30, 250)]
+    specs += [ClipSpec("hevc", 1920, 1080, 300, 30, bitrate=3_500_000)]
+    specs += [ClipSpec("hevc", 1920, 1080, 300, 250, bitrate=3_500_000, open_gop=True)]
+    specs += [ClipSpec("h264", 3840, 2160, 300, 30, bitrate=32_000_000)]
     return specs
+
+
+def is_light(name: str) -> bool:
+    """Whether `name` is one of the default set's light clips: `synth_frame`'s smooth picture at the encoder's
+    default quality, far easier to decode than filmed video at its size (`ClipSpec.bitrate` None)."""
+    specs = default_media_specs(True) + default_media_specs(False) + long_media_specs(True) + long_media_specs(False)
+    return any(s.name == Path(name).name and s.bitrate is None for s in specs)
 
 
 def long_media_specs(smoke: bool) -> list[ClipSpec]:
@@ -765,20 +890,7 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
     # Encoders use several threads each; a few clips at a time keep a large machine busy.
     workers = max(1, min(len(todo), len(os.sched_getaffinity(0)) // 4))
     with ProcessPoolExecutor(workers) if workers > 1 else _InlineExecutor() as pool:
-        jobs = {
-            spec: pool.submit(
-                make_clip,
-                directory / spec.name,
-                spec.codec,
-                spec.width,
-                spec.height,
-                spec.fps,
-                spec.num_frames,
-                spec.gop,
-                spec.bframes,
-            )
-            for spec in todo
-        }
+        jobs = {spec: pool.submit(spec.make, directory / spec.name) for spec in todo}
         for spec, job in jobs.items():
             clips[spec.name] = job.result()
             manifest[spec.name] = {**dataclasses.asdict(spec), "version": MEDIA_VERSION}
@@ -795,10 +907,16 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
     return clips
 
 
-def pick_clip(infos: dict, codec: str, long_gop: bool = False, height: int = 1080) -> str | None:
+def pick_clip(
+    infos: dict, codec: str, long_gop: bool = False, height: int = 1080, realistic: bool | None = None
+) -> str | None:
     """The name of the clip of `codec` at the size closest to `height`, with the shortest (or longest)
-    mean GOP there; None when `infos` ({name: VideoInfo}) holds no `codec` clip. Used by 01, 10-14, 20."""
+    mean GOP there; None when `infos` ({name: VideoInfo}) holds no such clip. `realistic=False` takes only the
+    light synthetic clips of the default set (`is_light`), True every other clip (the realistic ones, and any
+    file of yours), None any. Used by 01, 10-14, 20, 21."""
     named = [n for n, i in infos.items() if i.codec == codec]
+    if realistic is not None:
+        named = [n for n in named if is_light(n) != realistic]
     if not named:
         return None
     best = min({infos[n].height for n in named}, key=lambda h: abs(h - height))

@@ -215,7 +215,7 @@ def format_rows(rows: list[dict]) -> str:
     per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
     row has no rate). Notebook 20."""
     lines = [
-        f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
+        f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
         f"exact  check"
     ]
     for r in rows:
@@ -225,7 +225,7 @@ def format_rows(rows: list[dict]) -> str:
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
         note = r["check"] if ok else f"{r['status']}: {(r.get('error') or '')[:70]}"
         lines.append(
-            f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:24]:24s} {fps} "
+            f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:34]:34s} {fps} "
             f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}"
         )
     return "\n".join(lines)

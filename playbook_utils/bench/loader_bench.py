@@ -53,7 +53,7 @@ def sweep_workers(
     for b in backends:
         mine, refused = accepted(paths, b)
         if refused:
-            log(f"{b}: leaves out the {len(refused)} file(s) it refuses ({next(iter(refused.values()))[:100]})")
+            log(f"{b}: leaves out the {len(refused)} file(s) it refuses ({next(iter(refused.values()))})")
         if len(mine) < batch:
             log(f"{b}: not measured: it takes fewer than {batch} of the files")
             continue
@@ -137,6 +137,33 @@ def measure_gpu_loaders(clip, codec: str, specs, items: list, ceiling_fps, commo
     return rows
 
 
+def more_threads(row: dict, items: list, ceiling_fps, common: dict, steps, log=print) -> tuple[list[dict], str]:
+    """Past the thread counts measured: `row` (a one-process `GpuLoader` row of `measure_gpu_loaders`) again with
+    each thread count of `steps` above its own, in order, until the rate stops rising, that is until a step gains
+    no more than the larger spread of the two rows. Returns (the new rows, a sentence: where it stopped, at what
+    rate, and what held it back there (`limit_of`)). Notebook 21."""
+    best, rows = row, []
+    for t in [t for t in steps if t > row["threads"]]:
+        spec = {"kind": "gpu", "backend": row["backend"], "threads": t, "loader": f"{row['backend']} x{t} threads"}
+        new = measure_gpu_loaders(row["path"], row["codec"], [spec], items, ceiling_fps, common, log)
+        if not new:
+            return rows, f"{spec['loader']} failed (the line above says why); the best stays {best['loader']}"
+        rows += new
+        gain = 100 * (new[0]["frames_per_s"] / best["frames_per_s"] - 1)
+        spread = max(best.get("frames_per_s_spread_pct") or 0, new[0].get("frames_per_s_spread_pct") or 0)
+        if gain <= spread:
+            return rows, (
+                f"the rate stopped rising at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%): "
+                f"{best['loader']} stays the best, {best['frames_per_s']:,.0f} frames/s, held back by "
+                f"{limit_of(best)[1]}"
+            )
+        best = new[0]
+    return rows, (
+        f"still rising at {best['threads']} threads, the last count tried: {best['frames_per_s']:,.0f} frames/s, "
+        f"held back by {limit_of(best)[1]}"
+    )
+
+
 def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
     """(label, sentence): what held a GPU-side loader back. NVDEC busy at least `busy_pct` of the time means the
     engines; else the SMs busy that long mean the GPU work each frame needs beyond decoding; neither means the
@@ -176,9 +203,22 @@ def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
             "limit": label,
             "why": why,
             "margin": v.sentence(),
+            "clip_mbps": _mbps(b.get("path")),
             **{k: (b.get("utilization") or {}).get(k) for k in ("nvdec_pct", "sm_pct")},
         }
     return best
+
+
+def _mbps(path) -> float | None:
+    """The bitrate of the file at `path` in Mbit/s (2 decimals), None when unknown."""
+    from playbook_utils import media
+    from playbook_utils.errors import DecodeError
+
+    try:
+        rate = media.probe(path).bit_rate if path else None
+    except DecodeError:  # the loader row stands without it
+        return None
+    return round(rate / 1e6, 2) if rate else None
 
 
 def epoch_items(paths, n: int, folder) -> list[Path]:

@@ -58,6 +58,7 @@ CASES = [
     Case("hevc mp4", "hevc"),
     Case("hevc mp4, open GOP", "hevc", closed_gop=False, bframes=3),
     Case("hevc mkv, 10-bit", "hevc", ".mkv", pix_fmt="yuv420p10le"),
+    Case("hevc mkv, 10-bit, open GOP", "hevc", ".mkv", pix_fmt="yuv420p10le", closed_gop=False, bframes=3),
     Case("vp9 webm", "vp9", ".webm"),
     Case("av1 mp4", "av1"),
     Case("av1 mkv, 10-bit", "av1", ".mkv", pix_fmt="yuv420p10le"),

@@ -263,22 +263,24 @@ def ceilings(
 
 
 def format_ceilings(found: dict, infos: dict) -> str:
-    """`ceilings` as a table: clip, size, rate, layout, NVML's median decoder utilization, saturated or not."""
+    """`ceilings` as a table: clip, size, bitrate, rate, layout, NVML's median decoder utilization, saturated or
+    not (a lower bound)."""
     lines = [
-        f"{'clip':26s} {'size':>9s} {'ceiling f/s':>12s} {'layout':>8s} {'NVDEC util':>11s} {'at 100%':>8s}  "
-        f"saturated ({SATURATED_PCT}%), or a lower bound"
+        f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'layout':>7s} {'NVDEC util':>10s} "
+        f"{'at 100%':>8s}  saturated ({SATURATED_PCT}%), or a lower bound"
     ]
     for name, c in found.items():
         i = infos[name]
+        head = f"{name[:34]:34s} {i.width:4d}x{i.height:<4d} {(i.bit_rate or 0) / 1e6:6.1f}"
         if c["fps"]:
             b = c["best"]
             lines.append(
-                f"{name[:26]:26s} {i.width:4d}x{i.height:<4d} {c['fps']:12,.0f} {b['processes']:>3d}x{b['threads']:<4d} "
-                f"{str(b['nvdec_util_median']):>10}% {c['implied_fps'] or 0:8,.0f}  "
+                f"{head} {c['fps']:11,.0f} {b['processes']:>3d}x{b['threads']:<3d} "
+                f"{str(b['nvdec_util_median']):>9}% {c['implied_fps'] or 0:8,.0f}  "
                 f"{'saturated' if c['saturated'] else 'LOWER BOUND'}"
             )
         else:
-            lines.append(f"{name[:26]:26s} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")
+            lines.append(f"{head} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")
     return "\n".join(lines)
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from playbook_utils import media
 from playbook_utils.bench import harness, loader_bench, nvdec
 from playbook_utils.tools import plots
 
@@ -33,12 +34,14 @@ def test_limit_of_names_the_unit_that_was_busy(util, label):
     assert got == label and sentence
 
 
-def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling():
+def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path):
+    clip = media.make_clip(tmp_path / "a.mp4", num_frames=30, bit_rate=2_000_000, picture=media.detailed_frame)
     rows = [
         {
             "clip": "a.mp4",
             "loader": "tc x16",
             "backend": "torchcodec",
+            "path": str(clip),
             "frames_per_s": 900.0,
             "frames_per_s_spread_pct": 2.0,
             "pct_of_ceiling": 90.0,
@@ -63,6 +66,7 @@ def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling():
         "NVDEC",
     )
     assert "50% ahead of nv x16" in best["margin"]
+    assert best["clip_mbps"] == round(media.probe(clip).bit_rate / 1e6, 2) and best["clip_mbps"] > 0.5
 
 
 def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
@@ -77,14 +81,14 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
 
     class Info:
         def __init__(self, codec):
-            self.codec, self.width, self.height = codec, 1920, 1080
+            self.codec, self.width, self.height, self.bit_rate = codec, 1920, 1080, 8_000_000
 
     infos = {"h.mp4": Info("h264"), "h2.mp4": Info("h264"), "v.mp4": Info("hevc")}
     found = nvdec.ceilings({n: n for n in infos}, infos, ["h.mp4"], ["h2.mp4", "v.mp4"], ((1, 1), (7, 2)), 1.0)
     assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2),))]  # hevc has no swept clip: not measured
     assert set(found) == {"h.mp4", "h2.mp4"}
     table = nvdec.format_ceilings(found, infos)
-    assert "LOWER BOUND" in table and "1,111" in table
+    assert "LOWER BOUND" in table and "1,111" in table and "   8.0 " in table  # bitrate beside the rate
 
 
 def test_format_rows_shows_rate_spread_check_or_the_reason():
@@ -138,3 +142,48 @@ def test_accepted_keeps_what_a_backend_takes_and_says_why_for_the_rest(tmp_path)
     kept, refused = loader_bench.accepted([closed, opened, closed], "decord")
     assert kept == [closed, closed] and list(refused) == [str(opened)] and "open-gop" in refused[str(opened)]
     assert loader_bench.accepted([closed, opened], "pyav") == ([closed, opened], {})
+
+
+def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monkeypatch):
+    rates = {24: (1300.0, 2.0, 80), 32: (1450.0, 2.0, 96), 48: (1470.0, 3.0, 97), 64: (1480.0, 1.0, 97)}
+    asked = []
+
+    def fake(clip, codec, specs, items, ceiling, common, log):
+        t = specs[0]["threads"]
+        asked.append(t)
+        fps, spread, nvdec = rates[t]
+        return [
+            {
+                **specs[0],
+                "path": clip,
+                "codec": codec,
+                "frames_per_s": fps,
+                "frames_per_s_spread_pct": spread,
+                "utilization": {"nvdec_pct": nvdec, "sm_pct": 50},
+            }
+        ]
+
+    monkeypatch.setattr(loader_bench, "measure_gpu_loaders", fake)
+    start = {
+        "backend": "torchcodec",
+        "threads": 16,
+        "loader": "torchcodec x16 threads",
+        "path": "a.mp4",
+        "codec": "h264",
+        "frames_per_s": 1200.0,
+        "frames_per_s_spread_pct": 2.0,
+        "utilization": {"nvdec_pct": 70, "sm_pct": 40},
+    }
+    rows, why = loader_bench.more_threads(start, [], 1500.0, {}, (8, 16, 24, 32, 48, 64), log=print)
+    assert asked == [24, 32, 48]  # 48 gains 1.4%, inside its 3% spread: no point going on
+    assert [r["threads"] for r in rows] == [24, 32, 48]
+    assert "stopped rising at 48 threads" in why and "torchcodec x32 threads stays the best" in why and "NVDEC" in why
+
+    rates[48] = (1700.0, 3.0, 97)
+    asked.clear()
+    rows, why = loader_bench.more_threads(start, [], 1500.0, {}, (24, 32, 48), log=print)
+    assert asked == [24, 32, 48] and why.startswith("still rising at 48 threads")
+
+    monkeypatch.setattr(loader_bench, "measure_gpu_loaders", lambda *a: [])
+    rows, why = loader_bench.more_threads(start, [], None, {}, (32,), log=print)
+    assert rows == [] and "failed" in why and "torchcodec x16 threads" in why

@@ -172,6 +172,56 @@ def test_full_media_set_covers_the_issue_matrix():
             for gop in (30, 250):
                 assert (codec, height, gop) in grid
     assert {"vp9", "av1"} <= {s.codec for s in specs}
+    heavy = {(s.codec, s.height, s.open_gop): s.bitrate for s in specs if s.bitrate}
+    for (codec, height, _), rate in heavy.items():  # each realistic clip inside the typical range for its size
+        lo, hi = media.typical_bit_rate(codec, height * 16 // 9, height)
+        assert lo <= rate <= hi, (codec, height, rate)
+    assert {("h264", 1080, False), ("hevc", 1080, False), ("hevc", 1080, True), ("h264", 2160, False)} <= set(heavy)
+
+
+@pytest.mark.media
+@pytest.mark.parametrize("spec", [s for s in media.default_media_specs(smoke=True) if s.bitrate], ids=lambda s: s.name)
+def test_realistic_clips_reach_their_bitrate_and_keep_their_stamps(tmp_path, spec):
+    path = spec.make(tmp_path / spec.name)
+    info = probe(path)
+    assert abs(info.bit_rate / spec.bitrate - 1) < 0.3, f"{info.bit_rate} bit/s for a target of {spec.bitrate}"
+    assert media.bitrate_class(info) == "within"
+    assert info.open_gop == spec.open_gop and info.gop_lengths[0] == spec.gop
+    with av.open(str(path)) as c:
+        assert media.read_stamps(f.to_ndarray(format="rgb24") for f in c.decode(video=0)) == list(
+            range(spec.num_frames)
+        )
+    # the light clip of the same codec and GOP spends fewer bits on the same frames
+    light = make_clip(
+        tmp_path / "light.mp4", spec.codec, spec.width, spec.height, num_frames=spec.num_frames, gop=spec.gop
+    )
+    assert probe(light).bit_rate < info.bit_rate
+
+
+def test_bitrate_class_scales_the_typical_range_with_the_picture():
+    def info(codec, width, height, rate):
+        return media.VideoInfo("x.mp4", "mp4", codec, width, height, "yuv420p", 30.0, 300, 10.0, [0], rate, 0, False)
+
+    assert media.bitrate_class(info("h264", 1920, 1080, 1_700_000)) == "below"
+    assert media.bitrate_class(info("h264", 1920, 1080, 8_000_000)) == "within"
+    assert media.bitrate_class(info("h264", 960, 540, 8_000_000)) == "above"  # a quarter of the pixels
+    assert media.bitrate_class(info("mpeg4", 1920, 1080, 8_000_000)) == "unknown"
+    assert media.bitrate_class(info("hevc", 1920, 1080, None)) == "unknown"
+
+
+def test_pick_clip_can_lead_with_the_realistic_clips():
+    names = [s.name for s in media.default_media_specs(smoke=False)]
+    infos = {}
+    for s in media.default_media_specs(smoke=False):
+        keys = list(range(0, s.num_frames, s.gop))
+        infos[s.name] = media.VideoInfo(
+            s.name, "mp4", s.codec, s.width, s.height, "yuv420p", 30.0, s.num_frames, 10.0, keys, s.bitrate, 0, False
+        )
+    assert media.pick_clip(infos, "h264") == "h264_1080p_gop30.mp4"  # unchanged for the library notebooks
+    assert media.pick_clip(infos, "h264", realistic=True) == "h264_1080p_gop30_8mbps.mp4"
+    assert media.pick_clip(infos, "hevc", True, realistic=True) == "hevc_1080p_gop250_open_3.5mbps.mp4"
+    assert media.pick_clip(infos, "vp9", realistic=True) is None
+    assert not media.is_light("my_own_video.mp4") and media.is_light(names[0])
 
 
 @pytest.mark.media
@@ -254,11 +304,11 @@ def test_pad_mp4_makes_a_same_size_file_every_reader_still_reads(tmp_path):
 def test_an_encode_the_muxer_rejects_is_tried_again_then_named(tmp_path, monkeypatch):
     real, calls = media._encode, []
 
-    def flaky(tmp, *rest):
+    def flaky(tmp, **settings):
         calls.append(tmp)
         if len(calls) == 1:
             raise av.error.ArgumentError(22, "Invalid argument")
-        return real(tmp, *rest)
+        return real(tmp, **settings)
 
     monkeypatch.setattr(media, "_encode", flaky)
     path = make_clip(tmp_path / "a.mp4", num_frames=8)
@@ -266,7 +316,7 @@ def test_an_encode_the_muxer_rejects_is_tried_again_then_named(tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
 
     monkeypatch.setattr(
-        media, "_encode", lambda *a: (_ for _ in ()).throw(av.error.ArgumentError(22, "Invalid argument"))
+        media, "_encode", lambda *a, **k: (_ for _ in ()).throw(av.error.ArgumentError(22, "Invalid argument"))
     )
     with pytest.raises(RuntimeError, match=r"b\.mp4: libx264 could not write this clip .*three times"):
         make_clip(tmp_path / "b.mp4", num_frames=8)
