@@ -804,8 +804,8 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
         specs = [ClipSpec(c, 256, 144, 96, g) for c in ("h264", "hevc") for g in (12, 48)]
         specs += [ClipSpec(c, 256, 144, 96, 12) for c in ("vp9", "av1")]
         # realistic: 8 Mbit/s H.264 and 3.5 Mbit/s open-GOP HEVC at 1080p30, scaled to this size (same bits per pixel)
-        specs += [ClipSpec("h264", 256, 144, 96, 48, bitrate=140_000)]
-        specs += [ClipSpec("hevc", 256, 144, 96, 48, bitrate=62_000, open_gop=True)]
+        specs += [ClipSpec("h264", 256, 144, 96, 12, bitrate=140_000)]
+        specs += [ClipSpec("hevc", 256, 144, 96, 12, bitrate=62_000, open_gop=True)]
         return specs
     specs = [
         ClipSpec(c, w, h, 300, g)

@@ -213,21 +213,29 @@ def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
 def format_rows(rows: list[dict]) -> str:
     """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
     per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
-    row has no rate). Notebook 20."""
+    row has no rate). The jobs a backend refuses for one reason are one line, with the whole reason. Notebook 20."""
     lines = [
         f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
         f"exact  check"
     ]
+    refused: dict[tuple, int] = {}
     for r in rows:
+        if r["status"] == "unavailable":
+            refused[(r["backend"], r["device"], r.get("error") or "")] = (
+                refused.get((r["backend"], r["device"], r.get("error") or ""), 0) + 1
+            )
+            continue
         ok = r["status"] == "ok"
         fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
         spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
-        note = r["check"] if ok else f"{r['status']}: {(r.get('error') or '')[:70]}"
+        note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"
         lines.append(
             f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:34]:34s} {fps} "
             f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}"
         )
+    for (backend, device, why), n in refused.items():
+        lines.append(f"{backend:15s} {device:4s} {n} job(s) unavailable: {why}")
     return "\n".join(lines)
 
 

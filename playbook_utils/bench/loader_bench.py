@@ -80,6 +80,15 @@ def sweep_workers(
     return rows, stuck
 
 
+def sweep_label(row: dict, total: int, workers: bool = True) -> str:
+    """A `sweep_workers` row's name for a table, a plot or a verdict: backend (and workers), and the share of the
+    `total` files it read where it refused some (its rate is then over other work than the rest)."""
+    name = f"{row['backend']} x{row['workers']} workers" if workers else row["backend"]
+    if row.get("files_left_out"):
+        name += f" ({total - row['files_left_out']} of {total} files)"
+    return name
+
+
 def gpu_specs(clip, device: str, threads, process_layouts, dali_ok: bool) -> tuple[list[dict], list[str]]:
     """The GPU-side loaders notebook 21 measures on `clip`: a `GpuLoader` per GPU backend and thread count, a
     `GpuProcessLoader` per (processes, threads), and DALI's reader where `dali_ok`. Returns (specs, notes), a

@@ -144,9 +144,10 @@ def keyframe_snapped(path, targets, pts, key_of, threads: str = "SLICE"):
 def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
     """Time every strategy on `path` (best of `repeats`) and check its frames by their stamps.
 
-    Returns {strategy: {'seconds', 'frames_decoded', 'exact', 'mean_offset'}}: `exact` means every
-    returned frame is the one asked for (for 'keyframe snapped': the keyframe it claims), and
-    `mean_offset` is the mean distance in frames between the target and the returned frame.
+    Returns {strategy: {'seconds', 'spread_pct', 'frames_decoded', 'exact', 'mean_offset'}}: `seconds` is the
+    best of the repeats and `spread_pct` their spread (`verdicts.spread_pct`); `exact` means every returned frame
+    is the one asked for (for 'keyframe snapped': the keyframe it claims), and `mean_offset` is the mean distance
+    in frames between the target and the returned frame.
     """
     import time
 
@@ -160,15 +161,18 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
         "parallel GOPs": lambda: parallel_gops(path, targets, pts, key_of) + (list(targets),),
         "keyframe snapped": lambda: keyframe_snapped(path, targets, pts, key_of, threads),
     }
+    from playbook_utils.bench.verdicts import spread_pct
+
     out = {}
     for name, call in calls.items():
-        best = float("inf")
+        times = []
         for _ in range(repeats):
             t = time.perf_counter()
             got, decoded, returned = call()
-            best = min(best, time.perf_counter() - t)
+            times.append(time.perf_counter() - t)
         out[name] = {
-            "seconds": best,
+            "seconds": min(times),
+            "spread_pct": spread_pct(times),
             "frames_decoded": decoded,
             "exact": [media.read_stamp(g) for g in got] == returned,
             "mean_offset": sum(abs(a - b) for a, b in zip(returned, targets)) / len(targets),
@@ -178,13 +182,15 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
 
 def format_run(result: dict) -> str:
     """A `run` result as a table: per strategy the time, the frames decoded, the speed-up over decoding
-    everything, exactness and the mean offset from the targets (notebook 20)."""
+    everything, the frames returned ('exact': the targets; 'snapped': the keyframes it claims, `mean_offset` away;
+    'WRONG': not what it claims) and the mean offset from the targets (notebook 20)."""
     base = result["decode everything"]["seconds"]
-    lines = [f"  {'strategy':22s} {'ms':>8s} {'decoded':>8s} {'vs all':>7s} {'exact':>6s} {'offset':>7s}"]
+    lines = [f"  {'strategy':22s} {'ms':>8s} {'decoded':>8s} {'vs all':>7s} {'frames':>7s} {'offset':>7s}"]
     for label in STRATEGIES:
         x = result[label]
+        frames = "WRONG" if not x["exact"] else "exact" if x["mean_offset"] == 0 else "snapped"
         lines.append(
             f"  {label:22s} {1e3 * x['seconds']:8.1f} {x['frames_decoded']:8d} {base / x['seconds']:6.1f}x "
-            f"{str(x['exact']):>6s} {x['mean_offset']:6.1f}f"
+            f"{frames:>7s} {x['mean_offset']:6.1f}f"
         )
     return "\n".join(lines)

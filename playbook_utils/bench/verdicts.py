@@ -27,6 +27,11 @@ def spread_pct(values) -> float | None:
     return 100 * (xs[-1] - xs[0]) / med
 
 
+def rounded(value, digits: int = 1):
+    """`value` rounded to `digits` for a headline, None kept as None (a spread that could not be measured)."""
+    return None if value is None else round(float(value), digits)
+
+
 def block_rates(amounts, seconds, blocks: int = 4) -> list[float]:
     """Rates over `blocks` runs of consecutive events (amount done, seconds taken each): the repeated
     measurements to take a spread of when single events come in bursts (a DataLoader's prefetched batches

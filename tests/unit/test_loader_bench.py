@@ -115,7 +115,9 @@ def test_format_rows_shows_rate_spread_check_or_the_reason():
     ]
     text = harness.format_rows(rows)
     assert "1,234" in text and "7%" in text and "reference:torchcodec" in text
-    assert "unavailable: DALI's CPU video decoder does not take h264" in text
+    assert "1 job(s) unavailable: DALI's CPU video decoder does not take h264" in text
+    text = harness.format_rows(rows + [{**rows[1], "workload": "uniform16"}])
+    assert "2 job(s) unavailable: DALI's CPU" in text and len(text.splitlines()) == 3  # one line per reason
 
 
 def test_plots_carry_their_reference_lines_and_an_outside_legend():
@@ -187,3 +189,12 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
     monkeypatch.setattr(loader_bench, "measure_gpu_loaders", lambda *a: [])
     rows, why = loader_bench.more_threads(start, [], None, {}, (32,), log=print)
     assert rows == [] and "failed" in why and "torchcodec x16 threads" in why
+
+
+def test_sweep_label_says_when_a_backend_read_only_part_of_the_epoch():
+    assert loader_bench.sweep_label({"backend": "pyav", "workers": 2, "files_left_out": 0}, 64) == "pyav x2 workers"
+    label = loader_bench.sweep_label({"backend": "decord", "workers": 1, "files_left_out": 32}, 64)
+    assert label == "decord x1 workers (32 of 64 files)"
+    assert loader_bench.sweep_label({"backend": "decord", "workers": 1, "files_left_out": 32}, 64, workers=False) == (
+        "decord (32 of 64 files)"
+    )

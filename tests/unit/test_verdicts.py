@@ -46,3 +46,7 @@ def test_block_rates_smooth_bursts_into_repeatable_rates():
     blocks = verdicts.block_rates(amounts, seconds, blocks=4)
     assert blocks == pytest.approx([20.0] * 4) and verdicts.spread_pct(blocks) == pytest.approx(0)
     assert verdicts.block_rates([1, 2], [1, 1], blocks=4) == [1.0, 2.0] and verdicts.block_rates([], []) == []
+
+
+def test_rounded_keeps_an_unmeasured_spread_unmeasured():
+    assert verdicts.rounded(50.750304706622444) == 50.8 and verdicts.rounded(None) is None
