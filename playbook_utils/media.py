@@ -754,6 +754,15 @@ class ClipSpec:
         heavy = ("_open" if self.open_gop else "") + (f"_{self.bitrate / 1e6:g}mbps" if self.bitrate else "")
         return f"{self.codec}_{self.height}p_gop{self.gop}{heavy}{length}{suffix}"
 
+    def record(self) -> dict:
+        """What the manifest keeps of this clip: its fields (those still at their default left out, so the light
+        clips cached before the realistic ones existed stay valid) and `MEDIA_VERSION`."""
+        fields = dataclasses.asdict(self)
+        for key in ("bitrate", "open_gop"):
+            if not fields[key]:
+                del fields[key]
+        return {**fields, "version": MEDIA_VERSION}
+
     def make(self, path) -> Path:
         """Encode this clip at `path` (`make_clip`)."""
         return make_clip(
@@ -881,7 +890,7 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
     clips, skipped, todo = {}, {}, []
     for spec in specs:
         path = directory / spec.name
-        if path.exists() and manifest.get(spec.name) == {**dataclasses.asdict(spec), "version": MEDIA_VERSION}:
+        if path.exists() and manifest.get(spec.name) == spec.record():
             clips[spec.name] = path
         elif encoder_for(spec.codec) is None:
             skipped[spec.name] = f"no {spec.codec} encoder in this PyAV"
@@ -893,7 +902,7 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
         jobs = {spec: pool.submit(spec.make, directory / spec.name) for spec in todo}
         for spec, job in jobs.items():
             clips[spec.name] = job.result()
-            manifest[spec.name] = {**dataclasses.asdict(spec), "version": MEDIA_VERSION}
+            manifest[spec.name] = spec.record()
             if log:
                 log(f"built {clips[spec.name]}")
     clips = {s.name: clips[s.name] for s in specs if s.name in clips}

@@ -320,3 +320,19 @@ def test_an_encode_the_muxer_rejects_is_tried_again_then_named(tmp_path, monkeyp
     )
     with pytest.raises(RuntimeError, match=r"b\.mp4: libx264 could not write this clip .*three times"):
         make_clip(tmp_path / "b.mp4", num_frames=8)
+
+
+def test_the_manifest_record_of_a_light_clip_did_not_change_with_the_realistic_fields():
+    light = media.ClipSpec("h264", 256, 144, 96, 12)
+    assert light.record() == {
+        "codec": "h264",
+        "width": 256,
+        "height": 144,
+        "num_frames": 96,
+        "gop": 12,
+        "bframes": 2,
+        "fps": 30,
+        "version": media.MEDIA_VERSION,
+    }  # media cached before them is reused
+    heavy = media.ClipSpec("hevc", 256, 144, 96, 12, bitrate=62_000, open_gop=True)
+    assert heavy.record()["bitrate"] == 62_000 and heavy.record()["open_gop"] is True
