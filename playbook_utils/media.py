@@ -213,16 +213,21 @@ def _texture(width: int, height: int) -> np.ndarray:
 
 def detailed_frame(index: int, width: int, height: int, num_frames: int = 300):
     """The (Y, U, V) planes of frame `index` of a stamped clip as heavy to encode and decode as filmed video:
-    detail at every scale, the top half panning right and the bottom half down-left at other speeds, a slow
+    detail at every scale, the top half panning sideways and the bottom half diagonally at other speeds, a slow
     brightness wave, textured colour, and a moving square; with the frame number and the stamp that `read_stamp`
     reads back. `make_clip(..., picture=detailed_frame, bit_rate=...)` makes the realistic clips of the default
     set (`ClipSpec.bitrate`). Introduced in notebook 01."""
     tex = _texture(width, height)
     half = height // 2
     y = np.empty((height, width), dtype=np.int16)
-    dx = (3 * index) % 64
+
+    def sway(step: int) -> int:  # 0..63 and back: motion that never jumps (a jump reads as a scene cut)
+        t = (step * index) % 126
+        return t if t < 64 else 126 - t
+
+    dx = sway(3)
     y[:half] = tex[:half, dx : dx + width]
-    dx, dy = 63 - (2 * index) % 64, index % 64
+    dx, dy = 63 - sway(2), sway(1)
     y[half:] = tex[dy + half : dy + height, dx : dx + width]
     y += (18 * np.sin(2 * np.pi * (np.arange(width) / width + index / 60.0))).astype(np.int16)[None, :]
     side = max(4, height // 5)
