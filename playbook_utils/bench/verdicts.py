@@ -45,6 +45,11 @@ def block_rates(amounts, seconds, blocks: int = 4) -> list[float]:
     return [sum(amounts[a:b]) / sum(seconds[a:b]) for a, b in zip(cuts, cuts[1:]) if sum(seconds[a:b]) > 0]
 
 
+def _number(value: float) -> str:
+    """A rate for a sentence: whole numbers with thousands separators from 10 up, 2 significant digits below."""
+    return f"{value:,.0f}" if abs(value) >= 9.5 else f"{value:.2g}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """The first two of a ranking of rates (higher is better), with the margin between them and their spread."""
@@ -60,17 +65,23 @@ class Verdict:
     def sentence(self, unit: str = "frames/s", what: str = "the fastest") -> str:
         """One line for a notebook: the winner, its margin and the spread, or that the first two are tied."""
         if self.runner_up is None:
-            return f"{self.best}: {self.best_value:,.0f} {unit} (the only one measured, so nothing to compare)"
+            return f"{self.best}: {_number(self.best_value)} {unit} (the only one measured, so nothing to compare)"
+        if self.spread_pct is None and not self.tied:
+            return (
+                f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {self.margin_pct:.0f}% ahead of "
+                f"{self.runner_up} ({_number(self.runner_up_value)}); no spread was measured (one run each), so "
+                f"this margin is not tested against the noise"
+            )
         spread = "an unknown spread" if self.spread_pct is None else f"a spread of {self.spread_pct:.0f}%"
         if self.tied:
             return (
-                f"{self.best} and {self.runner_up} are tied here: {self.best_value:,.0f} vs "
-                f"{self.runner_up_value:,.0f} {unit}, a {self.margin_pct:.0f}% margin against {spread} "
+                f"{self.best} and {self.runner_up} are tied here: {_number(self.best_value)} vs "
+                f"{_number(self.runner_up_value)} {unit}, a {self.margin_pct:.0f}% margin against {spread} "
                 f"of the measurements"
             )
         return (
-            f"{self.best} is {what} here: {self.best_value:,.0f} {unit}, {self.margin_pct:.0f}% ahead of "
-            f"{self.runner_up} ({self.runner_up_value:,.0f}), more than {spread} of the measurements"
+            f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {self.margin_pct:.0f}% ahead of "
+            f"{self.runner_up} ({_number(self.runner_up_value)}), more than {spread} of the measurements"
         )
 
     def as_dict(self) -> dict:

@@ -31,7 +31,7 @@ def test_a_margin_inside_the_spread_is_a_tie():
 def test_each_label_counts_once_with_its_best_rate_and_unknown_spreads_are_said():
     v = verdicts.rank([("a", 10, None), ("a", 30, None), ("b", 20, None)])
     assert (v.best, v.best_value, v.runner_up) == ("a", 30, "b") and not v.tied
-    assert "unknown spread" in v.sentence()
+    assert "no spread was measured" in v.sentence()
     assert verdicts.rank([("a", 10, None), ("b", 9, None)], unknown_spread_ties=True).tied
     alone = verdicts.rank([("a", 10, 1.0)])
     assert alone.runner_up is None and "only one" in alone.sentence()
@@ -50,3 +50,15 @@ def test_block_rates_smooth_bursts_into_repeatable_rates():
 
 def test_rounded_keeps_an_unmeasured_spread_unmeasured():
     assert verdicts.rounded(50.750304706622444) == 50.8 and verdicts.rounded(None) is None
+
+
+def test_small_rates_keep_two_significant_digits_in_the_sentence():
+    v = verdicts.rank([("sorted", 1.34, 2.0), ("seek", 1.07, 2.0)])
+    assert "1.3 requests/s" in v.sentence(unit="requests/s") and "(1.1)" in v.sentence(unit="requests/s")
+    assert "4,610 frames/s" in verdicts.rank([("a", 4610.0, 1.0), ("b", 99.6, 1.0)]).sentence()
+    assert "(100)" in verdicts.rank([("a", 4610.0, 1.0), ("b", 99.6, 1.0)]).sentence()
+
+
+def test_a_margin_without_any_spread_is_not_called_more_than_the_noise():
+    sentence = verdicts.rank([("a", 120.0, None), ("b", 100.0, None)]).sentence()
+    assert "20% ahead of b" in sentence and "no spread was measured" in sentence and "more than" not in sentence
