@@ -52,6 +52,13 @@ def coverage(paths: dict, devices, backends) -> dict:
     return out
 
 
+def realistic_clips(clip_info: dict) -> dict:
+    """The clips of notebook 20's `clips` record ({name: {..., 'light': bool}}) a decision for filmed video rests
+    on: the realistic ones where 20 measured any, else all. The light synthetic clips decode faster than users'
+    video, and not by the same factor for every library, so they could crown the wrong one."""
+    return {n: i for n, i in clip_info.items() if not i.get("light")} or clip_info
+
+
 def decision_tree(rows, clip_info: dict) -> dict:
     """{(device, codec, GOP class, workload): verdict dict} over the frame-exact rows of a bench table: which
     backend was fastest for each measured case, its margin over the runner-up and whether that is inside the

@@ -124,6 +124,17 @@ def _machine() -> dict:
     }
 
 
+def _for_reading(value):
+    """`value` with every float rounded to 4 significant digits, for printing (the JSON file keeps them whole)."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _for_reading(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_for_reading(v) for v in value]
+    return value
+
+
 class Notebook:
     """One notebook's run: device, media, stamp checks, skips, figures, rate table and results.
 
@@ -346,7 +357,7 @@ class Notebook:
         self.results.headline = headline
         self.results.data.update(checks=self.checks, figures=self.figures)
         path = self.results.write()
-        print(f"{path}\n{json.dumps(self.results.headline, indent=1, default=str)}")
+        print(f"{path}\n{json.dumps(_for_reading(self.results.headline), indent=1, default=str)}")
         failed = [k for k, v in self.checks.items() if not v]
         self.results.raise_failures()
         if failed:

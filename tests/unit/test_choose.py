@@ -104,3 +104,31 @@ def test_loader_candidates_read_notebook_21():
     seq = choose.loader_candidates(nb21, "sequential", "hevc", ["cpu", "cuda"])
     assert [c["how"] for c in seq] == ["loaders.GpuLoader(paths, backend='torchcodec', threads=16)"]
     assert choose.loader_candidates(nb21, "clips4x8s2", "h264", ["cpu", "cuda"]) == []
+
+
+def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
+    info = {"a.mp4": {"codec": "h264", "gop": 12, "light": True}, "b_8mbps.mp4": {"codec": "h264", "gop": 12}}
+    assert list(choose.realistic_clips(info)) == ["b_8mbps.mp4"]
+    only_light = {"a.mp4": {"codec": "h264", "gop": 12, "light": True}}
+    assert choose.realistic_clips(only_light) == only_light
+    rows = [
+        {
+            "clip": c,
+            "backend": b,
+            "device": "cpu",
+            "workload": "sequential",
+            "status": "ok",
+            "exact": True,
+            "fps": f,
+            "rate_spread_pct": 1.0,
+        }
+        for c, b, f in (
+            ("a.mp4", "torchcodec", 900.0),
+            ("a.mp4", "spdl", 500.0),
+            ("b_8mbps.mp4", "torchcodec", 400.0),
+            ("b_8mbps.mp4", "spdl", 600.0),
+        )
+    ]
+    assert choose.decision_tree(rows, info)[("cpu", "h264", choose.gop_class(12), "sequential")]["best"] == "torchcodec"
+    tree = choose.decision_tree(rows, choose.realistic_clips(info))
+    assert tree[("cpu", "h264", choose.gop_class(12), "sequential")]["best"] == "spdl"

@@ -185,3 +185,11 @@ def test_headline_rates_take_the_gpu_rows_of_their_own_clip():
         "gpu_sparse_fps": None,
     }
     assert kit.Notebook.headline_rates(table, "a.webm")["gpu_sequential_fps"] is None
+
+
+def test_the_printed_headline_is_rounded_and_the_file_keeps_every_digit():
+    assert kit._for_reading({"a": 1772.5692799133767, "b": [0.123456789, "x", 3], "c": None}) == {
+        "a": 1773.0,
+        "b": [0.1235, "x", 3],
+        "c": None,
+    }
