@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import tempfile
@@ -191,24 +192,20 @@ def footage_frame(index: int, width: int, height: int, num_frames: int = 300):
     return y, u, v
 
 
-_TEXTURES: dict = {}
-
-
+@functools.lru_cache(maxsize=4)
 def _texture(width: int, height: int) -> np.ndarray:
     """A fixed detail texture, 64 pixels larger than the picture each way: noise at three scales (fine grain,
-    edges, blotches), so that, like filmed detail, it costs bits at every scale. One per size, per process."""
-    key = (width, height)
-    if key not in _TEXTURES:
-        rng = np.random.default_rng(width * 7907 + height)
-        h, w = height + 64, width + 64
-        t = np.zeros((h, w), dtype=np.float32)
-        for scale, weight in ((1, 0.45), (4, 0.35), (16, 0.2)):
-            coarse = rng.standard_normal((-(-h // scale), -(-w // scale))).astype(np.float32)
-            t += weight * np.kron(coarse, np.ones((scale, scale), dtype=np.float32))[:h, :w]
-        _TEXTURES[key] = np.clip(128 + 45 * t, 24, 232).astype(np.uint8)
-        if len(_TEXTURES) > 4:
-            _TEXTURES.pop(next(iter(_TEXTURES)))
-    return _TEXTURES[key]
+    edges, blotches), so that, like filmed detail, it costs bits at every scale. One per size, per process
+    (read-only: every frame is cut from it)."""
+    rng = np.random.default_rng(width * 7907 + height)
+    h, w = height + 64, width + 64
+    t = np.zeros((h, w), dtype=np.float32)
+    for scale, weight in ((1, 0.45), (4, 0.35), (16, 0.2)):
+        coarse = rng.standard_normal((-(-h // scale), -(-w // scale))).astype(np.float32)
+        t += weight * np.kron(coarse, np.ones((scale, scale), dtype=np.float32))[:h, :w]
+    texture = np.clip(128 + 45 * t, 24, 232).astype(np.uint8)
+    texture.setflags(write=False)
+    return texture
 
 
 def detailed_frame(index: int, width: int, height: int, num_frames: int = 300):
@@ -313,8 +310,8 @@ def make_clip(
     clip. `picture(index, width, height, num_frames) -> (Y, U, V)` draws the frames instead of `synth_frame`
     (`detailed_frame`: as heavy as filmed video; `footage_frame`: no stamp). `bit_rate` (bit/s) encodes to that
     average rate instead of the encoder's default quality. `closed_gop=None` sets only the keyframe interval and
-    leaves the rest of the GOP to the encoder's defaults, as most real files are made (x265's: open GOP). Raises RuntimeError when this PyAV has no encoder for `codec`. Introduced in
-    notebook 01.
+    leaves the rest of the GOP to the encoder's defaults, as most real files are made (x265's: open GOP). Raises
+    RuntimeError when this PyAV has no encoder for `codec`. Introduced in notebook 01.
     """
     import av
 
@@ -334,7 +331,7 @@ def make_clip(
     settings = dict(encoder=encoder, width=width, height=height, fps=fps, num_frames=num_frames, gop=gop)
     settings.update(bframes=bframes, pix_fmt=pix_fmt, closed_gop=closed_gop, preset=preset, bit_rate=bit_rate)
     settings.update(frame_times=frame_times, picture=picture)
-    for attempt in range(3):
+    for _ in range(3):
         try:
             _encode(tmp, **settings)
             break
@@ -836,11 +833,16 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
     return specs
 
 
+@functools.lru_cache(maxsize=1)
+def _light_names() -> frozenset:
+    specs = default_media_specs(True) + default_media_specs(False) + long_media_specs(True) + long_media_specs(False)
+    return frozenset(s.name for s in specs if s.bitrate is None)
+
+
 def is_light(name: str) -> bool:
     """Whether `name` is one of the default set's light clips: `synth_frame`'s smooth picture at the encoder's
     default quality, far easier to decode than filmed video at its size (`ClipSpec.bitrate` None)."""
-    specs = default_media_specs(True) + default_media_specs(False) + long_media_specs(True) + long_media_specs(False)
-    return any(s.name == Path(name).name and s.bitrate is None for s in specs)
+    return Path(name).name in _light_names()
 
 
 def long_media_specs(smoke: bool) -> list[ClipSpec]:

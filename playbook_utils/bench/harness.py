@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from playbook_utils import child, env
@@ -218,12 +219,9 @@ def format_rows(rows: list[dict]) -> str:
         f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
         f"exact  check"
     ]
-    refused: dict[tuple, int] = {}
+    refused = Counter((r["backend"], r["device"], r.get("error") or "") for r in rows if r["status"] == "unavailable")
     for r in rows:
         if r["status"] == "unavailable":
-            refused[(r["backend"], r["device"], r.get("error") or "")] = (
-                refused.get((r["backend"], r["device"], r.get("error") or ""), 0) + 1
-            )
             continue
         ok = r["status"] == "ok"
         fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"

@@ -14,6 +14,8 @@ pts of every frame index and the keyframe at or before it, which all of them use
 
 from __future__ import annotations
 
+from playbook_utils.bench.verdicts import spread_pct
+
 STRATEGIES = ("seek per frame", "decode everything", "sorted forward pass", "parallel GOPs", "keyframe snapped")
 EXACT = ("seek per frame", "sorted forward pass", "parallel GOPs")  # the strategies that return the frames asked for
 
@@ -161,8 +163,6 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
         "parallel GOPs": lambda: parallel_gops(path, targets, pts, key_of) + (list(targets),),
         "keyframe snapped": lambda: keyframe_snapped(path, targets, pts, key_of, threads),
     }
-    from playbook_utils.bench.verdicts import spread_pct
-
     out = {}
     for name, call in calls.items():
         times = []

@@ -66,23 +66,20 @@ class Verdict:
         """One line for a notebook: the winner, its margin and the spread, or that the first two are tied."""
         if self.runner_up is None:
             return f"{self.best}: {_number(self.best_value)} {unit} (the only one measured, so nothing to compare)"
-        if self.spread_pct is None and not self.tied:
-            return (
-                f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {self.margin_pct:.0f}% ahead of "
-                f"{self.runner_up} ({_number(self.runner_up_value)}); no spread was measured (one run each), so "
-                f"this margin is not tested against the noise"
-            )
-        spread = "an unknown spread" if self.spread_pct is None else f"a spread of {self.spread_pct:.0f}%"
         if self.tied:
+            spread = "an unknown spread" if self.spread_pct is None else f"a spread of {self.spread_pct:.0f}%"
             return (
                 f"{self.best} and {self.runner_up} are tied here: {_number(self.best_value)} vs "
                 f"{_number(self.runner_up_value)} {unit}, a {self.margin_pct:.0f}% margin against {spread} "
                 f"of the measurements"
             )
-        return (
+        head = (
             f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {self.margin_pct:.0f}% ahead of "
-            f"{self.runner_up} ({_number(self.runner_up_value)}), more than {spread} of the measurements"
+            f"{self.runner_up} ({_number(self.runner_up_value)})"
         )
+        if self.spread_pct is None:
+            return f"{head}; no spread was measured (one run each), so this margin is not tested against the noise"
+        return f"{head}, more than a spread of {self.spread_pct:.0f}% of the measurements"
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
