@@ -359,6 +359,7 @@ class GpuLoader:
         )
         self.all_frames = strategy == "all"
         self.threads, self.batch_size, self.size, self.chunk = threads, batch_size, size, chunk
+        self.lookahead = 2 * threads  # videos decoded or in flight ahead of the consumer
         self.frames_delivered = 0
 
     def __len__(self) -> int:
@@ -383,7 +384,7 @@ class GpuLoader:
 
     def __iter__(self):
         batch = []
-        for video in decode_ahead(self._item, range(len(self.ds)), self.threads, 2 * self.threads):
+        for video in decode_ahead(self._item, range(len(self.ds)), self.threads, self.lookahead):
             batch.append(video)
             if len(batch) == self.batch_size:
                 yield _deliver(self, batch)
@@ -409,6 +410,8 @@ class GpuProcessLoader:
         self.paths = [str(p) for p in paths]
         self.processes, self.threads, self.batch_size = processes, threads, batch_size
         self.kwargs = loader_kwargs
+        # videos ahead of the consumer: each worker's GpuLoader look-ahead, plus the queue between them
+        self.lookahead = processes * 2 * threads + 2 * processes
         self.frames_delivered = 0
 
     def __len__(self) -> int:

@@ -42,13 +42,18 @@ def sweep_workers(
     timeout_s: float = 120,
     device: str = "cpu",
     log=print,
+    budget_s: float | None = None,
 ) -> tuple[list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
     training step (`measure_loader`). Returns (rows, stuck): a configuration whose workers deliver no
     batch within `timeout_s`, or die, is recorded in `stuck` with its error and the sweep goes on. `log` gets
-    one line per configuration."""
+    one line per configuration. With `budget_s`, each configuration's measurement is capped at its share of it
+    (at most `max_s`), so the sweep's measured time stays within the budget however many configurations there
+    are (each still pays its workers' start-up)."""
     from playbook_utils import loaders
 
+    if budget_s is not None:
+        max_s = min(max_s, budget_s / max(1, len(backends) * len(workers)))
     rows, stuck = [], []
     for b in backends:
         mine, refused = accepted(paths, b)
@@ -71,7 +76,8 @@ def sweep_workers(
                 loaders.close_loader(dl)  # its workers exit now, cleanly, not when the loader is collected
             threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
             rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused), **r})
-            cut = f", {r['steps']} steps in the {max_s} s cap" if r["stopped_by_time"] else ""
+            cut = f", {r['steps']} steps in the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
+            cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
             log(
                 f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
                 f"waits {100 * r['wait_fraction']:5.1f}% of the time ({1e3 * r['wait_s_per_step']:.1f} ms per "
@@ -119,45 +125,71 @@ def gpu_specs(clip, device: str, threads, process_layouts, dali_ok: bool) -> tup
     return specs, notes
 
 
-def measure_gpu_loaders(clip, codec: str, specs, items: list, ceiling_fps, common: dict, log=print) -> list[dict]:
-    """Each spec over `items` (distinct names of the clip, or the reader's files) in its own process
-    (`measure_isolated`, with `common` arguments: device, batch_size, chunk, warmup_batches), each row
-    put against `ceiling_fps` with what NVML saw while its clock ran. Returns the rows; a failure is a line."""
+def spec_lookahead(spec: dict) -> int:
+    """The look-ahead, in videos, of the loader a `measure_isolated` spec builds (`lookahead_of` of the loader,
+    known before it is built): what `steady_epoch` sizes its epoch by. DALI's reader works in sequences of a
+    few videos' worth: 0 videos."""
+    if spec["kind"] == "dali":
+        return 0
+    if spec.get("processes", 1) > 1:
+        return spec["processes"] * 2 * spec["threads"] + 2 * spec["processes"]
+    return 2 * spec["threads"]
+
+
+def measure_gpu_loaders(clip, codec: str, specs, items_for, ceiling: dict | None, common: dict, log=print) -> list[dict]:
+    """Each spec in its own process (`measure_isolated`, with `common` arguments: device, batch_size, chunk,
+    warmup_batches, min_window_s) over `items_for(n)` distinct files, n sized by `steady_epoch` for the spec's
+    look-ahead so that its rate is a steady one; each row judged against `ceiling` (`nvdec.against_ceiling`) with
+    what NVML saw inside the steady window. Returns the rows; a failure is a line (notebook 21)."""
+    from playbook_utils.bench import monitor, nvdec
+    from playbook_utils.decoders import video_info
+
+    frames_per_item = max(1, video_info(clip).num_frames)
+    items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
     for spec in specs:
-        r = measure_isolated({**spec, "paths": items, **common})
+        warm = common.get("warmup_batches", 0) * common.get("batch_size", 1)
+        n = steady_epoch(spec_lookahead(spec), warm, common.get("min_window_s", 0.0), items_per_s)
+        r = measure_isolated({**spec, "paths": items_for(n), **common})
         if r["status"] != "ok":
             log(f"  {spec['loader']}: failed: {r['error'][:140]}")
             continue
         row = {"clip": Path(clip).name, "codec": codec, "path": str(clip), **spec, **r}
-        row["pct_of_ceiling"] = 100 * row["frames_per_s"] / ceiling_fps if ceiling_fps else None
-        u = row.get("utilization") or {}
-        busy = ", ".join(
-            f"{label} {u[key]:.0f}%"
-            for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
-            if u.get(key) is not None
-        )
-        pct = f"{row['pct_of_ceiling']:5.1f}% of the ceiling" if row["pct_of_ceiling"] else ""
+        row.update(nvdec.against_ceiling(row["frames_per_s"], row.get("frames_per_s_spread_pct"), ceiling))
+        rate = f"{row['frames_per_s']:8,.0f} frames/s" if row["frames_per_s"] else f"{'-':>8s} frames/s"
+        how = f"look-ahead {row['lookahead_items']}, {row['epoch_items']} items, {row['seconds']:.0f} s window"
+        judged = row["words"] if row["steady"] else f"NOT A STEADY RATE: {row['why']}"
         log(
-            f"  {row['loader']:38s} {row['frames_per_s']:8,.0f} frames/s model-ready  {pct}  "
-            f"(start-up {row['startup_s']:.1f} s; busy: {busy or 'not sampled'})"
+            f"  {row['loader']:34s} {rate} ±{row.get('frames_per_s_spread_pct') or 0:.0f}%  {judged}  "
+            f"({how}; busy: {monitor.busy_words(row.get('utilization'))})"
         )
         rows.append(row)
     return rows
 
 
-def more_threads(row: dict, items: list, ceiling_fps, common: dict, steps, log=print) -> tuple[list[dict], str]:
+def trusted(row: dict) -> bool:
+    """A GPU loader row whose rate is a result: measured in steady state and not above a saturated ceiling."""
+    return bool(row.get("steady")) and row.get("frames_per_s") is not None and row.get("verdict") != "above"
+
+
+def more_threads(row: dict, items_for, ceiling, common: dict, steps, log=print) -> tuple[list[dict], str]:
     """Past the thread counts measured: `row` (a one-process `GpuLoader` row of `measure_gpu_loaders`) again with
     each thread count of `steps` above its own, in order, until the rate stops rising, that is until a step gains
     no more than the larger spread of the two rows. Returns (the new rows, a sentence: where it stopped, at what
-    rate, and what held it back there (`limit_of`)). Notebook 21."""
+    rate, and what held it back there (`limit_of`)). A row that is not a result (`trusted`) ends the sweep and
+    the sentence says why. Notebook 21."""
     best, rows = row, []
     for t in [t for t in steps if t > row["threads"]]:
         spec = {"kind": "gpu", "backend": row["backend"], "threads": t, "loader": f"{row['backend']} x{t} threads"}
-        new = measure_gpu_loaders(row["path"], row["codec"], [spec], items, ceiling_fps, common, log)
+        new = measure_gpu_loaders(row["path"], row["codec"], [spec], items_for, ceiling, common, log)
         if not new:
             return rows, f"{spec['loader']} failed (the line above says why); the best stays {best['loader']}"
         rows += new
+        if not trusted(new[0]):
+            return rows, (
+                f"{spec['loader']} gave no rate to compare ({new[0]['words'] if new[0]['steady'] else new[0]['why']}); "
+                f"the best measured stays {best['loader']}, {best['frames_per_s']:,.0f} frames/s"
+            )
         gain = 100 * (new[0]["frames_per_s"] / best["frames_per_s"] - 1)
         spread = max(best.get("frames_per_s_spread_pct") or 0, new[0].get("frames_per_s_spread_pct") or 0)
         if gain <= spread:
@@ -176,11 +208,12 @@ def more_threads(row: dict, items: list, ceiling_fps, common: dict, steps, log=p
 def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
     """(label, sentence): what held a GPU-side loader back. NVDEC busy at least `busy_pct` of the time means the
     engines; else the SMs busy that long mean the GPU work each frame needs beyond decoding; neither means the
-    host side (Python scheduling, demuxing, the calls into the decoders)."""
+    host side (Python scheduling, demuxing, the calls into the decoders). Where the window was too short for
+    utilization samples to mean anything, 'unknown' with that reason."""
     u = row.get("utilization") or {}
     nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
     if nvdec is None or sm is None:
-        return "unknown", "unknown (NVML gave no utilization here)"
+        return "unknown", f"unknown: utilization {u.get('busy_why') or 'not measured (NVML gave none here)'}"
     if nvdec >= busy_pct:
         return "NVDEC", f"NVDEC, busy {nvdec:.0f}% of the time"
     if sm >= busy_pct:
@@ -193,25 +226,35 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
 
 
 def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
-    """Per clip, the best GPU-side loader with its margin over the runner-up (`verdicts.rank`), its share of the
-    ceiling, and what held it back (`limit_of`); the headline notebook 21 reports."""
+    """Per clip, the best GPU-side loader among the `trusted` rows with its margin over the runner-up
+    (`verdicts.rank`), its share of the ceiling (`nvdec.against_ceiling`, with the rate's spread), what held it
+    back (`limit_of`) and how many rows were not results; the headline notebook 21 reports. `ceilings` maps a
+    clip's name to its `nvdec.ceiling` result."""
     from playbook_utils.bench import verdicts
 
     best = {}
     for name in dict.fromkeys(r["clip"] for r in rows):
-        rs = [r for r in rows if r["clip"] == name]
+        rs = [r for r in rows if r["clip"] == name and trusted(r)]
+        if not rs:
+            continue
         b = max(rs, key=lambda r: r["frames_per_s"])
         v = verdicts.rank((r["loader"], r["frames_per_s"], r.get("frames_per_s_spread_pct")) for r in rs)
         label, why = limit_of(b)
+        c = ceilings.get(name) or {}
         best[name] = {
             "loader": b["loader"],
             "backend": b["backend"],
             "fps": round(b["frames_per_s"]),
-            "pct_of_ceiling": round(b["pct_of_ceiling"], 1) if b["pct_of_ceiling"] else None,
-            "ceiling_fps": round(ceilings[name]) if ceilings.get(name) else None,
+            "spread_pct": verdicts.rounded(b.get("frames_per_s_spread_pct")),
+            "pct_of_ceiling": round(b["pct_of_ceiling"], 1) if b.get("pct_of_ceiling") else None,
+            "share": b.get("words"),
+            "ceiling_fps": round(c["fps"]) if c.get("fps") else None,
+            "ceiling_saturated": c.get("saturated"),
+            "lookahead_items": b.get("lookahead_items"),
             "limit": label,
             "why": why,
             "margin": v.sentence(),
+            "rows_not_results": sum(1 for r in rows if r["clip"] == name and not trusted(r)),
             "clip_mbps": _mbps(b.get("path")),
             **{k: (b.get("utilization") or {}).get(k) for k in ("nvdec_pct", "sm_pct")},
         }
@@ -258,6 +301,90 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
     return out
 
 
+def lookahead_of(loader) -> tuple[int, str]:
+    """(items, unit): how far ahead of the consumer `loader` works. A `GpuLoader` keeps `2 x threads` videos in
+    flight, a `GpuProcessLoader` that per worker plus its queue, a DALI pipeline its prefetch queue of batches, and
+    a `DataLoader` `prefetch_factor` batches per worker. Work started that far ahead was done before any clock
+    that starts at a delivery: `steady_rate` leaves it out. Notebook 21."""
+    items = getattr(loader, "lookahead", None)
+    if items is not None:
+        return int(items), "items"
+    workers = getattr(loader, "num_workers", None)
+    if workers is not None:  # a torch DataLoader: batches
+        return workers * (getattr(loader, "prefetch_factor", None) or 2) * (loader.batch_size or 1), "items"
+    return 0, "items"
+
+
+STEADY_LOOKAHEADS = 2  # the steady window spans at least this many look-aheads of items
+
+
+def steady_rate(deliveries, warmup_items: int, lookahead_items: int, min_window_s: float = 0.0) -> dict:
+    """The rate of a loader in steady state, from its `deliveries` [(time, items, frames), ...] in order.
+
+    A loader that decodes ahead has `lookahead_items` items done or in flight before the consumer's clock can
+    start; at the end of an epoch it drains the same number with no new work behind them. Both inflate a rate
+    taken from the first delivery to the last. The window here starts once `warmup_items + lookahead_items`
+    items have been delivered (every later item was started after the window opened) and ends before the last
+    `lookahead_items` (while every thread still had work); the rate is the least-squares slope of the frames
+    delivered against time inside it, so batches that arrive in bursts do not bias it.
+
+    Returns {'frames_per_s', 'frames_per_s_spread_pct' (over four runs of consecutive deliveries), 'frames',
+    'items', 'seconds' (the window), 'window_start', 'steady': the window spans at least STEADY_LOOKAHEADS
+    look-aheads and `min_window_s`, 'why' (when not steady)}. 'frames_per_s' is None when the epoch left no
+    window at all. Introduced in notebook 21.
+    """
+    from playbook_utils.bench.verdicts import block_rates, spread_pct
+
+    total = sum(d[1] for d in deliveries)
+    lo, hi = warmup_items + lookahead_items, total - lookahead_items
+    done, first, last = 0, None, None
+    for k, (_, items, _) in enumerate(deliveries):
+        done += items
+        if first is None and done >= lo:
+            first = k
+        if done <= hi:
+            last = k
+    need = f"an epoch of at least {steady_epoch(lookahead_items, warmup_items, batch_size=deliveries[0][1] if deliveries else 1)} items"
+    if first is None or last is None or last - first < 2:
+        return {
+            "frames_per_s": None,
+            "frames_per_s_spread_pct": None,
+            "frames": 0,
+            "items": 0,
+            "seconds": 0.0,
+            "window_start": None,
+            "steady": False,
+            "why": f"{total} items leave no steady window with a look-ahead of {lookahead_items}: {need}",
+        }
+    win = deliveries[first : last + 1]
+    ts = [d[0] for d in win]
+    cum, acc = [], 0
+    for d in win:
+        acc += d[2]
+        cum.append(acc)
+    mt, mf = sum(ts) / len(ts), sum(cum) / len(cum)
+    var = sum((t - mt) ** 2 for t in ts)
+    slope = sum((t - mt) * (f - mf) for t, f in zip(ts, cum)) / var if var > 0 else None
+    seconds = ts[-1] - ts[0]
+    items = sum(d[1] for d in win[1:])
+    gaps = [(d[2], d[0] - p[0]) for p, d in zip(win, win[1:])]
+    why = None
+    if items < STEADY_LOOKAHEADS * lookahead_items:
+        why = f"the window holds {items} items, fewer than {STEADY_LOOKAHEADS} look-aheads ({need})"
+    elif seconds < min_window_s:
+        why = f"the window lasted {seconds:.1f} s, less than {min_window_s:g} s"
+    return {
+        "frames_per_s": slope,
+        "frames_per_s_spread_pct": spread_pct(block_rates(*zip(*gaps))) if gaps else None,
+        "frames": sum(d[2] for d in win[1:]),
+        "items": items,
+        "seconds": seconds,
+        "window_start": ts[0],
+        "steady": why is None,
+        "why": why,
+    }
+
+
 def measure_loader(
     loader,
     step_s: float,
@@ -267,48 +394,55 @@ def measure_loader(
     max_seconds: float | None = None,
     min_steps: int = 3,
 ) -> dict:
-    """Run `steps` simulated training steps of `step_s` seconds, fed by `loader`; return the data wait.
+    """Run simulated training steps of `step_s` seconds, fed by `loader`; return the data wait in steady state.
 
     Each step waits for the next batch (the time counted as data wait), copies it to `device`, then
-    'trains' for `step_s` (sleeping, which leaves the CPU to the workers as a GPU step would). Returns
-    {'wait_fraction', 'wait_s_per_step', 'step_s', 'samples_per_s', 'steps', 'stopped_by_time'}; batches
-    are recycled when the loader runs out before `steps`. `max_seconds` ends the measurement early
-    (after at least `min_steps` measured steps): a slow configuration, such as one worker decoding 1080p
-    clips, is then measured over fewer steps instead of holding the run for minutes.
+    'trains' for `step_s` (sleeping, which leaves the CPU to the workers as a GPU step would). The first
+    `warmup` steps, and then the batches the loader had prefetched (`lookahead_of`: a DataLoader's
+    `prefetch_factor` per worker), are not measured: they were decoded before the clock could start. Then
+    `steps` steps are measured, fewer when the epoch ends first or when `max_seconds` have passed (after at
+    least `min_steps`): a slow configuration, such as one worker decoding 1080p clips, is measured over fewer
+    steps instead of holding the run for minutes. Returns {'wait_fraction', 'wait_s_per_step', 'step_s',
+    'samples_per_s', 'samples_per_s_spread_pct', 'steps', 'stopped_by_time', 'lookahead_batches', 'steady',
+    'why'}: 'steady' is False (with 'why') when the epoch ended before `min_steps` measured steps.
     """
+    from playbook_utils.bench.verdicts import block_rates, spread_pct
+
+    ahead_items, _ = lookahead_of(loader)
+    batch = getattr(loader, "batch_size", None) or 1
+    skip = warmup + -(-ahead_items // batch)
     it = iter(loader)
-    waits, samples, start, rates = [], 0, None, []
-    for s in range(steps + warmup):
-        if (
-            max_seconds is not None
-            and start is not None
-            and len(waits) >= min_steps
-            and time.perf_counter() - start > max_seconds
-        ):
-            break
+    waits, samples, start, rates, s = [], 0, None, [], 0
+    while len(waits) < steps:
+        if max_seconds is not None and start is not None and len(waits) >= min_steps:
+            if time.perf_counter() - start > max_seconds:
+                break
         t0 = time.perf_counter()
         try:
-            batch = next(it)
+            got = next(it)
         except StopIteration:
-            it = iter(loader)
-            batch = next(it)
-        batch = batch.to(device, non_blocking=True)
+            break
+        got = got.to(device, non_blocking=True)
         if Device.parse(device).is_cuda:
             import torch
 
             torch.cuda.synchronize(device)
         t1 = time.perf_counter()
-        if s == warmup:
+        if s == skip:
             start = t0
         time.sleep(step_s)
-        if s >= warmup:
+        if s >= skip:
             waits.append(t1 - t0)
-            samples += batch.shape[0]
-            rates.append((batch.shape[0], time.perf_counter() - t0))
+            samples += got.shape[0]
+            rates.append((got.shape[0], time.perf_counter() - t0))
+        s += 1
+    if not waits:
+        raise RuntimeError(
+            f"measure_loader: the epoch ended after {s} batches, before the {skip} of warm-up and prefetch"
+        )
     total = time.perf_counter() - start
     wait = sum(waits)
-    from playbook_utils.bench.verdicts import block_rates, spread_pct
-
+    why = None if len(waits) >= min_steps else f"the epoch ended after {len(waits)} measured steps"
     return {
         "wait_fraction": wait / total,
         "wait_s_per_step": wait / len(waits),
@@ -316,62 +450,79 @@ def measure_loader(
         "samples_per_s": samples / total,
         "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
         "steps": len(waits),
-        "stopped_by_time": len(waits) < steps,
+        "stopped_by_time": len(waits) < steps and why is None,
+        "lookahead_batches": skip - warmup,
+        "steady": why is None,
+        "why": why,
     }
 
 
-def measure_flat_out(batches, warmup_batches: int = 0) -> dict:
-    """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, a `GpuProcessLoader`,
-    or a `dali_loader` seen through `_DaliVideos`. Returns {'frames_per_s', 'batches', 'seconds', 'frames',
-    'startup_s', 'clock_start'} (notebook 21).
-
-    With `warmup_batches`, the clock starts when that many batches have arrived, and only later frames count:
-    the steady rate of a loader whose start (processes, CUDA contexts, decoders) an epoch pays once.
-    'startup_s' is the time until then. 'frames_per_s_spread_pct' is the spread of the rates of four runs of
-    consecutive batches (`verdicts.block_rates`).
+def measure_flat_out(batches, warmup_batches: int = 0, lookahead_items=None, min_window_s: float = 0.0) -> dict:
+    """Run an iterable of model-ready batches flat out (no training step) to the end of its epoch: a
+    `GpuLoader`, a `GpuProcessLoader`, or a `dali_loader` seen through `_DaliVideos`. Returns `steady_rate`'s
+    record over the deliveries after `warmup_batches` (start-up: processes, CUDA contexts, decoders), with the
+    look-ahead (`lookahead_of(batches)` unless given) left out at both ends, plus 'batches', 'startup_s' (until
+    the warm-up batches had arrived), 'lookahead_items', 'epoch_items' and 'clock_start' (the window's start,
+    for the utilization samples). Raises ValueError when no batch came after the warm-up (notebook 21).
     """
     import torch
 
-    def finished(video):  # the GPU work behind a batch is done, so the clock reads the real time
+    def finished(video):  # the GPU work behind a batch (its stack) is done, so the clock reads the real time
         if video.is_cuda:
-            torch.cuda.synchronize(video.device)
+            torch.cuda.current_stream(video.device).synchronize()
 
+    if lookahead_items is None:
+        lookahead_items = lookahead_of(batches)[0]
     t0 = time.perf_counter()
-    start, count, frames, last, rates = t0, 0, 0, t0, []
+    deliveries, warm, count, startup = [], 0, 0, None
     for batch in batches:
         # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
         videos = batch if isinstance(batch, list) else list(batch)
-        count += 1
+        finished(videos[-1])
         now = time.perf_counter()
-        if count > warmup_batches:
-            frames += sum(v.shape[0] for v in videos)
-            rates.append((sum(v.shape[0] for v in videos), now - last))
-        elif count == warmup_batches:
-            finished(videos[-1])
-            start = now = time.perf_counter()
-        last = now
+        count += 1
+        if count <= warmup_batches:
+            warm += len(videos)
+            startup = now - t0
+        deliveries.append((now, len(videos), sum(v.shape[0] for v in videos)))
     if count <= warmup_batches:
         raise ValueError(f"measure_flat_out: {count} batches, not more than the {warmup_batches} of warm-up")
-    finished(videos[-1])
-    seconds = time.perf_counter() - start
-    from playbook_utils.bench.verdicts import block_rates, spread_pct
-
+    r = steady_rate(deliveries, warm, lookahead_items, min_window_s)
+    start = r.pop("window_start")
     return {
-        "frames_per_s": frames / seconds,
-        "frames_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
+        **r,
         "batches": count - warmup_batches,
-        "seconds": seconds,
-        "frames": frames,
-        "startup_s": start - t0,
+        "startup_s": startup if startup is not None else 0.0,
+        "lookahead_items": lookahead_items,
+        "epoch_items": sum(d[1] for d in deliveries),
         "clock_start": start,
+        "clock_end": None if start is None else start + r["seconds"],
     }
 
 
-class _DaliVideos:
-    """A DALI iterator seen as an iterable of video tensors, for `measure_flat_out` and `measure_loader`."""
+def steady_epoch(
+    lookahead_items: int, warmup_items: int, min_window_s: float = 0.0, items_per_s=None, batch_size: int = 4
+) -> int:
+    """How many items an epoch needs for `steady_rate` to find a steady window: the warm-up, the look-ahead at
+    both ends, and a window of STEADY_LOOKAHEADS look-aheads (at least three batches of `batch_size`) or
+    `min_window_s` at `items_per_s` (an upper bound such as the NVDEC ceiling, so the window lasts at least that
+    long at any slower rate), whichever is more, plus a batch either side for the batches' granularity.
+    Notebook 21 sizes its GPU epochs with it."""
+    window = max(STEADY_LOOKAHEADS * lookahead_items, 3 * batch_size)
+    if items_per_s and min_window_s:
+        window = max(window, int(min_window_s * items_per_s) + 1)
+    return warmup_items + 2 * lookahead_items + window + 2 * batch_size
 
-    def __init__(self, iterator):
+
+class _DaliVideos:
+    """A DALI iterator seen as an iterable of video tensors, for `measure_flat_out` and `measure_loader`. Its
+    look-ahead, in sequences: the pipeline's prefetch queue of batches, the batch being built and the reader's
+    own batch ahead."""
+
+    def __init__(self, iterator, batch_size: int, prefetch: int = 2):
         self.iterator = iterator
+        self.batch_size = batch_size
+        self.lookahead = (prefetch + 2) * batch_size
 
     def __iter__(self):
         return (out[0]["video"] for out in self.iterator)
@@ -391,7 +542,8 @@ def _run_spec(spec: dict) -> dict:
                     sequence_length=spec.get("sequence_length", 32),
                     batch_size=spec["batch_size"],
                     device_id=spec.get("device_id", 0),
-                )
+                ),
+                spec["batch_size"],
             )
     elif spec.get("processes", 1) > 1:
 
@@ -423,13 +575,13 @@ def _run_spec(spec: dict) -> dict:
         return {"wait": measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])}
     device = Device.parse(spec["device"])
     with UtilizationMonitor(gpu=device.ordinal if device.is_cuda else None) as sampler:
-        result = measure_flat_out(make(), warmup_batches=spec.get("warmup_batches", 0))
-    # while the clock ran: NVDEC and SM busy (median %), this process's CPU (% of one core; not its workers')
-    result["utilization"] = {
-        k: v
-        for k, v in sampler.summary(since=result.pop("clock_start")).items()
-        if k in ("nvdec_pct", "sm_pct", "cpu_pct")
-    }
+        result = measure_flat_out(
+            make(), warmup_batches=spec.get("warmup_batches", 0), min_window_s=spec.get("min_window_s", 0.0)
+        )
+    # inside the steady window: NVDEC and SM busy (median %), this process's CPU (% of one core; not its workers')
+    start, end = result.pop("clock_start"), result.pop("clock_end")
+    u = sampler.summary(since=start, until=end) if start is not None else {"busy_why": "no steady window"}
+    result["utilization"] = {k: u.get(k) for k in ("nvdec_pct", "sm_pct", "cpu_pct", "samples", "busy_why")}
     return result
 
 

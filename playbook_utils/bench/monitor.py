@@ -8,17 +8,23 @@ import time
 
 from playbook_utils import env
 
+MIN_SAMPLES = 20  # fewer samples than this over a window: no utilization figure, "not measured (window too short)"
+BUSY_KEYS = ("cpu_pct", "nvdec_pct", "sm_pct")  # medians: what a window's utilization figure is made of
+
 
 class UtilizationMonitor:
     """Samples this process's CPU use and RSS and, for a GPU (`gpu`: its CUDA index; where NVML answers), NVDEC and
     SM utilization and GPU memory, every `period` s in a background thread while the `with` block runs;
-    `summary(since=...)` keeps only the samples taken after a `time.perf_counter()` value."""
+    `summary(since=..., until=...)` keeps only the samples taken inside a window of `time.perf_counter()` values.
+    NVML averages each utilization reading over its own sampling period ('nvml_period_s'), so a reading says
+    little about a window shorter than a few of them: `summary` then reports none."""
 
     def __init__(self, period: float = 0.1, gpu: int | None = None):
         import psutil
 
         self.period, self.proc = period, psutil.Process()
         self.samples: list[dict] = []
+        self.nvml_period_s: float | None = None
         self._stop = threading.Event()
         self._nvml = None
         if gpu is not None:
@@ -36,7 +42,9 @@ class UtilizationMonitor:
             if self._nvml:
                 nv, h = self._nvml
                 try:
-                    s["nvdec_pct"] = nv.nvmlDeviceGetDecoderUtilization(h)[0]
+                    dec, period_us = nv.nvmlDeviceGetDecoderUtilization(h)
+                    s["nvdec_pct"] = dec
+                    self.nvml_period_s = period_us / 1e6
                     s["sm_pct"] = nv.nvmlDeviceGetUtilizationRates(h).gpu  # some kernel running, share of time
                     s["gpu_mem_mb"] = nv.nvmlDeviceGetMemoryInfo(h).used / 2**20
                 except Exception:
@@ -51,11 +59,17 @@ class UtilizationMonitor:
         self._stop.set()
         self._thread.join()
 
-    def summary(self, since: float | None = None) -> dict:
-        """{'cpu_pct', 'nvdec_pct', 'sm_pct': medians; 'rss_mb', 'gpu_mem_mb': maxima} over the samples (None
-        where nothing was sampled)."""
-        samples = [s for s in self.samples if since is None or s["t"] >= since]
-        out = {}
+    def summary(self, since: float | None = None, until: float | None = None) -> dict:
+        """{'cpu_pct', 'nvdec_pct', 'sm_pct': medians; 'rss_mb', 'gpu_mem_mb': maxima; 'samples': how many were
+        taken in the window; 'window_s'; 'busy_why': None, or why the busy figures are None} over the samples between
+        `since` and `until`. The busy figures need at least MIN_SAMPLES samples, and a window of at least three
+        NVML sampling periods for the GPU's: below that they are None and 'busy_why' says "not measured (window too
+        short: ...)". Introduced in notebook 20."""
+        samples = [s for s in self.samples if (since is None or s["t"] >= since) and (until is None or s["t"] <= until)]
+        window = samples[-1]["t"] - samples[0]["t"] if len(samples) > 1 else 0.0
+        short = len(samples) < MIN_SAMPLES
+        nvml_short = self.nvml_period_s is not None and window < 3 * self.nvml_period_s
+        out: dict = {"samples": len(samples), "window_s": round(window, 2), "busy_why": None}
         for key, agg in (
             ("cpu_pct", statistics.median),
             ("rss_mb", max),
@@ -64,5 +78,26 @@ class UtilizationMonitor:
             ("gpu_mem_mb", max),
         ):
             values = [s[key] for s in samples if key in s]
+            if key in BUSY_KEYS and (short or (key != "cpu_pct" and nvml_short)):
+                values = []
             out[key] = round(agg(values), 1) if values else None
+        if short:
+            out["busy_why"] = f"not measured (window too short: {len(samples)} samples of {self.period:g} s, {MIN_SAMPLES} needed)"
+        elif nvml_short:
+            out["busy_why"] = (
+                f"GPU utilization not measured (window too short: {window:.1f} s, NVML averages over "
+                f"{self.nvml_period_s:.2f} s)"
+            )
         return out
+
+
+def busy_words(u: dict | None) -> str:
+    """What a `summary` says of the busy units, for a table line: 'NVDEC 97%, SMs 45%, CPU 350%', or why nothing
+    was measured. Notebooks 20, 21."""
+    u = u or {}
+    busy = ", ".join(
+        f"{label} {u[key]:.0f}%"
+        for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
+        if u.get(key) is not None
+    )
+    return busy or u.get("busy_why") or "not sampled"

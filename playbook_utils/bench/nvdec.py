@@ -14,6 +14,7 @@ import sys
 import time
 
 from playbook_utils import child, env
+from playbook_utils.bench.monitor import MIN_SAMPLES
 from playbook_utils.errors import describe
 
 CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
@@ -87,19 +88,54 @@ def codec_matrix(clips: dict, libraries=CHECK_LIBRARIES, timeout: float = 120) -
 # --------------------------------------------------------------------------- the engines' ceiling
 
 
-def _raw_thread(path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
-    """One decoder: open it and decode one warm-up pass, report `ready`, wait for `start`, then decode
-    `path` over and over (NV12 left on the GPU) until window[0] and count only those frames."""
-    try:
-        import PyNvVideoCodec as nvc
+DECODERS = ("pynvvideocodec", "torchcodec")  # the libraries whose raw NVDEC decode the ceiling takes the best of
 
-        demuxer = nvc.CreateDemuxer(path)
-        decoder = nvc.CreateDecoder(
-            gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0, usedevicememory=True
-        )  # one decoder per thread, reused pass after pass
-        for packet in demuxer:
-            decoder.Decode(packet)
-        decoder.Decode(nvc.PacketData())
+
+def _pynvvideocodec_passes(path: str, gpu: int):
+    """(warm-up, one timed pass) for a PyNvVideoCodec decoder: its demuxer and decoder, NV12 left in GPU memory.
+    The decoder is created once and reused pass after pass; a pass returns the frames it decoded before
+    `t_end`."""
+    import PyNvVideoCodec as nvc
+
+    demuxer = nvc.CreateDemuxer(path)
+    decoder = nvc.CreateDecoder(
+        gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0, usedevicememory=True
+    )
+
+    def one_pass(t_end: float) -> int:
+        frames = 0
+        for packet in nvc.CreateDemuxer(path):
+            frames += len(decoder.Decode(packet))
+            if time.perf_counter() >= t_end:
+                return frames
+        return frames + len(decoder.Decode(nvc.PacketData()))  # end of stream: flush
+
+    return one_pass
+
+
+def _torchcodec_passes(path: str, gpu: int):
+    """The same for TorchCodec's CUDA decoder (FFmpeg's NVDEC path, RGB out): a new `VideoDecoder` per pass, as a
+    loader opens each file, reading chunks of 32 frames in order."""
+    from torchcodec.decoders import VideoDecoder
+
+    def one_pass(t_end: float) -> int:
+        dec = VideoDecoder(path, device=f"cuda:{gpu}", seek_mode="approximate")
+        n, frames = dec.metadata.num_frames, 0
+        for a in range(0, n, 32):
+            frames += dec.get_frames_in_range(a, min(a + 32, n)).data.shape[0]
+            if time.perf_counter() >= t_end:
+                break
+        return frames
+
+    return one_pass
+
+
+def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
+    """One decoder: open it and decode one warm-up pass, report `ready`, wait for `start`, then decode
+    `path` over and over until window[0] and count only those frames."""
+    try:
+        one_pass = {"pynvvideocodec": _pynvvideocodec_passes, "torchcodec": _torchcodec_passes}[decoder](path, gpu)
+        one_pass(float("inf"))
     except Exception as e:
         out[slot] = describe(e)[:300]
         ready.release()
@@ -107,25 +143,23 @@ def _raw_thread(path: str, gpu: int, ready, start, window: list, out: list, slot
     ready.release()
     start.wait()
     frames, t_end = 0, window[0]
-    while time.perf_counter() < t_end:
-        demuxer = nvc.CreateDemuxer(path)
-        for packet in demuxer:
-            frames += len(decoder.Decode(packet))
-            if time.perf_counter() >= t_end:
-                break
-        else:
-            frames += len(decoder.Decode(nvc.PacketData()))  # end of stream: flush
+    try:
+        while time.perf_counter() < t_end:
+            frames += one_pass(t_end)
+    except Exception as e:
+        out[slot] = describe(e)[:300]
+        return
     out[slot] = frames
 
 
-def _raw_process(path: str, gpu: int, threads: int, seconds: float, barrier, queue) -> None:
+def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float, barrier, queue) -> None:
     """`threads` warmed-up decoders in this process; all processes start together at `barrier`."""
     import threading
 
     ready, start, window = threading.Semaphore(0), threading.Event(), [0.0]
     counts: list = [0] * threads
     workers = [
-        threading.Thread(target=_raw_thread, args=(path, gpu, ready, start, window, counts, k)) for k in range(threads)
+        threading.Thread(target=_raw_thread, args=(decoder, path, gpu, ready, start, window, counts, k)) for k in range(threads)
     ]
     for w in workers:
         w.start()
@@ -140,21 +174,24 @@ def _raw_process(path: str, gpu: int, threads: int, seconds: float, barrier, que
     queue.put({"frames": sum(c for c in counts if isinstance(c, int)), "error": errors[0] if errors else None})
 
 
-def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, gpu: int = 0) -> dict:
-    """Raw NVDEC decode of `path` by processes x threads concurrent decoders for `seconds` (notebook 20).
+def saturate(
+    path, processes: int = 7, threads: int = 1, seconds: float = 3.0, gpu: int = 0, decoder: str = "pynvvideocodec"
+) -> dict:
+    """Raw NVDEC decode of `path` by processes x threads concurrent decoders of `decoder` (one of DECODERS) for
+    `seconds` (notebook 20).
 
     Each decoder is created and warmed up (one whole pass) before the clock starts; then every decoder
-    loops over the clip with PyNvVideoCodec's demuxer and decoder, leaves NV12 frames in GPU memory,
-    and counts only frames decoded inside the common time window. NVML's decoder utilization
-    is sampled every 50 ms meanwhile. Returns {'fps', 'frames', 'processes', 'threads',
-    'nvdec_util_median', 'nvdec_util_p90', 'video_clock_mhz', 'error'}.
+    loops over the clip (PyNvVideoCodec: its demuxer and decoder, NV12 left in GPU memory; TorchCodec: its CUDA
+    `VideoDecoder`, RGB in GPU memory) and counts only frames decoded inside the common time window. NVML's
+    decoder utilization is sampled every 50 ms meanwhile. Returns {'fps', 'frames', 'processes', 'threads',
+    'decoder', 'nvdec_util_median', 'nvdec_util_p90', 'nvdec_util_samples', 'video_clock_mhz', 'error'}.
     """
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     queue, barrier = ctx.Queue(), ctx.Barrier(processes + 1)
     children = [
-        ctx.Process(target=_raw_process, args=(str(path), gpu, threads, seconds, barrier, queue), daemon=True)
+        ctx.Process(target=_raw_process, args=(decoder, str(path), gpu, threads, seconds, barrier, queue), daemon=True)
         for _ in range(processes)
     ]
     for c in children:
@@ -171,6 +208,7 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
             "frames": 0,
             "processes": processes,
             "threads": threads,
+            "decoder": decoder,
             "error": "decoders did not start within 180 s",
         }
     t0 = time.perf_counter()
@@ -194,8 +232,10 @@ def saturate(path, processes: int = 7, threads: int = 1, seconds: float = 3.0, g
         "frames": frames,
         "processes": processes,
         "threads": threads,
-        "nvdec_util_median": util[len(util) // 2] if util else None,
-        "nvdec_util_p90": util[int(0.9 * (len(util) - 1))] if util else None,
+        "decoder": decoder,
+        "nvdec_util_samples": len(util),
+        "nvdec_util_median": util[len(util) // 2] if len(util) >= MIN_SAMPLES else None,
+        "nvdec_util_p90": util[int(0.9 * (len(util) - 1))] if len(util) >= MIN_SAMPLES else None,
         "video_clock_mhz": max(clock) if clock else None,
         "error": "; ".join(errors) or None,
     }
@@ -205,23 +245,41 @@ SWEEP = ((1, 1), (1, 4), (4, 2), (7, 1), (7, 2))
 SATURATED_PCT = 95  # median NVDEC utilization at which a ceiling counts as the engines' limit, not a lower bound
 
 
-def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None) -> dict:
-    """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads).
+def _layouts(configs, decoders) -> list[tuple[int, int, str]]:
+    """(processes, threads, decoder) for each config: a 3-tuple names its decoder, a pair runs with each of
+    `decoders`."""
+    return [tuple(c) if len(c) == 3 else (*c, d) for c in configs for d in ((None,) if len(c) == 3 else decoders)]
+
+
+def usable_decoders(device: str = "cuda") -> tuple[str, ...]:
+    """The DECODERS whose library can decode on `device` here (their adapters answer `why_unavailable`)."""
+    from playbook_utils.decoders import why_unavailable
+
+    return tuple(d for d in DECODERS if why_unavailable(d, device) is None)
+
+
+def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None, decoders=None) -> dict:
+    """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads), each run
+    with every decoder library of `decoders` (default: `usable_decoders()`, so no library's decoder is taken
+    for the engines' limit when another gets more out of them), or (processes, threads, decoder).
 
     Returns {'fps', 'best': the row that reached it, 'saturated': NVML's median decoder utilization at
     that row was at least SATURATED_PCT (below it the rate is only a lower bound of what the engines can do),
     'implied_fps': the rate at 100% engine time (fps / utilization, a cross-check), 'rows': every row}.
     Introduced in notebook 20.
     """
+    decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
-    for processes, threads in configs:
-        row = saturate(path, processes, threads, seconds, gpu)
+    for processes, threads, decoder in _layouts(configs, decoders or ("pynvvideocodec",)):
+        row = saturate(path, processes, threads, seconds, gpu, decoder)
         rows.append(row)
         if log:
+            util = row["nvdec_util_median"]
             log(
-                f"{processes} processes x {threads} threads: "
+                f"{decoder} {processes} processes x {threads} threads: "
                 + (
-                    f"{row['fps']:,.0f} frames/s, NVDEC utilization median {row['nvdec_util_median']}%"
+                    f"{row['fps']:,.0f} frames/s, NVDEC utilization median "
+                    + (f"{util}%" if util is not None else f"not measured ({row['nvdec_util_samples']} samples)")
                     if row["fps"]
                     else f"failed: {row['error']}"
                 )
@@ -240,6 +298,43 @@ def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None) -
     }
 
 
+def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
+    """A loader's rate judged against the engines' `ceiling` (a `ceiling` result). Returns {'pct_of_ceiling',
+    'verdict', 'words'}: 'below' with its share; 'at' when it is above the ceiling by no more than the rate's
+    spread (share 100); 'above' when it beats a saturated ceiling by more than the spread, which no loader can:
+    one of the two measurements is wrong, and the row carries no share. Above a ceiling that was not saturated
+    (a lower bound), the ceiling is what is wrong. No share above 100 is ever a result. Notebooks 20, 21."""
+    if not ceiling or not ceiling.get("fps") or not fps:
+        return {"pct_of_ceiling": None, "verdict": None, "words": "no ceiling to compare with"}
+    c, spread = ceiling["fps"], spread_pct or 0.0
+    pct = 100 * fps / c
+    if pct <= 100:
+        return {"pct_of_ceiling": pct, "verdict": "below", "words": f"{pct:.1f}% of the NVDEC ceiling"}
+    if pct <= 100 + spread:
+        return {
+            "pct_of_ceiling": 100.0,
+            "verdict": "at",
+            "words": f"at the NVDEC ceiling ({pct - 100:.1f}% over it, inside the {spread:.1f}% spread)",
+        }
+    if ceiling.get("saturated"):
+        return {
+            "pct_of_ceiling": None,
+            "verdict": "above",
+            "words": (
+                f"ABOVE the saturated NVDEC ceiling ({fps:,.0f} against {c:,.0f} frames/s, more than the "
+                f"{spread:.1f}% spread): no loader can beat the engines, so one of the two measurements is wrong"
+            ),
+        }
+    return {
+        "pct_of_ceiling": None,
+        "verdict": "above",
+        "words": (
+            f"above the NVDEC ceiling, which was not saturated ({fps:,.0f} against {c:,.0f} frames/s): "
+            "the ceiling is only a lower bound here"
+        ),
+    }
+
+
 def ceilings(
     clips: dict, infos: dict, first: list, others: list, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None
 ) -> dict:
@@ -254,29 +349,31 @@ def ceilings(
         out[name] = ceiling(clips[name], configs, seconds, gpu, step)
         if not out[name]["fps"]:
             continue
-        layout = ((out[name]["best"]["processes"], out[name]["best"]["threads"]),)
+        b = out[name]["best"]
+        layout = ((b["processes"], b["threads"], b["decoder"]),)
         for other in [o for o in others if infos[o].codec == infos[name].codec and o not in out]:
             if log:
-                log(f"{other}: layout {layout[0][0]} x {layout[0][1]}")
+                log(f"{other}: {layout[0][2]}, layout {layout[0][0]} x {layout[0][1]}")
             out[other] = ceiling(clips[other], layout, seconds, gpu, step)
     return out
 
 
 def format_ceilings(found: dict, infos: dict) -> str:
-    """`ceilings` as a table: clip, size, bitrate, rate, layout, NVML's median decoder utilization, saturated or
-    not (a lower bound)."""
+    """`ceilings` as a table: clip, size, bitrate, rate, the decoder library and layout that reached it, NVML's
+    median decoder utilization, saturated or not (a lower bound)."""
     lines = [
-        f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'layout':>7s} {'NVDEC util':>10s} "
-        f"{'at 100%':>8s}  saturated ({SATURATED_PCT}%), or a lower bound"
+        f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'decoder':>14s} {'layout':>7s} "
+        f"{'NVDEC util':>10s} {'at 100%':>8s}  saturated ({SATURATED_PCT}%), or a lower bound"
     ]
     for name, c in found.items():
         i = infos[name]
         head = f"{name[:34]:34s} {i.width:4d}x{i.height:<4d} {(i.bit_rate or 0) / 1e6:6.1f}"
         if c["fps"]:
             b = c["best"]
+            util = "n/a" if b["nvdec_util_median"] is None else f"{b['nvdec_util_median']}%"
             lines.append(
-                f"{head} {c['fps']:11,.0f} {b['processes']:>3d}x{b['threads']:<3d} "
-                f"{str(b['nvdec_util_median']):>9}% {c['implied_fps'] or 0:8,.0f}  "
+                f"{head} {c['fps']:11,.0f} {b.get('decoder', 'pynvvideocodec'):>14s} {b['processes']:>3d}x"
+                f"{b['threads']:<3d} {util:>10s} {c['implied_fps'] or 0:8,.0f}  "
                 f"{'saturated' if c['saturated'] else 'LOWER BOUND'}"
             )
         else:

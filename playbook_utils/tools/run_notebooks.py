@@ -97,7 +97,17 @@ def parse_params(items: list[str] | None) -> dict:
             params[key] = ast.literal_eval(text.strip())
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             params[key] = text
-    return params
+    return {k: caller_path(v) if k.endswith(PATH_SUFFIXES) and isinstance(v, str) else v for k, v in params.items()}
+
+
+PATH_SUFFIXES = ("_DIR", "_PATH", "_FILE")  # parameters that name a file or a folder
+
+
+def caller_path(path: str | None) -> str | None:
+    """`path` as the caller meant it: `~` expanded and a relative path taken from the folder the command was typed
+    in, made absolute. The notebooks run in the output folder, where a relative path would point elsewhere
+    (`--video-dir ../videos`, `--param CACHE_DIR=data`)."""
+    return None if path is None else str(Path(path).expanduser().resolve())
 
 
 def params_per_notebook(notebooks: list[Path], params: dict) -> tuple[dict, list[str]]:
@@ -288,15 +298,19 @@ def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dic
 
 
 def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
-    """({notebook name: seconds it took last time}, where those times come from): the previous run of the
-    same mode in `output` when there is one, else the reference run of that mode (results/h200 for full,
-    results/cpu-2core for smoke); ({}, None) when neither can be read."""
+    """({notebook name: seconds it took last time it passed}, where those times come from): the previous run of
+    the same mode in `output` when there is one, else the reference run of that mode (results/h200 for full,
+    results/cpu-2core for smoke); ({}, None) when neither can be read. A notebook that failed there has no
+    expected time."""
     for path in (Path(output) / "summary.json", REFERENCE_SUMMARY[mode]):
         try:
             doc = json.loads(path.read_text())
             if doc.get("mode") != mode:
                 continue
-            times = {r["notebook"]: r["seconds"] for r in doc["notebooks"] if r.get("seconds")}
+            # a failed run stops early: its seconds say nothing about how long the notebook takes
+            times = {
+                r["notebook"]: r["seconds"] for r in doc["notebooks"] if r.get("seconds") and r.get("status") == "passed"
+            }
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
         machine = doc.get("machine") or {}
@@ -642,7 +656,11 @@ def main(argv=None) -> int:
     from playbook_utils import env
     from playbook_utils.tools import setup_env
 
-    output = Path(args.output or f"playbook-output/{args.mode}").resolve()
+    output = Path(caller_path(args.output or f"playbook-output/{args.mode}"))
+    args.video_dir = caller_path(args.video_dir)
+    if args.video_dir is not None and not Path(args.video_dir).is_dir():
+        print(f"run_notebooks: --video-dir {args.video_dir}: not a folder", file=sys.stderr)
+        return 2
     output.mkdir(parents=True, exist_ok=True)
     notebooks = select(args.notebooks, args.pattern)
     if not notebooks:

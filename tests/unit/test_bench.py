@@ -152,3 +152,20 @@ def test_utilization_monitor_summary_keeps_only_samples_after_a_time():
     assert 0 < len(later) < len(s.samples)
     assert s.summary(since=mid)["rss_mb"] == round(max(x["rss_mb"] for x in later), 1)
     assert s.summary(since=time.perf_counter() + 60)["cpu_pct"] is None  # no sample that late: no figure
+
+
+def test_utilization_is_only_reported_from_enough_samples():
+    from playbook_utils.bench import monitor
+
+    m = monitor.UtilizationMonitor(period=0.1)
+    m.nvml_period_s = 0.5  # as NVML reports its own averaging period
+    m.samples = [{"t": 0.1 * k, "cpu_pct": 100.0, "rss_mb": 1.0, "nvdec_pct": 97, "sm_pct": 40} for k in range(60)]
+    full = m.summary()
+    assert (full["nvdec_pct"], full["sm_pct"], full["cpu_pct"], full["busy_why"]) == (97, 40, 100, None)
+    short = m.summary(since=0.0, until=0.75)  # 8 samples: no figure, and the reason instead
+    assert short["nvdec_pct"] is None and short["cpu_pct"] is None and short["rss_mb"] == 1.0
+    assert "window too short: 8 samples" in short["busy_why"] and monitor.busy_words(short) == short["busy_why"]
+    m.nvml_period_s = 2.5  # 60 samples over 5.9 s, but NVML averages over 2.5 s: the GPU figures mean little
+    gpu_short = m.summary()
+    assert gpu_short["nvdec_pct"] is None and gpu_short["cpu_pct"] == 100 and "NVML averages" in gpu_short["busy_why"]
+    assert monitor.busy_words(full) == "NVDEC 97%, SMs 40%, CPU 100%"

@@ -27,6 +27,7 @@ def test_epoch_items_are_distinct_files_spread_over_the_clips(tmp_path):
         ({"nvdec_pct": 60, "sm_pct": 95, "cpu_pct": 300}, "SMs"),
         ({"nvdec_pct": 60, "sm_pct": 50, "cpu_pct": 350}, "host side"),
         ({}, "unknown"),
+        ({"nvdec_pct": None, "sm_pct": None, "busy_why": "not measured (window too short: 7 samples)"}, "unknown"),
     ],
 )
 def test_limit_of_names_the_unit_that_was_busy(util, label):
@@ -45,6 +46,8 @@ def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path
             "frames_per_s": 900.0,
             "frames_per_s_spread_pct": 2.0,
             "pct_of_ceiling": 90.0,
+            "steady": True,
+            "verdict": "below",
             "utilization": {"nvdec_pct": 95, "sm_pct": 40},
         },
         {
@@ -54,10 +57,12 @@ def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path
             "frames_per_s": 600.0,
             "frames_per_s_spread_pct": 3.0,
             "pct_of_ceiling": 60.0,
+            "steady": True,
+            "verdict": "below",
             "utilization": {"nvdec_pct": 60, "sm_pct": 30},
         },
     ]
-    best = loader_bench.best_gpu_loaders(rows, {"a.mp4": 1000.0})["a.mp4"]
+    best = loader_bench.best_gpu_loaders(rows, {"a.mp4": {"fps": 1000.0, "saturated": True}})["a.mp4"]
     assert (best["loader"], best["fps"], best["pct_of_ceiling"], best["ceiling_fps"], best["limit"]) == (
         "tc x16",
         900,
@@ -74,7 +79,7 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
 
     def fake(path, configs, seconds, gpu, log):
         calls.append((path, tuple(configs)))
-        best = {"processes": 7, "threads": 2, "nvdec_util_median": 90}
+        best = {"processes": 7, "threads": 2, "decoder": "torchcodec", "nvdec_util_median": 90}
         return {"fps": 1000.0, "best": best, "saturated": False, "implied_fps": 1111.1, "rows": [best]}
 
     monkeypatch.setattr(nvdec, "ceiling", fake)
@@ -85,10 +90,12 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
 
     infos = {"h.mp4": Info("h264"), "h2.mp4": Info("h264"), "v.mp4": Info("hevc")}
     found = nvdec.ceilings({n: n for n in infos}, infos, ["h.mp4"], ["h2.mp4", "v.mp4"], ((1, 1), (7, 2)), 1.0)
-    assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2),))]  # hevc has no swept clip: not measured
+    # the other clip of a codec reuses the layout and the decoder library that did best; hevc has no swept clip
+    assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2, "torchcodec"),))]
     assert set(found) == {"h.mp4", "h2.mp4"}
     table = nvdec.format_ceilings(found, infos)
     assert "LOWER BOUND" in table and "1,111" in table and "   8.0 " in table  # bitrate beside the rate
+    assert "torchcodec" in table
 
 
 def test_format_rows_shows_rate_spread_check_or_the_reason():
@@ -150,7 +157,7 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
     rates = {24: (1300.0, 2.0, 80), 32: (1450.0, 2.0, 96), 48: (1470.0, 3.0, 97), 64: (1480.0, 1.0, 97)}
     asked = []
 
-    def fake(clip, codec, specs, items, ceiling, common, log):
+    def fake(clip, codec, specs, items_for, ceiling, common, log):
         t = specs[0]["threads"]
         asked.append(t)
         fps, spread, nvdec = rates[t]
@@ -161,6 +168,8 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
                 "codec": codec,
                 "frames_per_s": fps,
                 "frames_per_s_spread_pct": spread,
+                "steady": True,
+                "verdict": "below",
                 "utilization": {"nvdec_pct": nvdec, "sm_pct": 50},
             }
         ]
@@ -176,18 +185,30 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
         "frames_per_s_spread_pct": 2.0,
         "utilization": {"nvdec_pct": 70, "sm_pct": 40},
     }
-    rows, why = loader_bench.more_threads(start, [], 1500.0, {}, (8, 16, 24, 32, 48, 64), log=print)
+    ceiling = {"fps": 1500.0, "saturated": True}
+    rows, why = loader_bench.more_threads(start, None, ceiling, {}, (8, 16, 24, 32, 48, 64), log=print)
     assert asked == [24, 32, 48]  # 48 gains 1.4%, inside its 3% spread: no point going on
     assert [r["threads"] for r in rows] == [24, 32, 48]
     assert "stopped rising at 48 threads" in why and "torchcodec x32 threads stays the best" in why and "NVDEC" in why
 
     rates[48] = (1700.0, 3.0, 97)
     asked.clear()
-    rows, why = loader_bench.more_threads(start, [], 1500.0, {}, (24, 32, 48), log=print)
+    rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48), log=print)
     assert asked == [24, 32, 48] and why.startswith("still rising at 48 threads")
 
+    # a row above the saturated ceiling is no rate to compare: the sweep ends there and says so
+    real = fake
+
+    def above(*a):
+        rows = real(*a)
+        return [{**rows[0], "verdict": "above", "words": "ABOVE the saturated NVDEC ceiling"}]
+
+    monkeypatch.setattr(loader_bench, "measure_gpu_loaders", above)
+    rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32), log=print)
+    assert len(rows) == 1 and "gave no rate to compare (ABOVE" in why and "stays torchcodec x16 threads" in why
+
     monkeypatch.setattr(loader_bench, "measure_gpu_loaders", lambda *a: [])
-    rows, why = loader_bench.more_threads(start, [], None, {}, (32,), log=print)
+    rows, why = loader_bench.more_threads(start, None, None, {}, (32,), log=print)
     assert rows == [] and "failed" in why and "torchcodec x16 threads" in why
 
 

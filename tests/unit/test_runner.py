@@ -438,3 +438,38 @@ def test_the_workshop_preset_selects_its_path_in_full_mode(monkeypatch, tmp_path
     assert seen["patterns"] == list(run_notebooks.WORKSHOP)
     picked = real_select(run_notebooks.NOTEBOOK_DIR, list(run_notebooks.WORKSHOP))
     assert [p.name[:2] for p in picked] == list(run_notebooks.WORKSHOP)
+
+
+def test_paths_are_taken_from_where_the_command_was_typed(tmp_path, monkeypatch):
+    # the notebooks run in the output folder: a relative --video-dir, --output or *_DIR parameter must still point
+    # where the caller meant
+    nbs, videos = tmp_path / "nbs", tmp_path / "work" / "videos"
+    nbs.mkdir()
+    videos.mkdir(parents=True)
+    _write_nb(
+        nbs / "90_paths.ipynb",
+        """import json, pathlib
+pathlib.Path(OUTPUT_DIR, "90_paths.json").write_text(json.dumps({"headline": {
+    "video_dir": VIDEO_DIR, "is_dir": pathlib.Path(VIDEO_DIR).is_dir(), "cache": CACHE_DIR}}))""",
+        extra_params='\nCACHE_DIR = "x"',
+    )
+    monkeypatch.chdir(tmp_path / "work")
+    argv = ["--notebooks", str(nbs), "--output", "out", "--video-dir", "videos", "--param", "CACHE_DIR=../cache"]
+    assert run_notebooks.main(argv) == 0
+    head = json.loads((tmp_path / "work" / "out" / "90_paths.json").read_text())["headline"]
+    assert head == {"video_dir": str(videos), "is_dir": True, "cache": str(tmp_path / "cache")}
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", "out", "--video-dir", "nowhere"]) == 2
+
+
+def test_expected_times_come_from_passed_runs_only(tmp_path):
+    doc = {
+        "mode": "smoke",
+        "machine": {},
+        "notebooks": [
+            {"notebook": "20_a.ipynb", "status": "failed", "seconds": 8.0},
+            {"notebook": "21_b.ipynb", "status": "passed", "seconds": 300.0},
+        ],
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(doc))
+    times, source = run_notebooks.expected_seconds(tmp_path, "smoke")
+    assert times == {"21_b.ipynb": 300.0} and source == "the last smoke run in this folder"
