@@ -125,25 +125,62 @@ def call_all(argvs: dict, timeout: float = 600, env: dict | None = None) -> dict
     return out
 
 
-def serve(argv: list[str], requests: list[dict], timeout: float = 300, env: dict | None = None) -> list[dict]:
+def serve(
+    argv: list[str], requests: list[dict], timeout: float = 300, env: dict | None = None, on_answer=None
+) -> list[dict]:
     """Send `requests` to one child `argv` (one JSON line each on its stdin; it answers one line per request, in
-    order) and return one answer per request. When the child dies or runs out of time, the request it was on
-    gets a 'crashed' or 'timeout' answer and a new child serves the rest."""
+    order) and return one answer per request. Each request gets `timeout` seconds; `on_answer(request, answer)`
+    is called as each answer arrives (a progress bar). When the child dies or runs out of time, the request it
+    was on gets a 'crashed' or 'timeout' answer and a new child serves the rest."""
+    import queue
+    import threading
+
     results: list[dict] = []
     pending = list(requests)
     while pending:
-        payload = "".join(json.dumps(r) + "\n" for r in pending)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(env),
+        )
+        lines: queue.Queue = queue.Queue()
+        err: list[str] = []
+        threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)], daemon=True).start()
+        reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
+        reader.start()
         try:
-            run = subprocess.run(argv, input=payload, capture_output=True, text=True, timeout=timeout, env=_env(env))
-            lines, failure = _answers(run.stdout), run
-        except subprocess.TimeoutExpired as e:
-            lines, failure = _answers(e.stdout), e
-        lines = lines[: len(pending)]
-        results += lines
-        pending = pending[len(lines) :]
-        if pending:
-            results.append(_died(failure, timeout))
-            pending = pending[1:]
+            proc.stdin.write("".join(json.dumps(r) + "\n" for r in pending))
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        failure = None
+        while pending and failure is None:
+            try:
+                line = lines.get(timeout=timeout)
+            except queue.Empty:
+                proc.kill()
+                failure = _died(subprocess.TimeoutExpired(argv, timeout), timeout)
+                break
+            if line is None:  # the child ended before answering every request
+                proc.wait()
+                reader.join(timeout=5)
+                failure = _died(subprocess.CompletedProcess(argv, proc.returncode, "", "".join(err)), timeout)
+                break
+            found = _answers(line)
+            if found:
+                results.append(found[0])
+                if on_answer:
+                    on_answer(pending[0], found[0])
+                pending.pop(0)
+        if failure is not None and pending:
+            results.append(failure)
+            if on_answer:
+                on_answer(pending[0], failure)
+            pending.pop(0)
+        proc.wait()
     return results
 
 

@@ -164,7 +164,9 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                 }
             )
     elif workload == "sequential":
-        gpu = nb21.get("gpu_loaders", [])
+        from playbook_utils.bench.loader_bench import trusted
+
+        gpu = [g for g in nb21.get("gpu_loaders", []) if trusted(g)]  # steady rates, none above the ceiling
         for g in [g for g in gpu if g.get("codec", g["clip"].split("_")[0]) == codec] or gpu:
             if g["kind"] == "dali":
                 how = "loaders.dali_loader(paths)"

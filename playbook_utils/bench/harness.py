@@ -3,8 +3,8 @@
     python -m playbook_utils.bench --device cpu --backends pyav,torchcodec --workloads sequential,uniform16
     python -m playbook_utils.bench --mode full --device cuda --output results/h200/bench
 
-Every job runs in a fresh child process (no library shares a process with another, no warm cache
-leaks between jobs): it warms up, repeats until a minimum time (each call on another name of the clip, so
+Every job runs in a child process of its backend (no library shares a process with another; one child serves
+all the jobs of a backend and device, so the library's start-up is paid once): it warms up, repeats until a minimum time (each call on another name of the clip, so
 that no adapter reuses the decoder of the previous call), checks the frames of one call
 against their stamps (or, on a clip without stamps, against another library's decode: `exactness`), and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
 memory while it runs (`monitor.UtilizationMonitor`). A failing job is a recorded row, not a crash. Results are a tidy table
@@ -227,6 +227,7 @@ def format_rows(rows: list[dict]) -> str:
         fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
         spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
+        pct = " ABOVE" if r.get("verdict") == "above" else pct  # no share above the ceiling is a result
         note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"
         lines.append(
             f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:34]:34s} {fps} "
@@ -242,23 +243,64 @@ def plan(backends, device: str, workloads, clips, threads=(1,), min_time: float 
     return [Job(b, device, w, str(c), t, min_time) for b in backends for w in workloads for c in clips for t in threads]
 
 
-def run_all(jobs: list[Job], progress: bool = True) -> list[dict]:
-    """Run jobs one after another, each in its own process, with a progress bar on stderr."""
-    rows = []
+def progress_bar(total: int, desc: str, enabled: bool = True):
+    """A tqdm bar on stderr, one step per job, updated at most every few seconds so that an executed notebook
+    keeps a few lines of it, not hundreds; a stand-in with the same methods where tqdm is missing or `enabled`
+    is False. Notebooks 20 and 21."""
     try:
         from tqdm import tqdm
-
-        it = tqdm(jobs, disable=not progress, file=sys.stderr, desc="bench")
     except ImportError:
-        it = jobs
-    for k, job in enumerate(it):
-        if progress and it is jobs:
-            print(
-                f"[{k + 1}/{len(jobs)}] {job.backend} {job.device} {job.workload} {Path(job.clip).name}",
-                file=sys.stderr,
-                flush=True,
-            )
-        rows.append(run_job(job))
+        tqdm = None
+    if tqdm is None or not enabled:
+
+        class _Quiet:
+            def update(self, n=1):
+                pass
+
+            def set_postfix_str(self, s=""):
+                pass
+
+            def close(self):
+                pass
+
+        return _Quiet()
+    return tqdm(total=total, desc=desc, file=sys.stderr, mininterval=5.0, maxinterval=30.0, unit="job")
+
+
+def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> list[dict]:
+    """Run `jobs` and return one row each, in order (failures are rows too). A job its backend refuses before
+    decoding (`why_unavailable`) needs no process; the others run in one child process per backend and device,
+    which serves that backend's jobs one after another (`child.serve`): no library shares a process with
+    another, and the library's import, its CUDA context and its decoders are made once, not once per job. A
+    child that crashes loses the job it was on; a new one serves the rest. `progress`: a bar on stderr
+    (`progress_bar`). Notebook 20."""
+    from playbook_utils.decoders import child_env, why_unavailable
+
+    def head(job):
+        return {**dataclasses.asdict(job), "clip": Path(job.clip).name}
+
+    rows: list = [None] * len(jobs)
+    groups: dict = {}
+    for k, job in enumerate(jobs):
+        why = why_unavailable(job.backend, job.device, job.clip)
+        if why:
+            rows[k] = {**head(job), "status": "unavailable", "error": why}
+        else:
+            groups.setdefault((job.backend, job.device), []).append(k)
+    bar = progress_bar(len(jobs), "bench", progress)
+    bar.update(sum(r is not None for r in rows))
+    for (backend, device), ks in groups.items():
+        bar.set_postfix_str(f"{backend} on {device}")
+        answers = child.serve(
+            child.python("-m", "playbook_utils.bench", "--serve"),
+            [dataclasses.asdict(jobs[k]) for k in ks],
+            timeout=timeout,
+            env=child_env(),
+            on_answer=lambda request, answer: bar.update(1),
+        )
+        for k, answer in zip(ks, answers):
+            rows[k] = {**head(jobs[k]), **answer}
+    bar.close()
     return rows
 
 
@@ -280,6 +322,7 @@ def main(argv=None) -> int:
         "least one job was measured, else 1.",
     )
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # `run_all`'s child: jobs on stdin
     ap.add_argument(
         "--mode",
         choices=["smoke", "full"],
@@ -323,6 +366,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.child:  # a failure is a result: reported as data
         child.reply(_child, Job(**json.loads(args.child)))
+        return 0
+    if args.serve:  # one backend's jobs, one JSON line each on stdin, answered in order
+        child.serve_requests(lambda request: _child(Job(**request)))
         return 0
     unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + [
         b for b in args.backends.split(",") if b not in BACKENDS

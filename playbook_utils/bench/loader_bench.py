@@ -43,47 +43,60 @@ def sweep_workers(
     device: str = "cpu",
     log=print,
     budget_s: float | None = None,
-) -> tuple[list, list]:
+) -> tuple[list, list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
-    training step (`measure_loader`). Returns (rows, stuck): a configuration whose workers deliver no
-    batch within `timeout_s`, or die, is recorded in `stuck` with its error and the sweep goes on. `log` gets
-    one line per configuration. With `budget_s`, each configuration's measurement is capped at its share of it
-    (at most `max_s`), so the sweep's measured time stays within the budget however many configurations there
-    are (each still pays its workers' start-up)."""
+    training step (`measure_loader`), the most workers first. Returns (rows, stuck, unmeasured): a configuration
+    whose workers deliver no batch within `timeout_s`, or die, is recorded in `stuck` with its error and the
+    sweep goes on. With `budget_s`, each configuration's measurement is capped at its share of the budget (at
+    most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
+    are not started: they are listed in `unmeasured`. `log` gets one line per configuration. Notebook 21."""
     from playbook_utils import loaders
 
+    configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
     if budget_s is not None:
-        max_s = min(max_s, budget_s / max(1, len(backends) * len(workers)))
-    rows, stuck = [], []
+        max_s = min(max_s, budget_s / max(1, len(configs)))
+    rows, stuck, unmeasured, start = [], [], [], time.perf_counter()
+    files = {}
     for b in backends:
         mine, refused = accepted(paths, b)
         if refused:
             log(f"{b}: leaves out the {len(refused)} file(s) it refuses ({next(iter(refused.values()))})")
         if len(mine) < batch:
             log(f"{b}: not measured: it takes fewer than {batch} of the files")
+        else:
+            files[b] = (mine, refused)
+    for b, w in configs:
+        if b not in files:
             continue
-        for w in workers:
-            dl = loaders.make_loader(
-                mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size, timeout_s=timeout_s
-            )
-            try:
-                r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
-            except RuntimeError as e:  # DataLoader's timeout (a worker that stopped delivering), or a worker that died
-                stuck.append({"backend": b, "workers": w, "error": str(e)[:200]})
-                log(f"{b:11s} workers={w:2d}: {'STUCK' if 'timed out' in str(e) else 'FAILED'}, {str(e)[:120]}")
-                continue
-            finally:
-                loaders.close_loader(dl)  # its workers exit now, cleanly, not when the loader is collected
-            threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
-            rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused), **r})
-            cut = f", {r['steps']} steps in the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
-            cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
-            log(
-                f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
-                f"waits {100 * r['wait_fraction']:5.1f}% of the time ({1e3 * r['wait_s_per_step']:.1f} ms per "
-                f"{1e3 * step_s:.0f} ms step{cut})"
-            )
-    return rows, stuck
+        if budget_s is not None and time.perf_counter() - start > budget_s:
+            unmeasured.append({"backend": b, "workers": w})
+            continue
+        mine, refused = files[b]
+        dl = loaders.make_loader(mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size, timeout_s=timeout_s)
+        try:
+            r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
+        except RuntimeError as e:  # DataLoader's timeout (a worker that stopped delivering), or a worker that died
+            stuck.append({"backend": b, "workers": w, "error": str(e)[:200]})
+            log(f"{b:11s} workers={w:2d}: {'STUCK' if 'timed out' in str(e) else 'FAILED'}, {str(e)[:120]}")
+            continue
+        finally:
+            loaders.close_loader(dl)  # its workers exit now, cleanly, not when the loader is collected
+        threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
+        rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused), **r})
+        cut = f", {r['steps']} steps in the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
+        cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
+        log(
+            f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
+            f"waits {100 * r['wait_fraction']:5.1f}% of the time ({1e3 * r['wait_s_per_step']:.1f} ms per "
+            f"{1e3 * step_s:.0f} ms step{cut})"
+        )
+    if unmeasured:
+        log(
+            f"not measured, the sweep's {budget_s:.0f} s having been spent: "
+            + ", ".join(f"{u['backend']} x{u['workers']}" for u in unmeasured)
+        )
+    rows.sort(key=lambda r: (backends.index(r["backend"]), r["workers"]))
+    return rows, stuck, unmeasured
 
 
 def sweep_label(row: dict, total: int, workers: bool = True) -> str:
@@ -412,10 +425,11 @@ def measure_loader(
     batch = getattr(loader, "batch_size", None) or 1
     skip = warmup + -(-ahead_items // batch)
     it = iter(loader)
-    waits, samples, start, rates, s = [], 0, None, [], 0
+    waits, samples, start, rates, s, capped = [], 0, None, [], 0, False
     while len(waits) < steps:
         if max_seconds is not None and start is not None and len(waits) >= min_steps:
             if time.perf_counter() - start > max_seconds:
+                capped = True
                 break
         t0 = time.perf_counter()
         try:
@@ -450,7 +464,7 @@ def measure_loader(
         "samples_per_s": samples / total,
         "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
         "steps": len(waits),
-        "stopped_by_time": len(waits) < steps and why is None,
+        "stopped_by_time": capped,
         "lookahead_batches": skip - warmup,
         "steady": why is None,
         "why": why,
@@ -463,7 +477,8 @@ def measure_flat_out(batches, warmup_batches: int = 0, lookahead_items=None, min
     record over the deliveries after `warmup_batches` (start-up: processes, CUDA contexts, decoders), with the
     look-ahead (`lookahead_of(batches)` unless given) left out at both ends, plus 'batches', 'startup_s' (until
     the warm-up batches had arrived), 'lookahead_items', 'epoch_items' and 'clock_start' (the window's start,
-    for the utilization samples). Raises ValueError when no batch came after the warm-up (notebook 21).
+    for the utilization samples), 'clock_end', 'epoch_frames' (every frame delivered). Raises ValueError when no
+    batch came after the warm-up (notebook 21).
     """
     import torch
 
@@ -495,6 +510,7 @@ def measure_flat_out(batches, warmup_batches: int = 0, lookahead_items=None, min
         "startup_s": startup if startup is not None else 0.0,
         "lookahead_items": lookahead_items,
         "epoch_items": sum(d[1] for d in deliveries),
+        "epoch_frames": sum(d[2] for d in deliveries),
         "clock_start": start,
         "clock_end": None if start is None else start + r["seconds"],
     }

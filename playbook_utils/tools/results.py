@@ -101,6 +101,7 @@ def reference_numbers(folder) -> dict:
             ceilings.setdefault(codec_of(name), {})[name] = {
                 "fps": round(c["fps"]),
                 "layout": f"{best.get('processes')}x{best.get('threads')}",
+                "decoder": best.get("decoder", "pynvvideocodec"),
                 "nvdec_util_median": best.get("nvdec_util_median"),
                 "saturated": c.get("saturated"),
             }
@@ -115,7 +116,11 @@ def reference_numbers(folder) -> dict:
                 "backend": b["backend"],
                 "fps": b["fps"],
                 "ceiling_fps": b.get("ceiling_fps"),
+                "ceiling_saturated": b.get("ceiling_saturated"),
                 "fraction_of_ceiling": round(b["pct_of_ceiling"] / 100, 3) if b.get("pct_of_ceiling") else None,
+                "spread_pct": b.get("spread_pct"),
+                "clip_mbps": b.get("clip_mbps"),
+                "lookahead_items": b.get("lookahead_items"),
             }
             for name, b in best.items()
         }

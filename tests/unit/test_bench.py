@@ -38,6 +38,37 @@ def test_failures_are_rows_not_crashes(tmp_path, clip):
 
 
 @pytest.mark.media
+def test_run_all_serves_each_backends_jobs_from_one_process_in_order(tmp_path, clip, monkeypatch):
+    from playbook_utils import child
+
+    started = []
+    real = child.serve
+
+    def counting(argv, requests, **kw):
+        started.append([r["backend"] for r in requests])
+        return real(argv, requests, **kw)
+
+    monkeypatch.setattr(child, "serve", counting)
+    jobs = [
+        harness.Job("pyav", "cpu", "uniform16", str(clip), min_time=0.1),
+        harness.Job("torchcodec", "cpu", "uniform16", str(clip), min_time=0.1),
+        harness.Job("dali", "cpu", "uniform16", str(clip), min_time=0.1),  # refused before any process starts
+        harness.Job("pyav", "cpu", "sequential", str(tmp_path / "missing.mp4"), min_time=0.1),
+        harness.Job("pyav", "cpu", "sequential", str(clip), min_time=0.1),
+    ]
+    rows = harness.run_all(jobs, progress=False)
+    assert started == [["pyav", "pyav", "pyav"], ["torchcodec"]]  # one child per backend, none for dali
+    assert [(r["backend"], r["workload"], r["status"]) for r in rows] == [
+        ("pyav", "uniform16", "ok"),
+        ("torchcodec", "uniform16", "ok"),
+        ("dali", "uniform16", "unavailable"),
+        ("pyav", "sequential", "error"),  # a failing job is its row; the child goes on with the next
+        ("pyav", "sequential", "ok"),
+    ]
+    assert rows[4]["exact"] is True and rows[0]["clip"] == clip.name
+
+
+@pytest.mark.media
 def test_cli_writes_a_tidy_table_with_a_stamp(tmp_path, clip):
     code = harness.main(
         [

@@ -93,7 +93,20 @@ def test_loader_candidates_read_notebook_21():
                 "threads": 16,
                 "loader": "torchcodec x16 threads",
                 "frames_per_s": 8000.0,
-            }
+                "steady": True,
+                "verdict": "below",
+            },
+            {  # above a saturated ceiling: one of the measurements is wrong, so it is no candidate
+                "clip": "x.mp4",
+                "codec": "hevc",
+                "kind": "gpu",
+                "backend": "pynvvideocodec",
+                "threads": 64,
+                "loader": "pynvvideocodec x64 threads",
+                "frames_per_s": 12000.0,
+                "steady": True,
+                "verdict": "above",
+            },
         ],
     }
     cpu = choose.loader_candidates(nb21, "uniform16", "h264", ["cpu"])

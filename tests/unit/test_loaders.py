@@ -37,16 +37,19 @@ def test_clip_strategy_is_reproducible_and_resizes(paths):
 
 @pytest.mark.media
 def test_loader_batches_and_wait_measurement(paths):
-    dl = loaders.make_loader(paths * 4, backend="pyav", batch_size=2, num_workers=1, k=4)
+    dl = loaders.make_loader(paths * 8, backend="pyav", batch_size=2, num_workers=1, k=4)
     # spawned workers (a forked one hung on the H200 machine) and a time limit instead of a hang
     assert dl.multiprocessing_context.get_start_method() == "spawn" and dl.timeout > 0
     batch = next(iter(dl))
     assert batch.shape == (2, 4, 3, 144, 256)
+    # 8 batches: 2 of warm-up, then the 2 the worker prefetched (decoded before the clock could start), then 4
     r = loader_bench.measure_loader(dl, step_s=0.01, steps=5)
-    assert r["steps"] == 5 and 0 < r["wait_fraction"] < 1 and r["samples_per_s"] > 0
-    assert not r["stopped_by_time"]
+    assert r["lookahead_batches"] == 2 and r["steps"] == 4 and r["steady"]
+    assert 0 < r["wait_fraction"] < 1 and r["samples_per_s"] > 0 and not r["stopped_by_time"]
     capped = loader_bench.measure_loader(dl, step_s=0.2, steps=1000, max_seconds=0.5, min_steps=3)
-    assert capped["stopped_by_time"] and 3 <= capped["steps"] < 1000
+    assert capped["stopped_by_time"] and capped["steps"] == 3
+    short = loader_bench.measure_loader(dl, step_s=0.0, steps=10, warmup=4)  # the epoch ends after 2 measured
+    assert short["steps"] == 2 and not short["steady"] and "the epoch ended" in short["why"]
 
 
 @pytest.mark.media
@@ -89,15 +92,17 @@ def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
 @pytest.mark.media
 def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path):
     r = loader_bench.measure_isolated(
-        {"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]], "device": "cpu", "batch_size": 1}
+        {"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]] * 12, "device": "cpu", "batch_size": 1}
     )
-    assert r["frames"] == 96 and r["frames_per_s"] > 0 and "wait" not in r
+    # 12 videos, a look-ahead of 2: the steady window holds the 8 between the look-ahead and the drain
+    assert r["epoch_frames"] == 12 * 96 and r["lookahead_items"] == 2 and r["steady"] and "wait" not in r
+    assert r["items"] == 12 - 2 - 2 and r["frames"] == r["items"] * 96 and r["frames_per_s"] > 0
     w = loader_bench.measure_isolated(
         {
             "kind": "gpu",
             "backend": "pyav",
             "threads": 1,
-            "paths": [paths[0]] * 4,
+            "paths": [paths[0]] * 6,
             "device": "cpu",
             "batch_size": 1,
             "step_s": 0.0,
@@ -105,8 +110,9 @@ def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path
         }
     )
     assert w["status"] == "ok" and "frames" not in w and w["wait"]["steps"] == 2
-    # how busy the machine was while the clock ran: no GPU here, so no NVDEC or SM figure
-    assert set(r["utilization"]) == {"cpu_pct", "nvdec_pct", "sm_pct"} and r["utilization"]["nvdec_pct"] is None
+    # how busy the machine was inside the window: no GPU here, so no NVDEC or SM figure
+    assert {"cpu_pct", "nvdec_pct", "sm_pct", "samples", "busy_why"} == set(r["utilization"])
+    assert r["utilization"]["nvdec_pct"] is None
     sampled = loader_bench.measure_isolated(
         {
             "kind": "gpu",
@@ -119,7 +125,7 @@ def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path
             "k": 4,
         }
     )
-    assert sampled["frames"] == 3 * 4 and sampled["batches"] == 3
+    assert sampled["epoch_frames"] == 3 * 4 and sampled["batches"] == 3 and not sampled["steady"]
     bad = loader_bench.measure_isolated(
         {
             "kind": "gpu",
@@ -137,7 +143,7 @@ def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path
 def test_flat_out_counts_every_frame_delivered(paths):
     L = loaders.GpuLoader([paths[0]] * 3, backend="pyav", device="cpu", threads=2, batch_size=2, size=32, chunk=40)
     r = loader_bench.measure_flat_out(L)
-    assert r["frames"] == 3 * 96 == L.frames_delivered and r["batches"] == 2 and r["frames_per_s"] > 0
+    assert r["epoch_frames"] == 3 * 96 == L.frames_delivered and r["batches"] == 2 and r["lookahead_items"] == 4
 
 
 @pytest.mark.media
@@ -168,7 +174,7 @@ def test_process_loader_delivers_every_video_once_model_ready(paths, tmp_path):
         ),
         warmup_batches=1,
     )
-    assert r["batches"] == 3 and r["frames"] == 3 * 96 and r["startup_s"] > 0
+    assert r["batches"] == 3 and r["epoch_frames"] == 4 * 96 and r["startup_s"] > 0 and r["lookahead_items"] == 8
 
     bad = loaders.GpuProcessLoader(
         [tmp_path / "nope.mp4"], processes=2, threads=1, batch_size=1, backend="pyav", device="cpu"

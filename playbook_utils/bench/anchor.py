@@ -1,0 +1,190 @@
+"""Every frame of a clip to RGB on the CPU, against its physical anchor (notebook 20): the FFmpeg command line
+decoding the same clip to raw RGB on the same cores, each library's own bare loop with the adapter's settings,
+and `read_frames` through the adapter, so that what an adapter costs, and what its library cannot reach, are
+both measured.
+
+    python -m playbook_utils.bench.anchor LIBRARY PATH REPEATS   (the child of `library_rates`)
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from playbook_utils import child
+
+LIBRARIES = ("pyav", "torchcodec", "decord", "spdl")  # the CPU libraries that decode H.264/HEVC here
+TARGET_PCT = 90  # an adapter should reach this share of the command line where its library can
+
+
+def _median_rate(fn, frames: int, repeats: int) -> tuple[float, float | None]:
+    """(frames per second from the median of `repeats` timed calls of `fn` after one untimed call, spread %)."""
+    from playbook_utils.bench.verdicts import spread_pct
+
+    fn()
+    rates = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        rates.append(frames / (time.perf_counter() - t))
+    return statistics.median(rates), spread_pct(rates)
+
+
+def cli_rate(path, frames: int, repeats: int = 3) -> dict | None:
+    """The FFmpeg command line decoding every frame of `path` to raw RGB (`-f rawvideo -pix_fmt rgb24`, all cores,
+    written to /dev/null): {'fps', 'spread_pct', 'version'}, or None where no `ffmpeg` is on PATH."""
+    exe = shutil.which("ffmpeg")
+    if exe is None:
+        return None
+    cmd = [exe, "-v", "error", "-threads", "0", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", "/dev/null"]
+    fps, spread = _median_rate(lambda: subprocess.run(cmd, check=True, capture_output=True), frames, repeats)
+    head = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
+    return {"fps": fps, "spread_pct": spread, "version": " ".join(head.split()[:3])}
+
+
+def output_cost(frames: int, height: int, width: int, repeats: int = 3) -> float:
+    """Seconds to make a fresh (frames, height, width, 3) uint8 array and touch every byte once: what returning a
+    whole clip as one tensor costs beyond decoding, which the command line, writing each frame to the same small
+    buffer, never pays (a machine whose memory is slow to hand out, as a virtual machine's often is, shows it)."""
+    import numpy as np
+
+    def make():
+        a = np.empty((frames, height, width, 3), dtype=np.uint8)
+        a.fill(0)
+        del a
+
+    make()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        make()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _bare_pyav(path: str, n: int):
+    """PyAV as a reader would write it, with the adapter's settings: AUTO threads, one per core, every frame
+    converted straight into one preallocated array."""
+    import av
+    import numpy as np
+    import torch
+
+    out = None
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        stream.thread_type, stream.thread_count = "AUTO", 0
+        for i, frame in enumerate(container.decode(stream)):
+            rgb = frame.to_ndarray(format="rgb24")
+            if out is None:
+                out = np.empty((n, *rgb.shape), dtype=np.uint8)
+            out[i] = rgb
+    return torch.from_numpy(out).permute(0, 3, 1, 2)
+
+
+def _bare_torchcodec(path: str, n: int):
+    from torchcodec.decoders import VideoDecoder
+
+    return VideoDecoder(path, num_ffmpeg_threads=0, seek_mode="exact").get_frames_in_range(0, n).data
+
+
+def _bare_decord(path: str, n: int):
+    import decord
+    import torch
+
+    batch = decord.VideoReader(path, ctx=decord.cpu(0)).get_batch(list(range(n)))
+    return torch.from_dlpack(batch.to_dlpack()).permute(0, 3, 1, 2)
+
+
+def _bare_spdl(path: str, n: int):
+    import spdl.io
+
+    packets = spdl.io.demux_video(path)
+    frames = spdl.io.decode_packets(packets, filter_desc=spdl.io.get_video_filter_desc(pix_fmt="rgb24"))
+    return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)
+
+
+BARE = {"pyav": _bare_pyav, "torchcodec": _bare_torchcodec, "decord": _bare_decord, "spdl": _bare_spdl}
+
+
+def _child(library: str, path: str, repeats: int) -> dict:
+    """The bare loop and `read_frames` of one library, timed alternately in this process (its own)."""
+    from playbook_utils.decoders import read_frames, video_info
+
+    n = video_info(path, library).num_frames
+    idx = list(range(n))
+    bare_shape = tuple(BARE[library](path, n).shape)
+    ours = read_frames(path, idx, library)
+    if tuple(ours.shape) != bare_shape:
+        raise RuntimeError(f"the bare loop gave {bare_shape}, read_frames {tuple(ours.shape)}")
+    del ours
+    bare, adapter = [], []
+    for _ in range(repeats):  # alternately, so that a drift of the machine falls on both
+        bare.append(_median_rate(lambda: BARE[library](path, n), n, 1)[0])
+        adapter.append(_median_rate(lambda: read_frames(path, idx, library), n, 1)[0])
+    from playbook_utils.bench.verdicts import spread_pct
+
+    return {
+        "frames": n,
+        "bare_fps": statistics.median(bare),
+        "bare_spread_pct": spread_pct(bare),
+        "adapter_fps": statistics.median(adapter),
+        "adapter_spread_pct": spread_pct(adapter),
+    }
+
+
+def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 600) -> dict:
+    """{library: the child's answer}: each library's bare loop and its adapter decoding every frame of `path` to
+    RGB, in a child process of its own (no two libraries' FFmpegs in one process). A library that is not
+    installed, or refuses the file, answers 'unavailable' with the reason. Notebook 20."""
+    from playbook_utils.decoders import child_env, why_unavailable
+
+    out = {}
+    for lib in libraries:
+        why = why_unavailable(lib, "cpu", path)
+        if why:
+            out[lib] = {"status": "unavailable", "error": why}
+            continue
+        out[lib] = child.call(
+            child.python("-m", "playbook_utils.bench.anchor", lib, str(path), str(repeats)),
+            timeout=timeout,
+            env=child_env(),
+        )
+    return out
+
+
+def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
+    """One sentence per library: its adapter against the command line and against its own bare loop, and where it
+    falls short of TARGET_PCT of the command line, the measured reason (the bare loop is as slow: the library;
+    the bare loop is faster: the adapter; making the output array alone: its share of the time)."""
+    lines = []
+    for lib, r in rates.items():
+        if r.get("status") != "ok":
+            lines.append(f"{lib}: not measured: {r.get('error')}")
+            continue
+        a, b = r["adapter_fps"], r["bare_fps"]
+        vs_bare = 100 * a / b
+        if cli is None:
+            lines.append(f"{lib}: read_frames {a:,.0f} frames/s, {vs_bare:.0f}% of its bare loop ({b:,.0f}); no ffmpeg here")
+            continue
+        pct, bare_pct = 100 * a / cli["fps"], 100 * b / cli["fps"]
+        head = f"{lib}: read_frames {a:,.0f} frames/s, {pct:.0f}% of the command line; its bare loop {bare_pct:.0f}%"
+        if pct >= TARGET_PCT:
+            lines.append(f"{head}: at the anchor")
+            continue
+        spread = max(r.get("adapter_spread_pct") or 0, r.get("bare_spread_pct") or 0)
+        if bare_pct - pct > spread:
+            why = f"the adapter costs {100 - vs_bare:.0f}% of its library's rate (more than the {spread:.0f}% spread)"
+        else:
+            why = f"the library itself: its bare loop is as slow (within the {spread:.0f}% spread)"
+        if touch_s:
+            share = 100 * touch_s * a / r["frames"]
+            why += f"; making the clip's output array alone takes {share:.0f}% of read_frames' time"
+        lines.append(f"{head}: short of {TARGET_PCT}%: {why}")
+    return lines
+
+
+if __name__ == "__main__":  # the child of `library_rates`: a failure is reported as data
+    child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]))
