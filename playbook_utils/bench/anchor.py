@@ -39,7 +39,21 @@ def cli_rate(path, frames: int, repeats: int = 3) -> dict | None:
     exe = shutil.which("ffmpeg")
     if exe is None:
         return None
-    cmd = [exe, "-v", "error", "-threads", "0", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", "/dev/null"]
+    cmd = [
+        exe,
+        "-v",
+        "error",
+        "-threads",
+        "0",
+        "-i",
+        str(path),
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-y",
+        "/dev/null",
+    ]
     fps, spread = _median_rate(lambda: subprocess.run(cmd, check=True, capture_output=True), frames, repeats)
     head = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
     return {"fps": fps, "spread_pct": spread, "version": " ".join(head.split()[:3])}
@@ -167,7 +181,9 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
         a, b = r["adapter_fps"], r["bare_fps"]
         vs_bare = 100 * a / b
         if cli is None:
-            lines.append(f"{lib}: read_frames {a:,.0f} frames/s, {vs_bare:.0f}% of its bare loop ({b:,.0f}); no ffmpeg here")
+            lines.append(
+                f"{lib}: read_frames {a:,.0f} frames/s, {vs_bare:.0f}% of its bare loop ({b:,.0f}); no ffmpeg here"
+            )
             continue
         pct, bare_pct = 100 * a / cli["fps"], 100 * b / cli["fps"]
         head = f"{lib}: read_frames {a:,.0f} frames/s, {pct:.0f}% of the command line; its bare loop {bare_pct:.0f}%"

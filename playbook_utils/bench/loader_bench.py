@@ -149,7 +149,9 @@ def spec_lookahead(spec: dict) -> int:
     return 2 * spec["threads"]
 
 
-def measure_gpu_loaders(clip, codec: str, specs, items_for, ceiling: dict | None, common: dict, log=print) -> list[dict]:
+def measure_gpu_loaders(
+    clip, codec: str, specs, items_for, ceiling: dict | None, common: dict, log=print
+) -> list[dict]:
     """Each spec in its own process (`measure_isolated`, with `common` arguments: device, batch_size, chunk,
     warmup_batches, min_window_s) over `items_for(n)` distinct files, n sized by `steady_epoch` for the spec's
     look-ahead so that its rate is a steady one; each row judged against `ceiling` (`nvdec.against_ceiling`) with

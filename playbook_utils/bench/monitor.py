@@ -82,7 +82,9 @@ class UtilizationMonitor:
                 values = []
             out[key] = round(agg(values), 1) if values else None
         if short:
-            out["busy_why"] = f"not measured (window too short: {len(samples)} samples of {self.period:g} s, {MIN_SAMPLES} needed)"
+            out["busy_why"] = (
+                f"not measured (window too short: {len(samples)} samples of {self.period:g} s, {MIN_SAMPLES} needed)"
+            )
         elif nvml_short:
             out["busy_why"] = (
                 f"GPU utilization not measured (window too short: {window:.1f} s, NVML averages over "

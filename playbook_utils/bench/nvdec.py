@@ -159,7 +159,8 @@ def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float
     ready, start, window = threading.Semaphore(0), threading.Event(), [0.0]
     counts: list = [0] * threads
     workers = [
-        threading.Thread(target=_raw_thread, args=(decoder, path, gpu, ready, start, window, counts, k)) for k in range(threads)
+        threading.Thread(target=_raw_thread, args=(decoder, path, gpu, ready, start, window, counts, k))
+        for k in range(threads)
     ]
     for w in workers:
         w.start()

@@ -187,6 +187,9 @@ def run_one(
     `--param`); return its summary row (never raises for a notebook failure)."""
     import papermill as pm
 
+    from playbook_utils.bench.harness import HEADLESS
+
+    os.environ[HEADLESS] = "1"  # the kernel inherits it: progress bars go to this console, not into the notebook
     requires = notebook_requirements(path)
     missing = [r for r in requires if not capabilities.get(r, False)]
     params = {
@@ -309,7 +312,9 @@ def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
                 continue
             # a failed run stops early: its seconds say nothing about how long the notebook takes
             times = {
-                r["notebook"]: r["seconds"] for r in doc["notebooks"] if r.get("seconds") and r.get("status") == "passed"
+                r["notebook"]: r["seconds"]
+                for r in doc["notebooks"]
+                if r.get("seconds") and r.get("status") == "passed"
             }
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
