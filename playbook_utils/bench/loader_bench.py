@@ -49,7 +49,8 @@ def sweep_workers(
     whose workers deliver no batch within `timeout_s`, or die, is recorded in `stuck` with its error and the
     sweep goes on. With `budget_s`, each configuration's measurement is capped at its share of the budget (at
     most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
-    are not started: they are listed in `unmeasured`. `log` gets one line per configuration. Notebook 21."""
+    are not started (each backend's first, with the most workers, always runs): they are listed in `unmeasured`.
+    `log` gets one line per configuration. Notebook 21."""
     from playbook_utils import loaders
 
     configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
@@ -68,7 +69,8 @@ def sweep_workers(
     for b, w in configs:
         if b not in files:
             continue
-        if budget_s is not None and time.perf_counter() - start > budget_s:
+        first = not any(r["backend"] == b for r in rows) and not any(x["backend"] == b for x in stuck)
+        if budget_s is not None and time.perf_counter() - start > budget_s and not first:
             unmeasured.append({"backend": b, "workers": w})
             continue
         mine, refused = files[b]
@@ -459,12 +461,16 @@ def measure_loader(
     total = time.perf_counter() - start
     wait = sum(waits)
     why = None if len(waits) >= min_steps else f"the epoch ended after {len(waits)} measured steps"
+    # a DataLoader's batches arrive in bursts of up to one per worker: its spread is taken over blocks of at least
+    # that many steps, and not at all from fewer than two such blocks
+    burst = max(1, getattr(loader, "num_workers", 0) or 1)
+    blocks = min(4, len(rates) // burst)
     return {
         "wait_fraction": wait / total,
         "wait_s_per_step": wait / len(waits),
         "step_s": step_s,
         "samples_per_s": samples / total,
-        "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates))),
+        "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates), blocks=blocks)) if blocks >= 2 else None,
         "steps": len(waits),
         "stopped_by_time": capped,
         "lookahead_batches": skip - warmup,
