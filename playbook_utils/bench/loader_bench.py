@@ -335,14 +335,17 @@ def lookahead_of(loader) -> tuple[int, str]:
 STEADY_LOOKAHEADS = 2  # the steady window spans at least this many look-aheads of items
 
 
-def steady_rate(deliveries, warmup_items: int, lookahead_items: int, min_window_s: float = 0.0) -> dict:
+def steady_rate(
+    deliveries, warmup_items: int, lookahead_items: int, min_window_s: float = 0.0, tail_items: int | None = None
+) -> dict:
     """The rate of a loader in steady state, from its `deliveries` [(time, items, frames), ...] in order.
 
     A loader that decodes ahead has `lookahead_items` items done or in flight before the consumer's clock can
     start; at the end of an epoch it drains the same number with no new work behind them. Both inflate a rate
     taken from the first delivery to the last. The window here starts once `warmup_items + lookahead_items`
     items have been delivered (every later item was started after the window opened) and ends before the last
-    `lookahead_items` (while every thread still had work); the rate is the least-squares slope of the frames
+    `lookahead_items` (while every thread still had work; `tail_items` instead, 0 for a run stopped before the end
+    of its epoch); the rate is the least-squares slope of the frames
     delivered against time inside it, so batches that arrive in bursts do not bias it.
 
     Returns {'frames_per_s', 'frames_per_s_spread_pct' (over four runs of consecutive deliveries), 'frames',
@@ -353,7 +356,7 @@ def steady_rate(deliveries, warmup_items: int, lookahead_items: int, min_window_
     from playbook_utils.bench.verdicts import block_rates, spread_pct
 
     total = sum(d[1] for d in deliveries)
-    lo, hi = warmup_items + lookahead_items, total - lookahead_items
+    lo, hi = warmup_items + lookahead_items, total - (lookahead_items if tail_items is None else tail_items)
     done, first, last = 0, None, None
     for k, (_, items, _) in enumerate(deliveries):
         done += items
@@ -479,14 +482,32 @@ def measure_loader(
     }
 
 
-def measure_flat_out(batches, warmup_batches: int = 0, lookahead_items=None, min_window_s: float = 0.0) -> dict:
-    """Run an iterable of model-ready batches flat out (no training step) to the end of its epoch: a
-    `GpuLoader`, a `GpuProcessLoader`, or a `dali_loader` seen through `_DaliVideos`. Returns `steady_rate`'s
-    record over the deliveries after `warmup_batches` (start-up: processes, CUDA contexts, decoders), with the
-    look-ahead (`lookahead_of(batches)` unless given) left out at both ends, plus 'batches', 'startup_s' (until
-    the warm-up batches had arrived), 'lookahead_items', 'epoch_items' and 'clock_start' (the window's start,
-    for the utilization samples), 'clock_end', 'epoch_frames' (every frame delivered). Raises ValueError when no
-    batch came after the warm-up (notebook 21).
+def _epoch_length(loader) -> int | None:
+    """How many items `loader` holds in an epoch, where it says (`GpuLoader` its dataset, `GpuProcessLoader` its
+    paths), else None."""
+    for attr in ("ds", "paths"):
+        held = getattr(loader, attr, None)
+        if held is not None:
+            try:
+                return len(held)
+            except TypeError:
+                continue
+    return None
+
+
+def measure_flat_out(
+    batches, warmup_batches: int = 0, lookahead_items=None, min_window_s: float = 0.0, stop_when_steady: bool = True
+) -> dict:
+    """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, a `GpuProcessLoader`, or a
+    `dali_loader` seen through `_DaliVideos`. Returns `steady_rate`'s record over the deliveries after
+    `warmup_batches` (start-up: processes, CUDA contexts, decoders), with the look-ahead (`lookahead_of(batches)`
+    unless given) left out at the start, plus 'batches', 'startup_s' (until the warm-up batches had arrived),
+    'lookahead_items', 'epoch_items' (delivered), 'epoch_frames', 'stopped_early', and 'clock_start' and
+    'clock_end' (the window, for the utilization samples). With `stop_when_steady`, and a loader that says how
+    long its epoch is, the run stops once the window holds STEADY_LOOKAHEADS look-aheads and `min_window_s`,
+    while a look-ahead of items is still to come (so no drain is in it), and the loader is closed: a slow loader
+    is measured for as long as a fast one. Otherwise it runs to the end of the epoch and the drain is left out.
+    Raises ValueError when no batch came after the warm-up (notebook 21).
     """
     import torch
 
@@ -496,21 +517,40 @@ def measure_flat_out(batches, warmup_batches: int = 0, lookahead_items=None, min
 
     if lookahead_items is None:
         lookahead_items = lookahead_of(batches)[0]
+    total = _epoch_length(batches) if stop_when_steady else None
     t0 = time.perf_counter()
-    deliveries, warm, count, startup = [], 0, 0, None
-    for batch in batches:
-        # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
-        videos = batch if isinstance(batch, list) else list(batch)
-        finished(videos[-1])
-        now = time.perf_counter()
-        count += 1
-        if count <= warmup_batches:
-            warm += len(videos)
-            startup = now - t0
-        deliveries.append((now, len(videos), sum(v.shape[0] for v in videos)))
+    deliveries, warm, count, startup, done, opened, stopped = [], 0, 0, None, 0, None, False
+    it = iter(batches)
+    try:
+        for batch in it:
+            # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
+            videos = batch if isinstance(batch, list) else list(batch)
+            finished(videos[-1])
+            now = time.perf_counter()
+            count += 1
+            done += len(videos)
+            if count <= warmup_batches:
+                warm += len(videos)
+                startup = now - t0
+            deliveries.append((now, len(videos), sum(v.shape[0] for v in videos)))
+            if count > warmup_batches and opened is None and done >= warm + lookahead_items:
+                opened = (now, done)  # the window's first delivery
+            if (
+                total is not None
+                and opened is not None
+                and now - opened[0] >= min_window_s
+                and done - opened[1] >= max(STEADY_LOOKAHEADS * lookahead_items, 2 * len(videos))
+                and total - done >= lookahead_items
+            ):
+                stopped = True
+                break
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()  # its decoders stop now (an early stop), not when the loader is collected
     if count <= warmup_batches:
         raise ValueError(f"measure_flat_out: {count} batches, not more than the {warmup_batches} of warm-up")
-    r = steady_rate(deliveries, warm, lookahead_items, min_window_s)
+    r = steady_rate(deliveries, warm, lookahead_items, min_window_s, tail_items=0 if stopped else None)
     start = r.pop("window_start")
     return {
         **r,
@@ -519,6 +559,7 @@ def measure_flat_out(batches, warmup_batches: int = 0, lookahead_items=None, min
         "lookahead_items": lookahead_items,
         "epoch_items": sum(d[1] for d in deliveries),
         "epoch_frames": sum(d[2] for d in deliveries),
+        "stopped_early": stopped,
         "clock_start": start,
         "clock_end": None if start is None else start + r["seconds"],
     }
