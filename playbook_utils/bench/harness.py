@@ -243,14 +243,14 @@ def plan(backends, device: str, workloads, clips, threads=(1,), min_time: float 
     return [Job(b, device, w, str(c), t, min_time) for b in backends for w in workloads for c in clips for t in threads]
 
 
-HEADLESS = "PLAYBOOK_HEADLESS"  # set by the notebook runner: its kernels have no one watching their cells
+PROGRESS_FILE = "PLAYBOOK_PROGRESS"  # set by the notebook runner: where its kernel's progress bars go
 
 
 def progress_bar(total: int, desc: str, enabled: bool = True):
-    """A tqdm bar, one step per job, updated at most every few seconds: in a notebook open in Jupyter it shows
-    in the cell; in a notebook the runner executes (HEADLESS set) it goes to the kernel's own stderr, which is the
-    runner's console, so the executed copy stays free of it; elsewhere on stderr. A stand-in with the same
-    methods where tqdm is missing or `enabled` is False. Notebooks 20 and 21."""
+    """A tqdm bar, one step per job, updated at most every few seconds: in a notebook open in Jupyter it shows in
+    the cell; in a notebook the runner executes it goes to the file PROGRESS_FILE names, which the runner shows on
+    its console, so the executed copy stays free of it; elsewhere on stderr. A stand-in with the same methods
+    where tqdm is missing or `enabled` is False. Notebooks 20 and 21."""
     try:
         from tqdm import tqdm
     except ImportError:
@@ -270,8 +270,13 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
         return _Quiet()
     import os
 
-    where = sys.__stderr__ if os.environ.get(HEADLESS) and sys.__stderr__ is not None else sys.stderr
-    return tqdm(total=total, desc=desc, file=where, mininterval=5.0, maxinterval=30.0, unit="job")
+    path = os.environ.get(PROGRESS_FILE)
+    where = open(path, "a", buffering=1) if path else sys.stderr  # noqa: SIM115 (tqdm writes until it is closed)
+    bar = tqdm(total=total, desc=desc, file=where, mininterval=5.0, maxinterval=30.0, unit="job")
+    if path:
+        close = bar.close
+        bar.close = lambda: (close(), where.close())
+    return bar
 
 
 def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> list[dict]:

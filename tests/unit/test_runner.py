@@ -67,7 +67,8 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     ends = [line.split() for line in lines if line.split()[:1] in (["passed"], ["failed"])]
     assert [e[:2] for e in ends] == [["passed", "90_good"], ["failed", "91_broken"], ["failed", "92_silent"]]
     assert all(re.fullmatch(r"\d+s", e[3]) for e in ends)
-    assert re.fullmatch(r"1 passed, 2 failed in \d+s", lines[-2]) and lines[-1].startswith("summary: ")
+    assert re.fullmatch(r"1 passed, 2 failed in \d+s \(90 \d+%, 91 \d+%, 92 \d+%\)", lines[-2])
+    assert lines[-1].startswith("summary: ")
 
 
 def test_durations_read_as_a_person_would_say_them():
@@ -473,3 +474,26 @@ def test_expected_times_come_from_passed_runs_only(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps(doc))
     times, source = run_notebooks.expected_seconds(tmp_path, "smoke")
     assert times == {"21_b.ipynb": 300.0} and source == "the last smoke run in this folder"
+
+
+def test_a_kernels_progress_bar_is_shown_on_the_console_not_in_the_notebook(tmp_path, capsys):
+    from playbook_utils.bench import harness
+
+    progress = tmp_path / "20.progress"
+    echo = run_notebooks.ProgressEcho(progress, every=0.05)
+    import os
+
+    os.environ[harness.PROGRESS_FILE] = str(progress)
+    try:
+        bar = harness.progress_bar(3, "bench")
+        for _ in range(3):
+            bar.update(1)
+        bar.close()
+    finally:
+        os.environ.pop(harness.PROGRESS_FILE)
+    import time
+
+    time.sleep(0.3)
+    echo.stop()
+    assert echo.latest().startswith("bench: 100%") and "3/3" in echo.latest()
+    assert "bench: 100%" in capsys.readouterr().out  # shown here, as the kernel wrote it
