@@ -396,7 +396,11 @@ class Progress:
         line = f"{len(rows) - failed} passed, {failed} failed in {duration(time.perf_counter() - self.t0)}"
         spent = sum(r.get("seconds") or 0 for r in rows)
         if len(rows) > 1 and spent > 0:
-            line += " (" + ", ".join(f"{r['notebook'][:2]} {100 * (r.get('seconds') or 0) / spent:.0f}%" for r in rows) + ")"
+            line += (
+                " ("
+                + ", ".join(f"{r['notebook'][:2]} {100 * (r.get('seconds') or 0) / spent:.0f}%" for r in rows)
+                + ")"
+            )
         return line
 
 

@@ -164,7 +164,15 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
     )
     r = reference_numbers(tmp_path)
     assert r["nvdec_ceiling_fps"] == {
-        "h264": {"h264_1080p_gop30.mp4": {"fps": 2900, "layout": "7x1", "nvdec_util_median": 95, "saturated": True}}
+        "h264": {
+            "h264_1080p_gop30.mp4": {
+                "fps": 2900,
+                "layout": "7x1",
+                "decoder": "pynvvideocodec",
+                "nvdec_util_median": 95,
+                "saturated": True,
+            }
+        }
     }
     assert r["best_loader"]["h264"]["fraction_of_ceiling"] == 0.69
     assert r["sparse_speedup"] == {"speedup": 5.0} and r["harness_overhead"] == {"overhead_pct": 1.0}

@@ -223,7 +223,7 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path, capsys):
     starts = [line for line in lines if line.startswith("[")]
     assert [s.split()[0] for s in starts] == [f"[{k}/5]" for k in range(1, 6)]
     assert sum(" on lane " in s for s in starts) == 4 and starts[-1].startswith("[5/5] 93_all on the whole machine")
-    assert re.fullmatch(r"4 passed, 1 failed in \d+s", lines[-2])
+    assert re.fullmatch(r"4 passed, 1 failed in \d+s \(9\d \d+%(, 9\d \d+%){4}\)", lines[-2])
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert list(rows) == ["90_a.ipynb", "91_b.ipynb", "92_reads_a.ipynb", "93_all.ipynb", "94_broken.ipynb"]
     assert rows["94_broken.ipynb"]["status"] == "failed" and "planted failure" in rows["94_broken.ipynb"]["error"]
