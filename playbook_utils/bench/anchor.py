@@ -41,28 +41,28 @@ def _timed_rate(fn, frames: int) -> float:
 
 def cli_rate(path, frames: int, repeats: int = 3) -> dict | None:
     """The FFmpeg command line decoding every frame of `path` to raw RGB (`-f rawvideo -pix_fmt rgb24`, all cores,
-    written to /dev/null): {'fps', 'spread_pct', 'version'}, or None where no `ffmpeg` is on PATH."""
+    written to /dev/null), or None where no `ffmpeg` is on PATH. Returns {'fps' (median of `repeats`),
+    'spread_pct', 'startup_s': the same command decoding nothing (`-frames:v 0`: a process started, the file
+    opened and probed), which on a short clip can outweigh the decoding, 'startup_pct' (its share of the whole
+    command's time), 'version'}."""
     exe = shutil.which("ffmpeg")
     if exe is None:
         return None
-    cmd = [
-        exe,
-        "-v",
-        "error",
-        "-threads",
-        "0",
-        "-i",
-        str(path),
-        "-f",
-        "rawvideo",
-        "-pix_fmt",
-        "rgb24",
-        "-y",
-        "/dev/null",
-    ]
-    fps, spread = _median_rate(lambda: subprocess.run(cmd, check=True, capture_output=True), frames, repeats)
+
+    def run(*limit):
+        cmd = [exe, "-v", "error", "-threads", "0", "-i", str(path), *limit, "-f", "rawvideo", "-pix_fmt", "rgb24"]
+        subprocess.run([*cmd, "-y", "/dev/null"], check=True, capture_output=True)
+
+    fps, spread = _median_rate(run, frames, repeats)
+    startup = statistics.median(1 / _timed_rate(lambda: run("-frames:v", "0"), 1) for _ in range(3))
     head = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
-    return {"fps": fps, "spread_pct": spread, "version": " ".join(head.split()[:3])}
+    return {
+        "fps": fps,
+        "spread_pct": spread,
+        "startup_s": startup,
+        "startup_pct": 100 * startup * fps / frames,
+        "version": " ".join(head.split()[:3]),
+    }
 
 
 def output_cost(frames: int, height: int, width: int, repeats: int = 3) -> float:
@@ -180,6 +180,11 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
     falls short of TARGET_PCT of the command line, the measured reason (the bare loop is as slow: the library;
     the bare loop is faster: the adapter; making the output array alone: its share of the time)."""
     lines = []
+    if cli and cli.get("startup_pct", 0) > 25:
+        lines.append(
+            f"the command line spends {cli['startup_pct']:.0f}% of its time starting ({1e3 * cli['startup_s']:.0f} ms: "
+            "a process, the file opened and probed): on a clip this short it is no anchor for a library's decoding"
+        )
     for lib, r in rates.items():
         if r.get("status") != "ok":
             lines.append(f"{lib}: not measured: {r.get('error')}")

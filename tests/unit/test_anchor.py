@@ -1,0 +1,56 @@
+"""Notebook 20's physical anchor: every frame to RGB by the FFmpeg command line, each library's bare loop and its
+adapter, and the sentence that says where an adapter falls short."""
+
+import shutil
+
+import pytest
+
+from playbook_utils import media
+from playbook_utils.bench import anchor
+
+CLI = {"fps": 100.0, "spread_pct": 2.0, "startup_s": 0.1, "startup_pct": 3.3, "version": "ffmpeg version 5.1"}
+
+
+def _rates(adapter, bare, spread=3.0):
+    return {
+        "status": "ok",
+        "frames": 300,
+        "adapter_fps": adapter,
+        "bare_fps": bare,
+        "adapter_spread_pct": spread,
+        "bare_spread_pct": spread,
+    }
+
+
+def test_verdicts_name_the_adapter_or_the_library_as_the_cause():
+    lines = anchor.verdicts(
+        {
+            "fast": _rates(95.0, 97.0),
+            "costly": _rates(50.0, 96.0),
+            "slow": _rates(40.0, 41.0),
+            "absent": {"status": "unavailable", "error": "it does not import"},
+        },
+        CLI,
+        touch_s=0.3,
+    )
+    assert lines[0].startswith("fast: read_frames 95 frames/s, 95% of the command line") and "at the anchor" in lines[0]
+    assert "the adapter costs 48% of its library's rate" in lines[1]
+    assert "the library itself" in lines[2] and "making the clip's output array alone takes 4%" in lines[2]
+    assert lines[3] == "absent: not measured: it does not import"
+    assert "no ffmpeg here" in anchor.verdicts({"fast": _rates(95.0, 97.0)}, None, None)[0]
+    short = anchor.verdicts({"fast": _rates(95.0, 97.0)}, {**CLI, "startup_pct": 60.0}, None)
+    assert "60% of its time starting" in short[0] and "no anchor" in short[0]
+
+
+@pytest.mark.media
+def test_every_library_is_timed_against_its_own_bare_loop(tmp_path):
+    clip = media.default_media(smoke=True)["h264_144p_gop12_0.14mbps.mp4"]
+    n = media.probe(clip).num_frames
+    got = anchor.library_rates(clip, libraries=("pyav", "pynvvideocodec"), repeats=1)
+    assert got["pyav"]["status"] == "ok" and got["pyav"]["frames"] == n
+    assert got["pyav"]["adapter_fps"] > 0 and got["pyav"]["bare_fps"] > 0
+    assert got["pynvvideocodec"]["status"] == "unavailable"  # no CPU path: said, not measured
+    assert anchor.output_cost(n, 144, 256, repeats=1) >= 0
+    if shutil.which("ffmpeg"):
+        cli = anchor.cli_rate(clip, n, repeats=1)
+        assert cli["fps"] > 0 and 0 < cli["startup_s"] and cli["version"].startswith("ffmpeg")
