@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import time
 
+from playbook_utils.probe import video_info
+
 
 def resize_uint8(frames, size):
     """uint8 (N, 3, H, W) -> uint8 (N, 3, *size) by bilinear, antialiased interpolation, on the frames' device
@@ -70,7 +72,7 @@ def read_resized(source, indices, size, backend: str = "torchcodec", device: str
     why = decoders.why_unavailable(backend, device, src.path if src.kind == "path" else None)
     if why:
         raise BackendUnavailable(src.name, why, backend)
-    info = sources.info(src)
+    info = video_info(src)
     idx = decoders.check_indices(src.name, indices, info.num_frames, backend)
     ad, device = decoders.adapter(backend), Device.parse(device)
     try:

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from playbook_utils.probe import video_info
+
 VIDEO_EXTS = ("mp4", "webm", "mkv", "mov", "avi")
 _KEY = re.compile(r"^((?:.*/|)[^./]+)\.([^/]*)$")
 
@@ -174,7 +176,7 @@ class ShardDataset:
             if member is None:
                 raise DecodeError(name, f"sample {ref.key!r} has no video member ({', '.join(ref.members)})", "shards")
             src = sources.TarMember(ref.shard, member)
-            info = sources.info(src, self.storage_options)
+            info = video_info(sources.resolve(src, self.storage_options))
             frames = sources.read_source(
                 src, self.indices(info), self.backend, storage_options=self.storage_options
             ).frames

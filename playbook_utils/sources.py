@@ -298,6 +298,19 @@ class Source:
             os.unlink(tmp)
 
 
+def file_identity(path) -> tuple:
+    """(device, inode, size, mtime in ns, ctime in ns) of the file at `path`: the key of every cache that holds
+    something read from a file (the probe, the tar index, TorchCodec's and PyNvVideoCodec's open decoders).
+
+    Size and mtime alone miss a file replaced by another of the same size with its mtime kept
+    (`rsync -a`, `cp -p` of a re-encoded file): moved into place (`os.replace`) it has another inode,
+    written in place its ctime moves (setting the mtime back sets the ctime), so the cache re-opens it.
+    Raises OSError when the file cannot be stat'ed.
+    """
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 class PathSource(Source):
     kind = "path"
 
@@ -308,8 +321,7 @@ class PathSource(Source):
 
     @property
     def key(self):
-        st = os.stat(self.path)
-        return ("path", self.path, st.st_size, st.st_mtime_ns)
+        return ("path", os.path.abspath(self.path), *file_identity(self.path))
 
     @property
     def size(self) -> int:
@@ -418,24 +430,31 @@ class UrlSource(Source):
             raise ValueError(f"fetch must be 'range' or 'whole', got {fetch!r}")
         self.url, self.fetch, self.block_size, self.plan = url, fetch, block_size, plan
         self.fs, self.fs_path = _url_fs(url, storage_options)
-        self._size, self._data = None, None
+        self._info, self._data = None, None
 
-    @property
-    def size(self) -> int:
-        if self._size is None:
+    def _stat(self) -> dict:
+        if self._info is None:
             try:
-                self._size = int(self.fs.size(self.fs_path))
+                self._info = dict(self.fs.info(self.fs_path))
             except FileNotFoundError as e:
                 raise DecodeError(self.url, "no such object", "sources") from e
             except Exception as e:
                 raise DecodeError(
                     self.url, f"cannot stat the object ({type(e).__name__}: {first_line(e)[:200]})", "sources"
                 ) from e
-        return self._size
+        return self._info
+
+    @property
+    def size(self) -> int:
+        return int(self._stat()["size"])
 
     @property
     def key(self):
-        return ("url", self.url, self.size)
+        """The object's identity: its URL, size and version (ETag, version id or modification time, where the
+        store gives one), so an object overwritten by another of the same size is another object."""
+        info = self._stat()
+        version = next((info[k] for k in ("VersionId", "ETag", "etag", "LastModified", "mtime") if info.get(k)), None)
+        return ("url", self.url, self.size, str(version) if version is not None else None)
 
     def _get(self, start: int, end: int) -> bytes:
         return self.fs.cat_file(self.fs_path, start=start, end=end)
@@ -458,12 +477,14 @@ class UrlSource(Source):
 
 
 _tar_index: dict = {}
+TAR_INDEXES = 256  # shard indexes kept per process: a long-running worker that visits many shards stays bounded
 
 
 def tar_index(shard, storage_options: dict | None = None, block_size: int = 64 * 1024) -> dict:
     """{member name: (data offset, size)} of the uncompressed tar `shard` (a path or URL), from its headers
-    only: a remote shard costs one ranged read per header block, not the whole shard. Cached per shard
-    (size and mtime for a local file). Used by `TarMember` reads and `shards.iter_shard` (notebook 24)."""
+    only: a remote shard costs one ranged read per header block, not the whole shard. Cached per shard, by the
+    shard's identity (`Source.key`: a rebuilt local shard, same size and mtime, is indexed again), the TAR_INDEXES
+    most recently used. Used by `TarMember` reads and `shards.iter_shard` (notebook 24)."""
     import tarfile
 
     src = resolve(shard, storage_options=storage_options, block_size=block_size)
@@ -472,6 +493,7 @@ def tar_index(shard, storage_options: dict | None = None, block_size: int = 64 *
     key = src.key
     with _lock:
         if key in _tar_index:
+            _tar_index[key] = _tar_index.pop(key)  # most recently used last
             return _tar_index[key]
     try:
         with src.open() as f, tarfile.open(fileobj=f, mode="r:") as tar:
@@ -482,6 +504,8 @@ def tar_index(shard, storage_options: dict | None = None, block_size: int = 64 *
         ) from e
     with _lock:
         _tar_index[key] = index
+        while len(_tar_index) > TAR_INDEXES:
+            _tar_index.pop(next(iter(_tar_index)))
     return index
 
 
@@ -592,33 +616,6 @@ class SourceRead:
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "frames"}
 
 
-_info_cache: dict = {}
-
-
-def info(source, storage_options: dict | None = None):
-    """`media.probe` of any source (cached for paths, tar members and URLs while unchanged)."""
-    from playbook_utils import media
-
-    src = resolve(source, storage_options)
-    if src.kind == "path":
-        from playbook_utils.decoders import video_info
-
-        return video_info(src.path)
-    key = src.key
-    if key is not None and key in _info_cache:
-        return _info_cache[key]
-    found = media.probe(src)
-    if key is not None:
-        with _lock:
-            if len(_info_cache) > 1024:
-                _info_cache.clear()
-            _info_cache[key] = found
-    return found
-
-
-_info = info  # read_source's parameter `info` hides the function's name there
-
-
 def read_source(
     source,
     indices,
@@ -640,6 +637,7 @@ def read_source(
     """
     from playbook_utils import decoders
     from playbook_utils.device import Device
+    from playbook_utils.probe import video_info
 
     t0 = time.perf_counter()
     src = resolve(source, storage_options, block_size, fetch)
@@ -649,7 +647,7 @@ def read_source(
     if why:
         raise BackendUnavailable(src.name, why, backend)
     try:
-        found = _info(src) if info is None else info
+        found = video_info(src) if info is None else info
     except DecodeError as e:
         raise DecodeError(src.name, e.cause, backend) from e
     if found.b_frames and found.container == "avi":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from playbook_utils import probe
 from playbook_utils.access import ByteIndex
 from playbook_utils.errors import BackendUnavailable
 
@@ -53,7 +54,7 @@ def measure_access(
     for name, make in patterns.items():
         times = {}
         for label, idx in (("first_frame_s", list(indices[:1])), ("clip_s", list(indices))):
-            sources._info_cache.clear()  # every pattern pays for its own probe, as a fresh reader would
+            probe.forget()  # every pattern pays for its own probe, as a fresh reader would
             src, known = make(idx)
             t0 = time.perf_counter()
             got = sources.read_source(src, idx, backend, info=known)

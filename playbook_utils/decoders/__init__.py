@@ -16,9 +16,9 @@ adapter's `read`, when first used. Introduced in 10-14 (SPDL, the sixth, in 24).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
+from playbook_utils import probe
 from playbook_utils.decoders import base, dali, decord, pyav, pynvvideocodec, spdl, torchcodec
 from playbook_utils.decoders.base import PROBED_ENV, child_env, file_identity, set_cpu_threads, traits
 from playbook_utils.device import Device
@@ -81,34 +81,7 @@ def available(device="cpu") -> list[str]:
     return [b for b in BACKENDS if why_unavailable(b, device) is None]
 
 
-@lru_cache(maxsize=256)
-def _probe_cached(path: str, identity: tuple, stream: int | None = None):
-    from playbook_utils import media
-
-    return media.probe(path, stream)
-
-
-def video_info(path, backend: str | None = None, stream: int | None = None):
-    """`media.probe(path, stream)`, cached while the file is the same one (`file_identity`); any input of
-    `sources.resolve` too (bytes, file-like objects, tar members, URLs: notebook 24). A `DecodeError` names
-    `backend`, the library the probe was made for (the probe itself reads with PyAV)."""
-    from playbook_utils import sources
-
-    if not sources.is_local(path):
-        if stream is None:
-            return sources.info(path)
-        from playbook_utils import media
-
-        return media.probe(sources.resolve(path), stream)
-    p = Path(path)
-    try:
-        if not p.exists():
-            raise DecodeError(p, "file does not exist")
-        return _probe_cached(str(p), file_identity(p), stream)
-    except DecodeError as e:
-        if backend is None or e.backend == backend:
-            raise
-        raise DecodeError(p, e.cause, backend) from e
+video_info = probe.video_info  # the one cached door to a file's metadata, for every kind of source (notebook 10)
 
 
 def check_indices(path, indices, num_frames: int, backend: str | None = None) -> list[int]:

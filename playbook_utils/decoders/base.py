@@ -20,6 +20,7 @@ import threading
 from functools import lru_cache
 
 from playbook_utils.device import Device, cuda_visible
+from playbook_utils.sources import file_identity  # noqa: F401 (the key of the adapters' decoder caches)
 
 CPU_THREADS = 0  # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
 
@@ -260,19 +261,6 @@ class Adapter:
 
 
 # --------------------------------------------------------------------------- helpers the adapters share
-
-
-def file_identity(path) -> tuple:
-    """(device, inode, size, mtime, ctime in ns) of the file at `path`: the key of every cache that holds
-    something read from a file (the probe, TorchCodec's and PyNvVideoCodec's open decoders).
-
-    Size and mtime alone miss a file replaced by another of the same size with its mtime kept
-    (`rsync -a`, `cp -p` of a re-encoded file): moved into place (`os.replace`) it has another inode,
-    written in place its ctime moves (setting the mtime back sets the ctime), so the cache re-opens it.
-    Raises OSError when the file cannot be stat'ed.
-    """
-    st = os.stat(path)
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def in_order(frames, unique: list[int], indices: list[int]):

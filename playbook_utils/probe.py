@@ -1,0 +1,287 @@
+"""What a video file holds, read from its packets without decoding: `VideoInfo`, `probe`, and the one cached door
+to it, `video_info`, for every kind of source (a path, bytes, a file-like object, a tar member, a URL).
+
+The floor every read stands on: `decoders.read_frames` checks indices, file traits and shapes against it. It
+imports only the byte layer (`sources`) and `errors`; PyAV reads the packets. Introduced in notebook 01.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from playbook_utils import sources
+from playbook_utils.errors import DecodeError
+
+
+@dataclasses.dataclass
+class VideoInfo:
+    """What `probe` found in a file. Introduced in notebook 01."""
+
+    path: str
+    container: str
+    codec: str
+    width: int
+    height: int
+    pix_fmt: str
+    fps: float
+    num_frames: int
+    duration_s: float
+    keyframes: list[int]
+    bit_rate: int | None
+    rotation: int  # degrees counterclockwise a player turns the stored picture (the display matrix): 0/90/180/270
+    variable_frame_rate: bool
+    b_frames: bool = False
+    open_gop: bool = False
+    pts: list[int] = dataclasses.field(default_factory=list, repr=False)  # per frame, presentation order
+    stream: int = 0  # the container's index of the stream described (FFmpeg's numbering, as ffprobe's)
+    best_stream: int = 0  # the video stream FFmpeg picks by default (av_find_best_stream)
+    video_streams: int = 1  # video streams in the file
+    edit_list_hidden: int = 0  # leading frames an edit list hides (decoded, never shown): not counted in num_frames
+
+    @property
+    def name(self) -> str:
+        """The file name, without its folder."""
+        return Path(self.path).name
+
+    @property
+    def gop_lengths(self) -> list[int]:
+        """Frames between consecutive keyframes (the last GOP runs to the end)."""
+        ks = self.keyframes + [self.num_frames]
+        return [b - a for a, b in zip(ks, ks[1:])]
+
+    @property
+    def keyframe_of(self) -> list[int]:
+        """For each frame index, the index of the keyframe at or before it (where a seek lands)."""
+        keys, k, out = set(self.keyframes), 0, []
+        for i in range(self.num_frames):
+            k = i if i in keys else k
+            out.append(k)
+        return out
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def probe(path, stream: int | None = None) -> VideoInfo:
+    """Return a `VideoInfo` for a video stream of `path`, from its packets (no decoding).
+
+    The stream is FFmpeg's best video stream (what ffmpeg, TorchCodec, decord and DALI pick by default),
+    or the container's stream `stream` (ffprobe's numbering). Frames are the frames a player shows:
+    frame count and keyframe indices come from the packets in presentation order, so they are exact
+    even where the container's header is wrong, and packets an MP4 edit list hides (decoded only to
+    reach the first frame shown) are left out and counted in `edit_list_hidden`. `rotation` is read
+    from the MP4 display matrix. Raises `DecodeError` naming the file and the cause for a missing,
+    empty, unreadable or video-less file, or a `stream` that is not a video stream of it. `path` may
+    also be any input `sources.resolve` takes (bytes, a file-like object, a tar member, a URL); the
+    packets are then read through it. Introduced in notebook 01.
+    """
+    import av
+
+    opened = None
+    if sources.is_local(path):
+        path = Path(path)
+        if not path.exists():
+            raise DecodeError(path, "file does not exist", backend="probe")
+        if path.stat().st_size == 0:
+            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+    else:
+        src = sources.resolve(path)
+        path = src.name
+        if src.size == 0:
+            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+        opened = src.open()
+    try:
+        container = av.open(opened if opened is not None else str(path))
+    except Exception as e:  # PyAV raises its own FFmpeg error types
+        if opened is not None:
+            opened.close()
+        raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {e})", backend="probe") from e
+    with container, opened if opened is not None else contextlib.nullcontext():
+        if not container.streams.video:
+            raise DecodeError(path, "contains no video stream", backend="probe")
+        videos = {s.index: s for s in container.streams.video}
+        best = container.streams.best("video") or container.streams.video[0]
+        if stream is not None and stream not in videos:
+            raise DecodeError(
+                path,
+                f"stream {stream} is not a video stream of this file (its video streams: "
+                f"{', '.join(map(str, videos))})",
+                backend="probe",
+            )
+        stream = videos[best.index if stream is None else stream]
+        ctx = stream.codec_context
+        pts_key = []
+        open_gop, key_pts, hidden = False, None, 0
+        try:
+            for packet in container.demux(stream):
+                if packet.size == 0 or packet.pts is None:
+                    continue
+                if packet.is_discard:  # before the edit list's start: decoded for reference, never shown
+                    hidden += 1
+                    continue
+                # Open GOP: after a keyframe (in decode order) come frames shown before it.
+                if packet.is_keyframe and pts_key:
+                    key_pts = packet.pts
+                elif key_pts is not None and packet.pts < key_pts:
+                    open_gop = True
+                pts_key.append((packet.pts, bool(packet.is_keyframe)))
+        except Exception as e:
+            raise DecodeError(path, f"demuxing failed after {len(pts_key)} packets ({e})", backend="probe") from e
+        if not pts_key:
+            raise DecodeError(path, "video stream has no packets", backend="probe")
+        pts_key.sort()
+        keyframes = [i for i, (_, key) in enumerate(pts_key) if key]
+        tb = stream.time_base
+        deltas = np.diff([p for p, _ in pts_key])
+        # A one-tick wobble is rounding (WebM stores milliseconds: 33, 34, 33 ms at 30 fps), not VFR.
+        vfr = bool(len(deltas) > 1 and (deltas.max() - deltas.min()) > max(1, 0.02 * np.median(deltas)))
+        rate = stream.average_rate or stream.guessed_rate
+        fps = float(rate) if rate else 0.0
+        if len(pts_key) > 1 and tb is not None:
+            span = float((pts_key[-1][0] - pts_key[0][0]) * tb)
+            duration = span + (span / (len(pts_key) - 1))
+        else:
+            duration = len(pts_key) / fps if fps else 0.0
+        rotation = (
+            _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
+            if container.format.name.startswith("mov")
+            else 0
+        )
+        fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
+        return VideoInfo(
+            path=str(path),
+            container=container.format.name,
+            codec=ctx.codec.canonical_name,
+            width=ctx.width,
+            height=ctx.height,
+            pix_fmt=fmt,
+            fps=round(fps, 3),
+            num_frames=len(pts_key),
+            duration_s=round(duration, 3),
+            keyframes=keyframes,
+            bit_rate=container.bit_rate or None,
+            rotation=rotation,
+            variable_frame_rate=vfr,
+            b_frames=bool(ctx.has_b_frames),
+            open_gop=open_gop,
+            pts=[p for p, _ in pts_key],
+            stream=stream.index,
+            best_stream=best.index,
+            video_streams=len(videos),
+            edit_list_hidden=hidden,
+        )
+
+
+def _mp4_boxes(data: bytes, start: int, end: int):
+    """(type, content start, end) of each ISO-BMFF box in data[start:end]."""
+    import struct
+
+    at = start
+    while at + 8 <= end:
+        size, kind = struct.unpack(">I4s", data[at : at + 8])
+        head = 8
+        if size == 1:
+            size, head = struct.unpack(">Q", data[at + 8 : at + 16])[0], 16
+        elif size == 0:
+            size = end - at
+        if size < head or at + size > end:
+            return
+        yield kind, at + head, at + size
+        at += size
+
+
+def _mp4_rotations(path) -> dict[int, int]:
+    """{track ID: degrees counterclockwise} from each track header's display matrix of an MP4/MOV file, as
+    FFmpeg reads it (av_display_rotation_get), rounded to a quarter turn. {} when there is no readable moov.
+    `path` may be an open, seekable binary file (a source of `sources.resolve`): it is read where the boxes are."""
+    import math
+    import struct
+
+    out = {}
+    with contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb") as f:
+        total = f.seek(0, os.SEEK_END)
+        at = 0
+        while at + 8 <= total:
+            f.seek(at)
+            head = f.read(16)
+            size, kind = struct.unpack(">I4s", head[:8])
+            skip = 8
+            if size == 1:
+                size, skip = struct.unpack(">Q", head[8:16])[0], 16
+            elif size == 0:
+                size = total - at
+            if size < skip:
+                break
+            if kind == b"moov":
+                f.seek(at + skip)
+                moov = f.read(size - skip)
+                for kind, a, b in _mp4_boxes(moov, 0, len(moov)):
+                    for kind2, a2, _ in _mp4_boxes(moov, a, b) if kind == b"trak" else ():
+                        if kind2 != b"tkhd":
+                            continue
+                        v1 = moov[a2] == 1  # version 1: 64-bit times
+                        track = struct.unpack(">I", moov[a2 + (20 if v1 else 12) : a2 + (24 if v1 else 16)])[0]
+                        m = a2 + (4 + 32 if v1 else 4 + 20) + 16  # times, id, duration; layer, volume
+                        a_, b_ = struct.unpack(">2i", moov[m : m + 8])
+                        out[track] = round(-math.degrees(math.atan2(b_, a_)) / 90) % 4 * 90
+                break
+            at += size
+    return out
+
+
+CACHE_SIZE = 1024  # probes kept per process (least recently used first out): a long-running worker stays bounded
+_cache: OrderedDict = OrderedDict()
+_lock = threading.Lock()
+
+
+def video_info(source, backend: str | None = None, stream: int | None = None) -> VideoInfo:
+    """`probe(source, stream)`, cached while the source is the same one: one identity for every kind of source
+    (`sources.Source.key`: a local file's device, inode, size, mtime and ctime, so a file replaced in place or by
+    `rsync -a` is probed again; a tar member's shard identity and name; an object's size and ETag or version).
+    Bytes and file-like objects, which have no identity, are probed each time. A `DecodeError` names `backend`,
+    the library the probe was made for (the probe itself reads with PyAV). Introduced in notebook 10."""
+    src = None
+    try:
+        src = sources.resolve(source)
+        if src.kind == "path" and not os.path.exists(src.path):
+            raise DecodeError(src.path, "file does not exist", backend="probe")
+        key = src.key
+    except DecodeError as e:
+        raise _for(e, backend, src) from e
+    except OSError as e:  # the file went away between the checks
+        raise DecodeError(getattr(src, "name", str(source)), f"cannot stat the file ({e})", backend or "probe") from e
+    if key is not None:
+        with _lock:
+            if (key, stream) in _cache:
+                _cache.move_to_end((key, stream))
+                return _cache[(key, stream)]
+    try:
+        found = probe(src.path if src.kind == "path" else src, stream)
+    except DecodeError as e:
+        raise _for(e, backend, src) from e
+    if key is not None:
+        with _lock:
+            _cache[(key, stream)] = found
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+    return found
+
+
+def _for(e: DecodeError, backend: str | None, src) -> DecodeError:
+    """`e` as the error of `backend` (the probe's own where no backend asked)."""
+    if backend is None or e.backend == backend:
+        return e
+    return DecodeError(getattr(src, "name", None) or e.path, e.cause, backend)
+
+
+def forget() -> None:
+    """Empty the probe cache (tests; a process that knows its files changed)."""
+    with _lock:
+        _cache.clear()
