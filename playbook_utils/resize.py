@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import time
 
-from playbook_utils.probe import video_info
-
 
 def resize_uint8(frames, size):
     """uint8 (N, 3, H, W) -> uint8 (N, 3, *size) by bilinear, antialiased interpolation, on the frames' device
@@ -57,39 +55,12 @@ def can_resize_in_decoder(backend: str, device: str = "cpu") -> bool:
 
 def read_resized(source, indices, size, backend: str = "torchcodec", device: str = "cpu"):
     """Frames `indices` of `source` (a path or any input of `sources.resolve`) as uint8 (N, 3, *size) on
-    `device`, resized inside the decoder. Raises BackendUnavailable for a backend that cannot (decord,
-    PyNvVideoCodec: decode, then `resize_uint8`), and the same errors as `decoders.read_frames`.
+    `device`, resized inside the decoder: `decoders.read` with `size`, the same checks as `read_frames`. Raises
+    BackendUnavailable for a backend that cannot (decord, PyNvVideoCodec: decode, then `resize_uint8`).
     Introduced in notebook 24."""
-    from playbook_utils import decoders, sources
-    from playbook_utils.device import Device
-    from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
+    from playbook_utils import decoders
 
-    src = sources.resolve(source)
-    if not can_resize_in_decoder(backend, device):
-        raise BackendUnavailable(
-            src.name, f"{backend} cannot resize in its decoder on {device}; decode, then resize", backend
-        )
-    why = decoders.why_unavailable(backend, device, src.path if src.kind == "path" else None)
-    if why:
-        raise BackendUnavailable(src.name, why, backend)
-    info = video_info(src)
-    idx = decoders.check_indices(src.name, indices, info.num_frames, backend)
-    ad, device = decoders.adapter(backend), Device.parse(device)
-    try:
-        if src.kind == "path":
-            frames = ad.read_resized(src.path, idx, device, info, tuple(size))
-        else:
-            with src.open() as f:
-                frames = ad.read_resized(f, idx, device, info, tuple(size))
-    except (DecodeError, BackendUnavailable):
-        raise
-    except Exception as e:
-        raise DecodeError(src.name, f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}", backend) from e
-    if tuple(frames.shape) != (len(idx), 3, *size):
-        raise DecodeError(
-            src.name, f"library returned shape {tuple(frames.shape)}, expected {(len(idx), 3, *size)}", backend
-        )
-    return frames
+    return decoders.read(source, indices, backend, device, size=tuple(size)).frames
 
 
 def _peak(device: str, fn):

@@ -166,7 +166,7 @@ class ShardDataset:
 
     def load(self, ref: SampleRef):
         """One sample (see the class docstring); a `Skipped` record instead when on_error='skip' and it fails."""
-        from playbook_utils import sources
+        from playbook_utils import decoders, sources
         from playbook_utils.errors import BackendUnavailable, DecodeError
         from playbook_utils.loaders import Skipped
 
@@ -177,7 +177,7 @@ class ShardDataset:
                 raise DecodeError(name, f"sample {ref.key!r} has no video member ({', '.join(ref.members)})", "shards")
             src = sources.TarMember(ref.shard, member)
             info = video_info(sources.resolve(src, self.storage_options))
-            frames = sources.read_source(
+            frames = decoders.read_source(
                 src, self.indices(info), self.backend, storage_options=self.storage_options
             ).frames
             meta = {}

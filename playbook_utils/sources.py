@@ -15,7 +15,7 @@ take a path:
   endpoints come from the usual places (for S3: AWS_* environment variables, ~/.aws), so spawned loader
   workers see them too; `storage_options` overrides them per call.
 
-What each decoder takes (`how_read`):
+What each decoder takes (`decoders.how_read`):
 
 ==============  =========================================================================
 pyav            a file-like object: FFmpeg pulls bytes through its read/seek callbacks
@@ -28,7 +28,8 @@ pynvvideocodec  a file path only (SimpleDecoder opens a file name): spooled to a
 ==============  =========================================================================
 
 A backend that cannot take the input itself gets a temporary copy on local disk, deleted after the read;
-`read_source` returns how each read went ('native' or 'spooled'), with the bytes and requests it cost.
+`decoders.read_source` returns how each read went ('native' or 'spooled'), with the bytes and requests it cost.
+This module is the byte layer: it imports only `errors`; reading frames is `decoders`' one read sequence.
 
 Nothing heavy is imported here until a function needs it.
 """
@@ -586,109 +587,3 @@ def resolve(
         f"not a video source: {type(source).__name__} (give a path, bytes, a file-like object, a TarMember or a URL)",
         "sources",
     )
-
-
-# --------------------------------------------------------------------------- reading frames
-
-
-def how_read(backend: str) -> str:
-    """'native' when `backend`'s library takes an in-memory or file-like input itself, else 'spooled'
-    (the playbook copies the bytes to a temporary file first). See the table in this module's docstring."""
-    from playbook_utils.decoders import adapter
-
-    return "native" if adapter(backend).read_file is not None else "spooled"
-
-
-@dataclasses.dataclass
-class SourceRead:
-    """What `read_source` returns: the frames, how the backend got the bytes, and what it cost."""
-
-    frames: object
-    source: str
-    backend: str
-    how: str  # 'native' or 'spooled'
-    requests: int
-    bytes_fetched: int
-    seconds: float
-    first_byte_s: float | None
-
-    def summary(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "frames"}
-
-
-def read_source(
-    source,
-    indices,
-    backend: str = "pyav",
-    device: str = "cpu",
-    storage_options: dict | None = None,
-    block_size: int = DEFAULT_BLOCK,
-    fetch: str = "range",
-    info=None,
-) -> SourceRead:
-    """Decode the frames `indices` of any source (see the module docstring); return a `SourceRead`.
-
-    The same checks as `decoders.read_frames` (a probe first, indices, the backend's known-wrong file
-    traits), then the backend reads the bytes itself where its library can ('native'), or from a temporary
-    copy on local disk ('spooled', deleted afterwards). `info`: the source's `media.VideoInfo` when it is
-    already known (stored beside the data), which saves the probe, a pass over every packet of the file.
-    Requests and bytes count the probe too when there was one (probes of paths, tar members and URLs are
-    cached per process). Raises DecodeError / BackendUnavailable naming the source. Introduced in notebook 24.
-    """
-    from playbook_utils import decoders
-    from playbook_utils.device import Device
-    from playbook_utils.probe import video_info
-
-    t0 = time.perf_counter()
-    src = resolve(source, storage_options, block_size, fetch)
-    device = Device.parse(device)
-    ad = decoders.adapter(backend)
-    why = ad.why_unavailable(device)
-    if why:
-        raise BackendUnavailable(src.name, why, backend)
-    try:
-        found = video_info(src) if info is None else info
-    except DecodeError as e:
-        raise DecodeError(src.name, e.cause, backend) from e
-    if found.b_frames and found.container == "avi":
-        raise DecodeError(
-            src.name,
-            "AVI with B-frames stores no presentation timestamps, so no library can "
-            "locate a frame exactly; remux it to MP4 or MKV",
-            backend,
-        )
-    idx = decoders.check_indices(src.name, indices, found.num_frames, backend)
-    why = ad.why_unavailable(device, found)
-    if why:
-        raise BackendUnavailable(src.name, why, backend)
-    how = "native" if ad.read_file is not None or src.kind == "path" else "spooled"
-    if not idx:
-        import torch
-
-        frames = torch.empty((0, 3, found.height, found.width), dtype=torch.uint8, device=str(device))
-        return SourceRead(frames, src.name, backend, how, 0, 0, time.perf_counter() - t0, None)
-    try:
-        if src.kind == "path":
-            frames = ad.read(src.path, idx, device, found)
-        elif how == "native":
-            with src.open() as f:
-                frames = ad.read_file(f, idx, device, found)
-        else:
-            with src.local_path() as tmp:
-                frames = ad.read(tmp, idx, device, found)
-    except (DecodeError, BackendUnavailable):
-        raise
-    except Exception as e:  # a library's own exception becomes ours, with the cause kept
-        raise DecodeError(src.name, f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}", backend) from e
-    expected = (len(idx), 3, found.height, found.width)
-    if tuple(frames.shape) != expected:
-        raise DecodeError(src.name, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
-    st = src.stats
-    return SourceRead(
-        frames, src.name, backend, how, st.requests, st.bytes_fetched, time.perf_counter() - t0, st.first_byte_s
-    )
-
-
-def read_frames(source, indices, backend: str = "pyav", device: str = "cpu"):
-    """`decoders.read_frames` for a source that is not a local path: uint8 (N, 3, H, W) on `device`."""
-    return read_source(source, indices, backend, device).frames

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from playbook_utils import probe
+from playbook_utils import decoders, probe
 from playbook_utils.access import ByteIndex
 from playbook_utils.errors import BackendUnavailable
 
@@ -57,7 +57,7 @@ def measure_access(
             probe.forget()  # every pattern pays for its own probe, as a fresh reader would
             src, known = make(idx)
             t0 = time.perf_counter()
-            got = sources.read_source(src, idx, backend, info=known)
+            got = decoders.read_source(src, idx, backend, info=known)
             times[label] = time.perf_counter() - t0
         row = {
             "access": name,

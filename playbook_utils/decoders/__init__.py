@@ -2,7 +2,8 @@
 
 Every backend returns a `torch.uint8` tensor shaped (N, 3, H, W), frames in the order asked
 (repeats allowed), on the requested device. Before a library is called, the file is probed once
-(`media.probe`, packets only) so that every backend gets the same checks:
+(`probe.video_info`, packets only) so that every backend, for every kind of source, gets the same checks in
+the same order (`read`, the one read sequence):
 
 * a missing, empty or unreadable file, or an index the file does not have -> `DecodeError`;
 * a library, device or codec path that is not here -> `BackendUnavailable`;
@@ -16,9 +17,10 @@ adapter's `read`, when first used. Introduced in 10-14 (SPDL, the sixth, in 24).
 
 from __future__ import annotations
 
-from pathlib import Path
+import dataclasses
+import time
 
-from playbook_utils import probe
+from playbook_utils import probe, sources
 from playbook_utils.decoders import base, dali, decord, pyav, pynvvideocodec, spdl, torchcodec
 from playbook_utils.decoders.base import PROBED_ENV, child_env, file_identity, set_cpu_threads, traits
 from playbook_utils.device import Device
@@ -42,7 +44,11 @@ __all__ = [
     "child_env",
     "file_identity",
     "frame_size",
+    "read",
     "read_frames",
+    "read_source",
+    "how_read",
+    "SourceRead",
     "set_cpu_threads",
     "traits",
     "video_info",
@@ -137,51 +143,126 @@ def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", strea
 
     Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
     path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
-    `path` may also be bytes, a file-like object, a tar member or a URL: see `sources` (notebook 24).
+    `path` may also be bytes, a file-like object, a tar member or a URL (`sources`, notebook 24): every kind
+    of source goes through the same sequence (`read`), so a rotated clip comes back upright from all of them.
     """
-    from playbook_utils import sources
+    return read(path, indices, backend, device, stream=stream).frames
 
-    if not sources.is_local(path):  # inputs beyond a local path: read there, with the same checks
-        return sources.read_frames(path, indices, backend, device)
+
+@dataclasses.dataclass
+class SourceRead:
+    """What `read` returns: the frames, how the backend got the bytes, and what it cost (notebook 24)."""
+
+    frames: object
+    source: str
+    backend: str
+    how: str  # 'native' or 'spooled'
+    requests: int
+    bytes_fetched: int
+    seconds: float
+    first_byte_s: float | None
+
+    def summary(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "frames"}
+
+
+def how_read(backend: str) -> str:
+    """'native' when `backend`'s library takes an in-memory or file-like input itself, else 'spooled'
+    (the playbook copies the bytes to a temporary file first). See the table in `sources`' docstring."""
+    return "native" if adapter(backend).read_file is not None else "spooled"
+
+
+def read(
+    source,
+    indices,
+    backend: str = "pyav",
+    device: str = "cpu",
+    stream: int | None = None,
+    size=None,
+    info=None,
+    storage_options: dict | None = None,
+    block_size: int = sources.DEFAULT_BLOCK,
+    fetch: str = "range",
+) -> SourceRead:
+    """The one read sequence behind `read_frames`, `read_source`, `resize.read_resized` and the loaders: the
+    device, the probe (`video_info`, or `info` when it is already known, which saves a pass over every packet),
+    the container and index checks, the traits this library is refused for, the library's call (on the path;
+    on the bytes where the library takes them, 'native'; else on a temporary copy, 'spooled'), the display
+    rotation, and the shape check. `size` (H, W, as displayed): decoded straight to that size inside the
+    library (`resize.can_resize_in_decoder`). Requests and bytes count the probe too when there was one. Raises
+    DecodeError / BackendUnavailable naming the source. Notebooks 10 and 24."""
+    t0 = time.perf_counter()
+    src = sources.resolve(source, storage_options, block_size, fetch)
     device = Device.parse(device)
-    path = Path(path)
     ad = adapter(backend)
     why = ad.why_unavailable(device)
     if why:
-        raise BackendUnavailable(path, why, backend)
-    if path.exists() and path.stat().st_size == 0:
-        raise DecodeError(path, "file is empty (0 bytes)", backend)
-    info = video_info(path, backend, stream)
-    if info.b_frames and info.container == "avi":
+        raise BackendUnavailable(src.name, why, backend)
+    if size is not None and (
+        ad.read_resized is None or (ad.RESIZES_ON is not None and device.kind not in ad.RESIZES_ON)
+    ):
+        raise BackendUnavailable(
+            src.name, f"{backend} cannot resize in its decoder on {device}; decode, then resize", backend
+        )
+    found = video_info(src, backend, stream) if info is None else info
+    if found.b_frames and found.container == "avi":
         raise DecodeError(
-            path,
+            src.name,
             "AVI with B-frames stores no presentation timestamps, so no library can "
             "locate a frame exactly; remux it to MP4 or MKV",
             backend,
         )
-    idx = check_indices(path, indices, info.num_frames, backend)
-    why = ad.why_unavailable(device, info)
+    idx = check_indices(src.name, indices, found.num_frames, backend)
+    why = ad.why_unavailable(device, found)
     if why:
-        raise BackendUnavailable(path, why, backend)
+        raise BackendUnavailable(src.name, why, backend)
+    shown = tuple(size) if size is not None else frame_size(found)
+    turn = found.rotation // 90 if found.rotation and not ad.ROTATES else 0  # the library gives the stored picture
+    stored = shown[::-1] if turn % 2 else shown  # the size to ask the library for, before it is turned
+    native = src.kind == "path" or (ad.read_file if size is None else ad.read_resized) is not None
+    how = "native" if native else "spooled"
     if not idx:
         import torch
 
-        return torch.empty((0, 3, *frame_size(info)), dtype=torch.uint8, device=str(device))
+        frames = torch.empty((0, 3, *shown), dtype=torch.uint8, device=str(device))
+        return SourceRead(frames, src.name, backend, how, 0, 0, time.perf_counter() - t0, None)
     try:
-        frames = ad.read(str(path), idx, device, info)
+        if size is not None:
+            if src.kind == "path":
+                frames = ad.read_resized(src.path, idx, device, found, stored)
+            else:
+                with src.open() as f:
+                    frames = ad.read_resized(f, idx, device, found, stored)
+        elif src.kind == "path":
+            frames = ad.read(src.path, idx, device, found)
+        elif native:
+            with src.open() as f:
+                frames = ad.read_file(f, idx, device, found)
+        else:
+            with src.local_path() as tmp:
+                frames = ad.read(tmp, idx, device, found)
     except (DecodeError, BackendUnavailable):
         raise
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
-        msg = first_line(e, type(e).__name__)
-        raise DecodeError(path, f"{type(e).__name__}: {msg[:300]}", backend) from e
-    if info.rotation and not ad.ROTATES:  # the library returns the picture as stored
+        raise DecodeError(src.name, f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}", backend) from e
+    if turn:
         import torch
 
-        frames = torch.rot90(frames, info.rotation // 90, dims=(-2, -1))
-    expected = (len(idx), 3, *frame_size(info))
+        frames = torch.rot90(frames, turn, dims=(-2, -1))
+    expected = (len(idx), 3, *shown)
     if tuple(frames.shape) != expected:
-        raise DecodeError(path, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
-    return frames
+        raise DecodeError(src.name, f"library returned shape {tuple(frames.shape)}, expected {expected}", backend)
+    st = src.stats
+    return SourceRead(
+        frames, src.name, backend, how, st.requests, st.bytes_fetched, time.perf_counter() - t0, st.first_byte_s
+    )
+
+
+def read_source(source, indices, backend: str = "pyav", device: str = "cpu", **options) -> SourceRead:
+    """`read` of any source with what it cost (`SourceRead`): how the backend got the bytes, the requests and
+    bytes fetched, the seconds. `options`: `read`'s (storage_options, block_size, fetch, info, stream). Notebook
+    24 measures access patterns with it."""
+    return read(source, indices, backend, device, **options)
 
 
 def frame_size(info) -> tuple[int, int]:

@@ -40,7 +40,7 @@ def test_s3_url_and_s3_tar_member_are_frame_exact(bucket, backend):
         pytest.skip(why)
     disk = decoders.read_frames(bucket["clip"], IDX, backend)
     for src in (bucket["url"], sources.TarMember(bucket["shard_url"], "b.mp4"), f"tar://a.mp4::{bucket['shard_url']}"):
-        got = sources.read_source(src, IDX, backend, block_size=64 * 1024)
+        got = decoders.read_source(src, IDX, backend, block_size=64 * 1024)
         assert [media.read_stamp(f) for f in got.frames] == IDX, src
         assert got.frames.contiguous().equal(disk.contiguous()), src
         assert got.how == "native"
@@ -83,3 +83,70 @@ def test_access_patterns_cost_what_they_say(bucket):
     assert rows["keyframe index"]["bytes_fetched"] >= sum(b - a for a, b in plan)
     assert rows["keyframe index"]["bytes_fetched"] < 0.6 * size
     assert rows["keyframe index"]["requests"] >= len(plan)
+
+
+@pytest.fixture(scope="module")
+def unusual_remote(bucket, tmp_path_factory):
+    """A clip whose display matrix turns it 90 degrees and a file of two video streams, on disk, in a local tar
+    shard and in the bucket (made with the ffmpeg tool)."""
+    import io
+    import tarfile
+
+    if not media.ffmpeg_cli():
+        pytest.skip("needs the ffmpeg command-line tool")
+    from playbook_utils import objectstore
+
+    d = tmp_path_factory.mktemp("unusual_remote")
+    base = media.make_clip(d / "base.mp4", "h264", 320, 180, num_frames=24, gop=12, bframes=0)
+    first = media.make_clip(d / "first.mp4", "h264", 256, 144, num_frames=18, gop=6, bframes=0)
+    files = {
+        "rot": media.rotate_display(base, d / "rot.mp4", 90),
+        "two": media.mux_video_streams(d / "two.mp4", [first, base], best=1),
+    }
+    shard = d / "u.tar"
+    with tarfile.open(shard, "w") as t:
+        for name, path in files.items():
+            t.add(path, arcname=f"{name}.mp4")
+    urls = dict(zip(files, objectstore.upload(list(files.values()), "s3://playbook/unusual/")))
+    (shard_url,) = objectstore.upload([shard], "s3://playbook/unusual/")
+
+    def kinds(name):
+        path = files[name]
+        return {
+            "path": path,
+            "bytes": path.read_bytes(),
+            "BytesIO": io.BytesIO(path.read_bytes()),
+            "tar member": sources.TarMember(str(shard), f"{name}.mp4"),
+            "s3 URL": urls[name],
+            "s3 tar member": f"tar://{name}.mp4::{shard_url}",
+        }
+
+    return files, kinds
+
+
+@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "decord", "spdl"])
+def test_every_kind_of_source_reads_the_same_upright_frames_and_the_stream_asked(unusual_remote, backend):
+    """One read sequence: a rotated clip comes back turned as it is displayed from a path, bytes, a file-like
+    object, a tar member and the bucket alike, and `stream=` picks the same stream from each (or is refused,
+    with the same reason, by a library that cannot choose)."""
+    why = decoders.why_unavailable(backend, "cpu")
+    if why:
+        pytest.skip(why)
+    files, kinds = unusual_remote
+    info = decoders.video_info(files["rot"])
+    want = decoders.read_frames(files["rot"], [20, 1], backend)
+    assert tuple(want.shape) == (2, 3, 320, 180)  # portrait, as a player shows it
+    assert [media.read_stamp(f) for f in decoders.as_stored(want, info)] == [20, 1]
+    for kind, src in kinds("rot").items():
+        got = decoders.read_frames(src, [20, 1], backend)
+        assert got.contiguous().equal(want.contiguous()), kind
+    outcomes = {}
+    for kind, src in kinds("two").items():
+        try:
+            got = decoders.read_frames(src, [17, 0], backend, stream=0)
+            outcomes[kind] = (tuple(got.shape), [media.read_stamp(f) for f in got])
+        except BackendUnavailable as e:
+            outcomes[kind] = e.cause
+    assert len(set(map(str, outcomes.values()))) == 1, outcomes  # the same answer from every kind of source
+    answer = outcomes["path"]
+    assert answer == ((2, 3, 144, 256), [17, 0]) or "stream" in str(answer) or "several-streams" in str(answer)

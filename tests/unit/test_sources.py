@@ -65,7 +65,7 @@ def test_memory_and_tar_inputs_are_frame_exact(backend, clip, shard):
     }
     try:
         for name, src in inputs.items():
-            got = sources.read_source(src, IDX, backend)
+            got = decoders.read_source(src, IDX, backend)
             assert _stamps(got.frames) == want, name
             assert got.how == "native", name
             assert decoders.read_frames(src, [7], backend).shape[0] == 1, name  # the file-like can be read again
@@ -100,11 +100,11 @@ def test_probe_takes_every_input(clip, shard):
 @pytest.mark.media
 def test_backends_without_memory_input_get_a_spooled_copy(clip, monkeypatch, tmp_path):
     """A library that needs a file name gets a temporary copy, said in the result, deleted afterwards."""
-    assert sources.how_read("pynvvideocodec") == "spooled"
-    assert {b: sources.how_read(b) for b in CPU_NATIVE} == {b: "native" for b in CPU_NATIVE}
+    assert decoders.how_read("pynvvideocodec") == "spooled"
+    assert {b: decoders.how_read(b) for b in CPU_NATIVE} == {b: "native" for b in CPU_NATIVE}
     monkeypatch.setattr(sources.tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(decoders.adapter("pyav"), "read_file", None)  # pyav as if it took only file names
-    got = sources.read_source(clip.read_bytes(), IDX, "pyav")
+    got = decoders.read_source(clip.read_bytes(), IDX, "pyav")
     assert got.how == "spooled" and _stamps(got.frames) == IDX
     assert not list(tmp_path.glob("playbook-spool-*")), "the spooled copy is deleted"
 
@@ -133,7 +133,7 @@ def test_dali_cpu_takes_vp9_bytes(tmp_path):
     if decoders.why_unavailable("dali", "cpu"):
         pytest.skip(decoders.why_unavailable("dali", "cpu"))
     clip = media.make_clip(tmp_path / "v.webm", "vp9", 96, 64, num_frames=24, gop=12)
-    got = sources.read_source(clip.read_bytes(), [1, 14, 23], "dali")
+    got = decoders.read_source(clip.read_bytes(), [1, 14, 23], "dali")
     assert got.how == "native" and _stamps(got.frames) == [1, 14, 23]
 
 
@@ -201,6 +201,6 @@ def test_gpu_backends_take_memory_and_tar_inputs_or_spool_them(backend, clip, sh
     if why:
         pytest.skip(why)
     for src in (clip.read_bytes(), sources.TarMember(str(shard), "a.mp4")):
-        got = sources.read_source(src, IDX, backend, "cuda")
+        got = decoders.read_source(src, IDX, backend, "cuda")
         assert got.frames.is_cuda and _stamps(got.frames) == IDX
         assert got.how == ("spooled" if backend == "pynvvideocodec" else "native")
