@@ -45,8 +45,8 @@ test-fast: setup  ## the unit tests that need no video (under a minute)
 	$(PY) -m pytest tests/unit -m "not media and not slow and not gpu and not notebook"
 
 lint: setup  ## ruff check and ruff format --check (the version the test extra pins)
-	$(PY) -m ruff check playbook_utils tests
-	$(PY) -m ruff format --check playbook_utils tests
+	$(PY) -m ruff check playbook_utils tests benchmarks
+	$(PY) -m ruff format --check playbook_utils tests benchmarks
 
 # Nightly validation: every notebook in full mode into nightly/<date>/, then compared with results/h200/
 # (exit 0 passed, 1 a notebook failed, 2 a regression, 3 a usage error; see docker/README.md). make turns

@@ -3,7 +3,7 @@
 A training step reads K frames of a video, not the video. From a bucket that can mean one request for the
 whole object, ranged reads as the decoder seeks (`sources.RangeFile`), or, with a `ByteIndex` built once
 per file (each frame's packet offset and size, the keyframes, the container's own metadata bytes), a plan
-of a few ranges fetched up front: the metadata and the GOP of each wanted frame. `bench.access.measure_access`
+of a few ranges fetched up front: the metadata and the GOP of each wanted frame. `bench.access_cost.measure_access`
 compares the three on one clip: requests, bytes, time to the first frame and to the whole clip.
 """
 

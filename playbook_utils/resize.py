@@ -20,8 +20,6 @@ pynvvideocodec  SimpleDecoder has no output size: decode, then resize on the GPU
 
 from __future__ import annotations
 
-import time
-
 
 def resize_uint8(frames, size):
     """uint8 (N, 3, H, W) -> uint8 (N, 3, *size) by bilinear, antialiased interpolation, on the frames' device
@@ -61,69 +59,3 @@ def read_resized(source, indices, size, backend: str = "torchcodec", device: str
     from playbook_utils import decoders
 
     return decoders.read(source, indices, backend, device, size=tuple(size)).frames
-
-
-def _peak(device: str, fn):
-    """(result, seconds, peak bytes allocated on the GPU during fn, or None on the CPU)."""
-    import torch
-
-    from playbook_utils.device import Device
-
-    cuda = Device.parse(device).is_cuda
-    if cuda:
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        base = torch.cuda.memory_allocated(device)
-    t0 = time.perf_counter()
-    out = fn()
-    if cuda:
-        torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - t0
-    peak = torch.cuda.max_memory_allocated(device) - base if cuda else None
-    return out, seconds, peak
-
-
-def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu", repeats: int = 3) -> list[dict]:
-    """Decoder-side resize against decode-then-resize for one backend on one clip (notebook 24).
-
-    Returns two rows {'backend', 'device', 'method' ('in decoder' / 'decode, then resize'), 'frames_per_s'
-    (best of `repeats`), 'batch_bytes' (on the GPU: the peak memory the read allocated; on the CPU: the
-    bytes of the tensors the path makes, from their shapes: full-size uint8 frames, their float copy and
-    the result for decode-then-resize; the result alone in the decoder), 'psnr_db' (against the CPU
-    reference: PyAV at full size, then `resize_uint8`)}. The decoder-side row is left out where the
-    backend cannot resize in its decoder.
-    """
-    from playbook_utils.decoders import read_frames
-
-    size = tuple(size)
-    ref = resize_uint8(read_frames(path, indices, "pyav", "cpu"), size)
-    n = len(indices)
-    rows = []
-    ways = {"decode, then resize": lambda: resize_uint8(read_frames(path, indices, backend, device), size)}
-    if can_resize_in_decoder(backend, device):
-        ways["in decoder"] = lambda: read_resized(path, indices, size, backend, device)
-    for method, fn in ways.items():
-        best, out, peak = None, None, None
-        for _ in range(max(1, repeats)):
-            out, seconds, p = _peak(device, fn)
-            best = seconds if best is None else min(best, seconds)
-            peak = p if peak is None else max(peak, p or 0)
-        if peak is None:  # CPU: the tensors this path makes, from their shapes
-            from playbook_utils.decoders import video_info
-
-            info = video_info(path)
-            full = n * 3 * info.height * info.width
-            small = n * 3 * size[0] * size[1]
-            peak = full + 4 * full + small if method == "decode, then resize" else small
-        rows.append(
-            {
-                "backend": backend,
-                "device": device,
-                "method": method,
-                "frames_per_s": n / best,
-                "batch_bytes": int(peak),
-                "psnr_db": psnr(out, ref),
-                "shape": list(out.shape),
-            }
-        )
-    return rows

@@ -250,3 +250,17 @@ def test_only_the_decoders_call_an_adapter():
             ):
                 calls.append(f"{module}:{node.lineno}")
     assert not calls, calls
+
+
+def test_experiment_scripts_live_outside_the_package_and_run_nothing_on_import():
+    """One-off measurements are scripts under benchmarks/experiments/, not modules a user imports; each runs only
+    under its `__main__` guard."""
+    assert not (PACKAGE / "bench" / "experiments").exists()
+    scripts = sorted((PACKAGE.parent / "benchmarks" / "experiments").glob("*.py"))
+    assert scripts
+    for script in scripts:
+        tree = ast.parse(script.read_text(), str(script))
+        top = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))]
+        guarded = [n for n in top if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        calls = [n for n in top if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+        assert guarded and not calls, f"{script.name}: its work must run under `if __name__ == '__main__'`"

@@ -4,7 +4,7 @@ the code a user points at a bucket (AWS_* variables). Frame-exact against the sa
 import pytest
 
 from playbook_utils import access, decoders, media, shards, sources
-from playbook_utils.bench import access as access_bench
+from playbook_utils.bench import access_cost as access_bench
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
 pytestmark = pytest.mark.media  # every test here encodes or decodes video

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from playbook_utils import decoders, media, resize
+from playbook_utils.bench import resizing
 from playbook_utils.errors import BackendUnavailable
 
 IDX = [3, 20, 41, 63, 3]
@@ -32,13 +33,13 @@ def test_decoder_side_resize_gives_the_frames_asked_at_the_size_asked(backend, c
 def test_backends_without_it_refuse_and_compare_says_so(clip):
     with pytest.raises(BackendUnavailable, match="decord cannot resize in its decoder"):
         resize.read_resized(clip, [0], HALF, "decord")
-    rows = resize.compare(clip, IDX[:4], HALF, "decord", repeats=1)
+    rows = resizing.compare(clip, IDX[:4], HALF, "decord", repeats=1)
     assert [r["method"] for r in rows] == ["decode, then resize"]
 
 
 @pytest.mark.media
 def test_compare_reports_both_ways(clip):
-    rows = {r["method"]: r for r in resize.compare(clip, IDX[:4], HALF, "pyav", repeats=1)}
+    rows = {r["method"]: r for r in resizing.compare(clip, IDX[:4], HALF, "pyav", repeats=1)}
     assert set(rows) == {"decode, then resize", "in decoder"}
     assert rows["decode, then resize"]["psnr_db"] == float("inf"), "pyav then resize_uint8 is the reference"
     assert 35 < rows["in decoder"]["psnr_db"] < float("inf")
@@ -83,6 +84,6 @@ GPU_RESIZE = [
 def test_gpu_decoder_side_resize(backend, clip):
     got = resize.read_resized(clip, IDX, HALF, backend, "cuda")
     assert got.is_cuda and [media.read_stamp(f) for f in got] == IDX
-    rows = {r["method"]: r for r in resize.compare(clip, IDX[:4], HALF, backend, "cuda", repeats=2)}
+    rows = {r["method"]: r for r in resizing.compare(clip, IDX[:4], HALF, backend, "cuda", repeats=2)}
     assert rows["in decoder"]["psnr_db"] > 30
     assert rows["in decoder"]["batch_bytes"] < rows["decode, then resize"]["batch_bytes"]

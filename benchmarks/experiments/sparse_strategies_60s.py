@@ -1,5 +1,5 @@
 """Notebook 20's section 4b alone (same calls): five sparse strategies on the 60 s 1080p clips, K = 16, 3 repeats.
-Run alone on the machine, before anything else: python -m playbook_utils.bench.experiments.sparse_strategies_60s OUT.json"""
+Run alone on the machine, before anything else: python benchmarks/experiments/sparse_strategies_60s.py OUT.json"""
 
 import json
 import os

@@ -1,6 +1,6 @@
 """Where does raw NVDEC decode saturate on this GPU? The exploration `bench.nvdec.ceiling` is built on.
 
-OUT=DIR python -m playbook_utils.bench.experiments.nvdec_ceiling_exploration   # writes DIR/ceiling_explore.json (default /tmp)
+OUT=DIR python benchmarks/experiments/nvdec_ceiling_exploration.py   # writes DIR/ceiling_explore.json (default /tmp)
 """
 
 import json

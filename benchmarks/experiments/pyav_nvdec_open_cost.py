@@ -1,5 +1,5 @@
 """How PyAV's NVDEC open cost depends on FFmpeg's CUDA context options. Each variant in a fresh process:
-python -m playbook_utils.bench.experiments.pyav_nvdec_open_cost OUT.json"""
+python benchmarks/experiments/pyav_nvdec_open_cost.py OUT.json"""
 
 import json
 import subprocess

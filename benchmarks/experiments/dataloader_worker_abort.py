@@ -7,7 +7,7 @@ trial records whether a worker aborted (the parent's RuntimeError "killed by sig
 runtime's message on stderr) and how long the shutdown took. Writes dataloader_worker_abort.json into the
 current folder (results/cpu-2core/ holds the one it wrote).
 
-    .venv/bin/python -m playbook_utils.bench.experiments.dataloader_worker_abort   # needs the full media: make playbook MODE=full
+    .venv/bin/python benchmarks/experiments/dataloader_worker_abort.py   # needs the full media: make playbook MODE=full
 """
 
 import json

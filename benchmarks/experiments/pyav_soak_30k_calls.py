@@ -1,6 +1,6 @@
 # 30,000 random-access read_frames calls (4 random frames each) with PyAV on the 256x144 H.264 clip: RSS every 1,000 calls.
 # Run twice on 2026-11-29: plainly, and with MALLOC_ARENA_MAX=1 (to see whether glibc arenas explain the growth).
-# python -m playbook_utils.bench.experiments.pyav_soak_30k_calls > out.json
+# python benchmarks/experiments/pyav_soak_30k_calls.py > out.json
 import json
 from playbook_utils import media
 from playbook_utils.bench import faults

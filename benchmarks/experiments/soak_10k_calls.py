@@ -1,6 +1,6 @@
 """10,000 random-access read_frames calls per CPU backend, side by side, with the memory curve (the CPU half of notebook 23's soak).
 
-PLAYBOOK_MEDIA_DIR=... python -m playbook_utils.bench.experiments.soak_10k_calls   # writes the JSON and PNG into the current folder
+PLAYBOOK_MEDIA_DIR=... python benchmarks/experiments/soak_10k_calls.py   # writes the JSON and PNG into the current folder
 """
 
 import json
@@ -8,15 +8,15 @@ import subprocess
 import sys
 import time
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
-
-from playbook_utils import env, media  # noqa: E402
+from playbook_utils import env, media
 
 
 def main():
+    import matplotlib
+
+    matplotlib.use("Agg")  # a PNG, no window: chosen here, so that importing this script changes nothing
+    import matplotlib.pyplot as plt
+
     clips = media.default_media(smoke=True)
     h264, vp9 = str(clips["h264_144p_gop12.mp4"]), str(clips["vp9_144p_gop12.webm"])
     jobs = {

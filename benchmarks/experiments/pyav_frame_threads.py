@@ -1,5 +1,5 @@
 """PyAV frame-thread count against random access on a many-core host: sequential whole clip vs K = 16 uniform frames
-(sorted pass, seeks when the next target is in a later GOP, as the adapter does). python -m playbook_utils.bench.experiments.pyav_frame_threads OUT.json"""
+(sorted pass, seeks when the next target is in a later GOP, as the adapter does). python benchmarks/experiments/pyav_frame_threads.py OUT.json"""
 
 import json
 import os
