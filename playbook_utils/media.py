@@ -1,4 +1,4 @@
-"""Test media made locally with PyAV: stamped clips, the shared default set and the reader's folder scan.
+"""Test media made locally with PyAV: stamped clips and the shared default set.
 
 Every generated frame carries its own index as a 16-bit code plus its complement, drawn as
 large black/white cells across the top sixth of the picture. The layout is proportional to the
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from playbook_utils.errors import DecodeError
+from playbook_utils.probe import VideoInfo, probe  # noqa: F401 (it lives there; the notebooks ask media)
+
 
 MEDIA_VERSION = 3  # bump when make_clip's output changes, so cached media sets are rebuilt
 STAMP_BITS = 16
@@ -510,10 +511,6 @@ def rotate_display(src, path, degrees: int) -> Path:
     return Path(path)
 
 
-# --------------------------------------------------------------------------- probing
-# The probe lives in `playbook_utils.probe` (every read depends on it); these names stay for the notebooks.
-from playbook_utils.probe import VideoInfo, probe  # noqa: E402, F401
-
 # --------------------------------------------------------------------------- the shared set
 
 
@@ -733,45 +730,3 @@ def skipped_media(directory=None, smoke: bool = True) -> dict[str, str]:
         return json.loads((directory / "manifest.json").read_text()).get("_skipped", {})
     except (OSError, ValueError):
         return {}
-
-
-# --------------------------------------------------------------------------- the reader's own folder
-
-VIDEO_SUFFIXES = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".mpg", ".mpeg", ".flv")
-
-
-@dataclasses.dataclass
-class VideoFolder:
-    """What `scan_videos` found: the readable videos ({name: path} and {name: VideoInfo}, name = the path
-    relative to the folder) and the unreadable ones ({name: the full cause})."""
-
-    root: Path
-    videos: dict
-    infos: dict
-    unreadable: dict
-
-    def report(self) -> str:
-        """A few lines for a notebook: how many videos, and every unreadable file with its whole cause."""
-        lines = [f"{len(self.videos)} readable video(s) in {self.root}, {len(self.unreadable)} unreadable"]
-        lines += [f"  skipped {name}: {cause}" for name, cause in self.unreadable.items()]
-        return "\n".join(lines)
-
-
-def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
-    """Every video file under `folder` (by suffix, `VIDEO_SUFFIXES`, sorted, at most `max_files`), probed from
-    its packets: a file that cannot be probed (broken, empty, no video stream) is listed in `unreadable` with
-    the whole cause instead of stopping the caller. Raises DecodeError when `folder` is not a folder.
-    Introduced in notebook 20; used by 21 and 22 for `VIDEO_DIR`."""
-    root = Path(folder).expanduser()
-    if not root.is_dir():
-        raise DecodeError(root, "VIDEO_DIR is not a folder")
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES)
-    videos, infos, unreadable = {}, {}, {}
-    for p in files[:max_files]:
-        name = str(p.relative_to(root))
-        try:
-            infos[name] = probe(p)
-            videos[name] = p
-        except Exception as e:  # the cause in full: the reader has to fix or drop this file
-            unreadable[name] = getattr(e, "cause", None) or f"{type(e).__name__}: {e}"
-    return VideoFolder(root, videos, infos, unreadable)

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from playbook_utils import env, media
+from playbook_utils import env, folders, media
 from playbook_utils.bench import timing
 from playbook_utils.device import Device
 from playbook_utils.tools.results import NotebookResults
@@ -198,7 +198,7 @@ class Notebook:
         if video_dir is None:
             return self.pick(codec, long_gop)
         if getattr(self, "_yours", None) is None:
-            self._yours = media.scan_videos(video_dir)
+            self._yours = folders.scan_videos(video_dir)
             print(self._yours.report())
             self.results.data["unreadable"] = self._yours.unreadable
         name = media.pick_clip(self._yours.infos, codec, long_gop)

@@ -1,0 +1,49 @@
+"""The reader's own folder of videos: every file found by its suffix, probed, the unreadable ones named with their
+cause instead of stopping the caller (`VIDEO_DIR` in notebooks 00, 20-22 and 30)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from playbook_utils.errors import DecodeError
+from playbook_utils.probe import video_info
+
+VIDEO_SUFFIXES = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".mpg", ".mpeg", ".flv")
+
+
+@dataclasses.dataclass
+class VideoFolder:
+    """What `scan_videos` found: the readable videos ({name: path} and {name: VideoInfo}, name = the path
+    relative to the folder) and the unreadable ones ({name: the full cause})."""
+
+    root: Path
+    videos: dict
+    infos: dict
+    unreadable: dict
+
+    def report(self) -> str:
+        """A few lines for a notebook: how many videos, and every unreadable file with its whole cause."""
+        lines = [f"{len(self.videos)} readable video(s) in {self.root}, {len(self.unreadable)} unreadable"]
+        lines += [f"  skipped {name}: {cause}" for name, cause in self.unreadable.items()]
+        return "\n".join(lines)
+
+
+def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
+    """Every video file under `folder` (by suffix, `VIDEO_SUFFIXES`, sorted, at most `max_files`), probed from
+    its packets: a file that cannot be probed (broken, empty, no video stream) is listed in `unreadable` with
+    the whole cause instead of stopping the caller. Raises DecodeError when `folder` is not a folder.
+    Introduced in notebook 20; used by 21 and 22 for `VIDEO_DIR`."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise DecodeError(root, "VIDEO_DIR is not a folder")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES)
+    videos, infos, unreadable = {}, {}, {}
+    for p in files[:max_files]:
+        name = str(p.relative_to(root))
+        try:
+            infos[name] = video_info(p)
+            videos[name] = p
+        except Exception as e:  # the cause in full: the reader has to fix or drop this file
+            unreadable[name] = getattr(e, "cause", None) or f"{type(e).__name__}: {e}"
+    return VideoFolder(root, videos, infos, unreadable)
