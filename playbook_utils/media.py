@@ -441,6 +441,54 @@ def _run_ffmpeg(*args) -> None:
         raise RuntimeError(f"ffmpeg {' '.join(map(str, args))} failed: {run.stderr.strip()[-300:]}")
 
 
+# Colour cases: (name, width, height, matrix and range the picture is encoded with, its tags, codec, pix_fmt).
+# Sizes that are not multiples of 16 (1080, 180) are stored with a coded size of the next multiple, cropped on
+# display; the `*_1088`/`*_192` case shares that coded size uncropped, for decoders reused across files.
+COLOUR_CASES = (
+    ("sd_bt601_limited", (720, 480), (320, 240), "bt601", "tv", ("smpte170m", "tv"), "libx264", "yuv420p"),
+    ("hd_bt709_limited", (1920, 1080), (320, 180), "bt709", "tv", ("bt709", "tv"), "libx264", "yuv420p"),
+    ("hd_bt709_full", (1920, 1080), (320, 180), "bt709", "pc", ("bt709", "pc"), "libx264", "yuv420p"),
+    ("hd_untagged", (1920, 1080), (320, 180), "bt601", "tv", None, "libx264", "yuv420p"),
+    ("hd_bt709_limited_uncropped", (1920, 1088), (320, 192), "bt709", "tv", ("bt709", "tv"), "libx264", "yuv420p"),
+    ("uhd_bt2020_10bit", (3840, 2160), (320, 180), "bt2020", "tv", ("bt2020nc", "tv"), "libx265", "yuv420p10le"),
+)
+
+
+def colour_clips(directory=None, smoke: bool = True, frames: int = 8) -> dict[str, Path]:
+    """{name: path} of short clips of smooth, saturated colour gradients (FFmpeg's `gradients` source: no edge for
+    chroma upsampling to blur, and colours a wrong matrix or range visibly shifts), one per `COLOUR_CASES` entry:
+    encoded with the matrix and range their tags name (BT.601 / BT.709 / BT.2020, limited / full), and one with no
+    tags, encoded by FFmpeg's rule for untagged video (BT.601, limited); SD, HD and 4K in full mode (smoke: small
+    pictures), 8- and 10-bit. Made with the ffmpeg command-line tool (`ffmpeg_cli`), once, in `directory` (default:
+    `colour/` in the media set's folder, so a machine without the tool can be given them there); {} where they
+    are neither there nor makeable. Notebook 20's pixel agreement reads them."""
+    directory = Path(directory) if directory is not None else default_media_dir(smoke) / "colour"
+    out = {}
+    for name, full_size, smoke_size, matrix, rng, tags, codec, pix_fmt in COLOUR_CASES:
+        w, h = smoke_size if smoke else full_size
+        path = directory / f"{name}_{w}x{h}.mp4"
+        if not path.exists() and ffmpeg_cli() is None:
+            return {}
+        if not path.exists():
+            directory.mkdir(parents=True, exist_ok=True)
+            source = (
+                f"gradients=size={w}x{h}:rate=30:speed=0.05:n=4:c0=0xe01010:c1=0x10c010:c2=0x1010e0:c3=0xe0e010:seed=1"
+            )
+            tag_args = []
+            if tags:
+                space, tag_range = tags
+                prim = {"smpte170m": "smpte170m", "bt709": "bt709", "bt2020nc": "bt2020"}[space]
+                tag_args = ["-colorspace", space, "-color_range", tag_range, "-color_primaries", prim]
+            extra = ["-x265-params", "log-level=error:no-open-gop=1"] if codec == "libx265" else []  # closed GOP
+            tmp = path.with_suffix(".part.mp4")
+            _run_ffmpeg("-f", "lavfi", "-i", source, "-frames:v", frames, "-vf",
+                        f"scale=out_color_matrix={matrix}:out_range={rng}", "-c:v", codec, "-pix_fmt", pix_fmt,
+                        *tag_args, *extra, "-g", 4, tmp)  # fmt: skip
+            os.replace(tmp, path)
+        out[name] = path
+    return out
+
+
 def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
     """The stamps of the frames the ffmpeg command-line tool shows for `path` (its default stream, its edit
     list honoured, the picture as stored): the ground truth of what a player shows. None for a frame

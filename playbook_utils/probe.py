@@ -44,6 +44,9 @@ class VideoInfo:
     best_stream: int = 0  # the video stream FFmpeg picks by default (av_find_best_stream)
     video_streams: int = 1  # video streams in the file
     edit_list_hidden: int = 0  # leading frames an edit list hides (decoded, never shown): not counted in num_frames
+    color_matrix: str | None = None  # what the file says: 'bt601', 'bt709' or 'bt2020'; None: no tag (`colour`)
+    color_range: str | None = None  # 'limited' or 'full'; None: no tag
+    bit_depth: int = 8  # bits per sample of the decoded picture
 
     @property
     def name(self) -> str:
@@ -67,6 +70,11 @@ class VideoInfo:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# FFmpeg's AVColorSpace and AVColorRange numbers (libavutil/pixfmt.h) -> what `colour` calls them
+AVCOL_SPC = {1: "bt709", 5: "bt601", 6: "bt601", 9: "bt2020", 10: "bt2020"}
+AVCOL_RANGE = {1: "limited", 2: "full"}
 
 
 def probe(path, stream: int | None = None) -> VideoInfo:
@@ -155,6 +163,8 @@ def probe(path, stream: int | None = None) -> VideoInfo:
             else 0
         )
         fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
+        depth = next((b for b in (16, 14, 12, 10, 9) if f"p{b}" in fmt), 8)
+        full = fmt.startswith("yuvj")  # the old full-range formats carry their range in their name
         return VideoInfo(
             path=str(path),
             container=container.format.name,
@@ -176,6 +186,9 @@ def probe(path, stream: int | None = None) -> VideoInfo:
             best_stream=best.index,
             video_streams=len(videos),
             edit_list_hidden=hidden,
+            color_matrix=AVCOL_SPC.get(getattr(ctx, "colorspace", None)),
+            color_range="full" if full else AVCOL_RANGE.get(getattr(ctx, "color_range", None)),
+            bit_depth=depth,
         )
 
 

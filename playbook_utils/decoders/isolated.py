@@ -55,7 +55,8 @@ def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
     """Serve `requests` (dicts of path, indices, backend, device[, stream][, save][, stamps]) in one child process.
 
     Each result is a `child` answer: 'status' among `child.OUTCOMES`, 'error', 'exception', and for 'ok' the
-    'shape' and, asked with 'stamps': True, the 'stamps' read from the frames. If the child dies or runs out of
+    'shape' and, asked with 'stamps': True, the 'stamps' read from the frames; asked with 'reference' (a .npy of
+    uint8 RGB frames), 'psnr_db', one per frame (None where identical). If the child dies or runs out of
     time, the request it was on is 'crashed' or 'timeout' and a new child takes the rest.
     """
     from playbook_utils.decoders import child_env
@@ -85,6 +86,13 @@ def _serve_one(req: dict) -> dict:
         result["stamps"] = stamps
     if req.get("save"):
         np.save(req["save"], frames.cpu().numpy())
+    if req.get("reference"):  # per-frame PSNR (dB) against an RGB reference of the same shape, saved as .npy
+        ref = np.load(req["reference"]).astype(np.float64)
+        got = frames.cpu().numpy().astype(np.float64)
+        if got.shape != ref.shape:
+            raise DecodeError(req["path"], f"shape {got.shape} against the reference's {ref.shape}", req["backend"])
+        mse = ((got - ref) ** 2).reshape(len(got), -1).mean(axis=1)
+        result["psnr_db"] = [None if m == 0 else float(10 * np.log10(255**2 / m)) for m in mse]  # None: identical
     return result
 
 

@@ -1,0 +1,205 @@
+"""Same pixels from every backend (notebook 20): each backend's RGB of a file against a reference made from the
+same decoded picture with the file's own colour tags applied (`colour.yuv_to_rgb`), over clips that carry each tag
+(`media.colour_clips`), and read alternately in one process per backend, so that a decoder, pipeline or cache
+reused across files of one coded size shows if it hands back another file's picture.
+
+The threshold, THRESHOLD_DB: on smooth colour gradients, the reference against FFmpeg's own conversion (what PyAV,
+TorchCodec, decord and SPDL give on the CPU) differs only by chroma upsampling and, at 10 bits, rounding: 42-48 dB
+on the 2-core machine. The same planes read with the wrong matrix (BT.601 for BT.709, say) or the wrong range
+come out 26-30 dB away. `controls` measures both on the reader's machine, so the threshold is shown to sit between.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+
+from playbook_utils import colour
+from playbook_utils.probe import video_info
+
+THRESHOLD_DB = 36.0  # at least this PSNR against the reference on every frame: the backend converts as the tags say
+
+
+def _planes(frame, bits: int):
+    """The Y, U and V planes of a PyAV frame as numpy arrays, as decoded (no conversion by swscale)."""
+    import numpy as np
+
+    dtype = np.dtype(np.uint8) if bits == 8 else np.dtype("<u2")
+    out = []
+    for plane in frame.planes:
+        flat = np.frombuffer(plane, dtype)
+        out.append(flat.reshape(-1, plane.line_size // dtype.itemsize)[: plane.height, : plane.width].copy())
+    return out
+
+
+def decoded_planes(path, indices) -> tuple:
+    """(Y, U, V) int32 tensors (N, h, w) of the frames `indices` of `path`, as FFmpeg decodes them (PyAV, one
+    forward pass from the start, frames matched by their timestamps)."""
+    import av
+    import numpy as np
+    import torch
+
+    info = video_info(path)
+    index_of = {p: i for i, p in enumerate(info.pts)}
+    wanted, got = set(indices), {}
+    with av.open(str(path)) as container:
+        stream = container.streams.video[info.stream]
+        for frame in container.decode(stream):
+            i = index_of.get(frame.pts)
+            if i in wanted:
+                got[i] = _planes(frame, info.bit_depth)
+            if len(got) == len(wanted):
+                break
+    missing = wanted - set(got)
+    if missing:
+        raise RuntimeError(f"{path}: frames {sorted(missing)} not decoded")
+    return tuple(torch.from_numpy(np.stack([got[i][k] for i in indices]).astype(np.int32)) for k in range(3))
+
+
+def reference_rgb(path, indices, matrix: str | None = None, colour_range: str | None = None):
+    """uint8 (N, 3, H, W): the frames `indices` converted from their decoded planes with the file's tags (or
+    FFmpeg's rule for untagged files: `colour.effective`), or with `matrix` / `colour_range` where given."""
+    info = video_info(path)
+    m, r = colour.effective(info)
+    y, u, v = decoded_planes(path, indices)
+    return colour.yuv_to_rgb(y, u, v, matrix or m, colour_range or r, info.bit_depth)
+
+
+def psnr(a, b) -> float:
+    """PSNR (dB) of two uint8 tensors; inf where they are equal."""
+    import math
+
+    mse = float(((a.float() - b.float()) ** 2).mean())
+    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+def controls(path, indices) -> dict:
+    """How far the same decoded planes land with the wrong matrix and with the wrong range, from the reference
+    (dB): where the threshold has to stay above."""
+    info = video_info(path)
+    m, r = colour.effective(info)
+    ref = reference_rgb(path, indices)
+    other_m = "bt709" if m != "bt709" else "bt601"
+    other_r = "full" if r == "limited" else "limited"
+    return {
+        "wrong_matrix": other_m,
+        "wrong_matrix_db": psnr(reference_rgb(path, indices, matrix=other_m), ref),
+        "wrong_range": other_r,
+        "wrong_range_db": psnr(reference_rgb(path, indices, colour_range=other_r), ref),
+    }
+
+
+def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: int = 3, timeout: float = 300):
+    """The pixel-agreement matrix: every backend reads `indices` of every clip of `clips` ({name: path}), the
+    clips in turn, `rounds` times, all in one child process per backend (`decoders.isolated`), and each read is
+    put against the clip's reference. Returns one row per (backend, clip, round): {'backend', 'device', 'clip',
+    'round', 'status', 'psnr_db' (the worst frame; None when every frame is identical, 'identical' then True),
+    'agrees' (every frame at least THRESHOLD_DB), 'error' (the reason, for a refusal or a failure)}. Notebook 20."""
+    from playbook_utils.decoders import why_unavailable
+    from playbook_utils.decoders.isolated import run_requests
+
+    import numpy as np
+
+    indices = [int(i) for i in indices]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pixels-") as tmp:
+        refs = {}
+        for name, path in clips.items():
+            refs[name] = str(Path(tmp) / f"{name}.npy")
+            np.save(refs[name], reference_rgb(path, indices).numpy())
+        for backend in backends:
+            why = why_unavailable(backend, device)
+            if why:
+                rows += [_row(backend, device, n, 0, {"status": "unavailable", "error": why}) for n in clips]
+                continue
+            order = [(r, n) for r in range(rounds) for n in clips]
+            requests, refused = [], {}
+            for r, n in order:
+                why = why_unavailable(backend, device, clips[n])
+                if why:
+                    refused[n] = why
+                    continue
+                requests.append(
+                    {"path": str(clips[n]), "indices": indices, "backend": backend, "device": device,
+                     "reference": refs[n], "_clip": n, "_round": r}
+                )  # fmt: skip
+            answers = run_requests(requests, timeout=timeout)
+            rows += [_row(backend, device, n, 0, {"status": "unavailable", "error": why}) for n, why in refused.items()]
+            rows += [_row(backend, device, q["_clip"], q["_round"], a) for q, a in zip(requests, answers)]
+    return rows
+
+
+def _row(backend, device, clip, round_, answer) -> dict:
+    import math
+
+    frames = answer.get("psnr_db") or []
+    worst = min((math.inf if p is None else p) for p in frames) if frames else None
+    identical = worst == math.inf
+    return {
+        "backend": backend,
+        "device": device,
+        "clip": clip,
+        "round": round_,
+        "status": answer["status"],
+        "psnr_db": None if identical else worst,
+        "identical": identical,
+        "agrees": worst is not None and worst >= THRESHOLD_DB,
+        "error": answer.get("error"),
+    }
+
+
+def summary(rows) -> dict:
+    """{backend on device: {'clips', 'agree', 'worst_db', 'median_db', 'disagree': {clip: worst dB},
+    'refused': {clip: reason}, 'failed': {clip: error}}} over the rows of `run`: what a table or a verdict needs."""
+    out: dict = {}
+    for r in rows:
+        s = out.setdefault(
+            f"{r['backend']} on {r['device']}",
+            {"clips": set(), "agree": set(), "dbs": [], "disagree": {}, "refused": {}, "failed": {}},
+        )
+        s["clips"].add(r["clip"])
+        if r["status"] == "unavailable":
+            s["refused"][r["clip"]] = r["error"]
+        elif r["status"] != "ok":
+            s["failed"][r["clip"]] = r["error"]
+        else:
+            if r["psnr_db"] is not None:
+                s["dbs"].append(r["psnr_db"])
+            if r["agrees"]:
+                s["agree"].add(r["clip"])
+            else:
+                s["disagree"][r["clip"]] = min(r["psnr_db"], s["disagree"].get(r["clip"], r["psnr_db"]))
+    for s in out.values():
+        finite = s.pop("dbs")
+        s["worst_db"] = min(finite) if finite else None
+        s["median_db"] = statistics.median(finite) if finite else None
+        s["agree"] = sorted(s["agree"] - set(s["disagree"]))
+        s["clips"] = sorted(s["clips"])
+    return out
+
+
+def verdict_lines(summ: dict) -> list[str]:
+    """One line per backend: agrees on every clip it read (with its worst and median dB), or which clips it
+    disagrees on and by how much, and what it refused."""
+    lines = []
+    for key, s in summ.items():
+        read = len(s["clips"]) - len(s["refused"]) - len(s["failed"])
+        if not read:
+            why = next(iter(s["refused"].values()), None) or next(iter(s["failed"].values()), "")
+            lines.append(f"{key}: not measured: {why}")
+            continue
+        head = f"{key}: "
+        if s["disagree"]:
+            worst = ", ".join(f"{c} {db:.1f} dB" for c, db in s["disagree"].items())
+            head += f"DISAGREES on {len(s['disagree'])} of {read} clips ({worst})"
+        else:
+            head += (
+                f"agrees on all {read} clips it read (worst frame {s['worst_db']:.1f} dB, median {s['median_db']:.1f})"
+            )
+        if s["refused"]:
+            head += f"; refused {len(s['refused'])}: " + "; ".join(f"{c} ({w})" for c, w in s["refused"].items())
+        if s["failed"]:
+            head += f"; FAILED {len(s['failed'])}: " + "; ".join(f"{c} ({w})" for c, w in s["failed"].items())
+        lines.append(head)
+    return lines

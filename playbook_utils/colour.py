@@ -1,0 +1,49 @@
+"""Colour: what a file's tags say (the matrix from Y'CbCr to R'G'B', and the range of the code values), and the
+conversion by them, in torch on any device (notebook 20).
+
+A decoder hands out Y'CbCr; RGB is computed from it with a matrix (BT.601 for standard definition, BT.709 for
+HD, BT.2020 for UHD/HDR) and a range (limited: Y' in 16-235 at 8 bits; full: 0-255). A file says which in its
+tags; a file that says nothing is read by FFmpeg's rule: BT.601, limited range. Two libraries that choose
+differently hand a model differently coloured pictures of the same file (notebook 20 measures how far apart).
+"""
+
+from __future__ import annotations
+
+# Kr, Kb of each matrix (ITU-R BT.601, BT.709, BT.2020 non-constant luminance)
+MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722), "bt2020": (0.2627, 0.0593)}
+
+
+def effective(info) -> tuple[str, str]:
+    """(matrix, range) a file (`probe.VideoInfo`) is read with: its tags (`color_matrix`, `color_range`), or
+    FFmpeg's rule where it has none (BT.601, limited range)."""
+    return info.color_matrix or "bt601", info.color_range or "limited"
+
+
+def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bits: int = 8):
+    """R'G'B' uint8 (N, 3, H, W) from the planes of 4:2:0 (or 4:2:2, 4:4:4) Y'CbCr pictures: `y` (N, H, W),
+    `u` and `v` (N, h, w) integer tensors of `bits` bits, chroma upsampled bilinearly to the luma's size, converted
+    by `matrix` ('bt601', 'bt709', 'bt2020') and `colour_range` ('limited' or 'full'), on the planes' device.
+    Introduced in notebook 20."""
+    import torch
+    import torch.nn.functional as F
+
+    if matrix not in MATRICES:
+        raise ValueError(f"unknown matrix {matrix!r}; choose from {', '.join(MATRICES)}")
+    kr, kb = MATRICES[matrix]
+    kg = 1 - kr - kb
+    scale = float(1 << (bits - 8))
+    y, u, v = (t.to(torch.float32) / scale for t in (y, u, v))  # as 8-bit code values, fractional
+    if colour_range == "limited":
+        yn, cb, cr = (y - 16) / 219, (u - 128) / 224, (v - 128) / 224
+    elif colour_range == "full":
+        yn, cb, cr = y / 255, (u - 128) / 255, (v - 128) / 255
+    else:
+        raise ValueError(f"colour_range must be 'limited' or 'full', got {colour_range!r}")
+    if cb.shape[-2:] != yn.shape[-2:]:
+        size = tuple(yn.shape[-2:])
+        cb, cr = (F.interpolate(c[:, None], size=size, mode="bilinear", align_corners=False)[:, 0] for c in (cb, cr))
+    r = yn + 2 * (1 - kr) * cr
+    b = yn + 2 * (1 - kb) * cb
+    g = (yn - kr * r - kb * b) / kg
+    rgb = torch.stack((r, g, b), dim=1)
+    return (rgb * 255).round().clamp(0, 255).to(torch.uint8)

@@ -1,0 +1,59 @@
+"""Colour: YUV to RGB by a file's tags, and the pixel-agreement matrix of notebook 20."""
+
+import pytest
+import torch
+
+from playbook_utils import colour, media
+from playbook_utils.bench import pixels
+
+
+def _convert(y, u, v, matrix, rng, bits=8):
+    planes = [torch.full((1, 2, 2), c, dtype=torch.int32) for c in (y, u, v)]
+    return colour.yuv_to_rgb(*planes, matrix, rng, bits)[0, :, 0, 0].tolist()
+
+
+@pytest.mark.parametrize(
+    "yuv, matrix, rng, bits, rgb",
+    [
+        ((16, 128, 128), "bt601", "limited", 8, [0, 0, 0]),
+        ((235, 128, 128), "bt709", "limited", 8, [255, 255, 255]),
+        ((0, 128, 128), "bt709", "full", 8, [0, 0, 0]),
+        ((255, 128, 128), "bt601", "full", 8, [255, 255, 255]),
+        ((63, 102, 240), "bt709", "limited", 8, [255, 0, 0]),  # BT.709 red: Y' 62.6, Cb 102.0, Cr 240
+        ((81, 90, 240), "bt601", "limited", 8, [255, 0, 0]),  # BT.601 red: Y' 81.5, Cb 90.2, Cr 240
+        ((940, 512, 512), "bt2020", "limited", 10, [255, 255, 255]),  # 10 bits: white at 940
+    ],
+)
+def test_known_colours_convert_by_the_matrix_and_range_they_name(yuv, matrix, rng, bits, rgb):
+    assert all(abs(a - b) <= 2 for a, b in zip(_convert(*yuv, matrix, rng, bits), rgb)), _convert(
+        *yuv, matrix, rng, bits
+    )
+
+
+def test_the_wrong_matrix_gives_other_colours_and_bad_names_are_refused():
+    bt601_red = _convert(81, 90, 240, "bt601", "limited")
+    assert _convert(81, 90, 240, "bt709", "limited") != bt601_red
+    with pytest.raises(ValueError, match="unknown matrix"):
+        _convert(16, 128, 128, "bt2100", "limited")
+    with pytest.raises(ValueError, match="colour_range"):
+        _convert(16, 128, 128, "bt601", "studio")
+
+
+@pytest.mark.media
+def test_every_cpu_library_agrees_with_the_tags_and_the_threshold_has_teeth(tmp_path):
+    if not media.ffmpeg_cli():
+        pytest.skip("the colour clips are made with the ffmpeg command-line tool")
+    clips = media.colour_clips(tmp_path, smoke=True, frames=6)
+    assert {n for n in clips} == {c[0] for c in media.COLOUR_CASES}
+    for name, path in clips.items():
+        c = pixels.controls(path, [0, 3])
+        # a wrong matrix or a wrong range lands below the threshold on every case: a disagreement is seen
+        assert c["wrong_matrix_db"] < pixels.THRESHOLD_DB and c["wrong_range_db"] < pixels.THRESHOLD_DB, (name, c)
+    rows = pixels.run(clips, ["pyav", "torchcodec", "pynvvideocodec"], "cpu", indices=(0, 3), rounds=2)
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len([r for r in ok if r["backend"] == "pyav"]) == 2 * len(clips)  # every clip, twice, alternately
+    assert all(r["agrees"] for r in ok), [r for r in ok if not r["agrees"]]
+    summary = pixels.summary(rows)
+    assert summary["pynvvideocodec on cpu"]["refused"] and not summary["pyav on cpu"]["disagree"]
+    lines = pixels.verdict_lines(summary)
+    assert lines[0].startswith("pyav on cpu: agrees on all 6 clips") and "not measured" in lines[2]
