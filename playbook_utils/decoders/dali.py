@@ -15,7 +15,16 @@ from playbook_utils.decoders import base
 from playbook_utils.device import Device
 
 _lock = threading.Lock()
-_pipes: dict = {}
+_pipes: dict = {}  # pipelines by `pipeline_key`, the most recently used last
+PIPELINES = 4  # kept per process: each holds a decoder (on the GPU, NVDEC surfaces)
+
+
+def pipeline_key(kind: str, gpu: int, size, info) -> tuple:
+    """What a pipeline may be reused for: the device, the output size, and what its video decoder keeps between
+    runs: the codec, the picture's display size (its crop from the coded size), the pixel format and bit depth.
+    On the H200 one pipeline shared by every file returned another file's picture (17-20 dB) after a file of the
+    same coded size but another display size."""
+    return (kind, gpu, None if size is None else tuple(size), info.codec, info.width, info.height, info.pix_fmt)
 
 
 class Dali(base.Adapter):
@@ -86,8 +95,11 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
     # repeats takes time growing faster than the list (5,000 random indices of a 300-frame clip: over a minute).
     unique = sorted(set(indices))
     with _lock:
-        key = (kind, gpu, None if size is None else tuple(size))
-        pipe = _pipes.get(key) or _pipes.setdefault(key, _pipeline(kind, gpu, size))
+        key = pipeline_key(kind, gpu, size, info)
+        pipe = _pipes.pop(key, None) or _pipeline(kind, gpu, size)
+        _pipes[key] = pipe  # most recently used last
+        while len(_pipes) > PIPELINES:
+            _pipes.pop(next(iter(_pipes)))
         pipe.feed_input(
             "encoded",
             [np.fromfile(path, dtype=np.uint8) if encoded is None else np.frombuffer(encoded, dtype=np.uint8)],

@@ -57,3 +57,16 @@ def test_every_cpu_library_agrees_with_the_tags_and_the_threshold_has_teeth(tmp_
     assert summary["pynvvideocodec on cpu"]["refused"] and not summary["pyav on cpu"]["disagree"]
     lines = pixels.verdict_lines(summary)
     assert lines[0].startswith("pyav on cpu: agrees on all 6 clips") and "not measured" in lines[2]
+
+
+def test_dali_keeps_a_pipeline_per_picture_its_decoder_was_made_for():
+    # one coded size (1088 rows), two display sizes: two pipelines, so no decoder is reused across the crop
+    from types import SimpleNamespace
+
+    from playbook_utils.decoders import dali
+
+    cropped = SimpleNamespace(codec="h264", width=1920, height=1080, pix_fmt="yuv420p")
+    full = SimpleNamespace(codec="h264", width=1920, height=1088, pix_fmt="yuv420p")
+    ten_bit = SimpleNamespace(codec="hevc", width=1920, height=1080, pix_fmt="yuv420p10le")
+    keys = {dali.pipeline_key("cuda", 0, None, i) for i in (cropped, full, ten_bit, cropped)}
+    assert len(keys) == 3 and dali.pipeline_key("cuda", 0, (224, 224), cropped) not in keys
