@@ -5,7 +5,7 @@ import torch
 
 from playbook_utils import BackendUnavailable, DecodeError, media
 from playbook_utils.bench import matrix
-from playbook_utils.decoders import BACKENDS, available, read_frames, why_unavailable
+from playbook_utils.decoders import BACKENDS, available, read_frames, video_info, why_unavailable
 from playbook_utils.decoders.isolated import read_frames_isolated
 
 CPU = available("cpu")
@@ -384,7 +384,7 @@ def test_dali_decodes_each_needed_frame_once_in_order(smoke_media, monkeypatch):
         pytest.skip(why_unavailable("dali", "cpu"))
     path = smoke_media["vp9_144p_gop12.webm"]
     read_frames(path, [0], backend="dali")  # builds the CPU pipeline
-    pipe = dali._pipes[("cpu", -1, None)]
+    pipe = dali._pipes[dali.pipeline_key("cpu", -1, None, video_info(path))]
     asked, real_feed = [], pipe.feed_input
 
     def feed(name, data, *args, **kwargs):
