@@ -48,6 +48,7 @@ class Job:
     threads: int = 1
     min_time: float = 2.0
     warmup: int = 1
+    max_frames: int | None = None  # the workload over the clip's first `max_frames` frames only (None: all)
 
 
 def indices_for(workload: str, num_frames: int, call: int) -> list[int]:
@@ -91,6 +92,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
     from playbook_utils.decoders import read_frames, video_info
 
     n = video_info(job.clip).num_frames
+    n = min(n, job.max_frames) if job.max_frames else n
     device = Device.parse(job.device)
     sync = (lambda: torch.cuda.synchronize(job.device)) if device.is_cuda else (lambda: None)
     want = indices_for(job.workload, n, 0)

@@ -189,13 +189,17 @@ def trusted(row: dict) -> bool:
     return bool(row.get("steady")) and row.get("frames_per_s") is not None and row.get("verdict") != "above"
 
 
-def more_threads(row: dict, items_for, ceiling, common: dict, steps, log=print) -> tuple[list[dict], str]:
+def more_threads(
+    row: dict, items_for, ceiling, common: dict, steps, log=print, to_the_end: bool = False
+) -> tuple[list[dict], str]:
     """Past the thread counts measured: `row` (a one-process `GpuLoader` row of `measure_gpu_loaders`) again with
     each thread count of `steps` above its own, in order, until the rate stops rising, that is until a step gains
-    no more than the larger spread of the two rows. Returns (the new rows, a sentence: where it stopped, at what
-    rate, and what held it back there (`limit_of`)). A row that is not a result (`trusted`) ends the sweep and
-    the sentence says why. Notebook 21."""
-    best, rows = row, []
+    no more than the larger spread of the two rows. With `to_the_end`, every step is measured all the same (a
+    full sweep, to show where more threads lead), and a later step takes the best only by gaining beyond the
+    spread. Returns (the new rows, a sentence: where it stopped rising, at what rate, what held it back there
+    (`limit_of`), and, with `to_the_end`, how far the rate moved after). A row that is not a result (`trusted`)
+    ends the sweep and the sentence says why. Notebook 21."""
+    best, rows, stopped = row, [], None
     for t in [t for t in steps if t > row["threads"]]:
         spec = {"kind": "gpu", "backend": row["backend"], "threads": t, "loader": f"{row['backend']} x{t} threads"}
         new = measure_gpu_loaders(row["path"], row["codec"], [spec], items_for, ceiling, common, log)
@@ -209,17 +213,30 @@ def more_threads(row: dict, items_for, ceiling, common: dict, steps, log=print) 
             )
         gain = 100 * (new[0]["frames_per_s"] / best["frames_per_s"] - 1)
         spread = max(best.get("frames_per_s_spread_pct") or 0, new[0].get("frames_per_s_spread_pct") or 0)
-        if gain <= spread:
-            return rows, (
-                f"the rate stopped rising at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%): "
-                f"{best['loader']} stays the best, {best['frames_per_s']:,.0f} frames/s, held back by "
-                f"{limit_of(best)[1]}"
-            )
-        best = new[0]
-    return rows, (
-        f"still rising at {best['threads']} threads, the last count tried: {best['frames_per_s']:,.0f} frames/s, "
-        f"held back by {limit_of(best)[1]}"
-    )
+        if gain > spread:
+            best = new[0]
+            continue
+        if stopped is None:
+            stopped = (t, f"the rate stopped rising at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%)")
+        if not to_the_end:
+            break
+    if stopped is None:
+        return rows, (
+            f"still rising at {best['threads']} threads, the last count tried: {best['frames_per_s']:,.0f} frames/s, "
+            f"held back by {limit_of(best)[1]}"
+        )
+    held = f"{best['frames_per_s']:,.0f} frames/s, held back by {limit_of(best)[1]}"
+    if best["threads"] > stopped[0]:
+        return rows, f"{stopped[1]}, then rose again: {best['loader']} is the best, {held}"
+    after = [r for r in rows if r["threads"] > best["threads"]]
+    moved = ""
+    if len(after) > 1:
+        lo, hi = (
+            100 * (min(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1),
+            100 * (max(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1),
+        )
+        moved = f"; from there to {after[-1]['threads']} threads it stayed within {lo:+.1f}% to {hi:+.1f}% of it"
+    return rows, f"{stopped[1]}: {best['loader']} stays the best, {held}{moved}"
 
 
 def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:

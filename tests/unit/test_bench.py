@@ -28,6 +28,12 @@ def test_a_job_runs_in_its_own_process_and_checks_its_frames(clip):
 
 
 @pytest.mark.media
+def test_max_frames_cuts_every_workload_to_the_clips_first_frames(clip):
+    seq = harness._child(harness.Job("pyav", "cpu", "sequential", str(clip), min_time=0.05, max_frames=20))
+    assert seq["exact"] is True and seq["frames_per_call"] == 20
+
+
+@pytest.mark.media
 def test_failures_are_rows_not_crashes(tmp_path, clip):
     missing = harness.run_job(harness.Job("pyav", "cpu", "sequential", str(tmp_path / "missing.mp4"), min_time=0.1))
     assert missing["status"] == "error" and "does not exist" in missing["error"]

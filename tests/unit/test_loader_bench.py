@@ -154,7 +154,7 @@ def test_accepted_keeps_what_a_backend_takes_and_says_why_for_the_rest(tmp_path)
 
 
 def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monkeypatch):
-    rates = {24: (1300.0, 2.0, 80), 32: (1450.0, 2.0, 96), 48: (1470.0, 3.0, 97), 64: (1480.0, 1.0, 97)}
+    rates = {24: (1300.0, 2.0, 80), 32: (1450.0, 2.0, 96), 48: (1470.0, 3.0, 97), 64: (1475.0, 1.0, 97)}
     asked = []
 
     def fake(clip, codec, specs, items_for, ceiling, common, log):
@@ -190,6 +190,18 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
     assert asked == [24, 32, 48]  # 48 gains 1.4%, inside its 3% spread: no point going on
     assert [r["threads"] for r in rows] == [24, 32, 48]
     assert "stopped rising at 48 threads" in why and "torchcodec x32 threads stays the best" in why and "NVDEC" in why
+
+    # a full sweep measures every step past the plateau, and says how far the rate moved there
+    asked.clear()
+    rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48, 64), log=print, to_the_end=True)
+    assert asked == [24, 32, 48, 64]
+    assert "stopped rising at 48 threads" in why and "torchcodec x32 threads stays the best" in why
+    assert "to 64 threads it stayed within +1.4% to +1.7% of it" in why
+    rates[64] = (1800.0, 1.0, 97)  # a later step that gains beyond the spread takes the best
+    asked.clear()
+    rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48, 64), log=print, to_the_end=True)
+    assert "then rose again: torchcodec x64 threads is the best, 1,800 frames/s" in why
+    rates[64] = (1475.0, 1.0, 97)
 
     rates[48] = (1700.0, 3.0, 97)
     asked.clear()
