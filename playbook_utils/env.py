@@ -52,6 +52,24 @@ def libraries(timeout: float = 120) -> dict:
     return dict(zip(names, results))
 
 
+def library_versions() -> dict:
+    """{import name: the installed distribution's version, or None} for torch and the decoder libraries, read from
+    the installed packages' metadata without importing any (`libraries` imports each, in a process of its own,
+    and takes seconds per library): what a result's environment stamp needs."""
+    import importlib.metadata as md
+
+    dists = md.packages_distributions()
+    out = {}
+    for name in ["torch", *LIBRARIES]:
+        top = name.split(".")[0]
+        found = [d for d in dists.get(top, []) if top != "nvidia" or d.startswith("nvidia-dali")]
+        try:
+            out[name] = md.version(found[0]) if found else None
+        except md.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def _load_library(names: list[str]) -> dict:
     errors = []
     for name in names:

@@ -50,7 +50,8 @@ def sweep_workers(
     sweep goes on. With `budget_s`, each configuration's measurement is capped at its share of the budget (at
     most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
     are not started (each backend's first, with the most workers, always runs): they are listed in `unmeasured`.
-    `log` gets one line per configuration. Notebook 21."""
+    Each row also holds 'config_s', the configuration's wall time with its workers' start and stop. `log` gets
+    one line per configuration. Notebook 21."""
     from playbook_utils import loaders
 
     configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
@@ -74,6 +75,7 @@ def sweep_workers(
             unmeasured.append({"backend": b, "workers": w})
             continue
         mine, refused = files[b]
+        began = time.perf_counter()
         dl = loaders.make_loader(mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size, timeout_s=timeout_s)
         try:
             r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
@@ -84,8 +86,19 @@ def sweep_workers(
         finally:
             loaders.close_loader(dl)  # its workers exit now, cleanly, not when the loader is collected
         threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
-        rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused), **r})
+        took = time.perf_counter() - began  # the workers' start, the prefetched batches, the steps, the stop
+        rows.append(
+            {
+                "backend": b,
+                "workers": w,
+                "decoder_threads": threads,
+                "files_left_out": len(refused),
+                "config_s": took,
+                **r,
+            }
+        )
         cut = f", {r['steps']} steps in the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
+        cut += f"; {took:.0f} s with the workers' start and stop"
         cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
         log(
             f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
@@ -189,6 +202,28 @@ def trusted(row: dict) -> bool:
     return bool(row.get("steady")) and row.get("frames_per_s") is not None and row.get("verdict") != "above"
 
 
+def sweep_starts(rows: list[dict]) -> list[dict]:
+    """Where `more_threads` starts: each backend's fastest one-process `GpuLoader` row that is a result
+    (`trusted`), kept when it ties with the fastest of all (behind it by no more than the larger spread of the
+    two), the fastest first. Two backends tied at the thread counts measured are both swept, since the rows
+    cannot say which would gain more. Notebook 21."""
+    one = [r for r in rows if r.get("kind") == "gpu" and not r.get("processes") and trusted(r)]
+    per: dict[str, dict] = {}
+    for r in one:
+        if r["backend"] not in per or r["frames_per_s"] > per[r["backend"]]["frames_per_s"]:
+            per[r["backend"]] = r
+    ranked = sorted(per.values(), key=lambda r: -r["frames_per_s"])
+    if not ranked:
+        return []
+    top = ranked[0]
+
+    def tied(r):
+        spread = max(top.get("frames_per_s_spread_pct") or 0, r.get("frames_per_s_spread_pct") or 0)
+        return 100 * (1 - r["frames_per_s"] / top["frames_per_s"]) <= spread
+
+    return [r for r in ranked if tied(r)]
+
+
 def more_threads(
     row: dict, items_for, ceiling, common: dict, steps, log=print, to_the_end: bool = False
 ) -> tuple[list[dict], str]:
@@ -236,7 +271,7 @@ def more_threads(
             100 * (max(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1),
         )
         moved = f"; from there to {after[-1]['threads']} threads it stayed within {lo:+.1f}% to {hi:+.1f}% of it"
-    return rows, f"{stopped[1]}: {best['loader']} stays the best, {held}{moved}"
+    return rows, f"{stopped[1]}: it levels off from {best['loader']}, {held}{moved}"
 
 
 def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
@@ -696,6 +731,20 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     return child.call(
         child.python("-m", "playbook_utils.bench.loader_bench", json.dumps(spec)), timeout=timeout, env=child_env()
     )
+
+
+def measure_until_steady(spec: dict, items_for, n: int, min_window_s: float, tries: int = 2) -> tuple[dict, int]:
+    """`measure_isolated(spec)` over the epoch `items_for(n)`; where its only fault was a steady window shorter than
+    `min_window_s` (a loader slower than the epoch was sized for), again over an epoch grown by the shortfall,
+    with half as much again for margin, up to `tries` runs in all. Returns (the last result, its epoch's size).
+    Notebook 21's sampled-frames loaders, whose rate no ceiling bounds beforehand."""
+    for attempt in range(tries):
+        r = measure_isolated({**spec, "paths": items_for(n), "min_window_s": min_window_s})
+        short = r.get("status") == "ok" and not r.get("steady") and (r.get("seconds") or 0) > 0
+        if not short or r["seconds"] >= min_window_s or attempt == tries - 1:
+            return r, n
+        n = int(n * 1.5 * min_window_s / r["seconds"]) + 1
+    return r, n
 
 
 if __name__ == "__main__":  # the child of `measure_isolated`: a failure is reported as data

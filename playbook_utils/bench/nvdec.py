@@ -259,10 +259,13 @@ def usable_decoders(device: str = "cuda") -> tuple[str, ...]:
     return tuple(d for d in DECODERS if why_unavailable(d, device) is None)
 
 
-def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None, decoders=None) -> dict:
+def ceiling(
+    path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None, decoders=None, if_unsaturated=()
+) -> dict:
     """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads), each run
     with every decoder library of `decoders` (default: `usable_decoders()`, so no library's decoder is taken
-    for the engines' limit when another gets more out of them), or (processes, threads, decoder).
+    for the engines' limit when another gets more out of them), or (processes, threads, decoder). The layouts of
+    `if_unsaturated` (more concurrency) run only where `configs` left the engines below SATURATED_PCT.
 
     Returns {'fps', 'best': the row that reached it, 'saturated': NVML's median decoder utilization at
     that row was at least SATURATED_PCT (below it the rate is only a lower bound of what the engines can do),
@@ -271,7 +274,19 @@ def ceiling(path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None, d
     """
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
-    for processes, threads, decoder in _layouts(configs, decoders or ("pynvvideocodec",)):
+
+    def busy(r):
+        return r["fps"] and (r["nvdec_util_median"] or 0) >= SATURATED_PCT
+
+    layouts = list(_layouts(configs, decoders or ("pynvvideocodec",)))
+    more = list(_layouts(if_unsaturated, decoders or ("pynvvideocodec",)))
+    while layouts or more:
+        if not layouts:  # every planned layout ran: more concurrency only where none filled the engines
+            ok = [r for r in rows if r["fps"]]
+            if ok and busy(max(ok, key=lambda r: r["fps"])):
+                break
+            layouts, more = more, []
+        processes, threads, decoder = layouts.pop(0)
         row = saturate(path, processes, threads, seconds, gpu, decoder)
         rows.append(row)
         if log:
@@ -304,18 +319,20 @@ def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
     'verdict', 'words'}: 'below' with its share; 'at' when it is above the ceiling by no more than the rate's
     spread (share 100); 'above' when it beats a saturated ceiling by more than the spread, which no loader can:
     one of the two measurements is wrong, and the row carries no share. Above a ceiling that was not saturated
-    (a lower bound), the ceiling is what is wrong. No share above 100 is ever a result. Notebooks 20, 21."""
+    (a lower bound), the ceiling is what is wrong; below or at one, the words say the share is an upper bound. No
+    share above 100 is ever a result. Notebooks 20, 21."""
     if not ceiling or not ceiling.get("fps") or not fps:
         return {"pct_of_ceiling": None, "verdict": None, "words": "no ceiling to compare with"}
     c, spread = ceiling["fps"], spread_pct or 0.0
     pct = 100 * fps / c
+    bound = "" if ceiling.get("saturated") else " (measured only as a lower bound here, so the share is at most this)"
     if pct <= 100:
-        return {"pct_of_ceiling": pct, "verdict": "below", "words": f"{pct:.1f}% of the NVDEC ceiling"}
+        return {"pct_of_ceiling": pct, "verdict": "below", "words": f"{pct:.1f}% of the NVDEC ceiling{bound}"}
     if pct <= 100 + spread:
         return {
             "pct_of_ceiling": 100.0,
             "verdict": "at",
-            "words": f"at the NVDEC ceiling ({pct - 100:.1f}% over it, inside the {spread:.1f}% spread)",
+            "words": f"at the NVDEC ceiling ({pct - 100:.1f}% over it, inside the {spread:.1f}% spread){bound}",
         }
     if ceiling.get("saturated"):
         return {

@@ -103,3 +103,17 @@ def test_nvml_handle_follows_cuda_visible_devices(monkeypatch):
     assert env.nvml_handle(0) is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert env.nvml_handle(1) is None  # no such visible device
+
+
+def test_library_versions_come_from_the_installed_metadata_without_importing():
+    import sys
+
+    import av
+
+    from playbook_utils import env
+
+    before = set(sys.modules)
+    versions = env.library_versions()
+    assert not {m for m in env.LIBRARIES if m not in before} & set(sys.modules)  # none of them imported here
+    assert set(versions) == {"torch", *env.LIBRARIES}
+    assert versions["av"] == av.__version__ and versions["torch"] is not None

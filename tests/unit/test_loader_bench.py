@@ -189,13 +189,13 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (8, 16, 24, 32, 48, 64), log=print)
     assert asked == [24, 32, 48]  # 48 gains 1.4%, inside its 3% spread: no point going on
     assert [r["threads"] for r in rows] == [24, 32, 48]
-    assert "stopped rising at 48 threads" in why and "torchcodec x32 threads stays the best" in why and "NVDEC" in why
+    assert "stopped rising at 48 threads" in why and "levels off from torchcodec x32 threads" in why and "NVDEC" in why
 
     # a full sweep measures every step past the plateau, and says how far the rate moved there
     asked.clear()
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48, 64), log=print, to_the_end=True)
     assert asked == [24, 32, 48, 64]
-    assert "stopped rising at 48 threads" in why and "torchcodec x32 threads stays the best" in why
+    assert "stopped rising at 48 threads" in why and "levels off from torchcodec x32 threads" in why
     assert "to 64 threads it stayed within +1.4% to +1.7% of it" in why
     rates[64] = (1800.0, 1.0, 97)  # a later step that gains beyond the spread takes the best
     asked.clear()
@@ -231,3 +231,51 @@ def test_sweep_label_says_when_a_backend_read_only_part_of_the_epoch():
     assert loader_bench.sweep_label({"backend": "decord", "workers": 1, "files_left_out": 32}, 64, workers=False) == (
         "decord (32 of 64 files)"
     )
+
+
+def test_a_window_too_short_is_measured_again_over_a_longer_epoch(monkeypatch):
+    asked = []
+
+    def fake(spec):
+        asked.append((len(spec["paths"]), spec["min_window_s"]))
+        seconds = len(spec["paths"]) / 20  # a loader of 20 videos/s: the epoch decides the window
+        steady = seconds >= spec["min_window_s"]
+        return {"status": "ok", "steady": steady, "seconds": seconds, "why": None if steady else "too short"}
+
+    monkeypatch.setattr(loader_bench, "measure_isolated", fake)
+    r, n = loader_bench.measure_until_steady({"kind": "gpu"}, lambda n: ["v"] * n, 100, 10.0)
+    assert asked == [(100, 10.0), (301, 10.0)] and r["steady"] and n == 301
+    asked.clear()  # steady at once, or failed: one run
+    r, n = loader_bench.measure_until_steady({"kind": "gpu"}, lambda n: ["v"] * n, 400, 10.0)
+    assert asked == [(400, 10.0)] and n == 400
+    monkeypatch.setattr(loader_bench, "measure_isolated", lambda spec: {"status": "error", "error": "boom"})
+    assert loader_bench.measure_until_steady({}, lambda n: [], 10, 10.0) == ({"status": "error", "error": "boom"}, 10)
+
+
+def test_backends_tied_at_the_counts_measured_are_all_swept():
+    def row(backend, fps, spread, **kw):
+        return {
+            "kind": "gpu",
+            "backend": backend,
+            "threads": 16,
+            "frames_per_s": fps,
+            "steady": True,
+            "verdict": "below",
+            "frames_per_s_spread_pct": spread,
+            **kw,
+        }
+
+    rows = [
+        row("pynvvideocodec", 3140.0, 2.0),
+        row("torchcodec", 3102.0, 1.0),
+        row("torchcodec", 2113.0, 6.0),
+        row("pynvvideocodec", 3300.0, 1.0, processes=4),
+        row("dali", 3500.0, 1.0, steady=False),
+    ]
+    assert [(r["backend"], r["frames_per_s"]) for r in loader_bench.sweep_starts(rows)] == [
+        ("pynvvideocodec", 3140.0),
+        ("torchcodec", 3102.0),
+    ]  # 1.2% behind, inside the 2% spread: both
+    rows[1]["frames_per_s"] = 2900.0  # 7.6% behind: only the fastest
+    assert [r["backend"] for r in loader_bench.sweep_starts(rows)] == ["pynvvideocodec"]
+    assert loader_bench.sweep_starts([]) == []

@@ -74,3 +74,27 @@ def test_saturation_counts_only_frames_inside_the_window(tmp_path, monkeypatch):
     assert r["error"] is None
     # 4 decoders at about 1 frame per ms for 0.6 s: well under 4 x 600 (sleep overshoots), far above zero
     assert 400 < r["frames"] <= 4 * 600 and r["fps"] == r["frames"] / 0.6
+
+
+def test_more_concurrency_only_where_the_planned_layouts_left_the_engines_idle(monkeypatch):
+    util = {(7, 4): 90, (14, 4): 97}
+    ran = []
+
+    def fake(path, processes, threads, seconds, gpu, decoder):
+        ran.append((processes, threads, decoder))
+        return {
+            "fps": 1000.0 * processes,
+            "nvdec_util_median": util[(processes, threads)],
+            "decoder": decoder,
+            "processes": processes,
+            "threads": threads,
+        }
+
+    monkeypatch.setattr(nvdec, "saturate", fake)
+    c = nvdec.ceiling("a.mp4", ((7, 4),), 1.0, decoders=("pynvvideocodec", "torchcodec"), if_unsaturated=((14, 4),))
+    assert ran == [(7, 4, "pynvvideocodec"), (7, 4, "torchcodec"), (14, 4, "pynvvideocodec"), (14, 4, "torchcodec")]
+    assert c["saturated"] and c["fps"] == 14000.0
+    ran.clear()
+    util[(7, 4)] = 96  # saturated already: nothing more runs
+    c = nvdec.ceiling("a.mp4", ((7, 4),), 1.0, decoders=("pynvvideocodec",), if_unsaturated=((14, 4),))
+    assert ran == [(7, 4, "pynvvideocodec")] and c["saturated"]

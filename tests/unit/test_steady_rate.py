@@ -164,15 +164,17 @@ CEILING = {"fps": 4000.0, "saturated": True}
         (4080.0, 3.0, CEILING, "at", 100.0),  # 2% over it, inside a 3% spread: at the ceiling
         (4400.0, 3.0, CEILING, "above", None),  # 10% over a saturated ceiling: one measurement is wrong
         (4400.0, 3.0, {"fps": 4000.0, "saturated": False}, "above", None),  # over a lower bound
+        (3000.0, 2.0, {"fps": 4000.0, "saturated": False}, "below", 75.0),  # under a lower bound: at most 75%
         (3000.0, 2.0, None, None, None),
     ],
 )
 def test_no_share_of_the_ceiling_above_100_is_a_result(fps, spread, ceiling, verdict, pct):
     j = nvdec.against_ceiling(fps, spread, ceiling)
     assert j["verdict"] == verdict and j["pct_of_ceiling"] == pct
+    if verdict is not None:  # every share of a ceiling that was not saturated says it is only an upper bound
+        assert ("lower bound" in j["words"]) == (not ceiling["saturated"])
     if verdict == "above":
         assert ("measurements is wrong" in j["words"]) == ceiling["saturated"]
-        assert "lower bound" in j["words"] or ceiling["saturated"]
 
 
 def test_rows_above_the_ceiling_or_not_steady_are_not_the_best():
