@@ -12,6 +12,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from playbook_utils import media, sources
+from playbook_utils.media import VideoInfo
+
 
 @dataclasses.dataclass
 class ByteIndex:
@@ -56,8 +59,6 @@ class ByteIndex:
 
     @classmethod
     def from_json(cls, text: str) -> "ByteIndex":
-        from playbook_utils.media import VideoInfo
-
         d = json.loads(text)
         d["header"] = [tuple(r) for r in d["header"]]
         d["info"] = VideoInfo(**d["info"]) if d["info"] else None
@@ -69,8 +70,6 @@ def byte_index(source) -> ByteIndex:
     the data is written, store it beside the data). Raises ValueError when the container gives no byte
     positions for its packets. Introduced in notebook 24."""
     import av
-
-    from playbook_utils import media, sources
 
     src = sources.resolve(source)
     found = media.probe(src)

@@ -23,6 +23,8 @@ import os
 import subprocess
 import sys
 
+from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, last_line
+
 OUTCOMES = ("ok", "unavailable", "error", "crashed", "timeout")
 OURS = ("DecodeError", "BackendUnavailable")  # the exception names `errors` defines
 
@@ -31,8 +33,6 @@ def answer(fn, *args, **kwargs) -> dict:
     """Run `fn(*args, **kwargs)` (in the child) and return its answer: {'status': 'ok', **result} for a dict
     result, else {'status': 'ok', 'result': result}; an exception becomes an 'unavailable' or 'error' answer
     with its message and type name. Nothing is raised: the child exists to report."""
-    from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
-
     try:
         result = fn(*args, **kwargs)
     except (BackendUnavailable, DecodeError) as e:
@@ -72,8 +72,6 @@ def _answers(text) -> list[dict]:
 
 def _died(run_or_error, timeout: float) -> dict:
     """The answer for a child that gave none: 'timeout', or 'crashed' with its exit status and last stderr line."""
-    from playbook_utils.errors import last_line
-
     if isinstance(run_or_error, subprocess.TimeoutExpired):
         return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
     return {

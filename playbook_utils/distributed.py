@@ -21,6 +21,15 @@ from collections import Counter
 from pathlib import Path
 
 from playbook_utils.device import Device
+from playbook_utils.errors import DecodeError
+from playbook_utils.loaders import (
+    Skipped,
+    VideoClipDataset,
+    close_loader,
+    collate_skipping,
+    decode_ahead,
+    worker_options,
+)
 
 GPU_BACKENDS = ("pynvvideocodec", "torchcodec", "dali")  # can decode on the rank's GPU
 
@@ -95,8 +104,6 @@ class _Indexed:
 def _collate_indexed(pairs):
     """(ids of the delivered samples, their batch or None, the `Skipped` ones) from (i, item) pairs: every
     sample of the batch lands in exactly one of the ids and the skipped."""
-    from playbook_utils.loaders import Skipped, collate_skipping
-
     frames, skipped = collate_skipping([x for _, x in pairs])
     return [i for i, x in pairs if not isinstance(x, Skipped)], frames, skipped
 
@@ -113,8 +120,6 @@ class _ThreadedBatches:
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
 
     def __iter__(self):
-        from playbook_utils.loaders import decode_ahead
-
         order = list(self.sampler)
         # every thread busy and a batch ahead of the consumer
         results = decode_ahead(self.dataset.__getitem__, order, self.threads, self.batch_size + self.threads)
@@ -139,8 +144,6 @@ class ShardedLoader:
     def close(self) -> list[int]:
         """End the DataLoader workers now, even mid-epoch; their exit codes (`loaders.close_loader`). A new epoch
         starts new ones."""
-        from playbook_utils.loaders import close_loader
-
         return close_loader(self.loader)
 
     def __len__(self) -> int:
@@ -188,8 +191,6 @@ def sharded_loader(
     Introduced in notebook 30.
     """
     import torch
-
-    from playbook_utils.loaders import VideoClipDataset, worker_options
 
     rank_cuda = Device.parse(device).is_cuda
     if decode_device == "auto":
@@ -257,8 +258,6 @@ def exactly_once(ids_per_rank, n: int) -> dict:
 
 def file_sizes(paths) -> list[int]:
     """The size in bytes of each video; `DecodeError` naming the first one that is missing or empty."""
-    from playbook_utils.errors import DecodeError
-
     sizes = []
     for p in paths:
         try:

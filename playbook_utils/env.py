@@ -14,6 +14,9 @@ import platform
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
+from playbook_utils import child
+from playbook_utils.device import Device, cuda_visible
+
 # import name -> how people call it
 LIBRARIES = {
     "av": "PyAV",
@@ -32,8 +35,6 @@ _IMPORT_CHECK = (
 
 def check_import(module: str, timeout: float = 120) -> dict:
     """Import `module` in a child process; return {'importable', 'version', 'error'}."""
-    from playbook_utils import child
-
     found = child.call(child.python("-c", _IMPORT_CHECK, module), timeout=timeout)
     if found["status"] == "ok":
         return {"importable": True, "version": found["version"], "error": None}
@@ -322,8 +323,6 @@ def resolve_device(requested: str = "auto") -> tuple[str, str]:
     so the notebook runs its CPU parts instead of crashing. Raises ValueError for anything `device.Device`
     does not parse.
     """
-    from playbook_utils.device import Device, cuda_visible
-
     try:
         asked = None if requested == "auto" else Device.parse(requested)
     except ValueError:

@@ -11,6 +11,11 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from playbook_utils import sampling, transforms
+from playbook_utils.decoders import PROBED_ENV, child_env, frame_size, read_frames, set_cpu_threads, video_info
+from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
+from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
+
 
 class Skipped(NamedTuple):
     """An item the dataset could not deliver, carried to the main process instead of a crash (notebook 23):
@@ -69,10 +74,6 @@ class VideoClipDataset:
 
     def indices(self, i: int) -> list[int]:
         """The frames item i reads; `DecodeError` for a file that cannot be read or is too short for the clip."""
-        from playbook_utils import sampling
-        from playbook_utils.decoders import video_info
-        from playbook_utils.errors import DecodeError
-
         n = video_info(self.paths[i], self.backend).num_frames
         if self.strategy == "uniform":
             return sampling.uniform(n, self.k)
@@ -90,9 +91,6 @@ class VideoClipDataset:
         """(path, (H, W)) of the first video that can be probed: the size every item must have when neither
         `size` nor mixed_sizes='list' is given. The same in every worker and on every rank; None when no
         video can be read."""
-        from playbook_utils.decoders import frame_size, video_info
-        from playbook_utils.errors import DecodeError
-
         if self._reference is None:
             for p in self.paths:
                 try:
@@ -104,8 +102,6 @@ class VideoClipDataset:
 
     def _other_size(self, i: int) -> str | None:
         """Why item i does not fit the batches (another size than the reference, and no choice made), or None."""
-        from playbook_utils.decoders import frame_size, video_info
-
         if self.size is not None or self.mixed_sizes == "list":
             return None
         own, ref = frame_size(video_info(self.paths[i], self.backend)), self.reference_size()
@@ -119,9 +115,6 @@ class VideoClipDataset:
     def __getitem__(self, i: int):
         import torch
         import torch.nn.functional as F
-
-        from playbook_utils.decoders import read_frames
-        from playbook_utils.errors import BackendUnavailable, DecodeError
 
         try:
             idx = self.indices(i)
@@ -168,8 +161,6 @@ def _worker_start(threads: int, probed: str, worker_id: int) -> None:
     imports its parent probed need no second probe here (`decoders.child_env`), and the worker lets its
     last batch leave before it exits (`finish_sending`)."""
     import atexit
-
-    from playbook_utils.decoders import PROBED_ENV, set_cpu_threads
 
     os.environ[PROBED_ENV] = probed
     set_cpu_threads(threads)
@@ -274,8 +265,6 @@ def worker_options(
     `start_method`, persistent, a batch timeout, and decoders that share the cores; {} without workers."""
     import functools
 
-    from playbook_utils.decoders import PROBED_ENV, child_env
-
     if num_workers <= 0:
         return {}
     threads = decoder_threads if decoder_threads is not None else share_of_cores(num_workers)
@@ -367,9 +356,6 @@ class GpuLoader:
 
     def _item(self, i: int):
         import torch
-
-        from playbook_utils import sampling, transforms
-        from playbook_utils.decoders import read_frames, video_info
 
         ds = self.ds
         idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames) if self.all_frames else ds.indices(i)
@@ -500,8 +486,6 @@ def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
             if not _put_unless(q, ("video", batch[0]), finished_epoch):
                 return
     except Exception as e:  # reported to the training process, which raises it with the cause
-        from playbook_utils.errors import first_line
-
         _put_unless(q, ("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"), finished_epoch)
     finally:
         videos.close()  # its decoding threads end here, before the process does
@@ -527,8 +511,6 @@ def dali_loader(
     """
     from nvidia.dali import fn, pipeline_def, types
     from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
-
-    from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
 
     @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=device_id, prefetch_queue_depth=prefetch)
     def pipe():

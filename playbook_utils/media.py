@@ -23,7 +23,6 @@ import numpy as np
 
 from playbook_utils.probe import VideoInfo, probe  # noqa: F401 (it lives there; the notebooks ask media)
 
-
 MEDIA_VERSION = 3  # bump when make_clip's output changes, so cached media sets are rebuilt
 STAMP_BITS = 16
 MAX_STAMP = (1 << STAMP_BITS) - 1

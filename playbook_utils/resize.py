@@ -20,6 +20,10 @@ pynvvideocodec  SimpleDecoder has no output size: decode, then resize on the GPU
 
 from __future__ import annotations
 
+from playbook_utils import decoders
+from playbook_utils.decoders import adapter
+from playbook_utils.device import Device
+
 
 def resize_uint8(frames, size):
     """uint8 (N, 3, H, W) -> uint8 (N, 3, *size) by bilinear, antialiased interpolation, on the frames' device
@@ -44,9 +48,6 @@ def psnr(a, b) -> float:
 def can_resize_in_decoder(backend: str, device: str = "cpu") -> bool:
     """Whether `backend`'s adapter decodes straight to a size (`read_resized`) on `device`; see the module's
     table. An adapter may resize on some devices only (`RESIZES_ON`)."""
-    from playbook_utils.decoders import adapter
-    from playbook_utils.device import Device
-
     ad = adapter(backend)
     return ad.read_resized is not None and (ad.RESIZES_ON is None or Device.parse(device).kind in ad.RESIZES_ON)
 
@@ -56,6 +57,4 @@ def read_resized(source, indices, size, backend: str = "torchcodec", device: str
     `device`, resized inside the decoder: `decoders.read` with `size`, the same checks as `read_frames`. Raises
     BackendUnavailable for a backend that cannot (decord, PyNvVideoCodec: decode, then `resize_uint8`).
     Introduced in notebook 24."""
-    from playbook_utils import decoders
-
     return decoders.read(source, indices, backend, device, size=tuple(size)).frames

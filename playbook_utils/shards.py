@@ -22,7 +22,12 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from playbook_utils import decoders, sampling, sources
+from playbook_utils.errors import BackendUnavailable, DecodeError
+from playbook_utils.loaders import Skipped, worker_options
 from playbook_utils.probe import video_info
+from playbook_utils.resize import resize_uint8
+from playbook_utils.sources import tar_index
 
 VIDEO_EXTS = ("mp4", "webm", "mkv", "mov", "avi")
 _KEY = re.compile(r"^((?:.*/|)[^./]+)\.([^/]*)$")
@@ -75,8 +80,6 @@ class SampleRef(NamedTuple):
 
 def list_samples(shards, storage_options: dict | None = None) -> list[SampleRef]:
     """Every sample of `shards`, in shard order then member order, from the tar headers only (notebook 24)."""
-    from playbook_utils.sources import tar_index
-
     out = []
     for shard in shards:
         groups: dict[str, dict] = {}
@@ -158,18 +161,12 @@ class ShardDataset:
         return assign(self.refs, self.rank * workers + worker, self.world_size * workers, self.split)
 
     def indices(self, info) -> list[int]:
-        from playbook_utils import sampling
-
         if self.strategy == "vlm":
             return sampling.vlm_indices(info.num_frames, info.fps, fps=self.fps, max_frames=self.max_frames)
         return sampling.uniform(info.num_frames, self.k)
 
     def load(self, ref: SampleRef):
         """One sample (see the class docstring); a `Skipped` record instead when on_error='skip' and it fails."""
-        from playbook_utils import decoders, sources
-        from playbook_utils.errors import BackendUnavailable, DecodeError
-        from playbook_utils.loaders import Skipped
-
         member = video_member(ref)
         name = f"tar://{member or ref.key}::{ref.shard}"
         try:
@@ -194,8 +191,6 @@ class ShardDataset:
                 raise
             return Skipped(ref.id, name, str(e))
         if self.size is not None and tuple(frames.shape[-2:]) != tuple(self.size):
-            from playbook_utils.resize import resize_uint8
-
             frames = resize_uint8(frames, self.size)
         return {"id": ref.id, "key": ref.key, "frames": frames, "meta": meta, "source": name}
 
@@ -212,8 +207,6 @@ def collate_samples(items) -> dict:
     """A batch of `ShardDataset` items: {'ids', 'keys', 'frames' (one uint8 tensor when the videos share a
     shape, else a list), 'meta', 'skipped' (the `Skipped` records, set aside so the epoch goes on)}."""
     import torch
-
-    from playbook_utils.loaders import Skipped
 
     good = [x for x in items if not isinstance(x, Skipped)]
     frames = [x["frames"] for x in good]
@@ -242,9 +235,7 @@ def shard_loader(
     cores). Every sample of every shard reaches exactly one (rank, worker) per epoch. Notebook 24."""
     import torch
 
-    from playbook_utils.loaders import worker_options
-
-    from playbook_utils._iterable import Iterable
+    from playbook_utils._iterable import Iterable  # imports torch: only where a DataLoader is made
 
     ds = ShardDataset(shards, backend=backend, rank=rank, world_size=world_size, **dataset_kwargs)
     return torch.utils.data.DataLoader(

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 
-from playbook_utils import decoders, probe
+from playbook_utils import decoders, probe, sources
 from playbook_utils.access import ByteIndex
+from playbook_utils.decoders import why_unavailable
 from playbook_utils.errors import BackendUnavailable
 
 
@@ -32,9 +33,6 @@ def measure_access(
     The last two need `index` (`byte_index`). Introduced in notebook 24.
     """
     import torch
-
-    from playbook_utils import sources
-    from playbook_utils.decoders import why_unavailable
 
     why = why_unavailable(backend, "cpu")  # also pays the one-off import check before any clock starts
     if why:

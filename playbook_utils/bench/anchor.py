@@ -15,6 +15,8 @@ import sys
 import time
 
 from playbook_utils import child
+from playbook_utils.bench.verdicts import spread_pct
+from playbook_utils.decoders import child_env, read_frames, video_info, why_unavailable
 
 LIBRARIES = ("pyav", "torchcodec", "decord", "spdl")  # the CPU libraries that decode H.264/HEVC here
 TARGET_PCT = 90  # an adapter should reach this share of the command line where its library can
@@ -22,8 +24,6 @@ TARGET_PCT = 90  # an adapter should reach this share of the command line where 
 
 def _median_rate(fn, frames: int, repeats: int) -> tuple[float, float | None]:
     """(frames per second from the median of `repeats` timed calls of `fn` after one untimed call, spread %)."""
-    from playbook_utils.bench.verdicts import spread_pct
-
     fn()
     rates = []
     for _ in range(repeats):
@@ -131,8 +131,6 @@ BARE = {"pyav": _bare_pyav, "torchcodec": _bare_torchcodec, "decord": _bare_deco
 
 def _child(library: str, path: str, repeats: int) -> dict:
     """The bare loop and `read_frames` of one library, timed alternately in this process (its own)."""
-    from playbook_utils.decoders import read_frames, video_info
-
     n = video_info(path, library).num_frames
     idx = list(range(n))
     bare_shape = tuple(BARE[library](path, n).shape)
@@ -144,7 +142,6 @@ def _child(library: str, path: str, repeats: int) -> dict:
     for _ in range(repeats):  # alternately, so that a drift of the machine falls on both
         bare.append(_timed_rate(lambda: BARE[library](path, n), n))
         adapter.append(_timed_rate(lambda: read_frames(path, idx, library), n))
-    from playbook_utils.bench.verdicts import spread_pct
 
     return {
         "frames": n,
@@ -159,8 +156,6 @@ def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 
     """{library: the child's answer}: each library's bare loop and its adapter decoding every frame of `path` to
     RGB, in a child process of its own (no two libraries' FFmpegs in one process). A library that is not
     installed, or refuses the file, answers 'unavailable' with the reason. Notebook 20."""
-    from playbook_utils.decoders import child_env, why_unavailable
-
     out = {}
     for lib in libraries:
         why = why_unavailable(lib, "cpu", path)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 
 from playbook_utils.bench import verdicts
+from playbook_utils.bench.loader_bench import trusted
+from playbook_utils.decoders import traits, why_unavailable
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
@@ -22,8 +24,6 @@ def gop_class(gop) -> str:
 
 def describe(info) -> dict:
     """What the decision needs to know of one probed file (a `media.VideoInfo`)."""
-    from playbook_utils.decoders import traits
-
     return {
         "codec": info.codec,
         "width": info.width,
@@ -42,8 +42,6 @@ def coverage(paths: dict, devices, backends) -> dict:
     """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend would refuse before
     decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
     limits)."""
-    from playbook_utils.decoders import why_unavailable
-
     out = {}
     for d in devices:
         for b in backends:
@@ -164,8 +162,6 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                 }
             )
     elif workload == "sequential":
-        from playbook_utils.bench.loader_bench import trusted
-
         gpu = [g for g in nb21.get("gpu_loaders", []) if trusted(g)]  # steady rates, none above the ceiling
         for g in [g for g in gpu if g.get("codec", g["clip"].split("_")[0]) == codec] or gpu:
             if g["kind"] == "dali":

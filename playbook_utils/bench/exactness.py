@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from playbook_utils.decoders import read_frames, video_info, why_unavailable
+from playbook_utils.media import StampError, read_stamp
+
 REFERENCE_BACKENDS = ("pyav", "torchcodec", "decord")  # CPU decoders, in the order they are tried
 FLOOR_DB = 20.0  # below this PSNR against its own reference a frame is wrong whatever its neighbours say
 NEIGHBOUR_DB = 0.5  # a frame this much closer to a neighbour than to its own reference is the neighbour
@@ -58,8 +61,6 @@ def psnr(a, b) -> float:
 def reference_backend(path, backend: str | None) -> str | None:
     """The CPU library that serves as the reference for `backend` on `path`: the first of
     REFERENCE_BACKENDS that is not `backend` and takes the file here; None when none does."""
-    from playbook_utils.decoders import why_unavailable
-
     for b in REFERENCE_BACKENDS:
         if b != backend and why_unavailable(b, "cpu", path) is None:
             return b
@@ -74,8 +75,6 @@ def _positions(n: int, max_frames: int) -> list[int]:
 
 
 def _by_stamp(indices, frames) -> FrameCheck:
-    from playbook_utils.media import StampError, read_stamp
-
     wrong, unreadable = [], 0
     for pos, (want, frame) in enumerate(zip(indices, frames)):
         try:
@@ -91,8 +90,6 @@ def _by_stamp(indices, frames) -> FrameCheck:
 
 
 def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameCheck:
-    from playbook_utils.decoders import read_frames, video_info
-
     n = video_info(path).num_frames
     positions = _positions(len(indices), max_frames)
     needed = sorted({j for p in positions for j in (indices[p] - 1, indices[p], indices[p] + 1) if 0 <= j < n})
@@ -129,8 +126,6 @@ def check_frames(path, indices, frames, backend: str | None = None, max_frames: 
     `max_frames` frames spread over the request. Returns a `FrameCheck`; `method` says which check ran,
     and 'unchecked' (exact None) when no other CPU library here takes the file. Introduced in notebook 20.
     """
-    from playbook_utils.media import StampError, read_stamp
-
     indices = [int(i) for i in indices]
     if len(indices) != len(frames):
         return FrameCheck(

@@ -12,7 +12,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from playbook_utils import env, media
+from playbook_utils import child, env, media
+from playbook_utils.bench.matrix import outcome, table
+from playbook_utils.decoders import read_frames, video_info
+from playbook_utils.device import Device
+from playbook_utils.errors import BackendUnavailable, DecodeError
 
 
 def _remux_faststart(src: Path, dst: Path) -> Path:
@@ -82,9 +86,6 @@ def make_bad_files(
 def classify(result: dict, wanted: list[int]) -> str:
     """'exact', 'WRONG ...', 'clear error: ...' (our `DecodeError`), 'refused: ...', 'RAW: ...' (another library's
     exception reached the top), 'CRASHED: ...' (the process died or hung) for one request's answer."""
-    from playbook_utils import child
-    from playbook_utils.bench.matrix import outcome
-
     status = result["status"]
     if status in ("ok", "unavailable"):
         return outcome(result, wanted)
@@ -97,8 +98,6 @@ def classify(result: dict, wanted: list[int]) -> str:
 
 def run(backends, device: str, directory, timeout: float = 120) -> dict[str, dict[str, str]]:
     """{case: {backend: outcome}}: each backend serves all cases in its own child process."""
-    from playbook_utils.bench.matrix import table
-
     return table(make_bad_files(directory), backends, device, classify, timeout)
 
 
@@ -121,9 +120,6 @@ def replaced_file_reads(a, b, target, backend: str, device: str = "cpu") -> list
     and ends the list."""
     import os
     import shutil
-
-    from playbook_utils.decoders import read_frames
-    from playbook_utils.errors import BackendUnavailable, DecodeError
 
     a, b, target = Path(a), Path(b), Path(target)
     shutil.copy(a, target)
@@ -156,8 +152,6 @@ def _gpu_mb(device: str) -> float:
     import os
 
     import torch
-
-    from playbook_utils.device import Device
 
     index = Device.parse(device).ordinal
     nvml = env.nvml_handle(index)
@@ -210,9 +204,6 @@ def soak(
     import time
 
     import psutil
-
-    from playbook_utils.decoders import read_frames, video_info
-    from playbook_utils.device import Device
 
     rng = random.Random(seed)
     n = video_info(path).num_frames
@@ -267,8 +258,6 @@ def soak_all(jobs: dict, calls: int, warmup: int, max_seconds: float | None, tim
     """`soak` for several (clip, backend, device) at once, each in its own child process, side by side (each
     watches only its own memory): {label: (clip, backend, device)} in, {label: result or {'error': ...}} out
     (notebook 23)."""
-    from playbook_utils import child
-
     argvs = {
         label: child.python(
             "-c",

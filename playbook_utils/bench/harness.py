@@ -22,10 +22,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 
-from playbook_utils import child, env
+from playbook_utils import child, env, media, sampling
+from playbook_utils.bench import exactness, verdicts
+from playbook_utils.bench.monitor import UtilizationMonitor
+from playbook_utils.decoders import BACKENDS, child_env, read_frames, video_info, why_unavailable
 from playbook_utils.device import Device
 
 WORKLOADS = {
@@ -53,8 +55,6 @@ class Job:
 
 def indices_for(workload: str, num_frames: int, call: int) -> list[int]:
     """Frame indices one call of `workload` asks for (clips vary with the call number, as in training)."""
-    from playbook_utils import sampling
-
     spec = WORKLOADS[workload]
     if spec["kind"] == "sequential":
         return sampling.all_frames(num_frames)
@@ -71,8 +71,6 @@ def _child(job: Job) -> dict:
     decoder an adapter keeps for the file it read last (PyNvVideoCodec, TorchCodec) is never reused from
     one call to the next: each call pays what a loader pays when it moves on to another video.
     """
-    from playbook_utils.decoders import video_info
-
     with tempfile.TemporaryDirectory(prefix="bench-") as folder:
         clips = []
         for k in range(4):
@@ -86,10 +84,6 @@ def _child(job: Job) -> dict:
 def _measure(job: Job, clips: list[str]) -> dict:
     """The measurement of `_child`, with `clips` the names of job.clip to rotate over."""
     import torch
-
-    from playbook_utils.bench import exactness, verdicts
-    from playbook_utils.bench.monitor import UtilizationMonitor
-    from playbook_utils.decoders import read_frames, video_info
 
     n = video_info(job.clip).num_frames
     n = min(n, job.max_frames) if job.max_frames else n
@@ -151,8 +145,6 @@ def _measure(job: Job, clips: list[str]) -> dict:
 def run_job(job: Job, timeout: float = 600) -> dict:
     """Run `job` in a fresh child process; return one result row (failures become rows too: 'status' is one of
     `child.OUTCOMES`)."""
-    from playbook_utils.decoders import child_env, why_unavailable
-
     row = {**dataclasses.asdict(job), "clip": Path(job.clip).name}
     why = why_unavailable(job.backend, job.device, job.clip)  # known before decoding: no child process needed
     if why:
@@ -212,33 +204,6 @@ def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
     return cs, js
 
 
-def format_rows(rows: list[dict]) -> str:
-    """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
-    per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
-    row has no rate). The jobs a backend refuses for one reason are one line, with the whole reason. Notebook 20."""
-    lines = [
-        f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
-        f"exact  check"
-    ]
-    refused = Counter((r["backend"], r["device"], r.get("error") or "") for r in rows if r["status"] == "unavailable")
-    for r in rows:
-        if r["status"] == "unavailable":
-            continue
-        ok = r["status"] == "ok"
-        fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
-        spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
-        pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
-        pct = " ABOVE" if r.get("verdict") == "above" else pct  # no share above the ceiling is a result
-        note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"
-        lines.append(
-            f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:34]:34s} {fps} "
-            f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}"
-        )
-    for (backend, device, why), n in refused.items():
-        lines.append(f"{backend:15s} {device:4s} {n} job(s) unavailable: {why}")
-    return "\n".join(lines)
-
-
 def plan(backends, device: str, workloads, clips, threads=(1,), min_time: float = 2.0) -> list[Job]:
     """Every backend x workload x clip x thread count (a backend that cannot run here yields 'unavailable' rows)."""
     return [Job(b, device, w, str(c), t, min_time) for b in backends for w in workloads for c in clips for t in threads]
@@ -287,7 +252,6 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> lis
     another, and the library's import, its CUDA context and its decoders are made once, not once per job. A
     child that crashes loses the job it was on; a new one serves the rest. `progress`: a bar on stderr
     (`progress_bar`). Notebook 20."""
-    from playbook_utils.decoders import child_env, why_unavailable
 
     def head(job):
         return {**dataclasses.asdict(job), "clip": Path(job.clip).name}
@@ -318,8 +282,6 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> lis
 
 
 def main(argv=None) -> int:
-    from playbook_utils.decoders import BACKENDS
-
     def words(spec: dict) -> str:
         if spec["kind"] == "uniform":
             return f"{spec['k']} frames spread evenly over the video"
@@ -388,7 +350,6 @@ def main(argv=None) -> int:
     ]
     if unknown:
         ap.error(f"unknown workload or backend: {', '.join(unknown)} (see --help for the valid names)")
-    from playbook_utils import media
 
     clips = args.clips.split(",") if args.clips else list(media.default_media(smoke=args.mode == "smoke").values())
     jobs = plan(

@@ -13,18 +13,20 @@ import sys
 import time
 from pathlib import Path
 
-from playbook_utils import child
+from playbook_utils import child, loaders, media
+from playbook_utils.bench import nvdec, verdicts, words
+from playbook_utils.bench.monitor import UtilizationMonitor
+from playbook_utils.bench.verdicts import block_rates, spread_pct
+from playbook_utils.decoders import child_env, video_info, why_unavailable
 from playbook_utils.device import Device
-
-BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
+from playbook_utils.errors import DecodeError
+from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
 
 
 def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
     """(the paths `backend` takes on `device`, {path: why} for the ones it refuses before decoding): a loader
     of one library is measured on the files it would read, not stopped by the first it refuses (decord and
     open-GOP video, say). Introduced in notebook 21."""
-    from playbook_utils.decoders import why_unavailable
-
     why = {str(p): why_unavailable(backend, device, p) for p in dict.fromkeys(paths)}
     return [p for p in paths if not why[str(p)]], {p: w for p, w in why.items() if w}
 
@@ -52,8 +54,6 @@ def sweep_workers(
     are not started (each backend's first, with the most workers, always runs): they are listed in `unmeasured`.
     Each row also holds 'config_s', the configuration's wall time with its workers' start and stop. `log` gets
     one line per configuration. Notebook 21."""
-    from playbook_utils import loaders
-
     configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
     if budget_s is not None:
         max_s = min(max_s, budget_s / max(1, len(configs)))
@@ -127,8 +127,6 @@ def gpu_specs(clip, device: str, threads, process_layouts, dali_ok: bool) -> tup
     """The GPU-side loaders notebook 21 measures on `clip`: a `GpuLoader` per GPU backend and thread count, a
     `GpuProcessLoader` per (processes, threads), and DALI's reader where `dali_ok`. Returns (specs, notes), a
     note for each backend that refuses the clip."""
-    from playbook_utils.decoders import why_unavailable
-
     specs, notes = [], []
     for b in ("pynvvideocodec", "torchcodec"):
         why = why_unavailable(b, device, clip)
@@ -171,9 +169,6 @@ def measure_gpu_loaders(
     warmup_batches, min_window_s) over `items_for(n)` distinct files, n sized by `steady_epoch` for the spec's
     look-ahead so that its rate is a steady one; each row judged against `ceiling` (`nvdec.against_ceiling`) with
     what NVML saw inside the steady window. Returns the rows; a failure is a line (notebook 21)."""
-    from playbook_utils.bench import monitor, nvdec
-    from playbook_utils.decoders import video_info
-
     frames_per_item = max(1, video_info(clip).num_frames)
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
@@ -186,13 +181,7 @@ def measure_gpu_loaders(
             continue
         row = {"clip": Path(clip).name, "codec": codec, "path": str(clip), **spec, **r}
         row.update(nvdec.against_ceiling(row["frames_per_s"], row.get("frames_per_s_spread_pct"), ceiling))
-        rate = f"{row['frames_per_s']:8,.0f} frames/s" if row["frames_per_s"] else f"{'-':>8s} frames/s"
-        how = f"look-ahead {row['lookahead_items']}, {row['epoch_items']} items, {row['seconds']:.0f} s window"
-        judged = row["words"] if row["steady"] else f"NOT A STEADY RATE: {row['why']}"
-        log(
-            f"  {row['loader']:34s} {rate} ±{row.get('frames_per_s_spread_pct') or 0:.0f}%  {judged}  "
-            f"({how}; busy: {monitor.busy_words(row.get('utilization'))})"
-        )
+        log(words.gpu_loader_line(row))
         rows.append(row)
     return rows
 
@@ -232,75 +221,33 @@ def more_threads(
     no more than the larger spread of the two rows. With `to_the_end`, every step is measured all the same (a
     full sweep, to show where more threads lead), and a later step takes the best only by gaining beyond the
     spread. Returns (the new rows, a sentence: where it stopped rising, at what rate, what held it back there
-    (`limit_of`), and, with `to_the_end`, how far the rate moved after). A row that is not a result (`trusted`)
+    (`words.limit_of`), and, with `to_the_end`, how far the rate moved after). A row that is not a result (`trusted`)
     ends the sweep and the sentence says why. Notebook 21."""
     best, rows, stopped = row, [], None
     for t in [t for t in steps if t > row["threads"]]:
         spec = {"kind": "gpu", "backend": row["backend"], "threads": t, "loader": f"{row['backend']} x{t} threads"}
         new = measure_gpu_loaders(row["path"], row["codec"], [spec], items_for, ceiling, common, log)
         if not new:
-            return rows, f"{spec['loader']} failed (the line above says why); the best stays {best['loader']}"
+            return rows, words.sweep_sentence("failed", best, rows, tried=spec["loader"])
         rows += new
         if not trusted(new[0]):
-            return rows, (
-                f"{spec['loader']} gave no rate to compare ({new[0]['words'] if new[0]['steady'] else new[0]['why']}); "
-                f"the best measured stays {best['loader']}, {best['frames_per_s']:,.0f} frames/s"
-            )
+            return rows, words.sweep_sentence("no rate", best, rows, tried=spec["loader"])
         gain = 100 * (new[0]["frames_per_s"] / best["frames_per_s"] - 1)
         spread = max(best.get("frames_per_s_spread_pct") or 0, new[0].get("frames_per_s_spread_pct") or 0)
         if gain > spread:
             best = new[0]
             continue
-        if stopped is None:
-            stopped = (t, f"the rate stopped rising at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%)")
+        stopped = stopped or (t, gain, spread)
         if not to_the_end:
             break
-    if stopped is None:
-        return rows, (
-            f"still rising at {best['threads']} threads, the last count tried: {best['frames_per_s']:,.0f} frames/s, "
-            f"held back by {limit_of(best)[1]}"
-        )
-    held = f"{best['frames_per_s']:,.0f} frames/s, held back by {limit_of(best)[1]}"
-    if best["threads"] > stopped[0]:
-        return rows, f"{stopped[1]}, then rose again: {best['loader']} is the best, {held}"
-    after = [r for r in rows if r["threads"] > best["threads"]]
-    moved = ""
-    if len(after) > 1:
-        lo, hi = (
-            100 * (min(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1),
-            100 * (max(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1),
-        )
-        moved = f"; from there to {after[-1]['threads']} threads it stayed within {lo:+.1f}% to {hi:+.1f}% of it"
-    return rows, f"{stopped[1]}: it levels off from {best['loader']}, {held}{moved}"
-
-
-def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
-    """(label, sentence): what held a GPU-side loader back. NVDEC busy at least `busy_pct` of the time means the
-    engines; else the SMs busy that long mean the GPU work each frame needs beyond decoding; neither means the
-    host side (Python scheduling, demuxing, the calls into the decoders). Where the window was too short for
-    utilization samples to mean anything, 'unknown' with that reason."""
-    u = row.get("utilization") or {}
-    nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
-    if nvdec is None or sm is None:
-        return "unknown", f"unknown: utilization {u.get('busy_why') or 'not measured (NVML gave none here)'}"
-    if nvdec >= busy_pct:
-        return "NVDEC", f"NVDEC, busy {nvdec:.0f}% of the time"
-    if sm >= busy_pct:
-        return (
-            "SMs",
-            f"the SMs, busy {sm:.0f}% of the time (colour conversion, resize, normalization; NVDEC {nvdec:.0f}%)",
-        )
-    cores = f"; the process used {cpu / 100:.1f} cores" if cpu is not None else ""
-    return "host side", f"the host side: neither NVDEC ({nvdec:.0f}%) nor the SMs ({sm:.0f}%) were busy{cores}"
+    return rows, words.sweep_sentence("done", best, rows, stopped=stopped)
 
 
 def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
     """Per clip, the best GPU-side loader among the `trusted` rows with its margin over the runner-up
     (`verdicts.rank`), its share of the ceiling (`nvdec.against_ceiling`, with the rate's spread), what held it
-    back (`limit_of`) and how many rows were not results; the headline notebook 21 reports. `ceilings` maps a
+    back (`words.limit_of`) and how many rows were not results; the headline notebook 21 reports. `ceilings` maps a
     clip's name to its `nvdec.ceiling` result."""
-    from playbook_utils.bench import verdicts
-
     best = {}
     for name in dict.fromkeys(r["clip"] for r in rows):
         rs = [r for r in rows if r["clip"] == name and trusted(r)]
@@ -308,7 +255,7 @@ def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
             continue
         b = max(rs, key=lambda r: r["frames_per_s"])
         v = verdicts.rank((r["loader"], r["frames_per_s"], r.get("frames_per_s_spread_pct")) for r in rs)
-        label, why = limit_of(b)
+        label, why = words.limit_of(b)
         c = ceilings.get(name) or {}
         best[name] = {
             "loader": b["loader"],
@@ -332,9 +279,6 @@ def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
 
 def _mbps(path) -> float | None:
     """The bitrate of the file at `path` in Mbit/s (2 decimals), None when unknown."""
-    from playbook_utils import media
-    from playbook_utils.errors import DecodeError
-
     try:
         rate = media.probe(path).bit_rate if path else None
     except DecodeError:  # the loader row stands without it
@@ -408,8 +352,6 @@ def steady_rate(
     look-aheads and `min_window_s`, 'why' (when not steady)}. 'frames_per_s' is None when the epoch left no
     window at all. Introduced in notebook 21.
     """
-    from playbook_utils.bench.verdicts import block_rates, spread_pct
-
     total = sum(d[1] for d in deliveries)
     lo, hi = warmup_items + lookahead_items, total - (lookahead_items if tail_items is None else tail_items)
     done, first, last = 0, None, None
@@ -481,8 +423,6 @@ def measure_loader(
     'samples_per_s', 'samples_per_s_spread_pct', 'steps', 'stopped_by_time', 'lookahead_batches', 'steady',
     'why'}: 'steady' is False (with 'why') when the epoch ended before `min_steps` measured steps.
     """
-    from playbook_utils.bench.verdicts import block_rates, spread_pct
-
     ahead_items, _ = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
     skip = warmup + -(-ahead_items // batch)
@@ -656,9 +596,6 @@ class _DaliVideos:
 
 def _run_spec(spec: dict) -> dict:
     """Build the loader `spec` describes and measure it in this process (the child of `measure_isolated`)."""
-    from playbook_utils.bench.monitor import UtilizationMonitor
-    from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
-
     if spec["kind"] == "dali":
 
         def make():
@@ -725,8 +662,6 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
     both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs.
     """
-    from playbook_utils.decoders import child_env
-
     spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
     return child.call(
         child.python("-m", "playbook_utils.bench.loader_bench", json.dumps(spec)), timeout=timeout, env=child_env()

@@ -17,6 +17,7 @@ import dataclasses
 from pathlib import Path
 
 from playbook_utils import media
+from playbook_utils.decoders.isolated import run_requests
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,8 +167,6 @@ def outcome(result: dict, wanted: list[int]) -> str:
 def table(cases: dict, backends, device: str, classify=None, timeout: float = 300) -> dict[str, dict[str, str]]:
     """{case: {backend: outcome}} for cases given as {name: (path, indices[, stamps shown there[, stream]])}
     (the stamps default to the indices, the stream to FFmpeg's best); each backend in its own process."""
-    from playbook_utils.decoders.isolated import run_requests
-
     classify = classify or outcome
     full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None) for name, c in cases.items()}
     result: dict[str, dict[str, str]] = {name: {} for name in cases}

@@ -91,15 +91,3 @@ class UtilizationMonitor:
                 f"{self.nvml_period_s:.2f} s)"
             )
         return out
-
-
-def busy_words(u: dict | None) -> str:
-    """What a `summary` says of the busy units, for a table line: 'NVDEC 97%, SMs 45%, CPU 350%', or why nothing
-    was measured. Notebooks 20, 21."""
-    u = u or {}
-    busy = ", ".join(
-        f"{label} {u[key]:.0f}%"
-        for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
-        if u.get(key) is not None
-    )
-    return busy or u.get("busy_why") or "not sampled"

@@ -15,7 +15,9 @@ import time
 
 from playbook_utils import child, env
 from playbook_utils.bench.monitor import MIN_SAMPLES
+from playbook_utils.decoders import why_unavailable
 from playbook_utils.errors import describe
+from playbook_utils.media import StampError, read_stamp
 
 CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 
@@ -49,8 +51,6 @@ def _decode_pyav_hwaccel(path: str):
 
 
 def _child(library: str, path: str) -> dict:
-    from playbook_utils.media import StampError, read_stamp
-
     start = time.perf_counter()
     decode = {"pynvvideocodec": _decode_pynvvideocodec, "pyav_hwaccel": _decode_pyav_hwaccel}[library]
     frames, how = decode(path)
@@ -254,8 +254,6 @@ def _layouts(configs, decoders) -> list[tuple[int, int, str]]:
 
 def usable_decoders(device: str = "cuda") -> tuple[str, ...]:
     """The DECODERS whose library can decode on `device` here (their adapters answer `why_unavailable`)."""
-    from playbook_utils.decoders import why_unavailable
-
     return tuple(d for d in DECODERS if why_unavailable(d, device) is None)
 
 
@@ -374,29 +372,6 @@ def ceilings(
                 log(f"{other}: {layout[0][2]}, layout {layout[0][0]} x {layout[0][1]}")
             out[other] = ceiling(clips[other], layout, seconds, gpu, step)
     return out
-
-
-def format_ceilings(found: dict, infos: dict) -> str:
-    """`ceilings` as a table: clip, size, bitrate, rate, the decoder library and layout that reached it, NVML's
-    median decoder utilization, saturated or not (a lower bound)."""
-    lines = [
-        f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'decoder':>14s} {'layout':>7s} "
-        f"{'NVDEC util':>10s} {'at 100%':>8s}  saturated ({SATURATED_PCT}%), or a lower bound"
-    ]
-    for name, c in found.items():
-        i = infos[name]
-        head = f"{name[:34]:34s} {i.width:4d}x{i.height:<4d} {(i.bit_rate or 0) / 1e6:6.1f}"
-        if c["fps"]:
-            b = c["best"]
-            util = "n/a" if b["nvdec_util_median"] is None else f"{b['nvdec_util_median']}%"
-            lines.append(
-                f"{head} {c['fps']:11,.0f} {b.get('decoder', 'pynvvideocodec'):>14s} {b['processes']:>3d}x"
-                f"{b['threads']:<3d} {util:>10s} {c['implied_fps'] or 0:8,.0f}  "
-                f"{'saturated' if c['saturated'] else 'LOWER BOUND'}"
-            )
-        else:
-            lines.append(f"{head} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # any failure is reported as data: this process exists to contain it

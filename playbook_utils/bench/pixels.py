@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 from playbook_utils import colour
+from playbook_utils.decoders import why_unavailable
+from playbook_utils.decoders.isolated import run_requests
 from playbook_utils.probe import video_info
 
 THRESHOLD_DB = 36.0  # at least this PSNR against the reference on every frame: the backend converts as the tags say
@@ -96,9 +98,6 @@ def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: i
     put against the clip's reference. Returns one row per (backend, clip, round): {'backend', 'device', 'clip',
     'round', 'status', 'psnr_db' (the worst frame; None when every frame is identical, 'identical' then True),
     'agrees' (every frame at least THRESHOLD_DB), 'error' (the reason, for a refusal or a failure)}. Notebook 20."""
-    from playbook_utils.decoders import why_unavailable
-    from playbook_utils.decoders.isolated import run_requests
-
     import numpy as np
 
     indices = [int(i) for i in indices]

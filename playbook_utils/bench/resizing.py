@@ -6,14 +6,13 @@ from __future__ import annotations
 import time
 
 from playbook_utils.decoders import read_frames, video_info
+from playbook_utils.device import Device
 from playbook_utils.resize import can_resize_in_decoder, psnr, read_resized, resize_uint8
 
 
 def _peak(device: str, fn):
     """(result, seconds, peak bytes allocated on the GPU during fn, or None on the CPU)."""
     import torch
-
-    from playbook_utils.device import Device
 
     cuda = Device.parse(device).is_cuda
     if cuda:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from playbook_utils import distributed
 from playbook_utils.device import Device
+from playbook_utils.errors import describe
 
 
 def main(argv=None) -> int:
@@ -43,8 +44,6 @@ def main(argv=None) -> int:
     try:
         return run(args)
     except Exception as e:  # leave the cause where the launcher finds it, then fail as usual
-        from playbook_utils.errors import describe
-
         Path(f"{args.output}.rank{os.environ.get('RANK', 0)}.error").write_text(describe(e)[:1000])
         raise
 

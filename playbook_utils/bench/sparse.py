@@ -14,6 +14,7 @@ pts of every frame index and the keyframe at or before it, which all of them use
 
 from __future__ import annotations
 
+from playbook_utils import media
 from playbook_utils.bench.verdicts import spread_pct
 
 STRATEGIES = ("seek per frame", "decode everything", "sorted forward pass", "parallel GOPs", "keyframe snapped")
@@ -22,8 +23,6 @@ EXACT = ("seek per frame", "sorted forward pass", "parallel GOPs")  # the strate
 
 def frame_maps(path):
     """(pts of each frame index in presentation order, index of the keyframe at or before each frame)."""
-    from playbook_utils import media
-
     info = media.probe(path)  # one pass over the packets gives both
     return info.pts, info.keyframe_of
 
@@ -153,8 +152,6 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
     """
     import time
 
-    from playbook_utils import media
-
     pts, key_of = frame_maps(path)
     calls = {
         "seek per frame": lambda: seek_per_frame(path, targets, pts, threads) + (list(targets),),
@@ -178,19 +175,3 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
             "mean_offset": sum(abs(a - b) for a, b in zip(returned, targets)) / len(targets),
         }
     return out
-
-
-def format_run(result: dict) -> str:
-    """A `run` result as a table: per strategy the time, the frames decoded, the speed-up over decoding
-    everything, the frames returned ('exact': the targets; 'snapped': the keyframes it claims, `mean_offset` away;
-    'WRONG': not what it claims) and the mean offset from the targets (notebook 20)."""
-    base = result["decode everything"]["seconds"]
-    lines = [f"  {'strategy':22s} {'ms':>8s} {'decoded':>8s} {'vs all':>7s} {'frames':>7s} {'offset':>7s}"]
-    for label in STRATEGIES:
-        x = result[label]
-        frames = "WRONG" if not x["exact"] else "exact" if x["mean_offset"] == 0 else "snapped"
-        lines.append(
-            f"  {label:22s} {1e3 * x['seconds']:8.1f} {x['frames_decoded']:8d} {base / x['seconds']:6.1f}x "
-            f"{frames:>7s} {x['mean_offset']:6.1f}f"
-        )
-    return "\n".join(lines)

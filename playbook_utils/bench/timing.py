@@ -8,6 +8,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from playbook_utils.device import Device
+
 
 def measure(
     fn,
@@ -50,8 +52,6 @@ def measure(
 
 def cuda_sync(device: str):
     """A sync function for `measure` on `device`, or None on the CPU."""
-    from playbook_utils.device import Device
-
     if not Device.parse(device).is_cuda:
         return None
     import torch

@@ -19,6 +19,7 @@ import re
 import threading
 from functools import lru_cache
 
+from playbook_utils import env
 from playbook_utils.device import Device, cuda_visible
 from playbook_utils.sources import file_identity  # noqa: F401 (the key of the adapters' decoder caches)
 
@@ -141,8 +142,6 @@ def _vouched() -> set[str]:
 def importable(name: str) -> tuple[bool, str | None]:
     """(True, None) when the module `name` imports cleanly here, else (False, the error): checked once per process,
     in a child process (`env.check_import`), so that a library that crashes on import cannot take this one with it."""
-    from playbook_utils import env
-
     if name in _vouched():  # a measuring child: its parent's check stands
         return True, None
     info = env.check_import(name)

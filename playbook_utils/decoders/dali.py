@@ -13,6 +13,7 @@ import threading
 
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
+from playbook_utils.errors import BackendUnavailable
 
 _lock = threading.Lock()
 _pipes: dict = {}  # pipelines by `pipeline_key`, the most recently used last
@@ -86,8 +87,6 @@ def _pipeline(kind: str, gpu: int, size=None):
 def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | None = None, size=None):
     import numpy as np
     import torch
-
-    from playbook_utils.errors import BackendUnavailable
 
     kind = device.kind
     gpu = device.ordinal if device.is_cuda else -1

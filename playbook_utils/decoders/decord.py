@@ -8,6 +8,7 @@ the file traits that the correctness matrix found decord to get wrong.
 
 from __future__ import annotations
 
+from playbook_utils import child
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 
@@ -43,7 +44,6 @@ class Decord(base.Adapter):
         break PyAV's VP9 encoder in the same process (shown in notebook 11)."""
         if kind != "cuda":
             return None
-        from playbook_utils import child
 
         found = child.call(
             child.python(

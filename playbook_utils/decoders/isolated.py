@@ -14,7 +14,9 @@ import tempfile
 from pathlib import Path
 
 from playbook_utils import child
+from playbook_utils.decoders import as_stored, child_env, read_frames, video_info
 from playbook_utils.errors import BackendUnavailable, DecodeError
+from playbook_utils.media import StampError, read_stamp
 
 
 def read_frames_isolated(
@@ -59,8 +61,6 @@ def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
     uint8 RGB frames), 'psnr_db', one per frame (None where identical). If the child dies or runs out of
     time, the request it was on is 'crashed' or 'timeout' and a new child takes the rest.
     """
-    from playbook_utils.decoders import child_env
-
     # the imports this process has checked need no second check there
     return child.serve(child.python("-m", "playbook_utils.decoders.isolated"), requests, timeout, child_env())
 
@@ -68,15 +68,11 @@ def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
 def _serve_one(req: dict) -> dict:
     import numpy as np
 
-    from playbook_utils.decoders import as_stored, read_frames, video_info
-
     frames = read_frames(
         req["path"], req["indices"], backend=req["backend"], device=req["device"], stream=req.get("stream")
     )
     result = {"shape": list(frames.shape)}
     if req.get("stamps"):
-        from playbook_utils.media import StampError, read_stamp
-
         stamps = []
         for f in as_stored(frames, video_info(req["path"], stream=req.get("stream"))):  # stamps read upright
             try:

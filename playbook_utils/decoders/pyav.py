@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
+from playbook_utils.errors import BackendUnavailable, first_line
 
 
 class PyAV(base.Adapter):
@@ -27,8 +28,6 @@ class PyAV(base.Adapter):
             # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways
             # ("no stream is compatible", or "Invalid data" for an unsupported profile such as 4:4:4).
             if not decoded or "ardware" in str(e):
-                from playbook_utils.errors import BackendUnavailable, first_line
-
                 first = first_line(e, type(e).__name__)[:200]
                 raise BackendUnavailable(
                     path,

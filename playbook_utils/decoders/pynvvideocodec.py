@@ -13,6 +13,7 @@ import threading
 
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
+from playbook_utils.errors import BackendUnavailable
 
 _CHUNK = 8
 _local = threading.local()
@@ -54,8 +55,6 @@ class PyNvVideoCodec(base.Adapter):
     )
 
     def read(self, path: str, indices: list[int], device: Device, info):
-        from playbook_utils.errors import BackendUnavailable
-
         gpu = device.ordinal
         try:
             try:

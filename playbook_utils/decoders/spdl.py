@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from playbook_utils import child
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 
@@ -35,8 +36,6 @@ class Spdl(base.Adapter):
     def _check_device(self, kind: str) -> str | None:
         """Whether spdl-io's FFmpeg (CPU) or CUDA extension loads, checked in a child process so that a failed
         load leaves this process clean."""
-        from playbook_utils import child
-
         # dir() loads the lazily imported extension
         found = child.call(
             child.python(

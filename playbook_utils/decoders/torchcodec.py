@@ -14,6 +14,7 @@ import threading
 
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
+from playbook_utils.errors import BackendUnavailable
 
 _local = threading.local()
 _inherited: list = []
@@ -149,8 +150,6 @@ class TorchCodec(base.Adapter):
         if device.is_cuda:
             status = str(getattr(dec, "cpu_fallback", ""))
             if "Falling back" in status or frames.device.type != "cuda":
-                from playbook_utils.errors import BackendUnavailable
-
                 raise BackendUnavailable(
                     path,
                     f"NVDEC cannot decode this {info.codec} stream; TorchCodec would "

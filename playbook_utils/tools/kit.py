@@ -20,8 +20,10 @@ import tempfile
 from pathlib import Path
 
 from playbook_utils import env, folders, media
-from playbook_utils.bench import timing
+from playbook_utils.bench import exactness, matrix, timing
+from playbook_utils.decoders import BACKENDS
 from playbook_utils.device import Device
+from playbook_utils.errors import describe
 from playbook_utils.tools.results import NotebookResults
 
 # import name -> the name a reader knows (env.LIBRARIES) plus torch
@@ -263,9 +265,6 @@ class Notebook:
         call raises gets its error instead of a rate. Each row: device, workload, clip, fps, spread_pct,
         exact, error.
         """
-        from playbook_utils.bench import exactness
-        from playbook_utils.decoders import BACKENDS
-
         backend = next((b for b in BACKENDS if self.results.stem.split("_", 1)[1].startswith(b)), None)
         table = []
         for dev, workload, clip, fn, wanted in rows:
@@ -287,8 +286,6 @@ class Notebook:
                 m = timing.measure(fn, items=len(wanted), min_time=min_time, sync=timing.cuda_sync(dev))
                 row.update(fps=m["per_s"], spread_pct=m["spread_pct"])
             except Exception as e:  # a path this machine cannot run is a row with its reason
-                from playbook_utils.errors import describe
-
                 row["error"] = describe(e)[:160]
             table.append(row)
         print(f"{'device':7s} {'workload':14s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} exact (check)")
@@ -327,8 +324,6 @@ class Notebook:
         """Run the correctness matrix for one backend on `devices` (each file in a child process), print
         the table and the reason for every outcome that is not 'exact', and record that no outcome is
         WRONG, crashed or timed out. The table, {case: {column: outcome}}, goes to `results.data['matrix']`."""
-        from playbook_utils.bench import matrix
-
         table: dict = {}
         for dev in devices:
             for case, row in matrix.run([backend], dev, self.out / "matrix").items():

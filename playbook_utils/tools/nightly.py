@@ -45,6 +45,9 @@ import json
 import sys
 from pathlib import Path
 
+from playbook_utils.tools import run_notebooks
+from playbook_utils.tools.run_notebooks import matches
+
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "results" / "h200"
 TOLERANCES = ROOT / "results" / "tolerances.json"
@@ -290,8 +293,6 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     Keys: exit_code, verdict, failures (notebook names), regressions ('notebook: metric'), notebooks
     (one entry per notebook with its metric rows), baseline and run stamps.
     """
-    from playbook_utils.tools.run_notebooks import matches
-
     # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
     notebooks, failures, regressions, unjudged = [], [], [], []
@@ -445,8 +446,6 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
 
 def _merge_summary(output: Path, before: dict | None) -> None:
     """After a partial run into a folder that already had a summary: keep the earlier rows the run did not redo."""
-    from playbook_utils.tools import run_notebooks
-
     if not before or not (output / "summary.json").exists():
         return
     after = _read_json(output / "summary.json")
@@ -463,8 +462,6 @@ def _merge_summary(output: Path, before: dict | None) -> None:
 
 def run(args) -> Path:
     """Run the notebooks through `playbook_utils.tools.run_notebooks` into the output folder; returns that folder."""
-    from playbook_utils.tools import run_notebooks
-
     output = Path(args.output or Path("nightly") / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     output.mkdir(parents=True, exist_ok=True)
     before = _read_json(output / "summary.json") if (output / "summary.json").exists() else None

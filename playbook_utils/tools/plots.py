@@ -4,6 +4,8 @@ save it with `kit.show`."""
 
 from __future__ import annotations
 
+from playbook_utils import media
+
 
 def frame_grid(frames, titles=None, title: str = "", columns: int = 4, path=None):
     """Show uint8 (N, 3, H, W) or (N, H, W, 3) frames (any device) in a grid, one title per frame; save to
@@ -35,8 +37,6 @@ def frame_grid(frames, titles=None, title: str = "", columns: int = 4, path=None
 def stamped_grid(frames, asked, title: str, columns: int = 4):
     """`frame_grid` with each frame titled 'asked i · stamp s': the index requested and the index read
     from its pixels (`media.read_stamps`), so the picture itself shows whether the loader was exact."""
-    from playbook_utils import media
-
     stamps = media.read_stamps(frames)
     titles = [f"asked {a} · stamp {'none' if s is None else s}" for a, s in zip(asked, stamps)]
     return frame_grid(frames, titles, title, columns)

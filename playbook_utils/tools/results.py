@@ -10,6 +10,8 @@ import json
 import math
 from pathlib import Path
 
+from playbook_utils.errors import first_line
+
 
 def _jsonable(value):
     if isinstance(value, dict):
@@ -49,8 +51,6 @@ class NotebookResults:
         try:
             yield
         except Exception as e:
-            from playbook_utils.errors import first_line
-
             line = f"{name}: {type(e).__name__}: {first_line(e)[:300]}"
             self.failures.append(line)
             print(f"FAILED   {line}")

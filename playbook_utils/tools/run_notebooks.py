@@ -36,6 +36,11 @@ import time
 import traceback
 from pathlib import Path
 
+from playbook_utils import env
+from playbook_utils.bench.harness import PROGRESS_FILE
+from playbook_utils.tools import setup_env
+from playbook_utils.tools.results import reference_numbers
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 REFERENCE_SUMMARY = {
@@ -186,8 +191,6 @@ def run_one(
     """Execute one notebook, its parameters cell overridden by the runner's options and `extra` (from
     `--param`); return its summary row (never raises for a notebook failure)."""
     import papermill as pm
-
-    from playbook_utils.bench.harness import PROGRESS_FILE
 
     requires = notebook_requirements(path)
     missing = [r for r in requires if not capabilities.get(r, False)]
@@ -594,8 +597,6 @@ def unreadable_files(rows: list[dict]) -> dict:
 
 def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
     """Write summary.md and summary.json into `output`; return the markdown path."""
-    from playbook_utils.tools.results import reference_numbers
-
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
     first = open_first(rows)
@@ -707,9 +708,6 @@ def main(argv=None) -> int:
         args.pattern = list(WORKSHOP)
         if "--mode" not in " ".join(argv if argv is not None else sys.argv):
             args.mode = "full"
-
-    from playbook_utils import env
-    from playbook_utils.tools import setup_env
 
     output = Path(caller_path(args.output or f"playbook-output/{args.mode}"))
     args.video_dir = caller_path(args.video_dir)

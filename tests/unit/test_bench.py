@@ -4,7 +4,7 @@ import json
 import pytest
 
 from playbook_utils import media
-from playbook_utils.bench import harness
+from playbook_utils.bench import harness, words
 
 
 @pytest.fixture(scope="module")
@@ -209,8 +209,8 @@ def test_utilization_is_only_reported_from_enough_samples():
     assert (full["nvdec_pct"], full["sm_pct"], full["cpu_pct"], full["busy_why"]) == (97, 40, 100, None)
     short = m.summary(since=0.0, until=0.75)  # 8 samples: no figure, and the reason instead
     assert short["nvdec_pct"] is None and short["cpu_pct"] is None and short["rss_mb"] == 1.0
-    assert "window too short: 8 samples" in short["busy_why"] and monitor.busy_words(short) == short["busy_why"]
+    assert "window too short: 8 samples" in short["busy_why"] and words.busy_words(short) == short["busy_why"]
     m.nvml_period_s = 2.5  # 60 samples over 5.9 s, but NVML averages over 2.5 s: the GPU figures mean little
     gpu_short = m.summary()
     assert gpu_short["nvdec_pct"] is None and gpu_short["cpu_pct"] == 100 and "NVML averages" in gpu_short["busy_why"]
-    assert monitor.busy_words(full) == "NVDEC 97%, SMs 40%, CPU 100%"
+    assert words.busy_words(full) == "NVDEC 97%, SMs 40%, CPU 100%"

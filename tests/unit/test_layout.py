@@ -264,3 +264,29 @@ def test_experiment_scripts_live_outside_the_package_and_run_nothing_on_import()
         guarded = [n for n in top if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
         calls = [n for n in top if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
         assert guarded and not calls, f"{script.name}: its work must run under `if __name__ == '__main__'`"
+
+
+def test_the_packages_own_modules_are_imported_at_the_top():
+    """The import graph has no cycle, so no module of the package needs hiding inside a function; the one
+    exception is a module that imports torch at its top (TORCH_AT_TOP), imported where it is used."""
+    inside = []
+    for module, path in MODULES.items():
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0
+                    else ["." * node.level + (node.module or "")]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                inside += [
+                    f"{module}:{node.lineno} {n}"
+                    for n in names
+                    if (n.startswith("playbook_utils") or n.startswith(".")) and n not in TORCH_AT_TOP
+                ]
+    assert not inside, inside

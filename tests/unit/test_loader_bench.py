@@ -3,7 +3,7 @@
 import pytest
 
 from playbook_utils import media
-from playbook_utils.bench import harness, loader_bench, nvdec
+from playbook_utils.bench import loader_bench, nvdec, words
 from playbook_utils.tools import plots
 
 
@@ -31,7 +31,7 @@ def test_epoch_items_are_distinct_files_spread_over_the_clips(tmp_path):
     ],
 )
 def test_limit_of_names_the_unit_that_was_busy(util, label):
-    got, sentence = loader_bench.limit_of({"utilization": util})
+    got, sentence = words.limit_of({"utilization": util})
     assert got == label and sentence
 
 
@@ -93,7 +93,7 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
     # the other clip of a codec reuses the layout and the decoder library that did best; hevc has no swept clip
     assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2, "torchcodec"),))]
     assert set(found) == {"h.mp4", "h2.mp4"}
-    table = nvdec.format_ceilings(found, infos)
+    table = words.format_ceilings(found, infos)
     assert "LOWER BOUND" in table and "1,111" in table and "   8.0 " in table  # bitrate beside the rate
     assert "torchcodec" in table
 
@@ -120,10 +120,10 @@ def test_format_rows_shows_rate_spread_check_or_the_reason():
             "error": "DALI's CPU video decoder does not take h264",
         },
     ]
-    text = harness.format_rows(rows)
+    text = words.format_rows(rows)
     assert "1,234" in text and "7%" in text and "reference:torchcodec" in text
     assert "1 job(s) unavailable: DALI's CPU video decoder does not take h264" in text
-    text = harness.format_rows(rows + [{**rows[1], "workload": "uniform16"}])
+    text = words.format_rows(rows + [{**rows[1], "workload": "uniform16"}])
     assert "2 job(s) unavailable: DALI's CPU" in text and len(text.splitlines()) == 3  # one line per reason
 
 
@@ -279,3 +279,23 @@ def test_backends_tied_at_the_counts_measured_are_all_swept():
     rows[1]["frames_per_s"] = 2900.0  # 7.6% behind: only the fastest
     assert [r["backend"] for r in loader_bench.sweep_starts(rows)] == ["pynvvideocodec"]
     assert loader_bench.sweep_starts([]) == []
+
+
+def test_a_gpu_loader_line_gives_rate_verdict_window_and_what_was_busy():
+    row = {
+        "loader": "torchcodec x16 threads",
+        "frames_per_s": 7366.0,
+        "frames_per_s_spread_pct": 5.0,
+        "steady": True,
+        "words": "90.4% of the NVDEC ceiling",
+        "lookahead_items": 32,
+        "epoch_items": 288,
+        "seconds": 10.2,
+        "utilization": {"nvdec_pct": 89, "sm_pct": 65, "cpu_pct": 328},
+    }
+    line = words.gpu_loader_line(row)
+    assert "7,366 frames/s ±5%  90.4% of the NVDEC ceiling" in line
+    assert "look-ahead 32, 288 items, 10 s window; busy: NVDEC 89%, SMs 65%, CPU 328%" in line
+    short = {**row, "steady": False, "why": "the window lasted 8.3 s, less than 10 s", "utilization": {}}
+    assert "NOT A STEADY RATE: the window lasted 8.3 s" in words.gpu_loader_line(short)
+    assert "busy: not sampled" in words.gpu_loader_line(short)

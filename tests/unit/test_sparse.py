@@ -3,7 +3,7 @@
 import pytest
 
 from playbook_utils import media, sampling
-from playbook_utils.bench import sparse
+from playbook_utils.bench import sparse, words
 
 pytestmark = pytest.mark.media  # every test here encodes or decodes video
 
@@ -41,9 +41,9 @@ def test_every_strategy_returns_what_it_claims(long_clips, name):
     snapped = r["keyframe snapped"]
     assert snapped["frames_decoded"] <= 16 and 0 < snapped["mean_offset"] <= gop / 2
     assert all(r[s]["mean_offset"] == 0 for s in sparse.EXACT + ("decode everything",))
-    table = sparse.format_run(r).splitlines()
+    table = words.format_run(r).splitlines()
     assert next(line for line in table if "keyframe snapped" in line).split()[-2] == "snapped"
     assert all(next(line for line in table if s in line).split()[-2] == "exact" for s in sparse.EXACT)
     r["parallel GOPs"]["exact"] = False  # frames that are not what the strategy claims
-    assert "WRONG" in next(line for line in sparse.format_run(r).splitlines() if "parallel GOPs" in line)
+    assert "WRONG" in next(line for line in words.format_run(r).splitlines() if "parallel GOPs" in line)
     assert r["seek per frame"]["spread_pct"] is None  # one repeat: no spread

@@ -1,0 +1,152 @@
+"""The sentences and tables the benchmark notebooks print from measurements (notebooks 20 and 21): built here,
+once, from the numbers the measuring modules return, so that a notebook's cell only calls them and a wording
+fix lands in one place. Nothing here measures."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from playbook_utils.bench.nvdec import SATURATED_PCT
+from playbook_utils.bench.sparse import STRATEGIES
+
+BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
+
+
+def busy_words(u: dict | None) -> str:
+    """What a `summary` says of the busy units, for a table line: 'NVDEC 97%, SMs 45%, CPU 350%', or why nothing
+    was measured. Notebooks 20, 21."""
+    u = u or {}
+    busy = ", ".join(
+        f"{label} {u[key]:.0f}%"
+        for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
+        if u.get(key) is not None
+    )
+    return busy or u.get("busy_why") or "not sampled"
+
+
+def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
+    """(label, sentence): what held a GPU-side loader back. NVDEC busy at least `busy_pct` of the time means the
+    engines; else the SMs busy that long mean the GPU work each frame needs beyond decoding; neither means the
+    host side (Python scheduling, demuxing, the calls into the decoders). Where the window was too short for
+    utilization samples to mean anything, 'unknown' with that reason."""
+    u = row.get("utilization") or {}
+    nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
+    if nvdec is None or sm is None:
+        return "unknown", f"unknown: utilization {u.get('busy_why') or 'not measured (NVML gave none here)'}"
+    if nvdec >= busy_pct:
+        return "NVDEC", f"NVDEC, busy {nvdec:.0f}% of the time"
+    if sm >= busy_pct:
+        return (
+            "SMs",
+            f"the SMs, busy {sm:.0f}% of the time (colour conversion, resize, normalization; NVDEC {nvdec:.0f}%)",
+        )
+    cores = f"; the process used {cpu / 100:.1f} cores" if cpu is not None else ""
+    return "host side", f"the host side: neither NVDEC ({nvdec:.0f}%) nor the SMs ({sm:.0f}%) were busy{cores}"
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
+    per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
+    row has no rate). The jobs a backend refuses for one reason are one line, with the whole reason. Notebook 20."""
+    lines = [
+        f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
+        f"exact  check"
+    ]
+    refused = Counter((r["backend"], r["device"], r.get("error") or "") for r in rows if r["status"] == "unavailable")
+    for r in rows:
+        if r["status"] == "unavailable":
+            continue
+        ok = r["status"] == "ok"
+        fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
+        spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
+        pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
+        pct = " ABOVE" if r.get("verdict") == "above" else pct  # no share above the ceiling is a result
+        note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"
+        lines.append(
+            f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:34]:34s} {fps} "
+            f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}"
+        )
+    for (backend, device, why), n in refused.items():
+        lines.append(f"{backend:15s} {device:4s} {n} job(s) unavailable: {why}")
+    return "\n".join(lines)
+
+
+def format_ceilings(found: dict, infos: dict) -> str:
+    """`ceilings` as a table: clip, size, bitrate, rate, the decoder library and layout that reached it, NVML's
+    median decoder utilization, saturated or not (a lower bound)."""
+    lines = [
+        f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'decoder':>14s} {'layout':>7s} "
+        f"{'NVDEC util':>10s} {'at 100%':>8s}  saturated ({SATURATED_PCT}%), or a lower bound"
+    ]
+    for name, c in found.items():
+        i = infos[name]
+        head = f"{name[:34]:34s} {i.width:4d}x{i.height:<4d} {(i.bit_rate or 0) / 1e6:6.1f}"
+        if c["fps"]:
+            b = c["best"]
+            util = "n/a" if b["nvdec_util_median"] is None else f"{b['nvdec_util_median']}%"
+            lines.append(
+                f"{head} {c['fps']:11,.0f} {b.get('decoder', 'pynvvideocodec'):>14s} {b['processes']:>3d}x"
+                f"{b['threads']:<3d} {util:>10s} {c['implied_fps'] or 0:8,.0f}  "
+                f"{'saturated' if c['saturated'] else 'LOWER BOUND'}"
+            )
+        else:
+            lines.append(f"{head} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")
+    return "\n".join(lines)
+
+
+def format_run(result: dict) -> str:
+    """A `run` result as a table: per strategy the time, the frames decoded, the speed-up over decoding
+    everything, the frames returned ('exact': the targets; 'snapped': the keyframes it claims, `mean_offset` away;
+    'WRONG': not what it claims) and the mean offset from the targets (notebook 20)."""
+    base = result["decode everything"]["seconds"]
+    lines = [f"  {'strategy':22s} {'ms':>8s} {'decoded':>8s} {'vs all':>7s} {'frames':>7s} {'offset':>7s}"]
+    for label in STRATEGIES:
+        x = result[label]
+        frames = "WRONG" if not x["exact"] else "exact" if x["mean_offset"] == 0 else "snapped"
+        lines.append(
+            f"  {label:22s} {1e3 * x['seconds']:8.1f} {x['frames_decoded']:8d} {base / x['seconds']:6.1f}x "
+            f"{frames:>7s} {x['mean_offset']:6.1f}f"
+        )
+    return "\n".join(lines)
+
+
+def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None = None, stopped=None) -> str:
+    """The sentence `loader_bench.more_threads` returns. `ended`: 'failed' (the loader `tried` gave no row),
+    'no rate' (its row, the last of `rows`, is not a result) or 'done'; `best` the best row so far; `stopped`
+    (threads, gain %, spread %) of the first step that gained no more than the spread, or None when every step
+    gained more."""
+    if ended == "failed":
+        return f"{tried} failed (the line above says why); the best stays {best['loader']}"
+    if ended == "no rate":
+        last = rows[-1]
+        return (
+            f"{tried} gave no rate to compare ({last['words'] if last['steady'] else last['why']}); "
+            f"the best measured stays {best['loader']}, {best['frames_per_s']:,.0f} frames/s"
+        )
+    held = f"{best['frames_per_s']:,.0f} frames/s, held back by {limit_of(best)[1]}"
+    if stopped is None:
+        return f"still rising at {best['threads']} threads, the last count tried: {held}"
+    t, gain, spread = stopped
+    head = f"the rate stopped rising at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%)"
+    if best["threads"] > t:
+        return f"{head}, then rose again: {best['loader']} is the best, {held}"
+    after = [r for r in rows if r["threads"] > best["threads"]]
+    moved = ""
+    if len(after) > 1:
+        lo = 100 * (min(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1)
+        hi = 100 * (max(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1)
+        moved = f"; from there to {after[-1]['threads']} threads it stayed within {lo:+.1f}% to {hi:+.1f}% of it"
+    return f"{head}: it levels off from {best['loader']}, {held}{moved}"
+
+
+def gpu_loader_line(row: dict) -> str:
+    """One line per `loader_bench.measure_gpu_loaders` row: its rate and spread, its verdict against the ceiling
+    (or why it is not a steady rate), its look-ahead, epoch and window, and what NVML saw (notebook 21)."""
+    rate = f"{row['frames_per_s']:8,.0f} frames/s" if row["frames_per_s"] else f"{'-':>8s} frames/s"
+    how = f"look-ahead {row['lookahead_items']}, {row['epoch_items']} items, {row['seconds']:.0f} s window"
+    judged = row["words"] if row["steady"] else f"NOT A STEADY RATE: {row['why']}"
+    return (
+        f"  {row['loader']:34s} {rate} ±{row.get('frames_per_s_spread_pct') or 0:.0f}%  {judged}  "
+        f"({how}; busy: {busy_words(row.get('utilization'))})"
+    )
