@@ -124,26 +124,33 @@ def unusual_remote(bucket, tmp_path_factory):
     return files, kinds
 
 
-@pytest.mark.parametrize("backend", ["pyav", "torchcodec", "decord", "spdl"])
-def test_every_kind_of_source_reads_the_same_upright_frames_and_the_stream_asked(unusual_remote, backend):
+GPU = pytest.mark.gpu
+
+
+@pytest.mark.parametrize(
+    "backend, device",
+    [("pyav", "cpu"), ("torchcodec", "cpu"), ("decord", "cpu"), ("spdl", "cpu")]
+    + [pytest.param(b, "cuda", marks=GPU) for b in ("pynvvideocodec", "torchcodec", "pyav", "dali", "spdl")],
+)
+def test_every_kind_of_source_reads_the_same_upright_frames_and_the_stream_asked(unusual_remote, backend, device):
     """One read sequence: a rotated clip comes back turned as it is displayed from a path, bytes, a file-like
     object, a tar member and the bucket alike, and `stream=` picks the same stream from each (or is refused,
-    with the same reason, by a library that cannot choose)."""
-    why = decoders.why_unavailable(backend, "cpu")
+    with the same reason, by a library that cannot choose); on the CPU and, with a GPU, on every GPU backend."""
+    why = decoders.why_unavailable(backend, device)
     if why:
         pytest.skip(why)
     files, kinds = unusual_remote
     info = decoders.video_info(files["rot"])
-    want = decoders.read_frames(files["rot"], [20, 1], backend)
+    want = decoders.read_frames(files["rot"], [20, 1], backend, device)
     assert tuple(want.shape) == (2, 3, 320, 180)  # portrait, as a player shows it
-    assert [media.read_stamp(f) for f in decoders.as_stored(want, info)] == [20, 1]
+    assert [media.read_stamp(f) for f in decoders.as_stored(want.cpu(), info)] == [20, 1]
     for kind, src in kinds("rot").items():
-        got = decoders.read_frames(src, [20, 1], backend)
+        got = decoders.read_frames(src, [20, 1], backend, device)
         assert got.contiguous().equal(want.contiguous()), kind
     outcomes = {}
     for kind, src in kinds("two").items():
         try:
-            got = decoders.read_frames(src, [17, 0], backend, stream=0)
+            got = decoders.read_frames(src, [17, 0], backend, device, stream=0).cpu()
             outcomes[kind] = (tuple(got.shape), [media.read_stamp(f) for f in got])
         except BackendUnavailable as e:
             outcomes[kind] = e.cause
