@@ -47,7 +47,7 @@ class PacketData:
     pass
 class _Demuxer:
     def __iter__(self):
-        return iter([PacketData() for _ in range(10)])
+        return iter([PacketData() for _ in range(1000)])   # a 1,000-frame clip: a warm-up pass takes 1 s
     def GetNvCodecId(self):
         return 4
 def CreateDemuxer(path):
@@ -72,8 +72,9 @@ def test_saturation_counts_only_frames_inside_the_window(tmp_path, monkeypatch):
     monkeypatch.delitem(sys.modules, "PyNvVideoCodec", raising=False)
     r = nvdec.saturate(tmp_path / "any.mp4", processes=2, threads=2, seconds=0.6)
     assert r["error"] is None
-    # 4 decoders at about 1 frame per ms for 0.6 s: well under 4 x 600 (sleep overshoots), far above zero
-    assert 400 < r["frames"] <= 4 * 600 and r["fps"] == r["frames"] / 0.6
+    # 4 decoders at 1 ms a frame at best for 0.6 s: at most 4 x 600 frames, where counting the four 1,000-frame
+    # warm-up passes would give more than 4,000. How far below it a loaded machine lands is timing, not asserted.
+    assert 0 < r["frames"] <= 4 * 600 and r["fps"] == r["frames"] / 0.6
 
 
 def test_more_concurrency_only_where_the_planned_layouts_left_the_engines_idle(monkeypatch):
