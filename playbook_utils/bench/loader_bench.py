@@ -114,6 +114,18 @@ def sweep_workers(
     return rows, stuck, unmeasured
 
 
+def wait_curves(rows: list[dict], total: int) -> dict:
+    """{backend's `sweep_label`: (worker counts, % of the time waiting for data)} of `sweep_workers` rows: notebook
+    21's figure, one curve per library."""
+    return {
+        sweep_label(next(r for r in rows if r["backend"] == b), total, workers=False): (
+            [r["workers"] for r in rows if r["backend"] == b],
+            [100 * r["wait_fraction"] for r in rows if r["backend"] == b],
+        )
+        for b in dict.fromkeys(r["backend"] for r in rows)
+    }
+
+
 def sweep_label(row: dict, total: int, workers: bool = True) -> str:
     """A `sweep_workers` row's name for a table, a plot or a verdict: backend (and workers), and the share of the
     `total` files it read where it refused some (its rate is then over other work than the rest)."""
@@ -202,13 +214,10 @@ def sweep_starts(rows: list[dict]) -> list[dict]:
         if r["backend"] not in per or r["frames_per_s"] > per[r["backend"]]["frames_per_s"]:
             per[r["backend"]] = r
     ranked = sorted(per.values(), key=lambda r: -r["frames_per_s"])
-    if not ranked:
-        return []
-    top = ranked[0]
 
-    def tied(r):
-        spread = max(top.get("frames_per_s_spread_pct") or 0, r.get("frames_per_s_spread_pct") or 0)
-        return 100 * (1 - r["frames_per_s"] / top["frames_per_s"]) <= spread
+    def tied(r):  # the rule of every "tied" the notebooks print: `verdicts.rank`'s
+        pair = [(k, x["frames_per_s"], x.get("frames_per_s_spread_pct") or 0) for k, x in (("a", ranked[0]), ("b", r))]
+        return r is ranked[0] or verdicts.rank(pair).tied
 
     return [r for r in ranked if tied(r)]
 
@@ -673,12 +682,12 @@ def measure_until_steady(spec: dict, items_for, n: int, min_window_s: float, tri
     `min_window_s` (a loader slower than the epoch was sized for), again over an epoch grown by the shortfall,
     with half as much again for margin, up to `tries` runs in all. Returns (the last result, its epoch's size).
     Notebook 21's sampled-frames loaders, whose rate no ceiling bounds beforehand."""
-    for attempt in range(tries):
-        r = measure_isolated({**spec, "paths": items_for(n), "min_window_s": min_window_s})
-        short = r.get("status") == "ok" and not r.get("steady") and (r.get("seconds") or 0) > 0
-        if not short or r["seconds"] >= min_window_s or attempt == tries - 1:
-            return r, n
+    r = measure_isolated({**spec, "paths": items_for(n), "min_window_s": min_window_s})
+    for _ in range(tries - 1):
+        if r.get("status") != "ok" or r.get("steady") or not 0 < (r.get("seconds") or 0) < min_window_s:
+            break
         n = int(n * 1.5 * min_window_s / r["seconds"]) + 1
+        r = measure_isolated({**spec, "paths": items_for(n), "min_window_s": min_window_s})
     return r, n
 
 

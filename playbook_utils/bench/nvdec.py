@@ -273,40 +273,38 @@ def ceiling(
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
 
-    def busy(r):
-        return r["fps"] and (r["nvdec_util_median"] or 0) >= SATURATED_PCT
+    def best_of():
+        ok = [r for r in rows if r["fps"]]
+        return max(ok, key=lambda r: r["fps"]) if ok else None
 
-    layouts = list(_layouts(configs, decoders or ("pynvvideocodec",)))
-    more = list(_layouts(if_unsaturated, decoders or ("pynvvideocodec",)))
-    while layouts or more:
-        if not layouts:  # every planned layout ran: more concurrency only where none filled the engines
-            ok = [r for r in rows if r["fps"]]
-            if ok and busy(max(ok, key=lambda r: r["fps"])):
-                break
-            layouts, more = more, []
-        processes, threads, decoder = layouts.pop(0)
-        row = saturate(path, processes, threads, seconds, gpu, decoder)
-        rows.append(row)
-        if log:
-            util = row["nvdec_util_median"]
-            log(
-                f"{decoder} {processes} processes x {threads} threads: "
-                + (
-                    f"{row['fps']:,.0f} frames/s, NVDEC utilization median "
-                    + (f"{util}%" if util is not None else f"not measured ({row['nvdec_util_samples']} samples)")
-                    if row["fps"]
-                    else f"failed: {row['error']}"
+    def saturated(row):
+        return row is not None and (row["nvdec_util_median"] or 0) >= SATURATED_PCT
+
+    for phase, layouts in enumerate((configs, if_unsaturated)):
+        if phase and saturated(best_of()):
+            break  # more concurrency only where the planned layouts left the engines below SATURATED_PCT
+        for processes, threads, decoder in _layouts(layouts, decoders or ("pynvvideocodec",)):
+            row = saturate(path, processes, threads, seconds, gpu, decoder)
+            rows.append(row)
+            if log:
+                util = row["nvdec_util_median"]
+                log(
+                    f"{decoder} {processes} processes x {threads} threads: "
+                    + (
+                        f"{row['fps']:,.0f} frames/s, NVDEC utilization median "
+                        + (f"{util}%" if util is not None else f"not measured ({row['nvdec_util_samples']} samples)")
+                        if row["fps"]
+                        else f"failed: {row['error']}"
+                    )
                 )
-            )
-    ok = [r for r in rows if r["fps"]]
-    if not ok:
+    best = best_of()
+    if best is None:
         return {"fps": None, "best": None, "saturated": False, "implied_fps": None, "rows": rows}
-    best = max(ok, key=lambda r: r["fps"])
     util = best["nvdec_util_median"]
     return {
         "fps": best["fps"],
         "best": best,
-        "saturated": (util or 0) >= SATURATED_PCT,
+        "saturated": saturated(best),
         "implied_fps": best["fps"] * 100 / util if util else None,
         "rows": rows,
     }

@@ -299,3 +299,12 @@ def test_a_gpu_loader_line_gives_rate_verdict_window_and_what_was_busy():
     short = {**row, "steady": False, "why": "the window lasted 8.3 s, less than 10 s", "utilization": {}}
     assert "NOT A STEADY RATE: the window lasted 8.3 s" in words.gpu_loader_line(short)
     assert "busy: not sampled" in words.gpu_loader_line(short)
+
+
+def test_wait_curves_give_one_curve_per_library_in_the_rows_order():
+    rows = [{"backend": "pyav", "workers": w, "wait_fraction": f, "files_left_out": 0} for w, f in ((0, 0.9), (2, 0.5))]
+    rows.append({"backend": "decord", "workers": 2, "wait_fraction": 0.6, "files_left_out": 40})
+    assert loader_bench.wait_curves(rows, 80) == {
+        "pyav": ([0, 2], [90.0, 50.0]),
+        "decord (40 of 80 files)": ([2], [60.0]),
+    }

@@ -1,8 +1,0 @@
-#!/usr/bin/env bash
-# On the H200: notebook 21 in full mode, in the background (it outlasts one call); wait21.sh collects it
-repo=$(pwd)
-source /tmp/gpu-env.sh
-export PLAYBOOK_MEDIA_DIR=/tmp/media
-mkdir -p /tmp/f21
-setsid nohup bash -c "cd $repo && date -u > /tmp/f21/START && python3 -m playbook_utils.tools.run_notebooks --mode full --pattern 21 --output /tmp/f21/out $* > /tmp/f21/console.txt 2>&1; date -u > /tmp/f21/DONE" > /dev/null 2>&1 &
-sleep 2; echo "started 21 full"; cat /tmp/f21/START
