@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# On the H200: notebook 21 in full mode, in the background (it outlasts one call); wait21.sh collects it
+# On the H200: notebook 21 in full mode, in the background (it outlasts one 10-minute call); wait21.sh collects it.
+# Run from the project root after the install (../shared/gpu/prepare.sh); .gpu_media/COMMIT (git rev-parse HEAD,
+# written before the call: the tree that travels has no history) names the code in the console.
 repo=$(pwd)
 source /tmp/gpu-env.sh
 export PLAYBOOK_MEDIA_DIR=/tmp/media

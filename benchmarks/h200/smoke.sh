@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# On the H200: the README's "which loader" command in smoke mode on a folder of mixed files, a relative --video-dir
+# On the H200: the README's "which loader" command in smoke mode on a folder of mixed files, a relative --video-dir.
+# The folder is .gpu_media/videos (ignored: carry .gpu_media), made on the CPU with the ffmpeg command line.
 repo=$(pwd)
 source /tmp/gpu-env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.video --format=csv,noheader
 python3 -c "import PyNvVideoCodec, torchcodec, av, papermill; print('libs', PyNvVideoCodec.__version__, torchcodec.__version__, av.__version__)"
-git -C "$repo" log -1 --format='commit %H %cd' 2>/dev/null || true
+echo "commit $(cat "$repo/.gpu_media/COMMIT" 2>/dev/null || echo unknown)"
 mkdir -p /tmp/rd && cd /tmp/rd && rm -rf out && cp -r "$repo/.gpu_media/videos" ./videos
 start=$(date +%s)
 timeout ${SMOKE_LIMIT:-540} python3 -m playbook_utils.tools.run_notebooks --pattern '2[0-2]*' --video-dir videos --output out 2>&1 | tee $OUT/smoke_console.txt
