@@ -178,6 +178,12 @@ def kernel_config(kernel_name: str = "python3", encrypt: bool = True):
     return Config({"KernelManager": {"transport": "ipc"}})
 
 
+def kernel_never_started(error: BaseException) -> bool:
+    """Whether `error` is a kernel that died before it ran a cell (no line of the notebook ran: starting another is
+    safe). Seen when two kernels start at once and take the same TCP port ("Address already in use")."""
+    return "Kernel died before replying to kernel_info" in str(error)
+
+
 def run_one(
     path: Path,
     output: Path,
@@ -218,16 +224,23 @@ def run_one(
     os.environ[PROGRESS_FILE] = str(progress)  # the kernel inherits it: its progress bars are shown here
     watcher = ProgressEcho(progress)
     try:
-        pm.execute_notebook(
-            str(path),
-            str(output / path.name),
-            parameters=params,
-            kernel_name="python3",
-            execution_timeout=timeout,
-            progress_bar=False,
-            cwd=str(output),
-            config=kernel_config("python3"),
-        )
+        for attempt in (1, 2):
+            try:
+                pm.execute_notebook(
+                    str(path),
+                    str(output / path.name),
+                    parameters=params,
+                    kernel_name="python3",
+                    execution_timeout=timeout,
+                    progress_bar=False,
+                    cwd=str(output),
+                    config=kernel_config("python3"),
+                )
+                break
+            except RuntimeError as e:
+                if attempt == 2 or not kernel_never_started(e):
+                    raise
+                print(f"       {path.stem}: its kernel died before it started ({e}); starting another")
     except Exception as e:  # papermill wraps the notebook's own error; record it and go on
         watcher.stop()
         row["status"] = "failed"

@@ -497,3 +497,34 @@ def test_a_kernels_progress_bar_is_shown_on_the_console_not_in_the_notebook(tmp_
     echo.stop()
     assert echo.latest().startswith("bench: 100%") and "3/3" in echo.latest()
     assert "bench: 100%" in capsys.readouterr().out  # shown here, as the kernel wrote it
+
+
+def test_a_kernel_that_died_before_it_started_is_started_again_once(tmp_path, monkeypatch, capsys):
+    import papermill
+
+    real, calls = papermill.execute_notebook, []
+
+    def flaky(*args, **kwargs):  # the first kernel dies at start (two kernels took one TCP port), as seen in CI
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(papermill, "execute_notebook", flaky)
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    out.mkdir()
+    _write_nb(nbs / "90_good.ipynb", GOOD)
+    row = run_notebooks.run_one(nbs / "90_good.ipynb", out, "smoke", "cpu", None, 60, {})
+    assert row["status"] == "passed" and row["headline"]["answer"] == 42 and len(calls) == 2
+    assert "died before it started" in capsys.readouterr().out
+
+    def dead(*args, **kwargs):  # twice: a failed row with the cause, no third try
+        calls.append(1)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", dead)
+    (out / "90_good.json").unlink()  # the first run's result, which would otherwise be read back
+    row = run_notebooks.run_one(nbs / "90_good.ipynb", out, "smoke", "cpu", None, 60, {})
+    assert row["status"] == "failed" and "kernel_info" in row["error"] and len(calls) == 2
