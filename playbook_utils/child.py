@@ -129,13 +129,16 @@ def serve(
     """Send `requests` to one child `argv` (one JSON line each on its stdin; it answers one line per request, in
     order) and return one answer per request. Each request gets `timeout` seconds; `on_answer(request, answer)`
     is called as each answer arrives (a progress bar). When the child dies or runs out of time, the request it
-    was on gets a 'crashed' or 'timeout' answer and a new child serves the rest."""
+    was on gets a 'crashed' or 'timeout' answer and a new child serves the rest. Each answer gets 'served_s': the
+    seconds since the answer before it (for a child's first, since the child was started: its start-up is in it)."""
     import queue
     import threading
+    import time
 
     results: list[dict] = []
     pending = list(requests)
     while pending:
+        last = time.perf_counter()
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -169,6 +172,8 @@ def serve(
                 break
             found = _answers(line)
             if found:
+                now = time.perf_counter()
+                found[0]["served_s"], last = now - last, now
                 results.append(found[0])
                 if on_answer:
                     on_answer(pending[0], found[0])

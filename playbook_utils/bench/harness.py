@@ -90,15 +90,19 @@ def _measure(job: Job, clips: list[str]) -> dict:
     device = Device.parse(job.device)
     sync = (lambda: torch.cuda.synchronize(job.device)) if device.is_cuda else (lambda: None)
     want = indices_for(job.workload, n, 0)
+    t0 = time.perf_counter()
     first = read_frames(job.clip, want, job.backend, job.device)
     sync()
+    t1 = time.perf_counter()
     check = exactness.check_frames(job.clip, want, first, job.backend)  # stamps, or a reference decode
+    t2 = time.perf_counter()
     del first
     # The first call decoded the whole clip for a sequential job: that is its warm-up. Sparse jobs warm up
     # on other frames (decoder caches, file cache), then measure.
     for w in range(0 if job.workload == "sequential" else job.warmup):
         read_frames(clips[(w + 1) % len(clips)], indices_for(job.workload, n, w + 1), job.backend, job.device)
     sync()
+    t3 = time.perf_counter()
     min_calls = 2 if job.workload == "sequential" else 3
 
     per_thread: list[list[tuple[float, int]]] = [[] for _ in range(job.threads)]
@@ -138,6 +142,8 @@ def _measure(job: Job, clips: list[str]) -> dict:
         "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
         "rate_spread_pct": verdicts.spread_pct([k / s for s, k in calls]),  # per-call rates, middle half
         "frames_per_call": frames / len(calls),
+        # where the job's time went, in seconds (the measured part is `wall`; notebook 20 sums these per backend)
+        "phases_s": {"first_call": t1 - t0, "frame_check": t2 - t1, "warmup": t3 - t2, "measured": wall},
         **sampler.summary(),
     }
 

@@ -52,7 +52,8 @@ def sweep_workers(
     sweep goes on. With `budget_s`, each configuration's measurement is capped at its share of the budget (at
     most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
     are not started (each backend's first, with the most workers, always runs): they are listed in `unmeasured`.
-    Each row also holds 'config_s', the configuration's wall time with its workers' start and stop. `log` gets
+    Each row also holds 'config_s', the configuration's wall time with its workers' start and stop, and 'close_s',
+    the stop's share (`measure_loader` gives the start's and the prefetched batches'). `log` gets
     one line per configuration. Notebook 21."""
     configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
     if budget_s is not None:
@@ -84,7 +85,9 @@ def sweep_workers(
             log(f"{b:11s} workers={w:2d}: {'STUCK' if 'timed out' in str(e) else 'FAILED'}, {str(e)[:120]}")
             continue
         finally:
+            closing = time.perf_counter()
             loaders.close_loader(dl)  # its workers exit now, cleanly, not when the loader is collected
+            closing = time.perf_counter() - closing
         threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
         took = time.perf_counter() - began  # the workers' start, the prefetched batches, the steps, the stop
         rows.append(
@@ -94,11 +97,16 @@ def sweep_workers(
                 "decoder_threads": threads,
                 "files_left_out": len(refused),
                 "config_s": took,
+                "close_s": closing,
                 **r,
             }
         )
         cut = f", {r['steps']} steps in the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
-        cut += f"; {took:.0f} s with the workers' start and stop"
+        cut += (
+            f"; {took:.0f} s in all: {r['first_batch_s']:.0f} s to the first batch, {r['prefetched_s']:.0f} s of "
+            f"warm-up and prefetched batches, {took - r['first_batch_s'] - r['prefetched_s'] - closing:.0f} s "
+            f"measured, {closing:.0f} s to stop the workers"
+        )
         cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
         log(
             f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
@@ -430,13 +438,15 @@ def measure_loader(
     least `min_steps`): a slow configuration, such as one worker decoding 1080p clips, is measured over fewer
     steps instead of holding the run for minutes. Returns {'wait_fraction', 'wait_s_per_step', 'step_s',
     'samples_per_s', 'samples_per_s_spread_pct', 'steps', 'stopped_by_time', 'lookahead_batches', 'steady',
-    'why'}: 'steady' is False (with 'why') when the epoch ended before `min_steps` measured steps.
+    'why', 'first_batch_s', 'prefetched_s'}: 'steady' is False (with 'why') when the epoch ended before `min_steps`
+    measured steps; the last two are the seconds to the first batch (the workers' start) and then to the clock's start.
     """
     ahead_items, _ = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
     skip = warmup + -(-ahead_items // batch)
+    began = time.perf_counter()
     it = iter(loader)
-    waits, samples, start, rates, s, capped = [], 0, None, [], 0, False
+    waits, samples, start, rates, s, capped, first = [], 0, None, [], 0, False, None
     while len(waits) < steps:
         if max_seconds is not None and start is not None and len(waits) >= min_steps:
             if time.perf_counter() - start > max_seconds:
@@ -453,6 +463,7 @@ def measure_loader(
 
             torch.cuda.synchronize(device)
         t1 = time.perf_counter()
+        first = t1 if first is None else first
         if s == skip:
             start = t0
         time.sleep(step_s)
@@ -483,6 +494,9 @@ def measure_loader(
         "lookahead_batches": skip - warmup,
         "steady": why is None,
         "why": why,
+        # where the run's time went: the workers' start and the first batch, the warm-up and prefetched batches
+        "first_batch_s": first - began,
+        "prefetched_s": start - first,
     }
 
 
