@@ -211,6 +211,24 @@ def trusted(row: dict) -> bool:
     return bool(row.get("steady")) and row.get("frames_per_s") is not None and row.get("verdict") != "above"
 
 
+def bars_of(rows: list[dict], ceilings: dict) -> dict:
+    """The GPU-side loaders' rows as `plots.grouped_bars` arguments: 'values' (a series per loader, one rate per
+    clip), 'categories' (the clips), 'per_category' (each clip's NVDEC ceiling over its own bars) and 'not_results'
+    (rows measured but no result, `trusted`, hatched). Notebook 21."""
+    names = list(dict.fromkeys(r["clip"] for r in rows))
+    loaders_ = list(dict.fromkeys(r["loader"] for r in rows))
+
+    def row(n, loader):
+        return next((r for r in rows if r["clip"] == n and r["loader"] == loader), None)
+
+    return {
+        "values": {lo: [(row(n, lo) or {}).get("frames_per_s") for n in names] for lo in loaders_},
+        "categories": names,
+        "per_category": {"NVDEC ceiling of the clip": [(ceilings.get(n) or {}).get("fps") for n in names]},
+        "not_results": {lo: [row(n, lo) is not None and not trusted(row(n, lo)) for n in names] for lo in loaders_},
+    }
+
+
 def sweep_starts(rows: list[dict]) -> list[dict]:
     """Where `more_threads` starts: each backend's fastest one-process `GpuLoader` row that is a result
     (`trusted`), kept when it ties with the fastest of all (behind it by no more than the larger spread of the
@@ -436,7 +454,9 @@ def measure_loader(
     `prefetch_factor` per worker), are not measured: they were decoded before the clock could start. Then
     `steps` steps are measured, fewer when the epoch ends first or when `max_seconds` have passed (after at
     least `min_steps`): a slow configuration, such as one worker decoding 1080p clips, is measured over fewer
-    steps instead of holding the run for minutes. Returns {'wait_fraction', 'wait_s_per_step', 'step_s',
+    steps instead of holding the run for minutes. With workers, `steps` and `min_steps` are counted in whole rounds
+    of them (`whole_rounds`): the workers deliver in turn, in bursts, and 12 steps of 16 workers (PyAV, the same files,
+    one H200 machine) had read 129 videos/s in one run and 33 in the next. Returns {'wait_fraction', 'wait_s_per_step', 'step_s',
     'samples_per_s', 'samples_per_s_spread_pct', 'steps', 'stopped_by_time', 'lookahead_batches', 'steady',
     'why', 'first_batch_s', 'prefetched_s'}: 'steady' is False (with 'why') when the epoch ended before `min_steps`
     measured steps; the last two are the seconds to the first batch (the workers' start) and then to the clock's start.
@@ -444,11 +464,15 @@ def measure_loader(
     ahead_items, _ = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
     skip = warmup + -(-ahead_items // batch)
+    # a DataLoader's workers deliver in turn, one batch each, in bursts of up to one per worker: a window of part
+    # of a round times a burst, not a rate, so steps are counted in whole rounds
+    burst = max(1, getattr(loader, "num_workers", 0) or 1)
+    steps, min_steps = whole_rounds(steps, burst), whole_rounds(min_steps, burst)
     began = time.perf_counter()
     it = iter(loader)
     waits, samples, start, rates, s, capped, first = [], 0, None, [], 0, False, None
     while len(waits) < steps:
-        if max_seconds is not None and start is not None and len(waits) >= min_steps:
+        if max_seconds is not None and start is not None and len(waits) >= min_steps and len(waits) % burst == 0:
             if time.perf_counter() - start > max_seconds:
                 capped = True
                 break
@@ -479,9 +503,7 @@ def measure_loader(
     total = time.perf_counter() - start
     wait = sum(waits)
     why = None if len(waits) >= min_steps else f"the epoch ended after {len(waits)} measured steps"
-    # a DataLoader's batches arrive in bursts of up to one per worker: its spread is taken over blocks of at least
-    # that many steps, and not at all from fewer than two such blocks
-    burst = max(1, getattr(loader, "num_workers", 0) or 1)
+    # its spread is taken over blocks of at least a round of steps, and not at all from fewer than two such blocks
     blocks = min(4, len(rates) // burst)
     return {
         "wait_fraction": wait / total,
@@ -498,6 +520,13 @@ def measure_loader(
         "first_batch_s": first - began,
         "prefetched_s": start - first,
     }
+
+
+def whole_rounds(steps: int, workers: int) -> int:
+    """`steps` rounded up to whole rounds of `workers` (each delivers one batch per round): what `measure_loader`
+    measures. Notebook 21 sizes its epoch with it."""
+    w = max(1, workers)
+    return -(-max(1, steps) // w) * w
 
 
 def _epoch_length(loader) -> int | None:

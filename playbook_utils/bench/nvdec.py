@@ -263,12 +263,15 @@ def ceiling(
     """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads), each run
     with every decoder library of `decoders` (default: `usable_decoders()`, so no library's decoder is taken
     for the engines' limit when another gets more out of them), or (processes, threads, decoder). The layouts of
-    `if_unsaturated` (more concurrency) run only where `configs` left the engines below SATURATED_PCT.
+    `if_unsaturated` (more concurrency) run only where `configs` did not show the engines' limit (`saturated`).
 
-    Returns {'fps', 'best': the row that reached it, 'saturated': NVML's median decoder utilization at
-    that row was at least SATURATED_PCT (below it the rate is only a lower bound of what the engines can do),
-    'implied_fps': the rate at 100% engine time (fps / utilization, a cross-check), 'rows': every row}.
-    Introduced in notebook 20.
+    Returns {'fps', 'best': the row that reached it, 'saturated', 'levelled', 'implied_fps': the rate at 100%
+    engine time (fps / utilization, a cross-check), 'rows': every row}. 'saturated': NVML's median decoder
+    utilization at the best row was at least SATURATED_PCT, and the rate had levelled off with concurrency
+    ('levelled', `levelled`: not False). Otherwise the rate is only a lower bound of what the engines can do.
+    Utilization alone is not enough: it is the share of time a decoder was busy, not of what the engines can do,
+    and more sessions at once still raised the rate at 99% (H200, 1080p H.264: 28 raw decoders 4,076 frames/s at
+    99%, a loader with 64 threads 4,169). Introduced in notebook 20.
     """
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
@@ -278,11 +281,11 @@ def ceiling(
         return max(ok, key=lambda r: r["fps"]) if ok else None
 
     def saturated(row):
-        return row is not None and (row["nvdec_util_median"] or 0) >= SATURATED_PCT
+        return row is not None and (row["nvdec_util_median"] or 0) >= SATURATED_PCT and levelled(rows, row) is not False
 
     for phase, layouts in enumerate((configs, if_unsaturated)):
         if phase and saturated(best_of()):
-            break  # more concurrency only where the planned layouts left the engines below SATURATED_PCT
+            break  # more concurrency only where the planned layouts did not show the engines' limit
         for processes, threads, decoder in _layouts(layouts, decoders or ("pynvvideocodec",)):
             row = saturate(path, processes, threads, seconds, gpu, decoder)
             rows.append(row)
@@ -299,15 +302,37 @@ def ceiling(
                 )
     best = best_of()
     if best is None:
-        return {"fps": None, "best": None, "saturated": False, "implied_fps": None, "rows": rows}
+        return {"fps": None, "best": None, "saturated": False, "levelled": None, "implied_fps": None, "rows": rows}
     util = best["nvdec_util_median"]
     return {
         "fps": best["fps"],
         "best": best,
         "saturated": saturated(best),
+        "levelled": levelled(rows, best),
         "implied_fps": best["fps"] * 100 / util if util else None,
         "rows": rows,
     }
+
+
+LEVELLED_PCT = 3.0  # more decoders at once that raise the rate by less than this: the rate has levelled off
+
+
+def levelled(rows: list[dict], best: dict) -> bool | None:
+    """Whether the rate of `best` (one of `ceiling`'s `rows`) had stopped rising with concurrency (processes x
+    threads): True when a layout with more decoders did not beat it, or when it beat every layout with fewer by
+    less than LEVELLED_PCT; False when it came from the most concurrent layout tried and was still rising by more;
+    None when every row had its concurrency (one layout: not known)."""
+    ok = [r for r in rows if r.get("fps")]
+
+    def n(r):
+        return r["processes"] * r["threads"]
+
+    if any(n(r) > n(best) for r in ok):
+        return True
+    fewer = [r["fps"] for r in ok if n(r) < n(best)]
+    if not fewer:
+        return None
+    return best["fps"] <= (1 + LEVELLED_PCT / 100) * max(fewer)
 
 
 def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
@@ -350,17 +375,26 @@ def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
 
 
 def ceilings(
-    clips: dict, infos: dict, first: list, others: list, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None
+    clips: dict,
+    infos: dict,
+    first: list,
+    others: list,
+    configs=SWEEP,
+    seconds: float = 3.0,
+    gpu: int = 0,
+    log=None,
+    if_unsaturated=(),
 ) -> dict:
-    """{clip name: `ceiling`} for notebook 20's section 2: the whole sweep of `configs` on each clip of `first`
-    (one per codec), then each clip of `others` with the layout that did best on the `first` clip of its codec.
+    """{clip name: `ceiling`} for notebook 20's section 2: the whole sweep of `configs` (and `if_unsaturated`, where
+    they did not show the limit) on each clip of `first` (one per codec), then each clip of `others` with the layout
+    that did best on the `first` clip of its codec.
     `clips` maps names to paths, `infos` names to `media.VideoInfo`; `log` gets a line per layout."""
     out: dict = {}
     step = (lambda m: log("    " + m)) if log else None
     for name in first:
         if log:
             log(f"{name}: sweep")
-        out[name] = ceiling(clips[name], configs, seconds, gpu, step)
+        out[name] = ceiling(clips[name], configs, seconds, gpu, step, if_unsaturated=if_unsaturated)
         if not out[name]["fps"]:
             continue
         b = out[name]["best"]

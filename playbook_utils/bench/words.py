@@ -72,6 +72,16 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def ceiling_state(c: dict) -> str:
+    """'saturated', or why an `nvdec.ceiling` is only a lower bound: the engines were not kept busy, or the rate was
+    still rising with more decoders at once."""
+    if c["saturated"]:
+        return "saturated"
+    if c.get("levelled") is False and (c["best"]["nvdec_util_median"] or 0) >= SATURATED_PCT:
+        return "LOWER BOUND (still rising with more decoders)"
+    return "LOWER BOUND"
+
+
 def format_ceilings(found: dict, infos: dict) -> str:
     """`ceilings` as a table: clip, size, bitrate, rate, the decoder library and layout that reached it, NVML's
     median decoder utilization, saturated or not (a lower bound)."""
@@ -88,7 +98,7 @@ def format_ceilings(found: dict, infos: dict) -> str:
             lines.append(
                 f"{head} {c['fps']:11,.0f} {b.get('decoder', 'pynvvideocodec'):>14s} {b['processes']:>3d}x"
                 f"{b['threads']:<3d} {util:>10s} {c['implied_fps'] or 0:8,.0f}  "
-                f"{'saturated' if c['saturated'] else 'LOWER BOUND'}"
+                f"{ceiling_state(c)}"
             )
         else:
             lines.append(f"{head} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")

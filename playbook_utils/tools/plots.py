@@ -84,26 +84,46 @@ def grouped_bars(
     reference: dict | None = None,
     width_in: float = 9.0,
     log: bool = False,
+    per_category: dict | None = None,
+    not_results: dict | None = None,
 ):
     """Bars of `values` ({series label: one value per category, None for none}) side by side per category;
-    `reference` ({label: value}) draws a dashed horizontal line for each (a ceiling, a baseline). The legend
-    sits outside the axes; `log` puts the values on a log scale (rates that differ by orders of magnitude, such as
-    every frame against K frames, or one caller against the ceiling). Returns the figure (notebooks 20, 21)."""
+    `reference` ({label: value}) draws a dashed horizontal line across the axes for each (a ceiling, a baseline),
+    `per_category` ({label: one value per category, None for none}) a dashed line over each category's bars only
+    (a ceiling of each clip), and `not_results` ({series label: one bool per category}) hatches the bars that are
+    measured but no result (above a saturated ceiling), named in the legend. The legend sits outside the axes;
+    `log` puts the values on a log scale (rates that differ by orders of magnitude, such as every frame against K
+    frames, or one caller against the ceiling). Returns the figure (notebooks 20, 21)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     categories = list(categories)
     fig, ax = plt.subplots(figsize=(width_in, 3.4))
     width = 0.8 / max(1, len(values))
+    flagged = False
     for k, (label, vals) in enumerate(values.items()):
-        ax.bar(np.arange(len(categories)) + k * width, [v or 0 for v in vals], width, label=label)
+        xs = np.arange(len(categories)) + k * width
+        ax.bar(xs, [v or 0 for v in vals], width, label=label)
+        bad = [(x, v) for x, v, no in zip(xs, vals, (not_results or {}).get(label) or []) if no and v]
+        if bad:  # hatched over the bar, so that the legend keeps the series' plain colour
+            ax.bar([x for x, _ in bad], [v for _, v in bad], width, facecolor="none", edgecolor="black", hatch="xx")
+            flagged = True
+    if flagged:
+        ax.bar([0], [0], 0, color="white", edgecolor="black", hatch="xx", label="hatched: no result (see the text)")
     for k, (label, y) in enumerate((reference or {}).items()):
         ax.axhline(y, color="black", ls="--", lw=1, alpha=0.4 + 0.6 / (k + 1), label=label)
+    for label, ys in (per_category or {}).items():
+        drawn = False
+        for c, y in enumerate(ys):
+            if y:
+                left, right = c - width / 2 - 0.05, c + width * (len(values) - 0.5) + 0.05
+                ax.hlines(y, left, right, colors="black", linestyles="--", lw=1.2, label=None if drawn else label)
+                drawn = True
     ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, categories, fontsize=8)
     if log:
         ax.set_yscale("log")
     ax.set_ylabel(ylabel + (" (log scale)" if log else ""))
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, loc="left")
     _legend_outside(ax)
     fig.tight_layout()
     return fig

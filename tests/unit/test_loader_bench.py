@@ -77,8 +77,8 @@ def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path
 def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
     calls = []
 
-    def fake(path, configs, seconds, gpu, log):
-        calls.append((path, tuple(configs)))
+    def fake(path, configs, seconds, gpu, log, if_unsaturated=()):
+        calls.append((path, tuple(configs), tuple(if_unsaturated)))
         best = {"processes": 7, "threads": 2, "decoder": "torchcodec", "nvdec_util_median": 90}
         return {"fps": 1000.0, "best": best, "saturated": False, "implied_fps": 1111.1, "rows": [best]}
 
@@ -89,9 +89,12 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
             self.codec, self.width, self.height, self.bit_rate = codec, 1920, 1080, 8_000_000
 
     infos = {"h.mp4": Info("h264"), "h2.mp4": Info("h264"), "v.mp4": Info("hevc")}
-    found = nvdec.ceilings({n: n for n in infos}, infos, ["h.mp4"], ["h2.mp4", "v.mp4"], ((1, 1), (7, 2)), 1.0)
-    # the other clip of a codec reuses the layout and the decoder library that did best; hevc has no swept clip
-    assert calls == [("h.mp4", ((1, 1), (7, 2))), ("h2.mp4", ((7, 2, "torchcodec"),))]
+    found = nvdec.ceilings(
+        {n: n for n in infos}, infos, ["h.mp4"], ["h2.mp4", "v.mp4"], ((1, 1), (7, 2)), 1.0, if_unsaturated=((16, 4),)
+    )
+    # the other clip of a codec reuses the layout and the decoder library that did best; hevc has no swept clip;
+    # more decoders are offered to the swept clip only
+    assert calls == [("h.mp4", ((1, 1), (7, 2)), ((16, 4),)), ("h2.mp4", ((7, 2, "torchcodec"),), ())]
     assert set(found) == {"h.mp4", "h2.mp4"}
     table = words.format_ceilings(found, infos)
     assert "LOWER BOUND" in table and "1,111" in table and "   8.0 " in table  # bitrate beside the rate
@@ -308,3 +311,27 @@ def test_wait_curves_give_one_curve_per_library_in_the_rows_order():
         "pyav": ([0, 2], [90.0, 50.0]),
         "decord (40 of 80 files)": ([2], [60.0]),
     }
+
+
+def test_bars_of_puts_each_ceiling_over_its_clip_and_hatches_the_rows_that_are_no_result():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from playbook_utils.tools import plots
+
+    ok = {"steady": True, "verdict": "below"}
+    rows = [
+        {"clip": "h.mp4", "loader": "a x8", "frames_per_s": 3000.0, **ok},
+        {"clip": "h.mp4", "loader": "a x64", "frames_per_s": 4200.0, "steady": True, "verdict": "above"},
+        {"clip": "v.mp4", "loader": "a x8", "frames_per_s": 7000.0, **ok},
+    ]
+    bars = loader_bench.bars_of(rows, {"h.mp4": {"fps": 4000.0}, "v.mp4": {"fps": 8000.0}})
+    assert bars["categories"] == ["h.mp4", "v.mp4"]
+    assert bars["values"] == {"a x8": [3000.0, 7000.0], "a x64": [4200.0, None]}
+    assert bars["per_category"] == {"NVDEC ceiling of the clip": [4000.0, 8000.0]}
+    assert bars["not_results"] == {"a x8": [False, False], "a x64": [True, False]}
+    fig = plots.grouped_bars(ylabel="frames/s", title="t", **bars)
+    ax = fig.axes[0]
+    assert sum(1 for p in ax.patches if p.get_hatch()) == 2  # the flagged bar, and its legend entry
+    assert len(ax.collections) == 2  # one ceiling segment per clip
+    assert "hatched: no result (see the text)" in [t.get_text() for t in ax.get_legend().get_texts()]

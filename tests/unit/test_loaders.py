@@ -535,3 +535,36 @@ def test_gpu_loaders_stopped_early_end_cleanly_and_free_gpu_memory(backend, path
     torch.cuda.synchronize()
     assert codes == [0] * 6 and _spawned_workers(before) == [] and _new_threads(threads) == []
     assert torch.cuda.memory_allocated() == memory
+
+
+class _RoundsLoader:
+    """A DataLoader's timing without decoding: `num_workers` workers started together, each making one batch of
+    `batch_size` items every `period` s, delivered in turn (batch n from worker n % num_workers), so they arrive
+    in bursts of one per worker. Its true rate is num_workers x batch_size / period items per second."""
+
+    def __init__(self, num_workers: int, period: float, batches: int, batch_size: int = 1):
+        self.num_workers, self.period, self.batches, self.batch_size = num_workers, period, batches, batch_size
+        self.prefetch_factor = 2
+
+    def __iter__(self):
+        import time
+
+        import torch
+
+        start = time.perf_counter()
+        for n in range(self.batches):
+            ready = start + (n // self.num_workers + 1) * self.period  # the worker's k-th batch, k = n // workers
+            time.sleep(max(0.0, ready - time.perf_counter()))
+            yield torch.zeros(self.batch_size, 1)
+
+
+@pytest.mark.parametrize("steps", [3, 12, 20])
+def test_measure_loader_counts_whole_rounds_of_workers_and_reads_their_true_rate(steps):
+    # 8 workers, one batch each per 0.12 s: 66.7 batches/s, delivered in bursts of 8. Steps inside one burst
+    # read a burst, not a rate (counted as asked, 12 steps read 98 batches/s and 3 steps 4,306): whole rounds
+    # read the rate.
+    loader = _RoundsLoader(num_workers=8, period=0.12, batches=80)
+    r = loader_bench.measure_loader(loader, step_s=0.0, steps=steps, warmup=2)
+    assert r["steps"] % 8 == 0 and r["steps"] >= steps and r["steady"]
+    assert r["samples_per_s"] == pytest.approx(8 / 0.12, rel=0.1)
+    assert loader_bench.whole_rounds(steps, 8) == r["steps"]

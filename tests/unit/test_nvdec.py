@@ -77,14 +77,15 @@ def test_saturation_counts_only_frames_inside_the_window(tmp_path, monkeypatch):
     assert 0 < r["frames"] <= 4 * 600 and r["fps"] == r["frames"] / 0.6
 
 
-def test_more_concurrency_only_where_the_planned_layouts_left_the_engines_idle(monkeypatch):
-    util = {(7, 4): 90, (14, 4): 97}
+def fake_saturate(monkeypatch, fps: dict, util: dict) -> list:
+    """`nvdec.saturate` replaced by a table of (processes, threads) -> rate and NVDEC utilization; returns the
+    list of the layouts it was asked for."""
     ran = []
 
     def fake(path, processes, threads, seconds, gpu, decoder):
         ran.append((processes, threads, decoder))
         return {
-            "fps": 1000.0 * processes,
+            "fps": fps[(processes, threads)],
             "nvdec_util_median": util[(processes, threads)],
             "decoder": decoder,
             "processes": processes,
@@ -92,10 +93,47 @@ def test_more_concurrency_only_where_the_planned_layouts_left_the_engines_idle(m
         }
 
     monkeypatch.setattr(nvdec, "saturate", fake)
+    return ran
+
+
+def test_more_concurrency_only_where_the_planned_layouts_left_the_engines_idle(monkeypatch):
+    ran = fake_saturate(monkeypatch, {(7, 4): 4000.0, (14, 4): 4100.0}, {(7, 4): 90, (14, 4): 97})
     c = nvdec.ceiling("a.mp4", ((7, 4),), 1.0, decoders=("pynvvideocodec", "torchcodec"), if_unsaturated=((14, 4),))
     assert ran == [(7, 4, "pynvvideocodec"), (7, 4, "torchcodec"), (14, 4, "pynvvideocodec"), (14, 4, "torchcodec")]
-    assert c["saturated"] and c["fps"] == 14000.0
-    ran.clear()
-    util[(7, 4)] = 96  # saturated already: nothing more runs
+    assert c["saturated"] and c["levelled"] and c["fps"] == 4100.0  # +2.5% for twice the decoders: levelled
+    ran2 = fake_saturate(monkeypatch, {(7, 4): 4000.0}, {(7, 4): 96})  # busy already, one layout: nothing more runs
     c = nvdec.ceiling("a.mp4", ((7, 4),), 1.0, decoders=("pynvvideocodec",), if_unsaturated=((14, 4),))
-    assert ran == [(7, 4, "pynvvideocodec")] and c["saturated"]
+    assert ran2 == [(7, 4, "pynvvideocodec")] and c["saturated"] and c["levelled"] is None
+
+
+def test_a_rate_still_rising_with_concurrency_is_no_saturated_ceiling_at_99_percent(monkeypatch):
+    # the H200's 1080p H.264: 28 raw decoders kept NVDEC 99% busy at 4,076 frames/s, 13.5% above 14 decoders,
+    # and a loader with 64 threads got 4,169: utilization alone did not show the limit
+    fps = {(7, 2): 3590.0, (7, 4): 4076.0, (16, 4): 4150.0}
+    util = {(7, 2): 86, (7, 4): 99, (16, 4): 99}
+    ran = fake_saturate(monkeypatch, fps, util)
+    c = nvdec.ceiling("a.mp4", ((7, 2), (7, 4)), 1.0, decoders=("pynvvideocodec",), if_unsaturated=((16, 4),))
+    assert ran[-1] == (16, 4, "pynvvideocodec")  # still rising at 28 decoders: 64 were tried
+    assert c["fps"] == 4150.0 and c["levelled"] and c["saturated"]  # +1.8% for 64: levelled off
+    fps[(16, 4)] = 4600.0  # +12.9% again: still rising at the most decoders tried, a lower bound
+    c = nvdec.ceiling("a.mp4", ((7, 2), (7, 4)), 1.0, decoders=("pynvvideocodec",), if_unsaturated=((16, 4),))
+    assert c["fps"] == 4600.0 and c["levelled"] is False and not c["saturated"]
+    ran.clear()
+    fps[(7, 4)] = 3600.0  # levelled between 14 and 28 decoders at 99%: nothing more runs
+    c = nvdec.ceiling("a.mp4", ((7, 2), (7, 4)), 1.0, decoders=("pynvvideocodec",), if_unsaturated=((16, 4),))
+    assert [r[:2] for r in ran] == [(7, 2), (7, 4)] and c["saturated"] and c["fps"] == 3600.0
+
+
+@pytest.mark.parametrize(
+    "rows, best, expected",
+    [
+        ([(1, 2, 100.0)], 0, None),  # one layout: not known
+        ([(1, 2, 100.0), (2, 2, 102.0)], 1, True),  # +2%: levelled
+        ([(1, 2, 100.0), (2, 2, 110.0)], 1, False),  # +10% at the most decoders tried: still rising
+        ([(1, 2, 100.0), (2, 2, 110.0), (4, 2, 108.0)], 1, True),  # more decoders did not beat it
+        ([(1, 2, 100.0), (2, 2, 110.0), (4, 2, None)], 1, False),  # a failed layout proves nothing
+    ],
+)
+def test_levelled_compares_a_rate_with_the_layouts_of_fewer_and_more_decoders(rows, best, expected):
+    rows = [{"processes": p, "threads": t, "fps": f} for p, t, f in rows]
+    assert nvdec.levelled(rows, rows[best]) is expected
