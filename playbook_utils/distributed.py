@@ -179,7 +179,7 @@ def sharded_loader(
 
     `device` is the rank's device (`cuda:LOCAL_RANK` or 'cpu'). decode_device 'auto' decodes on
     that GPU for the backends that can (PyNvVideoCodec, TorchCodec, DALI: in the rank's process,
-    `num_workers` decoding threads) and on the CPU otherwise (PyAV, decord: in `num_workers` spawned
+    `num_workers` decoding threads) and on the CPU otherwise (PyAV, decord: in `num_workers`
     DataLoader workers, batches then copied to `device`). DALI goes through the same per-rank path
     (`read_frames` with device cuda:N); DALI's own `fn.readers.video(shard_id=, num_shards=)`
     is not used, since it samples fixed-length sequences rather than our K frames per video.
@@ -206,7 +206,7 @@ def sharded_loader(
             decode_device,
             skipping,
         )
-    # workers as make_loader's: spawned (a forked worker of a multi-threaded CUDA/NCCL parent can hang), with a
+    # workers as make_loader's: a forkserver's (a forked worker of a multi-threaded CUDA/NCCL parent can hang), with a
     # batch timeout and decoders that share the cores
     loader = torch.utils.data.DataLoader(
         _Indexed(ds),

@@ -198,7 +198,7 @@ def make_loader(
     num_workers: int = 2,
     pin_memory: bool = False,
     shuffle: bool = False,
-    start_method: str = "spawn",
+    start_method: str | None = None,
     timeout_s: float = 600.0,
     decoder_threads: int | None = None,
     **dataset_kwargs,
@@ -210,11 +210,15 @@ def make_loader(
     each batch is a pair (the batch of the good items, or None; the list of `Skipped` items).
     `close_loader` ends the workers mid-epoch.
 
-    Workers start with `start_method` ('spawn' by default, not Linux's 'fork'): on the H200 machine (32
-    cores, Python 3.12) a forked PyAV worker of notebook 21 hung for 20 minutes without a batch, its parent
-    multi-threaded by CUDA and the notebook kernel, which Python 3.12 warns may deadlock a forked child.
-    A spawned worker starts from a fresh interpreter (a few seconds per worker, once: they persist); a
-    script that builds the loader needs the `if __name__ == "__main__":` guard, as on macOS and Windows.
+    Workers start with `start_method` (default `START_METHOD`, 'forkserver'; not Linux's 'fork'): on the H200
+    machine (32 cores, Python 3.12) a forked PyAV worker of notebook 21 hung for 20 minutes without a batch, its
+    parent multi-threaded by CUDA and the notebook kernel, which Python 3.12 warns may deadlock a forked child. A
+    forkserver is one fresh interpreter, started once, that imports `FORKSERVER_PRELOAD` (PyTorch, not any video
+    library) and forks each worker from itself: no thread or CUDA state of the caller reaches a worker, and no
+    worker imports PyTorch again ('spawn' starts each worker from a fresh interpreter: on the H200, 16 spawned
+    workers took 14-15 s to their first batch, 16 interpreters importing PyTorch at once taking 5 s of it). Workers
+    persist between epochs; a script that builds the loader needs the `if __name__ == "__main__":` guard, as on
+    macOS and Windows.
     A worker that delivers no batch for `timeout_s` seconds raises RuntimeError instead of hanging.
     Each worker's PyAV and TorchCodec decoders use `decoder_threads` threads, by default the cores divided
     among the workers: a decoder left to its default takes every core, so N workers would run N x cores
@@ -258,15 +262,25 @@ def share_of_cores(num_workers: int) -> int:
     return max(1, len(os.sched_getaffinity(0)) // max(1, num_workers))
 
 
+START_METHOD = "forkserver"  # how loader workers start (make_loader explains why)
+FORKSERVER_PRELOAD = ("torch", "playbook_utils.loaders")  # what the forkserver imports once for every worker
+
+
 def worker_options(
-    num_workers: int, start_method: str = "spawn", timeout_s: float = 600.0, decoder_threads: int | None = None
+    num_workers: int, start_method: str | None = None, timeout_s: float = 600.0, decoder_threads: int | None = None
 ) -> dict:
-    """The DataLoader arguments of `make_loader`'s workers (also `distributed.sharded_loader`'s): started by
-    `start_method`, persistent, a batch timeout, and decoders that share the cores; {} without workers."""
+    """The DataLoader arguments of `make_loader`'s workers (also `distributed.sharded_loader`'s and
+    `shards.shard_loader`'s): started by `start_method` (default `START_METHOD`; a forkserver imports
+    FORKSERVER_PRELOAD first, where it is not running yet), persistent, a batch timeout, and decoders that share the
+    cores; {} without workers."""
     import functools
+    import multiprocessing
 
     if num_workers <= 0:
         return {}
+    start_method = start_method or START_METHOD
+    if start_method == "forkserver":
+        multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))  # no effect once the server runs
     threads = decoder_threads if decoder_threads is not None else share_of_cores(num_workers)
     return {
         "multiprocessing_context": start_method,

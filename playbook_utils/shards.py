@@ -227,11 +227,11 @@ def shard_loader(
     world_size: int = 1,
     batch_size: int = 4,
     num_workers: int = 2,
-    start_method: str = "spawn",
+    start_method: str | None = None,
     **dataset_kwargs,
 ):
     """A DataLoader over this rank's part of `shards` (`ShardDataset`), batches from `collate_samples`;
-    workers started as `loaders.make_loader`'s (spawned, persistent, a batch timeout, decoders sharing the
+    workers started as `loaders.make_loader`'s (a forkserver's, persistent, a batch timeout, decoders sharing the
     cores). Every sample of every shard reaches exactly one (rank, worker) per epoch. Notebook 24."""
     import torch
 

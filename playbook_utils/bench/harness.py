@@ -4,7 +4,7 @@
     python -m playbook_utils.bench --mode full --device cuda --output results/h200/bench
 
 Every job runs in a child process of its backend (no library shares a process with another; one child serves
-all the jobs of a backend and device, so the library's start-up is paid once): it warms up, repeats until a minimum time (each call on another name of the clip, so
+all the jobs of a backend, on the CPU and on the GPU, so the library's start-up is paid once): it warms up, repeats until a minimum time (each call on another name of the clip, so
 that no adapter reuses the decoder of the previous call), checks the frames of one call
 against their stamps (or, on a clip without stamps, against another library's decode: `exactness`), and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
 memory while it runs (`monitor.UtilizationMonitor`). A failing job is a recorded row, not a crash. Results are a tidy table
@@ -142,7 +142,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
         "call_spread_pct": 100 * (max(secs) - min(secs)) / med,
         "rate_spread_pct": verdicts.spread_pct([k / s for s, k in calls]),  # per-call rates, middle half
         "frames_per_call": frames / len(calls),
-        # where the job's time went, in seconds (the measured part is `wall`; notebook 20 sums these per backend)
+        # where the job's time went, in seconds (the measured part is `wall`)
         "phases_s": {"first_call": t1 - t0, "frame_check": t2 - t1, "warmup": t3 - t2, "measured": wall},
         **sampler.summary(),
     }
@@ -253,9 +253,11 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
 
 def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> list[dict]:
     """Run `jobs` and return one row each, in order (failures are rows too). A job its backend refuses before
-    decoding (`why_unavailable`) needs no process; the others run in one child process per backend and device,
-    which serves that backend's jobs one after another (`child.serve`): no library shares a process with
-    another, and the library's import, its CUDA context and its decoders are made once, not once per job. A
+    decoding (`why_unavailable`) needs no process; the others run in one child process per backend, which serves
+    that backend's jobs one after another, its CPU jobs and its GPU jobs (`child.serve`): no library shares a
+    process with another, and the library's import, the reference library's (`exactness`), its CUDA context and
+    its decoders are made once, not once per job or per device (on the H200 a child's start, with PyTorch's and
+    TorchCodec's imports, took 4-10 s: `served_s` of its first job). A
     child that crashes loses the job it was on; a new one serves the rest. `progress`: a bar on stderr
     (`progress_bar`). Notebook 20."""
 
@@ -269,11 +271,11 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> lis
         if why:
             rows[k] = {**head(job), "status": "unavailable", "error": why}
         else:
-            groups.setdefault((job.backend, job.device), []).append(k)
+            groups.setdefault(job.backend, []).append(k)
     bar = progress_bar(len(jobs), "bench", progress)
     bar.update(sum(r is not None for r in rows))
-    for (backend, device), ks in groups.items():
-        bar.set_postfix_str(f"{backend} on {device}")
+    for backend, ks in groups.items():
+        bar.set_postfix_str(backend)
         answers = child.serve(
             child.python("-m", "playbook_utils.bench", "--serve"),
             [dataclasses.asdict(jobs[k]) for k in ks],

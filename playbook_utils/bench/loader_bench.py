@@ -445,6 +445,8 @@ def measure_loader(
     warmup: int = 2,
     max_seconds: float | None = None,
     min_steps: int = 3,
+    clock=time.perf_counter,
+    sleep=time.sleep,
 ) -> dict:
     """Run simulated training steps of `step_s` seconds, fed by `loader`; return the data wait in steady state.
 
@@ -460,6 +462,7 @@ def measure_loader(
     'samples_per_s', 'samples_per_s_spread_pct', 'steps', 'stopped_by_time', 'lookahead_batches', 'steady',
     'why', 'first_batch_s', 'prefetched_s'}: 'steady' is False (with 'why') when the epoch ended before `min_steps`
     measured steps; the last two are the seconds to the first batch (the workers' start) and then to the clock's start.
+    `clock` and `sleep`: where the time is read and the step spent (a test gives simulated ones).
     """
     ahead_items, _ = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
@@ -468,15 +471,15 @@ def measure_loader(
     # of a round times a burst, not a rate, so steps are counted in whole rounds
     burst = max(1, getattr(loader, "num_workers", 0) or 1)
     steps, min_steps = whole_rounds(steps, burst), whole_rounds(min_steps, burst)
-    began = time.perf_counter()
+    began = clock()
     it = iter(loader)
     waits, samples, start, rates, s, capped, first = [], 0, None, [], 0, False, None
     while len(waits) < steps:
         if max_seconds is not None and start is not None and len(waits) >= min_steps and len(waits) % burst == 0:
-            if time.perf_counter() - start > max_seconds:
+            if clock() - start > max_seconds:
                 capped = True
                 break
-        t0 = time.perf_counter()
+        t0 = clock()
         try:
             got = next(it)
         except StopIteration:
@@ -486,21 +489,21 @@ def measure_loader(
             import torch
 
             torch.cuda.synchronize(device)
-        t1 = time.perf_counter()
+        t1 = clock()
         first = t1 if first is None else first
         if s == skip:
             start = t0
-        time.sleep(step_s)
+        sleep(step_s)
         if s >= skip:
             waits.append(t1 - t0)
             samples += got.shape[0]
-            rates.append((got.shape[0], time.perf_counter() - t0))
+            rates.append((got.shape[0], clock() - t0))
         s += 1
     if not waits:
         raise RuntimeError(
             f"measure_loader: the epoch ended after {s} batches, before the {skip} of warm-up and prefetch"
         )
-    total = time.perf_counter() - start
+    total = clock() - start
     wait = sum(waits)
     why = None if len(waits) >= min_steps else f"the epoch ended after {len(waits)} measured steps"
     # its spread is taken over blocks of at least a round of steps, and not at all from fewer than two such blocks

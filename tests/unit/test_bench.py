@@ -72,6 +72,11 @@ def test_run_all_serves_each_backends_jobs_from_one_process_in_order(tmp_path, c
         ("pyav", "sequential", "ok"),
     ]
     assert rows[4]["exact"] is True and rows[0]["clip"] == clip.name
+    # where each job's time went: the seconds since the answer before (a child's first: with its start), and the
+    # job's own phases, which the seconds served hold
+    assert all(r["served_s"] > 0 for r in rows if r["status"] != "unavailable")
+    assert set(rows[4]["phases_s"]) == {"first_call", "frame_check", "warmup", "measured"}
+    assert rows[4]["served_s"] >= sum(rows[4]["phases_s"].values())
 
 
 @pytest.mark.media

@@ -38,8 +38,8 @@ def test_clip_strategy_is_reproducible_and_resizes(paths):
 @pytest.mark.media
 def test_loader_batches_and_wait_measurement(paths):
     dl = loaders.make_loader(paths * 8, backend="pyav", batch_size=2, num_workers=1, k=4)
-    # spawned workers (a forked one hung on the H200 machine) and a time limit instead of a hang
-    assert dl.multiprocessing_context.get_start_method() == "spawn" and dl.timeout > 0
+    # workers forked by a forkserver, not by the caller (a forked one hung on the H200 machine), and a time limit
+    assert dl.multiprocessing_context.get_start_method() == loaders.START_METHOD == "forkserver" and dl.timeout > 0
     batch = next(iter(dl))
     assert batch.shape == (2, 4, 3, 144, 256)
     # 8 batches: 2 of warm-up, then the 2 the worker prefetched (decoded before the clock could start), then 4
@@ -538,33 +538,54 @@ def test_gpu_loaders_stopped_early_end_cleanly_and_free_gpu_memory(backend, path
 
 
 class _RoundsLoader:
-    """A DataLoader's timing without decoding: `num_workers` workers started together, each making one batch of
-    `batch_size` items every `period` s, delivered in turn (batch n from worker n % num_workers), so they arrive
-    in bursts of one per worker. Its true rate is num_workers x batch_size / period items per second."""
+    """A DataLoader's timing without decoding, on a simulated clock: `num_workers` workers started together, each
+    making one batch of `batch_size` items every `period` s, delivered in turn (batch n from worker n %
+    num_workers), so they arrive in bursts of one per worker. Its true rate is num_workers x batch_size / period
+    items per second. `clock` and `sleep` are what `measure_loader` reads and spends."""
 
     def __init__(self, num_workers: int, period: float, batches: int, batch_size: int = 1):
         self.num_workers, self.period, self.batches, self.batch_size = num_workers, period, batches, batch_size
         self.prefetch_factor = 2
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
 
     def __iter__(self):
-        import time
-
         import torch
 
-        start = time.perf_counter()
         for n in range(self.batches):
-            ready = start + (n // self.num_workers + 1) * self.period  # the worker's k-th batch, k = n // workers
-            time.sleep(max(0.0, ready - time.perf_counter()))
+            ready = (n // self.num_workers + 1) * self.period  # the worker's k-th batch, k = n // workers
+            self.now = max(self.now, ready)  # the consumer waits for it
             yield torch.zeros(self.batch_size, 1)
 
 
 @pytest.mark.parametrize("steps", [3, 12, 20])
-def test_measure_loader_counts_whole_rounds_of_workers_and_reads_their_true_rate(steps):
+@pytest.mark.parametrize("step_s", [0.0, 0.005])
+def test_measure_loader_counts_whole_rounds_of_workers_and_reads_their_true_rate(steps, step_s):
     # 8 workers, one batch each per 0.12 s: 66.7 batches/s, delivered in bursts of 8. Steps inside one burst
-    # read a burst, not a rate (counted as asked, 12 steps read 98 batches/s and 3 steps 4,306): whole rounds
-    # read the rate.
+    # read a burst, not a rate (counted as asked, 12 steps read 100 batches/s and 20 steps 83): whole rounds read
+    # the rate.
     loader = _RoundsLoader(num_workers=8, period=0.12, batches=80)
-    r = loader_bench.measure_loader(loader, step_s=0.0, steps=steps, warmup=2)
+    r = loader_bench.measure_loader(
+        loader, step_s=step_s, steps=steps, warmup=2, clock=loader.clock, sleep=loader.sleep
+    )
     assert r["steps"] % 8 == 0 and r["steps"] >= steps and r["steady"]
-    assert r["samples_per_s"] == pytest.approx(8 / 0.12, rel=0.1)
+    assert r["samples_per_s"] == pytest.approx(8 / 0.12, rel=0.02)
     assert loader_bench.whole_rounds(steps, 8) == r["steps"]
+    assert 0 < r["wait_fraction"] <= 1
+
+
+def test_measure_loader_counted_as_asked_reads_a_burst():
+    # the old count, for the record: 12 steps of 8 workers that deliver in bursts read well above the true rate
+    loader = _RoundsLoader(num_workers=8, period=0.12, batches=80)
+    real = loader_bench.whole_rounds
+    try:
+        loader_bench.whole_rounds = lambda steps, workers: steps
+        r = loader_bench.measure_loader(loader, step_s=0.0, steps=12, warmup=2, clock=loader.clock, sleep=loader.sleep)
+    finally:
+        loader_bench.whole_rounds = real
+    assert r["samples_per_s"] > 1.2 * 8 / 0.12
