@@ -217,15 +217,14 @@ def bars_of(rows: list[dict], ceilings: dict) -> dict:
     (rows measured but no result, `trusted`, hatched). Notebook 21."""
     names = list(dict.fromkeys(r["clip"] for r in rows))
     loaders_ = list(dict.fromkeys(r["loader"] for r in rows))
-
-    def row(n, loader):
-        return next((r for r in rows if r["clip"] == n and r["loader"] == loader), None)
-
+    cell: dict = {}
+    for r in rows:  # the first row of each clip and loader, as the table lists them
+        cell.setdefault((r["clip"], r["loader"]), r)
     return {
-        "values": {lo: [(row(n, lo) or {}).get("frames_per_s") for n in names] for lo in loaders_},
+        "values": {lo: [cell.get((n, lo), {}).get("frames_per_s") for n in names] for lo in loaders_},
         "categories": names,
         "per_category": {"NVDEC ceiling of the clip": [(ceilings.get(n) or {}).get("fps") for n in names]},
-        "not_results": {lo: [row(n, lo) is not None and not trusted(row(n, lo)) for n in names] for lo in loaders_},
+        "not_results": {lo: [(n, lo) in cell and not trusted(cell[(n, lo)]) for n in names] for lo in loaders_},
     }
 
 

@@ -82,6 +82,19 @@ def ceiling_state(c: dict) -> str:
     return "LOWER BOUND"
 
 
+def ceiling_line(c: dict) -> str:
+    """One `nvdec.ceiling` as notebook 21 prints it under its clip: the rate, the decoder library and layout that
+    reached it, NVML's median decoder utilization, and `ceiling_state`."""
+    if not c["fps"]:
+        return "NVDEC ceiling: not measured"
+    b = c["best"]
+    util = "utilization not measured" if b.get("nvdec_util_median") is None else f"{b['nvdec_util_median']}% busy"
+    return (
+        f"NVDEC ceiling: {c['fps']:,.0f} frames/s ({b['decoder']}, {b['processes']} x {b['threads']}, NVDEC {util}, "
+        f"{ceiling_state(c)})"
+    )
+
+
 def format_ceilings(found: dict, infos: dict) -> str:
     """`ceilings` as a table: clip, size, bitrate, rate, the decoder library and layout that reached it, NVML's
     median decoder utilization, saturated or not (a lower bound)."""

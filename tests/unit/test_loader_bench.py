@@ -335,3 +335,14 @@ def test_bars_of_puts_each_ceiling_over_its_clip_and_hatches_the_rows_that_are_n
     assert sum(1 for p in ax.patches if p.get_hatch()) == 2  # the flagged bar, and its legend entry
     assert len(ax.collections) == 2  # one ceiling segment per clip
     assert "hatched: no result (see the text)" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_ceiling_line_says_saturated_or_why_it_is_a_lower_bound():
+    best = {"decoder": "pynvvideocodec", "processes": 7, "threads": 4, "nvdec_util_median": 99}
+    c = {"fps": 4076.0, "best": best, "saturated": True, "levelled": True}
+    assert words.ceiling_line(c) == ("NVDEC ceiling: 4,076 frames/s (pynvvideocodec, 7 x 4, NVDEC 99% busy, saturated)")
+    rising = {**c, "saturated": False, "levelled": False}  # busy, but more decoders still raised the rate
+    assert words.ceiling_line(rising).endswith("99% busy, LOWER BOUND (still rising with more decoders))")
+    idle = {**rising, "best": {**best, "nvdec_util_median": None}, "levelled": None}
+    assert "utilization not measured, LOWER BOUND)" in words.ceiling_line(idle)
+    assert words.ceiling_line({"fps": None, "best": None}) == "NVDEC ceiling: not measured"
