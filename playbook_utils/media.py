@@ -11,6 +11,7 @@ Introduced in notebook 01; used by every decoder test and benchmark.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import json
 import os
@@ -332,9 +333,12 @@ def make_clip(
     settings.update(frame_times=frame_times, picture=picture)
     for _ in range(3):
         try:
-            _encode(tmp, **settings)
+            if encoder in WATCHED_ENCODERS:
+                _encode_watched(tmp, settings)
+            else:
+                _encode(tmp, **settings)
             break
-        except av.error.FFmpegError as e:
+        except (av.error.FFmpegError, EncoderFailed) as e:
             # Seen once in CI: SVT-AV1 on a loaded 2-core machine handed the MP4 muxer a packet it
             # rejected (EINVAL), and 600 encodes of the same clip here never did. The encoder is
             # not deterministic under load, so the clip is encoded again before giving up.
@@ -344,6 +348,118 @@ def make_clip(
         raise RuntimeError(f"{failure}, three times")
     os.replace(tmp, path)
     return path
+
+
+# Encoders run in a child process under a watchdog. SVT-AV1 (4.1, in PyAV's wheel) was seen once to hang for good in
+# its flush (`svt_av1_enc_get_packet`, CPU idle), and a hang inside C cannot be interrupted from Python: a test
+# session waited until CI's limit. SVT-AV1 3.1 has reports of the same (linuxserver/docker-ffmpeg#116).
+WATCHED_ENCODERS = frozenset({"libsvtav1"})
+STALL_S = 60.0  # no frame sent and no packet received for this long: the encoder hung (a 1080p frame takes < 2 s)
+
+
+class EncoderFailed(RuntimeError):
+    """An encode in a watched child process failed (its error) or made no progress for `STALL_S` (killed)."""
+
+
+def _by_name(fn) -> str | None:
+    """'module:qualname' for a module-level function a child process can import, else None."""
+    if fn is None:
+        return ""
+    name = f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', '')}"
+    module, _, qualname = name.partition(":")
+    if "<" in qualname or module in ("", "__main__"):
+        return None
+    return name
+
+
+def _encode_main() -> None:
+    """The watched child: settings as JSON on stdin, a '.' on stdout per step (a frame sent, a packet received),
+    then one JSON line: {"error": None} or {"error": "<type>: <message>"}."""
+    import importlib
+    import sys
+
+    settings = json.loads(sys.stdin.read())
+    tmp, picture = settings.pop("tmp"), settings.pop("picture")
+    if picture:
+        module, _, qualname = picture.partition(":")
+        settings["picture"] = functools.reduce(getattr, qualname.split("."), importlib.import_module(module))
+    else:
+        settings["picture"] = None
+
+    class Steps:
+        def __init__(self):
+            self._value = 0
+
+        @property
+        def value(self):
+            return self._value
+
+        @value.setter
+        def value(self, v):
+            self._value = v
+            sys.stdout.write(".")
+            sys.stdout.flush()
+
+    try:
+        _encode(tmp, **settings, progress=Steps())
+        error = None
+    except BaseException as e:  # reported to the parent, which retries or names the clip
+        error = f"{type(e).__name__}: {e}; packets {getattr(e, 'packets', '?')}"
+    sys.stdout.write("\n" + json.dumps({"error": error}) + "\n")
+    sys.stdout.flush()
+
+
+def _encode_watched(tmp, settings: dict, stall_s: float | None = None) -> None:
+    """`_encode` in a fresh Python process, killed when it makes no progress (a frame sent or a packet received)
+    for `stall_s` seconds (default `STALL_S`): `EncoderFailed` then, or with the child's own error. A `picture`
+    the child cannot import by name (a lambda, a function of `__main__`) is encoded here, unwatched."""
+    import select
+    import subprocess
+    import sys
+    import time
+
+    stall_s = STALL_S if stall_s is None else stall_s
+    picture = _by_name(settings.get("picture"))
+    if picture is None:
+        _encode(tmp, **settings)
+        return
+    request = json.dumps({**settings, "tmp": str(tmp), "picture": picture})
+    code = "from playbook_utils.media import _encode_main; _encode_main()"
+    # the child imports what this process can: the picture's module may sit on a path added at run time (pytest's)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    out, steps = b"", 0
+    try:
+        child.stdin.write(request.encode())
+        child.stdin.close()
+        since = time.monotonic()
+        while True:
+            ready, _, _ = select.select([child.stdout], [], [], 1.0)
+            if ready:
+                chunk = os.read(child.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                out += chunk
+                steps += chunk.count(b".")
+                since = time.monotonic()
+            elif time.monotonic() - since > stall_s:
+                raise EncoderFailed(f"the encoder made no progress for {stall_s:.0f} s after {steps} steps: hung")
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        stderr = child.stderr.read().decode(errors="replace").strip().splitlines()
+        child.stdout.close()
+        child.stderr.close()
+    lines = [line for line in out.decode(errors="replace").splitlines() if line.startswith("{")]
+    if not lines:
+        last = stderr[-1] if stderr else "no output"
+        raise EncoderFailed(f"the encoder's process died (exit {child.returncode}) without an answer: {last}")
+    error = json.loads(lines[-1])["error"]
+    if error is not None:
+        raise EncoderFailed(error)
 
 
 def _encode(
@@ -361,6 +477,7 @@ def _encode(
     bit_rate,
     frame_times,
     picture,
+    progress=None,
 ):
     import av
 
@@ -369,6 +486,8 @@ def _encode(
 
     def mux(out, packet):
         last[:] = [*last[-1:], (packet.pts, packet.dts)]
+        if progress is not None:
+            progress.value += 1
         try:
             out.mux(packet)
         except av.error.FFmpegError as e:
@@ -398,6 +517,8 @@ def _encode(
             frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
             frame.pts = i if frame_times is None else int(round(frame_times[i] * 90000))
             frame.time_base = time_base
+            if progress is not None:
+                progress.value += 1
             for packet in stream.encode(frame):
                 mux(out, packet)
         for packet in stream.encode():
@@ -722,6 +843,15 @@ def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> d
     specs = default_media_specs(smoke) if specs is None else specs
     directory = Path(directory) if directory is not None else default_media_dir(smoke)
     directory.mkdir(parents=True, exist_ok=True)
+    # One builder at a time per folder: two processes (pytest's workers, parallel notebooks) would otherwise build
+    # the same clips at once and each rewrite the manifest without the other's entries. The lock goes with the
+    # process, so a killed builder cannot leave it held.
+    with open(directory / ".build.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_media(directory, specs, log)
+
+
+def _build_media(directory: Path, specs, log) -> dict[str, Path]:
     manifest_path = directory / "manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text())

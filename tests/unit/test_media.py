@@ -336,3 +336,76 @@ def test_the_manifest_record_of_a_light_clip_did_not_change_with_the_realistic_f
     }  # media cached before them is reused
     heavy = media.ClipSpec("hevc", 256, 144, 96, 12, bitrate=62_000, open_gop=True)
     assert heavy.record()["bitrate"] == 62_000 and heavy.record()["open_gop"] is True
+
+
+def _hangs_at_frame_3(index, width, height, num_frames):
+    """A `picture` for the watched child: frame 3 never comes, as SVT-AV1's flush once never returned. With
+    $HANG_ONCE set to a path, only the first child hangs (it leaves the file behind), so a retry succeeds."""
+    import os
+    import time
+    from pathlib import Path
+
+    marker = os.environ.get("HANG_ONCE")
+    if index == 3 and (marker is None or not Path(marker).exists()):
+        if marker:
+            Path(marker).touch()
+        time.sleep(3600)
+    return media.synth_frame(index, width, height, num_frames)
+
+
+def _fails_at_frame_2(index, width, height, num_frames):
+    if index == 2:
+        raise ValueError("no picture for frame 2")
+    return media.synth_frame(index, width, height, num_frames)
+
+
+@pytest.mark.media
+def test_a_watched_encode_that_stops_making_progress_is_killed_and_named(tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.delenv("HANG_ONCE", raising=False)
+    settings = dict(encoder="libx264", width=64, height=64, fps=30, num_frames=8, gop=4, bframes=0)
+    settings.update(pix_fmt="yuv420p", closed_gop=True, preset="fast", bit_rate=None, frame_times=None)
+    start = time.monotonic()
+    with pytest.raises(media.EncoderFailed, match=r"no progress for 2 s after \d+ steps: hung"):
+        media._encode_watched(tmp_path / "x.mp4", {**settings, "picture": _hangs_at_frame_3}, stall_s=2)
+    assert time.monotonic() - start < 30  # killed, not waited for
+    with pytest.raises(media.EncoderFailed, match="ValueError: no picture for frame 2"):
+        media._encode_watched(tmp_path / "y.mp4", {**settings, "picture": _fails_at_frame_2})
+    media._encode_watched(tmp_path / "z.mp4", {**settings, "picture": None})
+    assert [read_stamp(f) for f in decode_rgb(tmp_path / "z.mp4")] == list(range(8))
+    # a picture the child cannot import by name is encoded here, unwatched
+    media._encode_watched(tmp_path / "w.mp4", {**settings, "picture": lambda *a: media.synth_frame(*a)})
+    assert len(decode_rgb(tmp_path / "w.mp4")) == 8
+
+
+@pytest.mark.media
+def test_make_clip_kills_a_hung_encoder_and_encodes_again(tmp_path, monkeypatch):
+    # make_clip watches the encoders in WATCHED_ENCODERS (SVT-AV1); here x264 stands in, hanging the first time
+    monkeypatch.setattr(media, "WATCHED_ENCODERS", frozenset({"libx264"}))
+    monkeypatch.setattr(media, "STALL_S", 2.0)
+    monkeypatch.setenv("HANG_ONCE", str(tmp_path / "hung-once"))
+    path = make_clip(tmp_path / "a.mp4", "h264", 64, 64, num_frames=8, gop=4, picture=_hangs_at_frame_3)
+    assert (tmp_path / "hung-once").exists()  # the first child did hang
+    assert [read_stamp(f) for f in decode_rgb(path)] == list(range(8))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4", "hung-once"]  # no temporary file left behind
+
+
+def test_two_processes_building_the_media_set_at_once_build_each_clip_once(tmp_path, monkeypatch):
+    # pytest's two workers start with an empty cache and both ask for the default set: one builds, the other
+    # waits for it and reuses its clips; the manifest keeps every entry
+    from concurrent.futures import ProcessPoolExecutor
+
+    specs = [media.ClipSpec("h264", 64, 64, 8, 4), media.ClipSpec("hevc", 64, 64, 8, 4)]
+    with ProcessPoolExecutor(2) as pool:
+        runs = [pool.submit(_build_and_log, tmp_path, specs) for _ in range(2)]
+        built = [f.result() for f in runs]
+    assert sorted(len(b) for b in built) == [0, 2]  # the second found both clips built
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert {s.name for s in specs} <= set(manifest)
+
+
+def _build_and_log(directory, specs):
+    logged = []
+    media.default_media(directory, smoke=True, log=logged.append, specs=specs)
+    return logged
