@@ -297,30 +297,71 @@ class ProgressEcho:
         self._thread.join(timeout=5)
 
 
+MARKER = ".playbook-run"  # in every folder the runner writes into (and the previous/ it makes): its own
+
+
+def mark(folder: Path) -> None:
+    """Mark `folder` as one the runner writes into, unless it is marked already. The marker lists what the folder
+    held before (`theirs`): `set_aside` never moves those entries, even where a name looks like a notebook's."""
+    marker = Path(folder) / MARKER
+    if marker.exists():
+        return
+    theirs = sorted(p.name for p in Path(folder).iterdir())
+    note = "written by playbook_utils.tools.run_notebooks; the entries in 'theirs' were here before its first run"
+    marker.write_text(json.dumps({"note": note, "theirs": theirs}, indent=1) + "\n")
+
+
+def _theirs(folder: Path) -> set:
+    """The entries a marked folder held before the runner's first run there (none for an empty marker)."""
+    try:
+        return set(json.loads((folder / MARKER).read_text()).get("theirs", []))
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
 def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     """Before a run into a folder that holds one (a summary.json): move that run's summary (and its
     constraints.txt, the library versions it ran with) and the files of
     the notebooks about to run again (`NN_*` entries with their numbers, and their logs) into
     `output/previous/`, replacing what an earlier run left there; return the line that says so (None when
-    there was no run). The files of other notebooks stay, since a notebook may read them (22 reads 20's)."""
+    there was no run). The files of other notebooks stay, since a notebook may read them (22 reads 20's).
+
+    Only what the runner wrote moves: raises ValueError, before anything moves, when `output` holds a summary.json
+    but no `MARKER` (a folder the runner did not make) or its previous/ has none; entries the folder held before
+    the runner's first run there (the marker's `theirs`) stay where they are."""
     summary = output / "summary.json"
     if not summary.exists():
         return None
+    previous = output / "previous"
+    if not (output / MARKER).exists():
+        raise ValueError(
+            f"--output {output}: it holds a summary.json, but this runner did not make it (no {MARKER} there); "
+            f"nothing was moved. Choose another --output, or, if an earlier version of the runner made this "
+            f"folder, create an empty {output / MARKER} and run again"
+        )
+    if previous.exists() and not (previous / MARKER).exists():
+        raise ValueError(
+            f"--output {output}: {previous} was not made by this runner (no {MARKER} in it), and a run there "
+            f"would replace it; nothing was moved. Move it elsewhere, or, if the runner made it, create an empty "
+            f"{previous / MARKER} and run again"
+        )
     try:
         doc = json.loads(summary.read_text())
         what = f"a {doc.get('mode')} run of {(doc.get('machine') or {}).get('date_utc')} UTC"
     except (OSError, ValueError, AttributeError):
         what = "an earlier run"
-    previous = output / "previous"
+    theirs = _theirs(output)
     replaced = previous.exists()
     shutil.rmtree(previous, ignore_errors=True)
     previous.mkdir()
+    (previous / MARKER).write_text(json.dumps({"note": "made by playbook_utils.tools.run_notebooks", "theirs": []}))
     numbers = {nb.name[:3] for nb in notebooks}
     moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
     moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
+    moving = [p for p in moving if p.name not in theirs]
     logs = (
         [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers]
-        if (output / "logs").is_dir()
+        if (output / "logs").is_dir() and "logs" not in theirs
         else []
     )
     for p in moving:
@@ -648,7 +689,8 @@ def main(argv=None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
-        "(no notebook matched, a malformed --param, --lanes that do not fit).",
+        "(no notebook matched, a malformed --param, --lanes that do not fit, an --output folder holding a "
+        "summary.json that this runner did not make).",
     )
     ap.add_argument(
         "--mode",
@@ -669,7 +711,9 @@ def main(argv=None) -> int:
         help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
         "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
         "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
-        "run again stay, for the notebooks that read them)",
+        "run again stay, for the notebooks that read them). The runner marks the folders it writes into "
+        f"({MARKER}) and refuses a folder with a summary.json it did not make; what a folder held before the "
+        "runner's first run there never moves",
     )
     ap.add_argument(
         "--notebooks",
@@ -762,7 +806,12 @@ def main(argv=None) -> int:
             print(f"run_notebooks: {e}", file=sys.stderr)
             return 2
     if not args.row_file:
-        moved = set_aside(output, notebooks)
+        try:  # a folder the runner did not make: refused before anything moves
+            moved = set_aside(output, notebooks)
+        except ValueError as e:
+            print(f"run_notebooks: {e}", file=sys.stderr)
+            return 2
+        mark(output)
         print(started, *([moved] if moved else []), *notes, sep="\n", flush=True)
     if args.lanes > 1:
         rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)

@@ -411,7 +411,9 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
         "90_good.ipynb",
         "90_good.json",
         "90_plot.png",
+        run_notebooks.MARKER,  # the previous/ it made, marked as its own
     }
+    assert (out / run_notebooks.MARKER).exists()  # the output folder it made, marked too
     assert not (out / "90_plot.png").exists()  # the re-run notebook's old plot went
     assert json.loads((out / "91_good.json").read_text())["headline"]["answer"] == 43  # the other stayed
     assert [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]] == ["90_good.ipynb"]
@@ -425,6 +427,48 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
         )
         for line in capsys.readouterr().out.splitlines()
     )
+
+
+def _tree(folder):
+    """{relative path: (bytes, mtime_ns)} of every file under `folder`, and each folder's mtime_ns."""
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None, p.stat().st_mtime_ns)
+        for p in [folder, *folder.rglob("*")]
+    }
+
+
+def test_a_folder_the_runner_did_not_make_is_refused_before_anything_moves(tmp_path, capsys):
+    # issue 29: --output at a user's folder holding a summary.json emptied its previous/ and moved its NN_* files
+    nbs, mine = tmp_path / "nbs", tmp_path / "mine"
+    nbs.mkdir()
+    _write_nb(nbs / "20_x.ipynb", "raise RuntimeError('must not run')")
+    (mine / "previous").mkdir(parents=True)
+    (mine / "summary.json").write_text('{"my": "own summary"}')
+    (mine / "20_draft.txt").write_text("a user's file")
+    (mine / "previous" / "keep.txt").write_text("kept")
+    before = _tree(mine)
+    with pytest.raises(ValueError, match="this runner did not make it"):
+        run_notebooks.set_aside(mine, [nbs / "20_x.ipynb"])
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert f"--output {mine}: it holds a summary.json" in err and "nothing was moved" in err
+    assert _tree(mine) == before  # nothing moved, deleted or written (no marker either)
+    # a folder the runner marked, whose previous/ it did not make: refused too
+    (mine / run_notebooks.MARKER).write_text("")
+    before = _tree(mine)
+    with pytest.raises(ValueError, match="not made by this runner"):
+        run_notebooks.set_aside(mine, [nbs / "20_x.ipynb"])
+    assert _tree(mine) == before
+    # the runner's own folder where the user left a file before its first run: that file stays where it is
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    (ours / "20_notes.txt").write_text("the user's, there before the runner")
+    run_notebooks.mark(ours)
+    (ours / "summary.json").write_text('{"mode": "smoke", "notebooks": []}')
+    (ours / "20_x.json").write_text("{}")
+    assert run_notebooks.set_aside(ours, [nbs / "20_x.ipynb"]).endswith(f"moved to {ours / 'previous'}/")
+    assert (ours / "20_notes.txt").exists() and (ours / "previous" / "20_x.json").exists()
+    assert (ours / "previous" / run_notebooks.MARKER).exists()  # the previous/ it made is marked as its own
 
 
 def test_the_workshop_preset_selects_its_path_in_full_mode(monkeypatch, tmp_path):
