@@ -42,6 +42,28 @@ def test_dockerfile_builds_decord_with_cuda_in_its_own_stage_and_keeps_the_cpu_w
     assert not [line for line in text.splitlines() if line.startswith("ENV") and "PYTHONPATH" in line]
 
 
+def test_the_container_starts_jupyter_without_a_shell_and_the_readmes_publish_it_on_localhost_only():
+    import json
+    import re
+
+    # issue 29: `bash -c "... --IdentityProvider.token=$JUPYTER_TOKEN"` split and globbed the token and showed it
+    # in `ps`; Jupyter Server reads JUPYTER_TOKEN from its environment itself (IdentityProvider._token_default)
+    text = (ROOT / "docker" / "Dockerfile").read_text()
+    cmds = [line for line in text.splitlines() if line.startswith("CMD ")]
+    assert len(cmds) == 1
+    cmd = json.loads(cmds[0][len("CMD ") :])  # exec form: a JSON array, no shell between docker and jupyter
+    assert cmd[:2] == ["jupyter", "lab"] and "--ip=0.0.0.0" in cmd
+    assert not {"bash", "sh", "-c"} & set(cmd) and not any("TOKEN" in a.upper() for a in cmd)
+    readmes = [p for p in ROOT.rglob("*.md") if not {".venv", ".git", "node_modules"} & set(p.parts)]
+    published = {
+        f"{p.relative_to(ROOT)}: {m}"
+        for p in readmes
+        for m in re.findall(r"-p\s+(\S*8888\S*)", p.read_text())
+        if not m.startswith("127.0.0.1:")
+    }
+    assert published == set(), "publish Jupyter on localhost only: -p 127.0.0.1:8888:8888"
+
+
 def test_environment_yml_agrees_with_pyproject():
     yaml = pytest.importorskip("yaml")
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
