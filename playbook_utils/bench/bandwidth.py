@@ -16,8 +16,8 @@ from pathlib import Path
 _BLOCK = 8 * 2**20
 
 
-def _read_all(path: Path, direct: bool) -> tuple[int, float]:
-    """Read `path` in 8 MiB blocks; return (bytes, seconds)."""
+def _read_all(path: Path, direct: bool, limit: int | None = None) -> tuple[int, float]:
+    """Read `path` in 8 MiB blocks, stopping at the end or once `limit` bytes are read; return (bytes, seconds)."""
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
     fd = os.open(path, flags)
     buf = mmap.mmap(-1, _BLOCK)  # page-aligned, as O_DIRECT requires
@@ -27,7 +27,7 @@ def _read_all(path: Path, direct: bool) -> tuple[int, float]:
         while True:
             n = os.readv(fd, [buf])
             total += n
-            if n < _BLOCK:
+            if n < _BLOCK or (limit is not None and total >= limit):
                 break
         return total, time.perf_counter() - start
     finally:
@@ -35,47 +35,78 @@ def _read_all(path: Path, direct: bool) -> tuple[int, float]:
         buf.close()
 
 
-def storage_read_bandwidth(directory, size_mib: int = 256) -> dict:
-    """Measure sequential read bandwidth of the disk holding `directory`, in MB/s.
+def _read_files(files: list[Path], direct: bool, limit: int) -> tuple[int, float, int]:
+    """Read `files` in turn until `limit` bytes are read; return (bytes, seconds, files read)."""
+    total, secs, count = 0, 0.0, 0
+    for path in files:
+        if total >= limit:
+            break
+        n, t = _read_all(path, direct, limit - total)
+        total, secs, count = total + n, secs + t, count + 1
+    return total, secs, count
 
-    Writes a scratch file of incompressible bytes there, reads it cold (O_DIRECT, or after
-    dropping it from the page cache where O_DIRECT is refused) and then warm, and deletes it.
-    Returns {'cold_mb_s', 'warm_mb_s', 'size_mib', 'cold_method', 'directory'}; where the
-    directory is not writable, {'error': ...}.
-    """
-    directory = Path(directory)
-    out = {"directory": str(directory), "size_mib": size_mib}
+
+def _measure(files: list[Path], limit: int) -> dict:
+    """Cold then warm read rates of the first `limit` bytes of `files` (opened read-only, never written)."""
     try:
-        fd, name = tempfile.mkstemp(prefix=".bw-probe-", dir=directory)
+        nbytes, secs, count = _read_files(files, direct=True, limit=limit)
+        method = "O_DIRECT (page cache bypassed)"
+    except OSError:
+        for path in files:  # drops cached pages only: the file itself is not touched
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        nbytes, secs, count = _read_files(files, direct=False, limit=limit)
+        method = "buffered after POSIX_FADV_DONTNEED (O_DIRECT refused; may include cache hits)"
+    _read_files(files, direct=False, limit=limit)  # fill the page cache
+    wbytes, wsecs, _ = _read_files(files, direct=False, limit=limit)
+    return {
+        "cold_mb_s": round(nbytes / secs / 1e6, 1),
+        "warm_mb_s": round(wbytes / wsecs / 1e6, 1),
+        "cold_method": method,
+        "read_mib": round(nbytes / 2**20, 1),
+        "files": count,
+    }
+
+
+def storage_read_bandwidth(directory, size_mib: int = 256, files=None) -> dict:
+    """Measure sequential read bandwidth of the disk holding `directory`, in MB/s (notebooks 00 and 30).
+
+    With `files` (the reader's own videos): reads about `size_mib` of them (whole 8 MiB blocks) as they are,
+    read-only, and writes nothing anywhere. Without: writes a scratch file of `size_mib` incompressible bytes
+    into a temporary folder inside `directory` (the playbook's own media folder; the system's temporary folder
+    when None), which is removed.
+    Either is read cold (O_DIRECT, or after dropping it from the page cache where O_DIRECT is refused) and then
+    warm. Returns {'cold_mb_s', 'warm_mb_s', 'cold_method', 'read_mib', 'files', 'source', 'size_mib',
+    'directory'}; {'error': ...} with the cause where the files cannot be read or no scratch file can be written.
+    """
+    out = {"directory": str(directory), "size_mib": size_mib}
+    limit = max(1, size_mib) * 2**20
+    if files is not None:
+        files = [Path(f) for f in files]
+        if not files:
+            return {**out, "error": f"no video files to read in {directory}"}
+        try:
+            got = _measure(files, limit)
+            return {**out, **got, "source": f"{got['files']} of your video files, read as they are"}
+        except OSError as e:
+            return {**out, "error": f"cannot read your files in {directory}: {e}"}
+    try:
+        scratch_dir = tempfile.TemporaryDirectory(prefix=".bw-probe-", dir=directory)
     except OSError as e:
         return {**out, "error": f"cannot write a scratch file in {directory}: {e}"}
-    path = Path(name)
-    try:
-        chunk = os.urandom(_BLOCK)
-        with os.fdopen(fd, "wb") as f:
-            for _ in range(max(1, size_mib * 2**20 // _BLOCK)):
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
+    with scratch_dir as folder:
+        path = Path(folder) / "scratch"
         try:
-            nbytes, secs = _read_all(path, direct=True)
-            method = "O_DIRECT (page cache bypassed)"
-        except OSError:
-            fd2 = os.open(path, os.O_RDONLY)
-            os.posix_fadvise(fd2, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(fd2)
-            nbytes, secs = _read_all(path, direct=False)
-            method = "buffered after POSIX_FADV_DONTNEED (O_DIRECT refused; may include cache hits)"
-        _read_all(path, direct=False)  # fill the page cache
-        wbytes, wsecs = _read_all(path, direct=False)
-        return {
-            **out,
-            "cold_mb_s": round(nbytes / secs / 1e6, 1),
-            "warm_mb_s": round(wbytes / wsecs / 1e6, 1),
-            "cold_method": method,
-        }
-    finally:
-        path.unlink(missing_ok=True)
+            chunk = os.urandom(_BLOCK)
+            with open(path, "wb") as f:
+                for at in range(0, limit, _BLOCK):
+                    f.write(chunk[: limit - at])
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            return {**out, "error": f"cannot write a scratch file in {directory}: {e}"}
+        return {**out, **_measure([path], limit), "source": "a scratch file, removed after"}
 
 
 def copy_bandwidth(size_mib: int = 256, repeats: int = 10, device: str = "cuda") -> dict:
