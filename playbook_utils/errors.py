@@ -5,6 +5,53 @@ from __future__ import annotations
 import os
 import re
 
+# Query parameters whose values are secrets in a signed or credentialed URL, matched case-insensitively:
+# AWS SigV4 (X-Amz-Credential, -Signature, -Security-Token) and SigV2 (AWSAccessKeyId, Signature), GCS V4
+# (X-Goog-Credential, -Signature) and V2 (GoogleAccessId, Signature), Azure SAS (sig; skoid/sktid name the
+# signing key), and the usual bearer/API token names. The validity window and the permissions (Expires,
+# X-Amz-Date, X-Amz-Expires, Azure's se/st/sp/sv) stay readable: they are no secret, and they explain a
+# link that has expired.
+SECRET_PARAMS = (
+    "x-amz-credential",
+    "x-amz-signature",
+    "x-amz-security-token",
+    "x-goog-credential",
+    "x-goog-signature",
+    "awsaccesskeyid",
+    "googleaccessid",
+    "signature",
+    "sig",
+    "skoid",
+    "sktid",
+    "token",
+    "access_token",
+    "id_token",
+    "api_key",
+    "apikey",
+    "key",
+    "password",
+    "secret",
+)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]+@")
+# a value runs to the next parameter, fragment or blank; a ':' ',' '.' ')' or ']' that ends it belongs to the text
+_SECRET_QUERY = re.compile(
+    r"(?i)([?&;](?:" + "|".join(re.escape(p) for p in SECRET_PARAMS) + r")=)[^&;#\s'\"<>]*[^&;#\s'\"<>:,.)\]]"
+)
+
+
+def redact(text):
+    """`text` with the secrets of every URL in it replaced by '***': the user info ('key:secret@' after
+    'scheme://') and the values of the query parameters in `SECRET_PARAMS` (signed S3/GCS URLs, Azure SAS
+    tokens). Everything else is kept, so the message still says which object and why; None stays None.
+    Every `DecodeError` and `BackendUnavailable` message goes through it (issue 29)."""
+    if text is None:
+        return None
+    text = str(text)
+    if "://" not in text and "=" not in text:
+        return text
+    return _SECRET_QUERY.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
 # "path [backend]: cause", "[backend]: cause" or "path: cause": how `_VideoError` writes its message
 _MESSAGE = re.compile(r"(?s)^(?:(?P<path>.*?) )?\[(?P<backend>[\w.-]+)\]: (?P<cause>.*)$")
 
@@ -15,25 +62,29 @@ class _VideoError(Exception):
     The error keeps its type, file, backend and cause across processes: it pickles (a `multiprocessing`
     queue, a process pool), and PyTorch's DataLoader, which re-raises a worker's error as
     `type(message)` with the worker's traceback as the message, gets the same type back, with `path`,
-    `backend` and `cause` read from the traceback's last line (notebook 23).
+    `backend` and `cause` read from the traceback's last line (notebook 23). The path and the cause are
+    `redact`ed in the constructor, so no URL's credentials reach a message, a log or a results file, however
+    the error was built or rebuilt.
     """
 
     def __init__(self, path: str | os.PathLike | None, cause: str | None = None, backend: str | None = None):
         if cause is None and backend is None and isinstance(path, str):
             # One argument: a worker's error rebuilt from its formatted traceback (DataLoader's re-raise).
+            path = redact(path)
             self.path, self.backend, self.cause = _fields_from_traceback(path, type(self))
             super().__init__(path)
             return
-        self.path = None if path is None else os.fspath(path)
+        path = None if path is None else os.fspath(path)
+        self.path = redact(path) if isinstance(path, str) else path
         self.backend = backend
-        self.cause = cause
+        self.cause = redact(cause)
         parts = []
         if self.path is not None:
             parts.append(f"{self.path}")
         if backend:
             parts.append(f"[{backend}]")
-        parts.append(cause)
-        super().__init__(": ".join([" ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else cause)
+        parts.append(self.cause)
+        super().__init__(": ".join([" ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else self.cause)
 
     def __reduce__(self):
         return type(self), (self.path, self.cause, self.backend)

@@ -8,8 +8,10 @@ leaves the machine.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import threading
 from pathlib import Path
 
 _ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
@@ -22,51 +24,104 @@ def _clear_s3fs_cache() -> None:
         s3fs.S3FileSystem.clear_instance_cache()
 
 
+# One server at a time per process. `_saved`: the caller's own AWS_* values, taken when the first server
+# started (not from a server's fake ones), given back when the last one stops or at interpreter exit.
+_running: LocalS3 | None = None
+_saved: dict | None = None
+_lock = threading.RLock()
+_atexit_registered = False
+
+
+def _give_back_env() -> None:
+    global _saved
+    for k, v in (_saved or {}).items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    _saved = None
+    _clear_s3fs_cache()
+
+
+def _stop_at_exit() -> None:
+    """Stop the running server, if any, and give the caller's AWS_* variables back (registered with atexit when
+    the first server starts: a kernel that exits between start and stop leaves nothing pointed at moto)."""
+    with _lock:
+        if _running is not None:
+            _running.stop()
+        elif _saved is not None:
+            _give_back_env()
+
+
 class LocalS3:
     """moto's S3 server on 127.0.0.1 at a free port: `start()` returns the endpoint URL ('http://127.0.0.1:N')
     with the bucket `bucket` made and this process's S3 clients pointed at it through the AWS_* variables;
     `stop()` restores the variables and stops the server. s3fs's cached clients are dropped on both sides,
     so no client outlives its endpoint. A notebook, whose cells cannot share one `with` block, calls the
-    two itself (notebook 24); elsewhere use `local_s3()`."""
+    two itself (notebook 24); elsewhere use `local_s3()`.
+
+    Safe to re-run (issue 29): a second `start()` on a running server returns its endpoint; a new LocalS3
+    started while another runs stops that one first (one server per process; moto's buckets live in the
+    process, so the bucket is kept). The caller's own AWS_* variables are saved once, when the first server
+    starts, and given back exactly (an unset one unset) when the running server stops, or at interpreter exit.
+    A `stop()` of a server already stopped or superseded changes nothing."""
 
     def __init__(self, bucket: str = "playbook"):
-        self.bucket, self.server, self.saved, self.endpoint = bucket, None, {}, None
+        self.bucket, self.server, self.endpoint = bucket, None, None
 
     def start(self) -> str:
+        global _running, _saved, _atexit_registered
         import logging
 
         from moto.server import ThreadedMotoServer
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines in outputs
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.server.start()
-        host, port = self.server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
-        self.saved = {k: os.environ.get(k) for k in _ENV}
-        os.environ.update(
-            {
-                "AWS_ENDPOINT_URL": self.endpoint,
-                "AWS_ACCESS_KEY_ID": "playbook",
-                "AWS_SECRET_ACCESS_KEY": "playbook",
-                "AWS_DEFAULT_REGION": "us-east-1",
-            }
-        )
-        _clear_s3fs_cache()
-        import fsspec
+        with _lock:
+            if _running is self and self.server is not None:
+                return self.endpoint
+            if _running is not None:
+                _running._stop_server()
+            if _saved is None:
+                _saved = {k: os.environ.get(k) for k in _ENV}
+            if not _atexit_registered:
+                atexit.register(_stop_at_exit)
+                _atexit_registered = True
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines in outputs
+            self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self.server.start()
+            _running = self
+            host, port = self.server.get_host_and_port()
+            self.endpoint = f"http://{host}:{port}"
+            os.environ.update(
+                {
+                    "AWS_ENDPOINT_URL": self.endpoint,
+                    "AWS_ACCESS_KEY_ID": "playbook",
+                    "AWS_SECRET_ACCESS_KEY": "playbook",
+                    "AWS_DEFAULT_REGION": "us-east-1",
+                }
+            )
+            _clear_s3fs_cache()
+            import fsspec
 
-        fsspec.filesystem("s3").mkdir(self.bucket)
-        return self.endpoint
+            fs = fsspec.filesystem("s3")
+            if not fs.exists(self.bucket):  # made by an earlier server of this process: moto keeps it
+                fs.mkdir(self.bucket)
+            return self.endpoint
 
-    def stop(self) -> None:
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        _clear_s3fs_cache()
+    def _stop_server(self) -> None:
+        global _running
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if _running is self:
+            _running = None
+
+    def stop(self) -> None:
+        with _lock:
+            if _running is not self:  # never started, stopped already, or superseded by a newer server
+                self._stop_server()
+                return
+            self._stop_server()
+            _give_back_env()
 
 
 @contextlib.contextmanager

@@ -10,10 +10,13 @@ take a path:
   `"tar://<member>::<shard>"` (fsspec's own spelling of a file inside a tar, so the same string opens it
   with `fsspec.open`); the shard is a local path or a URL. The member is read in place as a byte range
   of the shard, never extracted;
-* an fsspec URL (`s3://bucket/key`, `gs://`, `http(s)://`): read with range requests of `block_size`
-  bytes (`RangeFile`), or whole in one request with `fetch="whole"` (`open_source`). Credentials and
-  endpoints come from the usual places (for S3: AWS_* environment variables, ~/.aws), so spawned loader
-  workers see them too; `storage_options` overrides them per call.
+* an object-store or web URL (`URL_PROTOCOLS`: `s3://bucket/key`, `gs://`, `gcs://`, `az://`, `abfs(s)://`,
+  `http(s)://`), read through fsspec with range requests of `block_size` bytes (`RangeFile`), or whole in
+  one request with `fetch="whole"` (`open_source`). Another fsspec protocol (ftp, sftp, memory, ...) is
+  refused with a DecodeError that lists these. Credentials and endpoints come from the usual places (for S3:
+  AWS_* environment variables, ~/.aws), so spawned loader workers see them too; `storage_options` overrides
+  them per call. A URL's own credentials (user info, signed-URL parameters) never reach a name, an error or a
+  result: `errors.redact` takes them out of every `Source.name`.
 
 What each decoder takes (`decoders.how_read`):
 
@@ -46,9 +49,12 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
+from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, redact
 
 DEFAULT_BLOCK = 256 * 1024  # bytes per range request: a few requests for a short clip, not one per packet
+CACHE_BLOCKS = 256  # blocks a `RangeFile` keeps (64 MiB at DEFAULT_BLOCK); a larger read is returned whole all the same
+# The URL protocols `resolve` takes (besides local paths, file:// and tar://): object stores and the web.
+URL_PROTOCOLS = ("s3", "gs", "gcs", "az", "abfs", "abfss", "http", "https")
 
 
 class TarMember(NamedTuple):
@@ -72,12 +78,13 @@ def is_local(source) -> bool:
 
 
 def display_name(source) -> str:
-    """How errors and results name `source`: the path or URL, or '<N bytes>' / '<file-like ...>'."""
+    """How errors and results name `source`: the path or URL (without its credentials: `errors.redact`), or
+    '<N bytes>' / '<file-like ...>'."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return f"<{len(source)} bytes>"
     if isinstance(source, (str, os.PathLike, TarMember)):
-        return str(source)
-    return f"<file-like {getattr(source, 'name', type(source).__name__)}>"
+        return redact(str(source))
+    return f"<file-like {redact(getattr(source, 'name', type(source).__name__))}>"
 
 
 # --------------------------------------------------------------------------- counting byte ranges
@@ -146,22 +153,27 @@ class RangeFile(_SizedReader):
         name: str = "<range file>",
         block_size: int = DEFAULT_BLOCK,
         stats: IOStats | None = None,
-        max_blocks: int = 256,
+        max_blocks: int | None = None,
         prefetched: dict | None = None,
     ):
         super().__init__()
         self._fetch, self.size, self.name, self.block_size = fetch, int(size), name, max(4096, int(block_size))
         self.stats = stats if stats is not None else IOStats()
         self._pos = 0
-        self._blocks: dict[int, bytes] = {}
-        self._max_blocks = max_blocks
+        self._blocks: dict[int, bytes] = {}  # least recently used first
+        self._max_blocks = max(1, int(CACHE_BLOCKS if max_blocks is None else max_blocks))
         self._ranges = sorted((prefetched or {}).items())
 
-    def _load(self, first: int, last: int) -> None:
-        """Fetch blocks first..last (inclusive) that are not held, in one request per missing run."""
+    def _load(self, first: int, last: int) -> list[bytes]:
+        """Blocks first..last (inclusive), in order: those held from the cache, the others fetched in one request
+        per missing run. The pieces are returned, not looked up again, so a read of more blocks than the cache
+        keeps (`max_blocks`) is whole; the cache keeps the most recently used blocks."""
+        pieces = []
         b = first
         while b <= last:
             if b in self._blocks:
+                pieces.append(self._blocks.pop(b))
+                self._blocks[b] = pieces[-1]  # most recently used last
                 b += 1
                 continue
             run_end = b
@@ -172,11 +184,13 @@ class RangeFile(_SizedReader):
             if len(data) != end - start:
                 raise OSError(f"{self.name}: asked bytes {start}..{end}, got {len(data)}")
             self.stats.add(len(data))
-            for k in range(b, run_end + 1):
+            pieces.append(data)
+            for k in range(max(b, run_end + 1 - self._max_blocks), run_end + 1):  # no more than the cache keeps
                 self._blocks[k] = data[(k - b) * self.block_size : (k - b + 1) * self.block_size]
             while len(self._blocks) > self._max_blocks:
                 self._blocks.pop(next(iter(self._blocks)))
             b = run_end + 1
+        return pieces
 
     def _prefetched_at(self, pos: int):
         """(start, data) of the prefetched range holding byte `pos`, else (start of the next one or None, None)."""
@@ -190,8 +204,7 @@ class RangeFile(_SizedReader):
 
     def _from_blocks(self, pos: int, n: int) -> bytes:
         first, last = pos // self.block_size, (pos + n - 1) // self.block_size
-        self._load(first, last)
-        joined = b"".join(self._blocks[k] for k in range(first, last + 1))
+        joined = b"".join(self._load(first, last))
         off = pos - first * self.block_size
         return joined[off : off + n]
 
@@ -251,7 +264,25 @@ class Window(_SizedReader):
 # --------------------------------------------------------------------------- sources
 
 
+def url_protocol(url: str) -> str:
+    """The protocol of `url` ('s3' of 's3://b/k'; the whole chain, 'simplecache::s3', of an fsspec chain)."""
+    return url.split("://", 1)[0].lower()
+
+
+def check_protocol(url: str) -> None:
+    """DecodeError naming the protocol and the accepted ones (`URL_PROTOCOLS`) unless `url` uses one of them."""
+    protocol = url_protocol(url)
+    if protocol not in URL_PROTOCOLS:
+        raise DecodeError(
+            url,
+            f"URL protocol {protocol!r} is not read here; accepted: {', '.join(URL_PROTOCOLS)} "
+            "(and local paths, file:// and tar://<member>::<shard>)",
+            "sources",
+        )
+
+
 def _url_fs(url: str, storage_options: dict | None):
+    check_protocol(url)
     try:
         import fsspec
     except ImportError as e:
@@ -355,7 +386,8 @@ class BytesSource(Source):
 
 
 class _Borrowed(io.RawIOBase):
-    """A caller's file object lent to one read: seeks are relative to where it stood, and close() leaves it open."""
+    """A caller's file object lent to one read: seeks are relative to where it stood, and close() leaves it open.
+    Positions come from the object's tell(), not from what its seek() returns (some wrappers return None)."""
 
     def __init__(self, f, name: str):
         super().__init__()
@@ -372,8 +404,10 @@ class _Borrowed(io.RawIOBase):
 
     def seek(self, offset, whence=io.SEEK_SET):
         if whence == io.SEEK_SET:
-            return self.f.seek(self.start + offset) - self.start
-        return self.f.seek(offset, whence) - self.start
+            self.f.seek(self.start + offset)
+        else:
+            self.f.seek(offset, whence)
+        return self.f.tell() - self.start
 
     def read(self, n=-1):
         return self.f.read(n)
@@ -388,19 +422,40 @@ class _Borrowed(io.RawIOBase):
         super().close()
 
 
+_SEEKABLE_FIX = "wrap it in io.BytesIO(f.read()) or pass its bytes"
+
+
 class FileSource(Source):
+    """A caller's binary file object, read from where it stands. It must seek: a decoder jumps around the file
+    (positions are taken from tell(), so a seek() that returns None is fine); a pipe or a stream that cannot
+    seek is refused with a DecodeError that says what to do instead."""
+
     kind = "file"
 
     def __init__(self, f):
         super().__init__(display_name(f))
-        if not (hasattr(f, "read") and hasattr(f, "seek")):
-            raise DecodeError(self.name, "a file-like source needs read() and seek()", "sources")
+        if not (hasattr(f, "read") and hasattr(f, "seek") and hasattr(f, "tell")):
+            raise DecodeError(
+                self.name, f"a file-like source needs read() and seek() and tell(); {_SEEKABLE_FIX}", "sources"
+            )
+        try:
+            seekable = f.seekable() if hasattr(f, "seekable") else True
+            if seekable:
+                pos = f.tell()
+                f.seek(pos)  # seekable() can claim more than seek() does
+        except (OSError, ValueError) as e:  # io.UnsupportedOperation is both
+            seekable, why = False, f" ({type(e).__name__}: {first_line(e)[:200]})"
+        else:
+            why = ""
+        if not seekable:
+            raise DecodeError(self.name, f"this file object cannot seek{why}; {_SEEKABLE_FIX}", "sources")
         self.f = f
 
     @property
     def size(self) -> int:
         pos = self.f.tell()
-        end = self.f.seek(0, io.SEEK_END)
+        self.f.seek(0, io.SEEK_END)
+        end = self.f.tell()
         self.f.seek(pos)
         return end - pos
 
@@ -426,7 +481,7 @@ class UrlSource(Source):
         storage_options: dict | None = None,
         plan: list | None = None,
     ):
-        super().__init__(url)
+        super().__init__(display_name(url))
         if fetch not in ("range", "whole"):
             raise ValueError(f"fetch must be 'range' or 'whole', got {fetch!r}")
         self.url, self.fetch, self.block_size, self.plan = url, fetch, block_size, plan
@@ -438,10 +493,10 @@ class UrlSource(Source):
             try:
                 self._info = dict(self.fs.info(self.fs_path))
             except FileNotFoundError as e:
-                raise DecodeError(self.url, "no such object", "sources") from e
+                raise DecodeError(self.name, "no such object", "sources") from e
             except Exception as e:
                 raise DecodeError(
-                    self.url, f"cannot stat the object ({type(e).__name__}: {first_line(e)[:200]})", "sources"
+                    self.name, f"cannot stat the object ({type(e).__name__}: {first_line(e)[:200]})", "sources"
                 ) from e
         return self._info
 
@@ -467,14 +522,14 @@ class UrlSource(Source):
                 self._data = self.fs.cat_file(self.fs_path)
                 self.stats.add(len(self._data))
             f = io.BytesIO(self._data)
-            f.name, f.stats = self.url, self.stats
+            f.name, f.stats = self.name, self.stats
             return f
         # a plan (`access.ByteIndex.plan`): its byte ranges first, one request each; other reads on demand
         prefetched = {}
         for a, b in self.plan or ():
             prefetched[a] = self._get(a, b)
             self.stats.add(b - a)
-        return RangeFile(self._get, size, self.url, self.block_size, self.stats, prefetched=prefetched)
+        return RangeFile(self._get, size, self.name, self.block_size, self.stats, prefetched=prefetched)
 
 
 _tar_index: dict = {}
@@ -520,7 +575,7 @@ class TarSource(Source):
         block_size: int = DEFAULT_BLOCK,
         fetch: str = "range",
     ):
-        super().__init__(str(member))
+        super().__init__(display_name(member))
         self.member = member
         self.shard = resolve(member.shard, storage_options=storage_options, block_size=block_size, fetch=fetch)
         self.stats = self.shard.stats  # the member's bytes are the shard's
