@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 from playbook_utils import sampling, transforms
 from playbook_utils.decoders import PROBED_ENV, child_env, frame_size, read_frames, set_cpu_threads, video_info
-from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
+from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, redact
+from playbook_utils.resize import resize_uint8
 from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
 
 
@@ -24,6 +25,34 @@ class Skipped(NamedTuple):
     index: int
     path: str
     cause: str
+
+
+MAX_FRAME_PIXELS = 8192 * 8192  # a frame larger than 8K x 8K is refused before decoding (no 4K dataset meets it)
+MAX_ITEM_BYTES = 2 * 2**30  # an item's decoded RGB frames (K x 3 x H x W bytes) above 2 GiB: refused before decoding
+
+
+def check_item_size(path, info, count: int, backend: str | None, limits) -> None:
+    """Refuse, from the probe and before decoding, an item whose frames would take a worker's memory: a frame of
+    more than `limits.max_frame_pixels` pixels, or `count` frames of more than `limits.max_item_bytes` decoded
+    (RGB at full size, what the library hands back before any resize). A small file can hold huge frames: 8
+    frames of 4096 x 4096 come from a 50 KB file and decode to 400 MB. `DecodeError` naming the file and the
+    limit (the item's failure: on_error='skip' absorbs it); a limit of None is no limit."""
+    pixels = info.width * info.height
+    if limits.max_frame_pixels is not None and pixels > limits.max_frame_pixels:
+        raise DecodeError(
+            path,
+            f"frames of {info.width}x{info.height} ({pixels / 1e6:.0f} Mpixel) exceed max_frame_pixels "
+            f"({limits.max_frame_pixels / 1e6:.0f} Mpixel); pass a larger one, or None, to read them",
+            backend,
+        )
+    decoded = count * 3 * pixels
+    if limits.max_item_bytes is not None and decoded > limits.max_item_bytes:
+        raise DecodeError(
+            path,
+            f"{count} frames of {info.width}x{info.height} decode to {decoded / 2**20:.0f} MiB, above max_item_bytes "
+            f"({limits.max_item_bytes / 2**20:.0f} MiB); pass a larger one, or None, or sample fewer frames",
+            backend,
+        )
 
 
 class VideoClipDataset:
@@ -37,8 +66,11 @@ class VideoClipDataset:
     neither, every video must have the size of the first one that can be read (the dataset's
     reference; `reference_size`), and another size is the item's failure.
 
+    An item whose frames would take a worker's memory is refused from the probe, before decoding
+    (`check_item_size`: `max_frame_pixels`, `max_item_bytes`; None for no limit).
+
     on_error='raise' stops at the first item that fails, with an error naming its file: `DecodeError`
-    (unreadable, or too short for the clip), `BackendUnavailable` (a file this library is known to
+    (unreadable, too short for the clip, or above a limit), `BackendUnavailable` (a file this library is known to
     decode wrongly) or ValueError (another size). on_error='skip' returns a `Skipped` record for it
     instead, which `collate_skipping` sets aside, so the epoch goes on with every other item once.
     """
@@ -56,6 +88,8 @@ class VideoClipDataset:
         size=None,
         on_error: str = "raise",
         mixed_sizes: str | None = None,
+        max_frame_pixels: int | None = MAX_FRAME_PIXELS,
+        max_item_bytes: int | None = MAX_ITEM_BYTES,
     ):
         if strategy not in ("uniform", "clip"):
             raise ValueError(f"strategy must be 'uniform' or 'clip', got {strategy!r}")
@@ -67,6 +101,7 @@ class VideoClipDataset:
         self.paths = [str(p) for p in paths]
         self.backend, self.device, self.strategy = backend, device, strategy
         self.k, self.clip_len, self.stride, self.seed, self.size = k, clip_len, stride, seed, size
+        self.max_frame_pixels, self.max_item_bytes = max_frame_pixels, max_item_bytes
         self._reference = None
 
     def __len__(self) -> int:
@@ -113,24 +148,22 @@ class VideoClipDataset:
         )
 
     def __getitem__(self, i: int):
-        import torch
-        import torch.nn.functional as F
-
         try:
+            count = self.k if self.strategy == "uniform" else self.clip_len
+            check_item_size(self.paths[i], video_info(self.paths[i], self.backend), count, self.backend, self)
             idx = self.indices(i)
             other = self._other_size(i)
             if other and self.on_error == "raise":
                 raise ValueError(other)
             if other:
-                return Skipped(i, self.paths[i], other)
+                return Skipped(i, redact(self.paths[i]), other)
             frames = read_frames(self.paths[i], idx, backend=self.backend, device=self.device)
         except (DecodeError, BackendUnavailable) as e:
             if self.on_error == "raise":
                 raise
-            return Skipped(i, self.paths[i], str(e))
+            return Skipped(i, redact(self.paths[i]), str(e))
         if self.size is not None and tuple(frames.shape[-2:]) != tuple(self.size):
-            x = F.interpolate(frames.float(), size=tuple(self.size), mode="bilinear", antialias=True)
-            frames = x.round_().clamp_(0, 255).to(torch.uint8)
+            frames = resize_uint8(frames, self.size)
         return frames
 
 

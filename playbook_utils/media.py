@@ -361,30 +361,15 @@ class EncoderFailed(RuntimeError):
     """An encode in a watched child process failed (its error) or made no progress for `STALL_S` (killed)."""
 
 
-def _by_name(fn) -> str | None:
-    """'module:qualname' for a module-level function a child process can import, else None."""
-    if fn is None:
-        return ""
-    name = f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', '')}"
-    module, _, qualname = name.partition(":")
-    if "<" in qualname or module in ("", "__main__"):
-        return None
-    return name
-
-
 def _encode_main() -> None:
     """The watched child: settings as JSON on stdin, a '.' on stdout per step (a frame sent, a packet received),
     then one JSON line: {"error": None} or {"error": "<type>: <message>"}."""
-    import importlib
+    import pickle
     import sys
 
     settings = json.loads(sys.stdin.read())
-    tmp, picture = settings.pop("tmp"), settings.pop("picture")
-    if picture:
-        module, _, qualname = picture.partition(":")
-        settings["picture"] = functools.reduce(getattr, qualname.split("."), importlib.import_module(module))
-    else:
-        settings["picture"] = None
+    tmp = settings.pop("tmp")
+    settings["picture"] = pickle.loads(bytes.fromhex(settings["picture"]))  # a function, by its module and name
 
     class Steps:
         def __init__(self):
@@ -412,18 +397,20 @@ def _encode_main() -> None:
 def _encode_watched(tmp, settings: dict, stall_s: float | None = None) -> None:
     """`_encode` in a fresh Python process, killed when it makes no progress (a frame sent or a packet received)
     for `stall_s` seconds (default `STALL_S`): `EncoderFailed` then, or with the child's own error. A `picture`
-    the child cannot import by name (a lambda, a function of `__main__`) is encoded here, unwatched."""
+    the child cannot import by name (a lambda, a local function) is encoded here, unwatched."""
+    import pickle
     import select
     import subprocess
     import sys
     import time
 
     stall_s = STALL_S if stall_s is None else stall_s
-    picture = _by_name(settings.get("picture"))
-    if picture is None:
+    try:
+        picture = pickle.dumps(settings.get("picture"))
+    except (pickle.PicklingError, AttributeError, TypeError):
         _encode(tmp, **settings)
         return
-    request = json.dumps({**settings, "tmp": str(tmp), "picture": picture})
+    request = json.dumps({**settings, "tmp": str(tmp), "picture": picture.hex()})
     code = "from playbook_utils.media import _encode_main; _encode_main()"
     # the child imports what this process can: the picture's module may sit on a path added at run time (pytest's)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -644,6 +631,63 @@ def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
         except StampError:
             out.append(None)
     return out
+
+
+def _boxes(data: bytes, start: int, end: int):
+    """(type, start, size) of each ISO-BMFF box in data[start:end] (no 64-bit sizes: our own encoder's files)."""
+    import struct
+
+    at = start
+    while at + 8 <= end:
+        size, kind = struct.unpack(">I4s", data[at : at + 8])
+        yield kind, at, size
+        at += size
+
+
+def _box(kind: bytes, body: bytes) -> bytes:
+    import struct
+
+    return struct.pack(">I4s", 8 + len(body), kind) + body
+
+
+DAMAGES = ("unknown sample entry", "short track header", "huge moov")
+
+
+def damage_mp4(src, path, how: str) -> Path:
+    """A copy of the moov-at-end MP4 `src` (made by `make_clip`) with its header damaged as scraped files are,
+    each a file FFmpeg still opens (notebook 23, the probe's tests):
+
+    'unknown sample entry'  the codec's tag in the sample description (avc1, hvc1, ...) overwritten: no decoder
+    'short track header'    the last track's header cut to 4 bytes and moved to the end of the moov
+    'huge moov'             the moov box's size given as 2^62 bytes (a 64-bit size), far more than the file
+    """
+    import struct
+
+    if how not in DAMAGES:
+        raise ValueError(f"how must be one of {DAMAGES}, got {how!r}")
+    data = Path(src).read_bytes()
+    moov = next((at, size) for kind, at, size in _boxes(data, 0, len(data)) if kind == b"moov")
+    m, msize = moov
+    if m + msize != len(data):
+        raise ValueError(f"{src}: the moov box must come last (make_clip's layout)")
+    if how == "huge moov":
+        out = data[:m] + struct.pack(">I4sQ", 1, b"moov", 2**62) + data[m + 8 :]
+    elif how == "unknown sample entry":
+        stsd = data.index(b"stsd", m)
+        entry = stsd + 4 + 8 + 4  # version and flags, entry count; the entry's size, then its tag
+        out = data[:entry] + b"zzzz" + data[entry + 4 :]
+    else:
+        kids = list(_boxes(data, m + 8, m + msize))
+        trak = [(a, s) for k, a, s in kids if k == b"trak"][-1]
+        tkids = list(_boxes(data, trak[0] + 8, sum(trak)))
+        tkhd = next(data[a : a + s] for k, a, s in tkids if k == b"tkhd")
+        trak2 = _box(
+            b"trak", b"".join(data[a : a + s] for k, a, s in tkids if k != b"tkhd") + _box(b"tkhd", tkhd[8:12])
+        )
+        others = b"".join(data[a : a + s] for k, a, s in kids if (a, s) != trak)
+        out = data[:m] + _box(b"moov", others + trak2)
+    Path(path).write_bytes(out)
+    return Path(path)
 
 
 def mux_video_streams(path, sources, best: int = 1) -> Path:

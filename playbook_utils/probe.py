@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from playbook_utils import sources
-from playbook_utils.errors import DecodeError
+from playbook_utils.errors import DecodeError, first_line
 
 
 @dataclasses.dataclass
@@ -112,84 +112,97 @@ def probe(path, stream: int | None = None) -> VideoInfo:
             opened.close()
         raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {e})", backend="probe") from e
     with container, opened if opened is not None else contextlib.nullcontext():
-        if not container.streams.video:
-            raise DecodeError(path, "contains no video stream", backend="probe")
-        videos = {s.index: s for s in container.streams.video}
-        best = container.streams.best("video") or container.streams.video[0]
-        if stream is not None and stream not in videos:
-            raise DecodeError(
-                path,
-                f"stream {stream} is not a video stream of this file (its video streams: "
-                f"{', '.join(map(str, videos))})",
-                backend="probe",
-            )
-        stream = videos[best.index if stream is None else stream]
-        ctx = stream.codec_context
-        pts_key = []
-        open_gop, key_pts, hidden = False, None, 0
         try:
-            for packet in container.demux(stream):
-                if packet.size == 0 or packet.pts is None:
-                    continue
-                if packet.is_discard:  # before the edit list's start: decoded for reference, never shown
-                    hidden += 1
-                    continue
-                # Open GOP: after a keyframe (in decode order) come frames shown before it.
-                if packet.is_keyframe and pts_key:
-                    key_pts = packet.pts
-                elif key_pts is not None and packet.pts < key_pts:
-                    open_gop = True
-                pts_key.append((packet.pts, bool(packet.is_keyframe)))
-        except Exception as e:
-            raise DecodeError(path, f"demuxing failed after {len(pts_key)} packets ({e})", backend="probe") from e
-        if not pts_key:
-            raise DecodeError(path, "video stream has no packets", backend="probe")
-        pts_key.sort()
-        keyframes = [i for i, (_, key) in enumerate(pts_key) if key]
-        tb = stream.time_base
-        deltas = np.diff([p for p, _ in pts_key])
-        # A one-tick wobble is rounding (WebM stores milliseconds: 33, 34, 33 ms at 30 fps), not VFR.
-        vfr = bool(len(deltas) > 1 and (deltas.max() - deltas.min()) > max(1, 0.02 * np.median(deltas)))
-        rate = stream.average_rate or stream.guessed_rate
-        fps = float(rate) if rate else 0.0
-        if len(pts_key) > 1 and tb is not None:
-            span = float((pts_key[-1][0] - pts_key[0][0]) * tb)
-            duration = span + (span / (len(pts_key) - 1))
-        else:
-            duration = len(pts_key) / fps if fps else 0.0
-        rotation = (
-            _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
-            if container.format.name.startswith("mov")
-            else 0
+            return _describe(container, path, opened, stream)
+        except DecodeError:
+            raise
+        except Exception as e:  # our box reader, PyAV or the byte layer on a damaged header: the file's failure
+            cause = f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}"
+            raise DecodeError(path, f"cannot read its header or packets ({cause})", backend="probe") from e
+
+
+def _describe(container, path, opened, stream: int | None) -> VideoInfo:
+    """`probe`'s reading of an open container (any exception is the caller's to name)."""
+    if not container.streams.video:
+        raise DecodeError(path, "contains no video stream", backend="probe")
+    videos = {s.index: s for s in container.streams.video}
+    best = container.streams.best("video") or container.streams.video[0]
+    if stream is not None and stream not in videos:
+        raise DecodeError(
+            path,
+            f"stream {stream} is not a video stream of this file (its video streams: {', '.join(map(str, videos))})",
+            backend="probe",
         )
-        fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
-        depth = next((b for b in (16, 14, 12, 10, 9) if f"p{b}" in fmt), 8)
-        full = fmt.startswith("yuvj")  # the old full-range formats carry their range in their name
-        return VideoInfo(
-            path=str(path),
-            container=container.format.name,
-            codec=ctx.codec.canonical_name,
-            width=ctx.width,
-            height=ctx.height,
-            pix_fmt=fmt,
-            fps=round(fps, 3),
-            num_frames=len(pts_key),
-            duration_s=round(duration, 3),
-            keyframes=keyframes,
-            bit_rate=container.bit_rate or None,
-            rotation=rotation,
-            variable_frame_rate=vfr,
-            b_frames=bool(ctx.has_b_frames),
-            open_gop=open_gop,
-            pts=[p for p, _ in pts_key],
-            stream=stream.index,
-            best_stream=best.index,
-            video_streams=len(videos),
-            edit_list_hidden=hidden,
-            color_matrix=AVCOL_SPC.get(getattr(ctx, "colorspace", None)),
-            color_range="full" if full else AVCOL_RANGE.get(getattr(ctx, "color_range", None)),
-            bit_depth=depth,
-        )
+    stream = videos[best.index if stream is None else stream]
+    ctx = stream.codec_context
+    if ctx is None or ctx.codec is None:  # a damaged or unknown sample entry: FFmpeg opens the file, decodes nothing
+        why = "its sample description names no codec FFmpeg knows (a damaged or unknown codec tag)"
+        raise DecodeError(path, f"no decoder for its video stream: {why}", backend="probe")
+    pts_key = []
+    open_gop, key_pts, hidden = False, None, 0
+    try:
+        for packet in container.demux(stream):
+            if packet.size == 0 or packet.pts is None:
+                continue
+            if packet.is_discard:  # before the edit list's start: decoded for reference, never shown
+                hidden += 1
+                continue
+            # Open GOP: after a keyframe (in decode order) come frames shown before it.
+            if packet.is_keyframe and pts_key:
+                key_pts = packet.pts
+            elif key_pts is not None and packet.pts < key_pts:
+                open_gop = True
+            pts_key.append((packet.pts, bool(packet.is_keyframe)))
+    except Exception as e:
+        raise DecodeError(path, f"demuxing failed after {len(pts_key)} packets ({e})", backend="probe") from e
+    if not pts_key:
+        raise DecodeError(path, "video stream has no packets", backend="probe")
+    pts_key.sort()
+    keyframes = [i for i, (_, key) in enumerate(pts_key) if key]
+    tb = stream.time_base
+    deltas = np.diff([p for p, _ in pts_key])
+    # A one-tick wobble is rounding (WebM stores milliseconds: 33, 34, 33 ms at 30 fps), not VFR.
+    vfr = bool(len(deltas) > 1 and (deltas.max() - deltas.min()) > max(1, 0.02 * np.median(deltas)))
+    rate = stream.average_rate or stream.guessed_rate
+    fps = float(rate) if rate else 0.0
+    if len(pts_key) > 1 and tb is not None:
+        span = float((pts_key[-1][0] - pts_key[0][0]) * tb)
+        duration = span + (span / (len(pts_key) - 1))
+    else:
+        duration = len(pts_key) / fps if fps else 0.0
+    rotation = (
+        _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
+        if container.format.name.startswith("mov")
+        else 0
+    )
+    fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
+    depth = next((b for b in (16, 14, 12, 10, 9) if f"p{b}" in fmt), 8)
+    full = fmt.startswith("yuvj")  # the old full-range formats carry their range in their name
+    return VideoInfo(
+        path=str(path),
+        container=container.format.name,
+        codec=ctx.codec.canonical_name,
+        width=ctx.width,
+        height=ctx.height,
+        pix_fmt=fmt,
+        fps=round(fps, 3),
+        num_frames=len(pts_key),
+        duration_s=round(duration, 3),
+        keyframes=keyframes,
+        bit_rate=container.bit_rate or None,
+        rotation=rotation,
+        variable_frame_rate=vfr,
+        b_frames=bool(ctx.has_b_frames),
+        open_gop=open_gop,
+        pts=[p for p, _ in pts_key],
+        stream=stream.index,
+        best_stream=best.index,
+        video_streams=len(videos),
+        edit_list_hidden=hidden,
+        color_matrix=AVCOL_SPC.get(getattr(ctx, "colorspace", None)),
+        color_range="full" if full else AVCOL_RANGE.get(getattr(ctx, "color_range", None)),
+        bit_depth=depth,
+    )
 
 
 def _mp4_boxes(data: bytes, start: int, end: int):
@@ -230,18 +243,18 @@ def _mp4_rotations(path) -> dict[int, int]:
                 size, skip = struct.unpack(">Q", head[8:16])[0], 16
             elif size == 0:
                 size = total - at
-            if size < skip:
+            if size < skip or size > total - at:  # a box claiming more than the file: the header is damaged
                 break
             if kind == b"moov":
                 f.seek(at + skip)
                 moov = f.read(size - skip)
                 for kind, a, b in _mp4_boxes(moov, 0, len(moov)):
-                    for kind2, a2, _ in _mp4_boxes(moov, a, b) if kind == b"trak" else ():
-                        if kind2 != b"tkhd":
-                            continue
-                        v1 = moov[a2] == 1  # version 1: 64-bit times
-                        track = struct.unpack(">I", moov[a2 + (20 if v1 else 12) : a2 + (24 if v1 else 16)])[0]
+                    for kind2, a2, b2 in _mp4_boxes(moov, a, b) if kind == b"trak" else ():
+                        v1 = kind2 == b"tkhd" and moov[a2] == 1  # version 1: 64-bit times
                         m = a2 + (4 + 32 if v1 else 4 + 20) + 16  # times, id, duration; layer, volume
+                        if kind2 != b"tkhd" or m + 8 > b2:  # another box, or a track header too short for its matrix
+                            continue
+                        track = struct.unpack(">I", moov[a2 + (20 if v1 else 12) : a2 + (24 if v1 else 16)])[0]
                         a_, b_ = struct.unpack(">2i", moov[m : m + 8])
                         out[track] = round(-math.degrees(math.atan2(b_, a_)) / 90) % 4 * 90
                 break

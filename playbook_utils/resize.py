@@ -25,14 +25,24 @@ from playbook_utils.decoders import adapter
 from playbook_utils.device import Device
 
 
+RESIZE_CHUNK_BYTES = 64 * 2**20  # float32 working memory of one resize step: a few frames at a time, not the clip
+
+
 def resize_uint8(frames, size):
     """uint8 (N, 3, H, W) -> uint8 (N, 3, *size) by bilinear, antialiased interpolation, on the frames' device
-    (the decode-then-resize reference of notebook 24; `loaders.VideoClipDataset` resizes the same way)."""
+    (the decode-then-resize reference of notebook 24; the loaders' and shards' one resize). The float32 copy is
+    made a few frames at a time (`RESIZE_CHUNK_BYTES`, at least one frame): 8 frames of 4096 x 4096 took 2.3 GB
+    at once. Each frame is resized on its own either way, so the result is the same to the bit."""
     import torch
     import torch.nn.functional as F
 
-    x = F.interpolate(frames.float(), size=tuple(size), mode="bilinear", antialias=True)
-    return x.round_().clamp_(0, 255).to(torch.uint8)
+    n, c, h, w = frames.shape
+    out = torch.empty((n, c, *size), dtype=torch.uint8, device=frames.device)
+    step = max(1, RESIZE_CHUNK_BYTES // max(1, c * h * w * 4))
+    for i in range(0, n, step):
+        x = F.interpolate(frames[i : i + step].float(), size=tuple(size), mode="bilinear", antialias=True)
+        out[i : i + step] = x.round_().clamp_(0, 255)
+    return out
 
 
 def psnr(a, b) -> float:

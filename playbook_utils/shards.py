@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from playbook_utils import decoders, sampling, sources
-from playbook_utils.errors import BackendUnavailable, DecodeError
-from playbook_utils.loaders import Skipped, worker_options
+from playbook_utils.errors import BackendUnavailable, DecodeError, redact
+from playbook_utils.loaders import MAX_FRAME_PIXELS, MAX_ITEM_BYTES, Skipped, check_item_size, worker_options
 from playbook_utils.probe import video_info
 from playbook_utils.resize import resize_uint8
 from playbook_utils.sources import tar_index
@@ -120,7 +120,8 @@ class ShardDataset:
     'source' ('tar://...')}, or a `loaders.Skipped` record for a sample that cannot be read (notebook 24).
 
     Frames: strategy 'uniform' (k frames) or 'vlm' (`sampling.vlm_indices` at `fps`, capped by `max_frames`);
-    `size` (H, W) resizes after decoding (all videos of a batch must share a size to be stacked). The
+    `size` (H, W) resizes after decoding (all videos of a batch must share a size to be stacked).
+    `max_frame_pixels` and `max_item_bytes` refuse a sample too large to decode, as `loaders.check_item_size` says. The
     samples are listed once, here, from the tar headers; each DataLoader worker of each rank then reads
     its part (`assign`). on_error='skip' (the default here, as a shard read in one pass should not stop
     at one bad member) or 'raise'.
@@ -140,6 +141,8 @@ class ShardDataset:
         size=None,
         on_error: str = "skip",
         storage_options: dict | None = None,
+        max_frame_pixels: int | None = MAX_FRAME_PIXELS,
+        max_item_bytes: int | None = MAX_ITEM_BYTES,
     ):
         if strategy not in ("uniform", "vlm"):
             raise ValueError(f"strategy must be 'uniform' or 'vlm', got {strategy!r}")
@@ -151,6 +154,7 @@ class ShardDataset:
         self.backend, self.rank, self.world_size, self.split = backend, rank, world_size, split
         self.strategy, self.k, self.fps, self.max_frames, self.size = strategy, k, fps, max_frames, size
         self.on_error, self.storage_options = on_error, storage_options
+        self.max_frame_pixels, self.max_item_bytes = max_frame_pixels, max_item_bytes
 
     def __len__(self) -> int:
         """All samples of all shards (this rank reads only its part)."""
@@ -161,22 +165,27 @@ class ShardDataset:
         return assign(self.refs, self.rank * workers + worker, self.world_size * workers, self.split)
 
     def indices(self, info) -> list[int]:
-        if self.strategy == "vlm":
-            return sampling.vlm_indices(info.num_frames, info.fps, fps=self.fps, max_frames=self.max_frames)
-        return sampling.uniform(info.num_frames, self.k)
+        """The frames a sample of `info` gives; `DecodeError` where the sampling rule refuses the video (a VLM's
+        rule wants at least `sampling.QWEN_FRAME_FACTOR` frames): the sample's failure, which on_error='skip' absorbs."""
+        try:
+            if self.strategy == "vlm":
+                return sampling.vlm_indices(info.num_frames, info.fps, fps=self.fps, max_frames=self.max_frames)
+            return sampling.uniform(info.num_frames, self.k)
+        except ValueError as e:
+            raise DecodeError(info.path, f"the {self.strategy!r} sampling rule refuses it: {e}", "shards") from e
 
     def load(self, ref: SampleRef):
         """One sample (see the class docstring); a `Skipped` record instead when on_error='skip' and it fails."""
         member = video_member(ref)
-        name = f"tar://{member or ref.key}::{ref.shard}"
+        name = redact(f"tar://{member or ref.key}::{ref.shard}")  # a shard's URL may carry a signed query
         try:
             if member is None:
                 raise DecodeError(name, f"sample {ref.key!r} has no video member ({', '.join(ref.members)})", "shards")
             src = sources.TarMember(ref.shard, member)
             info = video_info(sources.resolve(src, self.storage_options))
-            frames = decoders.read_source(
-                src, self.indices(info), self.backend, storage_options=self.storage_options
-            ).frames
+            idx = self.indices(info)
+            check_item_size(name, info, len(idx), "shards", self)
+            frames = decoders.read_source(src, idx, self.backend, storage_options=self.storage_options).frames
             meta = {}
             if "json" in ref.members:
                 raw = sources.resolve(

@@ -79,6 +79,8 @@ def make_bad_files(
             for p in [*s.encode(frame), *s.encode()]:
                 out.mux(p)
     cases["no video stream"] = (audio, want)
+    for how in media.DAMAGES:  # headers FFmpeg still opens, damaged where our own box reader looks
+        cases[f"header: {how}"] = (media.damage_mp4(good, d / f"header_{how.replace(' ', '_')}.mp4", how), want)
     cases["index out of range"] = (good, [0, num_frames + 5])
     return cases
 

@@ -126,12 +126,14 @@ def test_23_bad_files_are_clear_errors_and_the_loader_keeps_going(smoke_run):
     r = result(out, "23_robustness")
     assert r["headline"]["bad_outcomes_cpu"] == 0
     policy = r["loader_policy"]
-    # 2 good clips x 3, then 4 broken files, a clip too short for the sampled clip and one of another size
+    # 2 good clips x 3, then 4 broken files and a damaged header, a file of huge frames, a clip too short for the
+    # sampled clip and one of another size
     assert policy["delivered"] == policy["good_items"] == 6
     skipped = sorted(policy["skipped"], key=lambda s: s["index"])
-    assert [s["index"] for s in skipped] == list(range(6, 12))
+    assert [s["index"] for s in skipped] == list(range(6, 14))
     assert all(s["path"] in s["cause"] or Path(s["path"]).name in s["cause"] for s in skipped)
-    assert "too short" in skipped[4]["cause"] and "mixed_sizes" in skipped[5]["cause"]
+    assert "no decoder for its video stream" in skipped[4]["cause"] and "max_item_bytes" in skipped[5]["cause"]
+    assert "too short" in skipped[6]["cause"] and "mixed_sizes" in skipped[7]["cause"]
     raised = r["loader_policy"]["raise_mode"]  # on_error='raise': the first failing sample stops the epoch, named
     assert "file is empty" in raised["broken"] and "too short" in raised["too short"]
     assert "other_size.mp4" in raised["other size"] and "mixed_sizes" in raised["other size"]

@@ -589,3 +589,32 @@ def test_measure_loader_counted_as_asked_reads_a_burst():
     finally:
         loader_bench.whole_rounds = real
     assert r["samples_per_s"] > 1.2 * 8 / 0.12
+
+
+def test_an_item_too_large_for_a_worker_is_refused_before_decoding(paths, monkeypatch):
+    # Before: no pixel or byte limit anywhere; one 50 KB file of 4096 x 4096 frames took 754 MB to 2.3 GB.
+    from playbook_utils import decoders
+    from playbook_utils.errors import DecodeError
+
+    info = loaders.video_info(paths[0])
+    pixels = info.width * info.height
+    monkeypatch.setattr(decoders.adapter("pyav"), "read", lambda *a, **k: pytest.fail("decoded a refused item"))
+    ds = loaders.VideoClipDataset(paths[:1], k=4, max_frame_pixels=pixels - 1, on_error="skip")
+    s = ds[0]
+    assert isinstance(s, loaders.Skipped) and str(paths[0]) in s.cause and "exceed max_frame_pixels" in s.cause
+    ds = loaders.VideoClipDataset(paths[:1], k=4, max_item_bytes=4 * 3 * pixels - 1)
+    with pytest.raises(DecodeError, match=r"4 frames of .* above max_item_bytes"):
+        ds[0]
+    assert loaders.MAX_FRAME_PIXELS == 8192 * 8192 and loaders.MAX_ITEM_BYTES == 2 * 2**30
+    monkeypatch.undo()
+    exact = loaders.VideoClipDataset(paths[:1], k=4, max_item_bytes=4 * 3 * pixels, max_frame_pixels=None)
+    assert tuple(exact[0].shape) == (4, 3, info.height, info.width)  # at the limit: read
+
+
+def test_a_shard_sample_too_large_is_skipped_and_named(tmp_path):
+    from playbook_utils import shards
+
+    clip = media.make_clip(tmp_path / "c.mp4", "h264", 64, 48, num_frames=8, gop=4)
+    shard = shards.write_shards([("a", {"mp4": clip})], tmp_path / "out", per_shard=1)
+    (item,) = list(shards.ShardDataset(shard, k=2, max_frame_pixels=64 * 48 - 1))
+    assert isinstance(item, loaders.Skipped) and "a.mp4" in item.path and "max_frame_pixels" in item.cause

@@ -87,3 +87,18 @@ def test_gpu_decoder_side_resize(backend, clip):
     rows = {r["method"]: r for r in resizing.compare(clip, IDX[:4], HALF, backend, "cuda", repeats=2)}
     assert rows["in decoder"]["psnr_db"] > 30
     assert rows["in decoder"]["batch_bytes"] < rows["decode, then resize"]["batch_bytes"]
+
+
+def test_resize_uint8_works_a_few_frames_at_a_time_and_gives_the_same_bits(monkeypatch):
+    # Before: the whole clip went through float32 at full size in one call (8 frames of 4096 x 4096: 2.3 GB peak
+    # for an item of VideoClipDataset(size=(144, 256))).
+    import torch.nn.functional as F
+
+    frames = torch.randint(0, 256, (5, 3, 40, 60), dtype=torch.uint8)
+    whole = F.interpolate(frames.float(), size=(24, 36), mode="bilinear", antialias=True)
+    whole = whole.round_().clamp_(0, 255).to(torch.uint8)
+    seen, real = [], F.interpolate
+    monkeypatch.setattr(F, "interpolate", lambda x, **kw: seen.append(x.shape[0]) or real(x, **kw))
+    monkeypatch.setattr(resize, "RESIZE_CHUNK_BYTES", 2 * 3 * 40 * 60 * 4)  # two frames of float32
+    assert torch.equal(resize.resize_uint8(frames, (24, 36)), whole)
+    assert seen == [2, 2, 1]

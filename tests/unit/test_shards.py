@@ -67,6 +67,21 @@ def test_vlm_strategy_takes_qwen_frames(dataset):
     assert [media.read_stamp(f) for f in x["frames"]] == want
 
 
+def test_a_video_the_vlm_rule_refuses_is_skipped_and_named(tmp_path):
+    # Before: sampling.vlm_indices' ValueError (a 1-frame video is below the rule's 2 frames) escaped the skip
+    # policy and ended the pass.
+    one = media.make_clip(tmp_path / "one.mp4", "h264", 64, 48, num_frames=1, gop=1)
+    ok = media.make_clip(tmp_path / "ok.mp4", "h264", 64, 48, num_frames=12, gop=6)
+    shard = shards.write_shards([("a", {"mp4": one}), ("b", {"mp4": ok})], tmp_path / "out", per_shard=2)
+    items = list(shards.ShardDataset(shard, strategy="vlm", fps=4.0))
+    skipped = [x for x in items if not isinstance(x, dict)]
+    assert [x["key"] for x in items if isinstance(x, dict)] == ["b"]
+    assert len(skipped) == 1 and skipped[0].path.startswith("tar://a.mp4::")
+    assert "'vlm' sampling rule refuses it" in skipped[0].cause and "between 2 and 1 frames" in skipped[0].cause
+    with pytest.raises(Exception, match=r"a\.mp4.*sampling rule refuses"):
+        list(shards.ShardDataset(shard, strategy="vlm", fps=4.0, on_error="raise"))
+
+
 @pytest.mark.parametrize("split", ["shard", "sample"])
 def test_assign_covers_every_sample_once(dataset, split):
     refs = shards.list_samples(dataset)
@@ -111,3 +126,38 @@ def test_metadata_is_read_from_the_json_member(dataset):
     x = next(iter(shards.ShardDataset(dataset[2:3])))
     raw = sources.resolve(f"tar://v04.json::{dataset[2]}").read_bytes()
     assert x["meta"] == json.loads(raw) == {"frames": 16, "i": 4}
+
+
+def test_a_shard_rebuilt_as_rsync_does_is_read_afresh(tmp_path):
+    # rsync -a writes a new file (new inode) and keeps the size and mtime: two same-size members swapped. On the
+    # code before one identity (766cffa~1) the tar index and the probe keyed on (path, size, mtime) and
+    # tar://a.mp4 gave the old member's frame count (12 for 20).
+    import os
+
+    short = media.make_clip(tmp_path / "short.mp4", "h264", 64, 48, num_frames=12, gop=6)
+    long_ = media.make_clip(tmp_path / "long.mp4", "h264", 64, 48, num_frames=20, gop=6)
+    media.pad_mp4(short, long_.stat().st_size)
+    first = shards.write_shards([("a", {"mp4": short}), ("b", {"mp4": long_})], tmp_path / "one", per_shard=2)[0]
+    again = shards.write_shards([("a", {"mp4": long_}), ("b", {"mp4": short})], tmp_path / "two", per_shard=2)[0]
+    assert first.stat().st_size == again.stat().st_size
+    member = f"tar://a.mp4::{first}"
+    from playbook_utils.probe import video_info
+
+    assert video_info(member).num_frames == 12
+    before = first.stat()
+    os.utime(again, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(again, first)  # a new inode at the same path, same size, same mtime
+    assert (first.stat().st_size, first.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert video_info(member).num_frames == 20
+    item = next(iter(shards.ShardDataset([first], k=2)))
+    assert item["key"] == "a" and [media.read_stamp(f) for f in item["frames"]] == [5, 15]
+
+
+def test_the_tar_index_keeps_at_most_tar_indexes_shards(dataset, monkeypatch):
+    # Before (766cffa~1) every shard a long-running worker touched stayed indexed.
+    monkeypatch.setattr(sources, "TAR_INDEXES", 2)
+    monkeypatch.setattr(sources, "_tar_index", {})  # the other tests' shards, indexed under the real bound
+    for shard in dataset:
+        sources.tar_index(shard)
+        assert len(sources._tar_index) <= 2
+    assert len(sources._tar_index) == 2
