@@ -14,6 +14,7 @@ import dataclasses
 import fcntl
 import functools
 import json
+import multiprocessing
 import os
 import tempfile
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -912,7 +913,10 @@ def _build_media(directory: Path, specs, log) -> dict[str, Path]:
             todo.append(spec)
     # Encoders use several threads each; a few clips at a time keep a large machine busy.
     workers = max(1, min(len(todo), len(os.sched_getaffinity(0)) // 4))
-    with ProcessPoolExecutor(workers) if workers > 1 else _InlineExecutor() as pool:
+    # spawned, never forked: a process with threads (a notebook's kernel, a test worker, PyTorch) can fork a child
+    # that deadlocks on a lock one of them held; a forked x264 encode in a pytest worker hung that way in a CI run
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=spawn) if workers > 1 else _InlineExecutor() as pool:
         jobs = {spec: pool.submit(spec.make, directory / spec.name) for spec in todo}
         for spec, job in jobs.items():
             clips[spec.name] = job.result()

@@ -206,6 +206,38 @@ def measure_gpu_loaders(
     return rows
 
 
+WAIT_LOOKAHEADS = 10  # the data-wait run measures at least this many look-aheads of videos (full mode)
+
+
+def wait_steps_for(row: dict, batch_size: int, smoke: bool) -> int:
+    """Steps of the GPU data-wait run for the loader of `row`: 4 in smoke mode; else enough for `WAIT_LOOKAHEADS`
+    of its look-ahead, at least 12. Each step draws `batch_size` videos, and a loader that decodes ahead has its
+    look-ahead done before any step's clock: over 12 steps of 4 videos behind a look-ahead of 64, the H200's wait
+    (50.1%) implied 5,930 frames/s from a loader whose own steady rate was 4,033."""
+    if smoke:
+        return 4
+    return max(12, -(-WAIT_LOOKAHEADS * spec_lookahead(row) // batch_size))
+
+
+def wait_against_rate(wait: dict, row: dict, frames_per_item: int) -> dict:
+    """Whether a data wait measured against a training step (`measure_loader`'s answer) is a result: the videos
+    its measured steps drew per second may not exceed the same loader's steady flat-out rate (`row`: its
+    'frames_per_s' and spread) beyond that spread. More than that, and the steps ate videos decoded before their
+    clock started, so the wait reads short. {'drawn_fps', 'steady_fps', 'result', 'why'}."""
+    drawn = wait["samples_per_s"] * frames_per_item
+    steady, spread = row.get("frames_per_s"), row.get("frames_per_s_spread_pct") or 0.0
+    if not steady:
+        return {"drawn_fps": round(drawn), "steady_fps": None, "result": False, "why": "no steady rate to check it by"}
+    ok = drawn <= steady * (1 + spread / 100)
+    why = None
+    if not ok:
+        why = (
+            f"its steps drew {drawn:,.0f} frames/s, {100 * (drawn / steady - 1):.0f}% above the loader's own steady "
+            f"{steady:,.0f} (spread {spread:.1f}%): they drew on videos decoded before the clock started"
+        )
+    return {"drawn_fps": round(drawn), "steady_fps": round(steady), "result": ok, "why": why}
+
+
 def trusted(row: dict) -> bool:
     """A GPU loader row whose rate is a result: measured in steady state and not above a saturated ceiling."""
     return bool(row.get("steady")) and row.get("frames_per_s") is not None and row.get("verdict") != "above"

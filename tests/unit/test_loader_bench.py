@@ -346,3 +346,22 @@ def test_ceiling_line_says_saturated_or_why_it_is_a_lower_bound():
     idle = {**rising, "best": {**best, "nvdec_util_median": None}, "levelled": None}
     assert "utilization not measured, LOWER BOUND)" in words.ceiling_line(idle)
     assert words.ceiling_line({"fps": None, "best": None}) == "NVDEC ceiling: not measured"
+
+
+def test_a_gpu_data_wait_is_a_result_only_within_the_loaders_steady_rate():
+    # The H200 run of 2026-12-02: 12 steps of 4 videos (300 frames) behind a look-ahead of 64 waited 50.1% of a
+    # 100 ms step: 19.8 videos/s, 5,930 frames/s from a loader whose steady rate was 4,033 +- 3.3%. No result.
+    row = {"frames_per_s": 4033.0, "frames_per_s_spread_pct": 3.3, "kind": "gpu", "threads": 32}
+    seen = loader_bench.wait_against_rate({"samples_per_s": 19.77}, row, 300)
+    assert seen["result"] is False and seen["drawn_fps"] == 5931 and "47% above" in seen["why"]
+    fed = loader_bench.wait_against_rate({"samples_per_s": 13.2}, row, 300)  # 3,960 frames/s: within the rate
+    assert fed["result"] is True and fed["why"] is None
+    assert loader_bench.wait_against_rate({"samples_per_s": 1.0}, {}, 300)["result"] is False
+
+
+def test_the_gpu_data_wait_runs_over_ten_look_aheads_in_full_mode():
+    spec = {"kind": "gpu", "threads": 32}  # a GpuLoader keeps 2 x threads videos in flight
+    assert loader_bench.spec_lookahead(spec) == 64
+    assert loader_bench.wait_steps_for(spec, 4, smoke=False) == 160  # 640 videos of 4 a step
+    assert loader_bench.wait_steps_for(spec, 4, smoke=True) == 4
+    assert loader_bench.wait_steps_for({"kind": "gpu", "threads": 1}, 4, smoke=False) == 12

@@ -1,4 +1,5 @@
 import json
+import multiprocessing
 
 import av
 import numpy as np
@@ -9,6 +10,7 @@ from playbook_utils.media import StampError, make_clip, probe, read_stamp
 
 CODECS = [c for c in ("h264", "hevc", "vp9", "av1") if media.encoder_for(c)]
 SIZES = [(160, 96), (320, 180), (640, 360)]
+SPAWN = multiprocessing.get_context("spawn")
 SUFFIX = {"vp9": ".webm"}
 
 
@@ -226,8 +228,13 @@ def test_pick_clip_can_lead_with_the_realistic_clips():
 
 @pytest.mark.media
 def test_default_media_builds_in_parallel_on_large_machines(tmp_path, monkeypatch):
-    monkeypatch.setattr(media.os, "cpu_count", lambda: 8)  # two worker processes
+    # 8 cores: two spawned worker processes (it patched os.cpu_count before, which default_media never read)
+    monkeypatch.setattr(media.os, "sched_getaffinity", lambda pid: set(range(8)))
+    pools = []
+    real = media.ProcessPoolExecutor
+    monkeypatch.setattr(media, "ProcessPoolExecutor", lambda *a, **k: pools.append((a, k)) or real(*a, **k))
     clips = media.default_media(tmp_path, smoke=True)
+    assert [(a[0], k["mp_context"].get_start_method()) for a, k in pools] == [(2, "spawn")]
     assert list(clips) == [s.name for s in media.default_media_specs(True) if s.name in clips]
     for path in clips.values():
         assert probe(path).num_frames == 96
@@ -258,7 +265,7 @@ def test_two_processes_making_the_same_clip_at_once_both_succeed(tmp_path):
     from concurrent.futures import ProcessPoolExecutor
 
     path = tmp_path / "same.mp4"
-    with ProcessPoolExecutor(2) as pool:
+    with ProcessPoolExecutor(2, mp_context=SPAWN) as pool:  # spawned: a forked child of this threaded worker can hang
         done = [pool.submit(make_clip, path, "h264", 640, 360, 30, 60) for _ in range(2)]
         assert [f.result() for f in done] == [path, path]
     info = probe(path)
@@ -397,7 +404,7 @@ def test_two_processes_building_the_media_set_at_once_build_each_clip_once(tmp_p
     from concurrent.futures import ProcessPoolExecutor
 
     specs = [media.ClipSpec("h264", 64, 64, 8, 4), media.ClipSpec("hevc", 64, 64, 8, 4)]
-    with ProcessPoolExecutor(2) as pool:
+    with ProcessPoolExecutor(2, mp_context=SPAWN) as pool:
         runs = [pool.submit(_build_and_log, tmp_path, specs) for _ in range(2)]
         built = [f.result() for f in runs]
     assert sorted(len(b) for b in built) == [0, 2]  # the second found both clips built
