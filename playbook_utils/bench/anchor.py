@@ -39,9 +39,9 @@ def _timed_rate(fn, frames: int) -> float:
     return frames / (time.perf_counter() - t)
 
 
-def cli_rate(path, frames: int, repeats: int = 3) -> dict | None:
-    """The FFmpeg command line decoding every frame of `path` to raw RGB (`-f rawvideo -pix_fmt rgb24`, all cores,
-    written to /dev/null), or None where no `ffmpeg` is on PATH. Returns {'fps' (median of `repeats`),
+def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> dict | None:
+    """The FFmpeg command line decoding every frame of `path` (or its `first` frames: `-frames:v`) to raw RGB
+    (`-f rawvideo -pix_fmt rgb24`, all cores, written to /dev/null), or None where no `ffmpeg` is on PATH. Returns {'fps' (median of `repeats`),
     'spread_pct', 'startup_s': the same command decoding nothing (`-frames:v 0`: a process started, the file
     opened and probed), which on a short clip can outweigh the decoding, 'startup_pct' (its share of the whole
     command's time), 'version'}."""
@@ -53,7 +53,8 @@ def cli_rate(path, frames: int, repeats: int = 3) -> dict | None:
         cmd = [exe, "-v", "error", "-threads", "0", "-i", str(path), *limit, "-f", "rawvideo", "-pix_fmt", "rgb24"]
         subprocess.run([*cmd, "-y", "/dev/null"], check=True, capture_output=True)
 
-    fps, spread = _median_rate(run, frames, repeats)
+    limit = ("-frames:v", str(first)) if first else ()
+    fps, spread = _median_rate(lambda: run(*limit), frames, repeats)
     startup = statistics.median(1 / _timed_rate(lambda: run("-frames:v", "0"), 1) for _ in range(3))
     head = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
     return {
@@ -97,6 +98,8 @@ def _bare_pyav(path: str, n: int):
         stream = container.streams.video[0]
         stream.thread_type, stream.thread_count = "AUTO", 0
         for i, frame in enumerate(container.decode(stream)):
+            if i == n:
+                break
             rgb = frame.to_ndarray(format="rgb24")
             if out is None:
                 out = np.empty((n, *rgb.shape), dtype=np.uint8)
@@ -122,16 +125,18 @@ def _bare_spdl(path: str, n: int):
     import spdl.io
 
     packets = spdl.io.demux_video(path)
-    frames = spdl.io.decode_packets(packets, filter_desc=spdl.io.get_video_filter_desc(pix_fmt="rgb24"))
+    frames = spdl.io.decode_packets(packets, filter_desc=spdl.io.get_video_filter_desc(pix_fmt="rgb24"), num_frames=n)
     return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)
 
 
 BARE = {"pyav": _bare_pyav, "torchcodec": _bare_torchcodec, "decord": _bare_decord, "spdl": _bare_spdl}
 
 
-def _child(library: str, path: str, repeats: int) -> dict:
-    """The bare loop and `read_frames` of one library, timed alternately in this process (its own)."""
+def _child(library: str, path: str, repeats: int, first: int | None = None) -> dict:
+    """The bare loop and `read_frames` of one library over every frame (or the `first` ones), timed alternately in
+    this process (its own)."""
     n = video_info(path, library).num_frames
+    n = min(n, first) if first else n
     idx = list(range(n))
     bare_shape = tuple(BARE[library](path, n).shape)
     ours = read_frames(path, idx, library)
@@ -152,9 +157,9 @@ def _child(library: str, path: str, repeats: int) -> dict:
     }
 
 
-def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 600) -> dict:
-    """{library: the child's answer}: each library's bare loop and its adapter decoding every frame of `path` to
-    RGB, in a child process of its own (no two libraries' FFmpegs in one process). A library that is not
+def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 600, first: int | None = None) -> dict:
+    """{library: the child's answer}: each library's bare loop and its adapter decoding every frame of `path` (or
+    its `first` frames, as notebook 20's smoke mode reads) to RGB, in a child process of its own (no two libraries' FFmpegs in one process). A library that is not
     installed, or refuses the file, answers 'unavailable' with the reason. Notebook 20."""
     out = {}
     for lib in libraries:
@@ -163,7 +168,7 @@ def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 
             out[lib] = {"status": "unavailable", "error": why}
             continue
         out[lib] = child.call(
-            child.python("-m", "playbook_utils.bench.anchor", lib, str(path), str(repeats)),
+            child.python("-m", "playbook_utils.bench.anchor", lib, str(path), str(repeats), str(first or 0)),
             timeout=timeout,
             env=child_env(),
         )
@@ -209,4 +214,4 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
 
 
 if __name__ == "__main__":  # the child of `library_rates`: a failure is reported as data
-    child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)

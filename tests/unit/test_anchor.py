@@ -54,3 +54,33 @@ def test_every_library_is_timed_against_its_own_bare_loop(tmp_path):
     if shutil.which("ffmpeg"):
         cli = anchor.cli_rate(clip, n, repeats=1)
         assert cli["fps"] > 0 and 0 < cli["startup_s"] and cli["version"].startswith("ffmpeg")
+
+
+@pytest.mark.media
+@pytest.mark.parametrize("library", ["pyav", "torchcodec", "decord", "spdl"])
+def test_a_bare_loop_reads_only_the_first_frames_it_is_asked_for(library):
+    # 20's smoke mode times the anchor over a clip's first MAX_FRAMES frames, as its table does
+    from playbook_utils.decoders import why_unavailable
+
+    if why_unavailable(library, "cpu"):
+        pytest.skip(f"{library} is not usable here")
+    clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
+    n = media.probe(clip).num_frames - 5
+    frames = anchor.BARE[library](str(clip), n)
+    assert tuple(frames.shape) == (n, 3, 144, 256)
+    assert [media.read_stamp(f.permute(1, 2, 0).numpy()) for f in frames[-2:]] == [n - 2, n - 1]
+    got = anchor._child(library, str(clip), 1, first=n)
+    assert got["frames"] == n and got["adapter_fps"] > 0
+
+
+@pytest.mark.media
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs the ffmpeg command-line tool")
+def test_the_command_line_anchor_takes_a_frame_limit(tmp_path, monkeypatch):
+    import subprocess
+
+    seen, real = [], subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **k: seen.append(cmd) or real(cmd, **k))
+    clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
+    assert anchor.cli_rate(clip, 40, repeats=1, first=40)["fps"] > 0
+    timed = [c for c in seen if "-frames:v" in c and c[c.index("-frames:v") + 1] == "40"]
+    assert len(timed) == 2  # the untimed call and the timed one
