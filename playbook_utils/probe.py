@@ -159,6 +159,10 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         raise DecodeError(path, "video stream has no packets", backend="probe")
     pts_key.sort()
     keyframes = [i for i, (_, key) in enumerate(pts_key) if key]
+    if not keyframes:  # nothing to start decoding from: a download cut inside its first frame leaves one such packet
+        raise DecodeError(
+            path, f"no keyframe among its {len(pts_key)} video packets: nothing can be decoded (cut short?)", "probe"
+        )
     tb = stream.time_base
     deltas = np.diff([p for p, _ in pts_key])
     # A one-tick wobble is rounding (WebM stores milliseconds: 33, 34, 33 ms at 30 fps), not VFR.

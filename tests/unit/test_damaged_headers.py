@@ -128,3 +128,29 @@ def test_a_mutated_header_raises_only_our_errors_without_hanging_or_growing(clip
     assert time.monotonic() - start < 20, "a damaged 2 KB file took more than 20 s"
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
     assert grown_mb < 512, f"reading a damaged 2 KB file raised the peak memory by {grown_mb:.0f} MB"
+
+
+def test_a_download_cut_inside_its_first_frame_is_our_error(tmp_path):
+    # A faststart 1080p file cut at 300 kB (the reader's mixed folder) kept one packet, flagged corrupt and not a
+    # keyframe: the probe reported 1 frame and no keyframes, and pick_clip divided by its empty GOP list.
+    from playbook_utils import folders
+
+    full = media.make_clip(tmp_path / "full.mp4", "h264", 320, 180, num_frames=4, gop=4, picture=media.detailed_frame)
+    fast = tmp_path / "fast.mp4"
+    import av
+
+    with av.open(str(full)) as inp, av.open(str(fast), "w", options={"movflags": "faststart"}) as out:
+        s_out = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(video=0):
+            if packet.dts is not None:
+                packet.stream = s_out
+                out.mux(packet)
+    blob = fast.read_bytes()
+    first_packet_ends = blob.index(b"mdat") + 4 + 1000  # inside the first (key)frame's data
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "cut.mp4").write_bytes(blob[:first_packet_ends])
+    with pytest.raises(DecodeError, match=r"cut\.mp4 \[probe\]: no keyframe among its 1 video packets"):
+        probe(folder / "cut.mp4")
+    scanned = folders.scan_videos(folder)
+    assert not scanned.videos and "no keyframe" in str(scanned.unreadable)
