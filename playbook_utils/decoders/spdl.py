@@ -31,6 +31,15 @@ class Spdl(base.Adapter):
             "hidden frames",
             seen="0.8.0",
         ),
+        # not a wrong frame but an output SPDL cannot make: a valid file, so BackendUnavailable (refused, with the
+        # reason), which a skip policy does not count as damage, where its DecodeError was counted as a broken file
+        base.known_wrong(
+            "10-bit",
+            "SPDL 0.8's NVDEC path outputs NV12 (8-bit) only: a 10-bit file is refused on CUDA (on the H200: "
+            "'Only NV12 output is supported. Found: P016'); its CPU path reads it",
+            devices=("cuda",),
+            seen="0.8.0",
+        ),
     )
 
     def _check_device(self, kind: str) -> str | None:

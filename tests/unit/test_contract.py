@@ -200,3 +200,12 @@ def test_a_child_that_dies_mid_way_loses_one_request_and_a_new_one_serves_the_re
     assert [g["status"] for g in got] == ["ok", "ok", "crashed", "ok", "ok"]
     assert [g.get("twice") for g in got] == [0, 2, None, 6, 8] and "exit 9" in got[2]["error"]
     assert sys.executable == child.python()[0]
+
+
+def test_spdl_refuses_10_bit_on_cuda_as_unavailable_not_as_a_broken_file():
+    # 30: on the H200 SPDL's NVDEC path raised DecodeError ("Only NV12 output is supported. Found: P016") on a valid
+    # 10-bit HEVC file, which a skip policy counts as damage; it is a refusal now, and the CPU path still reads it
+    spdl = type(adapter("spdl"))()
+    ten = Info(codec="hevc", pix_fmt="yuv420p10le")
+    assert "outputs NV12 (8-bit) only" in spdl._why_file(ten, "cuda")
+    assert spdl._why_file(ten, "cpu") is None and spdl._why_file(Info(codec="hevc"), "cuda") is None
