@@ -1,6 +1,6 @@
-"""The sentences and tables the benchmark notebooks print from measurements (notebooks 20 and 21): built here,
-once, from the numbers the measuring modules return, so that a notebook's cell only calls them and a wording
-fix lands in one place. Nothing here measures."""
+"""The sentences and tables the benchmark notebooks print from measurements (notebooks 20 and 21, and the
+smoke-mode caveats of 00, 24 and 30): built here, once, from the numbers the measuring modules return, so that a
+notebook's cell only calls them and a wording fix lands in one place. Nothing here measures."""
 
 from __future__ import annotations
 
@@ -173,3 +173,30 @@ def gpu_loader_line(row: dict) -> str:
         f"  {row['loader']:34s} {rate} ±{row.get('frames_per_s_spread_pct') or 0:.0f}%  {judged}  "
         f"({how}; busy: {busy_words(row.get('utilization'))})"
     )
+
+
+def _smoke_clips() -> str:
+    """'256x144 generated clips': the sizes of the clips `media.default_media` builds in smoke mode."""
+    from playbook_utils.media import default_media_specs  # only when asked: importing this module stays light
+
+    sizes = sorted({(s.width, s.height) for s in default_media_specs(True)}, key=lambda wh: wh[0] * wh[1])
+    return " and ".join(f"{w}x{h}" for w, h in sizes) + " generated clips"
+
+
+def smoke_caveat(smoke: bool, video_dir=None, media: str | None = None) -> str | None:
+    """The line a measured section prints first in smoke mode on the generated media: 'smoke mode: 256x144
+    generated clips, so rates and timings are not comparable with full mode'; `media` names what was measured
+    where it is not those clips. None in full mode or with `video_dir` (the reader's own videos), where the
+    rates are the answer. Notebooks 00, 24, 30."""
+    if not smoke or video_dir:
+        return None
+    return f"smoke mode: {media or _smoke_clips()}, so rates and timings are not comparable with full mode"
+
+
+def smoke_skip_reason(reader_files: bool = True, media: str | None = None) -> str:
+    """Why a notebook leaves out, in smoke mode on the generated media, what it would extrapolate from that run's
+    rates (dataset sizing, ranks fed, the frames/s a disk feeds), and how to get it: full mode, or, where the
+    notebook reads them (`reader_files`), the reader's own videos. `media` as in `smoke_caveat`. Notebooks 00, 24,
+    30."""
+    how = "SMOKE = False, or VIDEO_DIR = a folder of your videos" if reader_files else "SMOKE = False"
+    return f"not extrapolated from smoke mode's {media or _smoke_clips()}, far smaller than real video; run with {how}"
