@@ -13,6 +13,38 @@ def media_cache(tmp_path_factory):
     return Path(root)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    """pytest-timeout's thread method (pyproject.toml), with the test's child processes killed first: it ends a
+    hung worker with os._exit, but a child that inherited the worker's pipes (a process pool's, a hung encoder)
+    kept them open, and xdist waited on them, never seeing the worker go (seen in a fresh-clone run)."""
+    if settings.method != "thread":
+        return None
+    import threading
+
+    import psutil
+    import pytest_timeout
+
+    def expire():
+        for child in psutil.Process().children(recursive=True):
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+        pytest_timeout.timeout_timer(item, settings)
+
+    timer = threading.Timer(settings.timeout, expire)
+    timer.daemon = True
+
+    def cancel():
+        timer.cancel()
+        timer.join()
+
+    item.cancel_timeout = cancel
+    timer.start()
+    return True
+
+
 @lru_cache(maxsize=None)
 def has_nvdec() -> bool:
     """Whether this machine has an NVIDIA GPU whose NVDEC library (libnvcuvid) loads."""

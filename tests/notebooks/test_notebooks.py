@@ -152,8 +152,9 @@ def test_30_every_rank_reads_its_own_shard_and_every_sample_is_seen_once(smoke_r
         assert ids == list(range(two["num_samples"]))
     assert all(h["aggregate_fps"][k] > 0 for k in ("1", "2"))
     assert h["scaling_efficiency"] == pytest.approx(h["aggregate_fps"]["2"] / (2 * h["aggregate_fps"]["1"]), rel=0.01)
-    if h["storage_cold_mb_s"] is not None:
-        assert h["storage_ranks_fed"] == pytest.approx(h["storage_cold_mb_s"] / h["per_rank_mb_s"], rel=0.05)
+    # smoke mode on the generated clips: the ranks the storage feeds are not extrapolated from 144p (28, item 4)
+    assert h["storage_ranks_fed"] is None
+    assert any(s.startswith("ranks the storage feeds") for s in r["skipped"]), r["skipped"]
     assert (Path(out) / "30_scaling.png").stat().st_size > 10_000
 
 
