@@ -9,6 +9,7 @@ from pathlib import Path
 
 from playbook_utils.bench.nvdec import SATURATED_PCT
 from playbook_utils.bench.sparse import STRATEGIES
+from playbook_utils.media import default_media_specs
 
 BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
 
@@ -177,8 +178,6 @@ def gpu_loader_line(row: dict) -> str:
 
 def _smoke_clips() -> str:
     """'256x144 generated clips': the sizes of the clips `media.default_media` builds in smoke mode."""
-    from playbook_utils.media import default_media_specs  # only when asked: importing this module stays light
-
     sizes = sorted({(s.width, s.height) for s in default_media_specs(True)}, key=lambda wh: wh[0] * wh[1])
     return " and ".join(f"{w}x{h}" for w, h in sizes) + " generated clips"
 

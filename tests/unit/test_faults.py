@@ -1,5 +1,6 @@
 import pytest
 
+from playbook_utils import media
 from playbook_utils.bench import faults
 from playbook_utils.decoders import available
 
@@ -8,7 +9,7 @@ from playbook_utils.decoders import available
 @pytest.mark.slow
 def test_bad_files_give_clear_errors_never_crashes_or_wrong_frames(tmp_path):
     table = faults.run(available("cpu"), "cpu", tmp_path)
-    assert len(table) == 15
+    assert len(table) == 15 + len(media.DAMAGES)
     for case, row in table.items():
         for backend, outcome in row.items():
             assert outcome.split(":")[0] in ("exact", "clear error", "refused"), f"{backend} on {case}: {outcome}"
@@ -18,6 +19,10 @@ def test_bad_files_give_clear_errors_never_crashes_or_wrong_frames(tmp_path):
         assert table[control]["pyav"] == "exact" and table[control]["torchcodec"] == "exact"
     for case in ("missing file", "zero bytes", "text named .mp4", "truncated at 10%, moov at end", "no video stream"):
         assert all(o.startswith("clear error") for o in table[case].values()), table[case]
+    # damaged headers FFmpeg still opens: read exactly where the frames are intact, a clear error where no decoder is
+    assert all(o.startswith("clear error: no decoder") for o in table["header: unknown sample entry"].values())
+    for how in ("short track header", "huge moov"):
+        assert table[f"header: {how}"]["pyav"] == "exact", table[f"header: {how}"]
 
 
 def test_classify():
