@@ -47,3 +47,24 @@ def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bi
     g = (yn - kr * r - kb * b) / kg
     rgb = torch.stack((r, g, b), dim=1)
     return (rgb * 255).round().clamp(0, 255).to(torch.uint8)
+
+
+def nv12_to_rgb(nv12, height: int, width: int, matrix: str = "bt601", colour_range: str = "limited"):
+    """R'G'B' uint8 (N, 3, height, width) from NV12 pictures as a GPU decoder hands them out: a uint8 tensor
+    (N, rows, pitch) (or (N, rows, pitch, 1)) holding the luma plane on its first two thirds of rows and the
+    chroma, U and V interleaved at half size, on the last third. The surface may be larger than the picture
+    (a decoder's coded size, e.g. 1088 rows for 1080, or a row pitch): the picture is its top-left `height` x
+    `width`. Converted by `yuv_to_rgb` with `matrix` and `colour_range` (the file's, from `effective`), so an
+    NVDEC frame is coloured as FFmpeg colours the same file on the CPU. 8-bit (NV12) only. Notebook 13."""
+    if nv12.dim() == 4 and nv12.shape[-1] == 1:
+        nv12 = nv12[..., 0]
+    if nv12.dim() != 3:
+        raise ValueError(f"NV12 pictures must be (N, rows, pitch), got shape {tuple(nv12.shape)}")
+    rows, pitch = nv12.shape[1:]
+    luma_rows = rows * 2 // 3
+    if luma_rows * 3 != rows * 2 or luma_rows < height or pitch < width:
+        raise ValueError(f"an NV12 surface of {rows} x {pitch} cannot hold a {height} x {width} picture")
+    ch, cw = (height + 1) // 2, (width + 1) // 2
+    y = nv12[:, :height, :width]
+    uv = nv12[:, luma_rows : luma_rows + ch, : 2 * cw].reshape(nv12.shape[0], ch, cw, 2)
+    return yuv_to_rgb(y, uv[..., 0], uv[..., 1], matrix, colour_range, 8)

@@ -5,7 +5,9 @@ exactly. A reader's own video carries no stamp. There the frames are compared wi
 decode of the same file on the CPU, by a library other than the one checked: frame i is right when it is at
 least as close (PSNR of the luma) to the reference frame i as to the reference frames i-1 and i+1, and not
 far from all three. H.264, HEVC, VP9 and AV1 decoders are bit-exact, so the same frame from two decoders
-differs only by colour conversion, while a neighbouring frame differs by the motion between them.
+differs only by colour conversion, while a neighbouring frame differs by the motion between them. A frame that is
+the one asked for must also have the reference's pixels (AGREE_DB): the right frame in other colours, or another
+file's picture from a reused decoder, is a failure too, reported apart from wrong frames.
 `check_frames` says which check it used; it never passes a frame it did not check.
 """
 
@@ -20,6 +22,12 @@ REFERENCE_BACKENDS = ("pyav", "torchcodec", "decord")  # CPU decoders, in the or
 FLOOR_DB = 20.0  # below this PSNR against its own reference a frame is wrong whatever its neighbours say
 NEIGHBOUR_DB = 0.5  # a frame this much closer to a neighbour than to its own reference is the neighbour
 SAME_DB = 50.0  # reference neighbours this alike cannot be told apart (a still scene)
+# At least this luma PSNR against the reference frame: the same picture, converted to RGB by the same matrix and
+# range. Measured on ffmpeg-made noisy footage (1080p and 720p H.264/HEVC, 480p MKV) against PyAV's RGB: the tag
+# reference of `pixels` (another chroma upsampling) 46-48 dB; the same planes with the wrong range 29-30 dB, with
+# the wrong matrix (BT.709 for BT.601, what PyNvVideoCodec's and SPDL's own RGB did on the H200) 24 dB; the next
+# frame 25 dB. Two decodes with FFmpeg's conversion are identical.
+AGREE_DB = 36.0
 
 
 @dataclasses.dataclass
@@ -31,6 +39,8 @@ class FrameCheck:
     checked: int  # frames compared
     wrong: list[int]  # positions in the request whose frame is not the one asked for
     detail: str
+    off_colour: list[int] = dataclasses.field(default_factory=list)  # the frame asked for, not the same pixels
+    lowest_db: float | None = None  # lowest luma PSNR against the reference; None: identical, or no reference check
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -94,7 +104,7 @@ def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameChec
     positions = _positions(len(indices), max_frames)
     needed = sorted({j for p in positions for j in (indices[p] - 1, indices[p], indices[p] + 1) if 0 <= j < n})
     refs = dict(zip(needed, (_luma(f) for f in read_frames(path, needed, ref, "cpu"))))
-    wrong, alike, worst = [], 0, float("inf")
+    wrong, off_colour, alike, worst = [], [], 0, float("inf")
     for p in positions:
         i = indices[p]
         got = _luma(frames[p])
@@ -109,13 +119,28 @@ def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameChec
         closer = [j for j in near if psnr(got, refs[j]) > own + NEIGHBOUR_DB]
         if closer or own < FLOOR_DB:
             wrong.append(p)
+        elif own < AGREE_DB:
+            off_colour.append(p)
     lowest = "identical pixels" if worst == float("inf") else f"lowest PSNR {worst:.1f} dB"
     detail = f"{len(positions) - len(wrong)} of {len(positions)} frames match {ref}'s decode of the same file best ({lowest})"
+    if off_colour:
+        detail += (
+            f"; {len(off_colour)} of them are the frames asked for but not the same pixels (under {AGREE_DB:.0f} dB:"
+            " another colour conversion, or another file's picture from a reused decoder)"
+        )
     if len(positions) < len(indices):
         detail += f"; {len(positions)} of the {len(indices)} frames were compared, spread over the request"
     if alike:
         detail += f"; {alike} of them look like their neighbours (a still scene), so those cannot be told apart"
-    return FrameCheck(f"reference:{ref}", not wrong, len(positions), wrong, detail)
+    return FrameCheck(
+        f"reference:{ref}",
+        not wrong and not off_colour,
+        len(positions),
+        wrong,
+        detail,
+        off_colour,
+        None if worst == float("inf") else round(float(worst), 1),
+    )
 
 
 def check_frames(path, indices, frames, backend: str | None = None, max_frames: int = 16) -> FrameCheck:

@@ -40,7 +40,8 @@ def set_cpu_threads(n: int) -> None:
 
 def traits(info) -> set[str]:
     """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list' (an
-    MP4 edit list hides leading frames), 'several-streams' (video streams), 'codec:X', 'container:X'."""
+    MP4 edit list hides leading frames), 'several-streams' (video streams), 'codec:X', 'container:X', and
+    'chroma:X' for pictures whose chroma is not subsampled 4:2:0 (X: 444, 422, 440, 411, gray)."""
     out = {f"codec:{info.codec}", f"container:{info.container.split(',')[0]}"}
     if info.b_frames:
         out.add("b-frames")
@@ -52,6 +53,9 @@ def traits(info) -> set[str]:
         out.add("10-bit")
     if info.rotation:
         out.add("rotated")
+    chroma = next((c for c in ("444", "422", "440", "411", "gray") if c in info.pix_fmt), None)
+    if chroma:
+        out.add(f"chroma:{chroma}")
     if getattr(info, "edit_list_hidden", 0):
         out.add("edit-list")
     if getattr(info, "video_streams", 1) > 1:

@@ -4,6 +4,9 @@ One `SimpleDecoder` per GPU is kept and pointed at each new file with `reconfigu
 which skips most of the cost of creating a decoder. Pitfalls handled here (shown in 13):
 `get_batch_frames_by_index` drops repeated and out-of-range indices with only a warning, and
 returned frames borrow the decoder's surfaces, so each is copied out before the next request.
+Colour: the decoder hands out NV12 (`OutputColorType.NATIVE`), converted here by the file's own matrix and
+range (`colour.nv12_to_rgb`, FFmpeg's rule for untagged files); its own RGB output took BT.709 for an untagged HD
+file where FFmpeg, and every CPU library, take BT.601 (24-25 dB apart on the H200).
 Do not load TorchCodec into the same process: PyNvVideoCodec's bundled FFmpeg libraries clash.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import threading
 
+from playbook_utils import colour
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable
@@ -34,6 +38,15 @@ class PyNvVideoCodec(base.Adapter):
     # What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong, and files it has
     # not been checked on: refused.
     KNOWN_WRONG = (
+        *(
+            base.known_wrong(
+                f"chroma:{c}",
+                "the adapter converts NVDEC's NV12 output (4:2:0) by the file's colour tags; "
+                f"{c} pictures are not read by this path",
+                ("cuda",),
+            )
+            for c in ("444", "422", "440", "411", "gray")
+        ),
         base.known_wrong(
             "edit-list",
             "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the "
@@ -91,7 +104,7 @@ def decoder_for(path: str, gpu_id: int):
             return dec
         except Exception:
             cache.pop(gpu_id, None)  # a different codec or a larger size: start afresh
-    dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True, output_color_type=nvc.OutputColorType.RGBP)
+    dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE)
     cache[gpu_id] = (key, dec)
     return dec
 
@@ -102,6 +115,7 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
     if len(dec) != info.num_frames:
         raise RuntimeError(f"PyNvVideoCodec counts {len(dec)} frames, the packets say {info.num_frames}")
     wanted = sorted(set(indices))
+    matrix, rng = colour.effective(info)
     got = {}
     with torch.cuda.device(gpu):
         for start in range(0, len(wanted), _CHUNK):
@@ -109,11 +123,11 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
             frames = dec.get_batch_frames_by_index(chunk)
             if len(frames) != len(chunk):
                 raise RuntimeError(f"asked PyNvVideoCodec for {len(chunk)} frames, got {len(frames)}")
-            for i, f in zip(chunk, frames):
-                t = torch.from_dlpack(f)
-                if t.dtype != torch.uint8:
-                    raise RuntimeError(f"PyNvVideoCodec returned {t.dtype} frames, expected uint8")
-                got[i] = t.clone()
+            surfaces = [torch.from_dlpack(f) for f in frames]  # NV12, borrowed from the decoder
+            if any(t.dtype != torch.uint8 for t in surfaces):
+                raise RuntimeError(f"PyNvVideoCodec returned {surfaces[0].dtype} frames, expected uint8 NV12")
+            rgb = colour.nv12_to_rgb(torch.stack(surfaces), info.height, info.width, matrix, rng)
+            got.update(zip(chunk, rgb))
     return base.reorder(got, indices)
 
 

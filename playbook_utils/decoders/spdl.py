@@ -3,8 +3,8 @@
 On the CPU, `spdl.io.demux_video` then `sample_decode_video` decodes only the GOPs that hold the
 frames asked for (indices in ascending order, as SPDL requires; repeats and order are restored here),
 converted to RGB by FFmpeg's filter graph. On CUDA, each run of wanted frames is demuxed as a time
-window starting at its GOP's keyframe and decoded by NVDEC (`decode_packets_nvdec`), whose own output
-scaling gives decoder-side resize (`read_resized`). spdl-io loads the machine's FFmpeg shared libraries
+window starting at its GOP's keyframe and decoded by NVDEC to NV12, whose own output scaling gives
+decoder-side resize (`read_resized`), then converted by the file's colour matrix and range (`_nvdec_rgb`). spdl-io loads the machine's FFmpeg shared libraries
 (4 to 9) when first used, not at import; the adapter checks that they load, in a child process.
 SPDL takes a path or the file's bytes (no file-like objects): `read_file` hands it the bytes.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from playbook_utils import child
+from playbook_utils import child, colour
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 
@@ -24,6 +24,15 @@ class Spdl(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "spdl", "spdl.io", "spdl-io"
     DEVICES = ("cpu", "cuda")
     KNOWN_WRONG = (
+        *(
+            base.known_wrong(
+                f"chroma:{c}",
+                "the adapter converts NVDEC's NV12 output (4:2:0) by the file's colour tags; "
+                f"{c} pictures are not read by this path",
+                ("cuda",),
+            )
+            for c in ("444", "422", "440", "411", "gray")
+        ),
         base.known_wrong(
             "edit-list",
             "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list "
@@ -120,18 +129,40 @@ def _frames_cuda(src, wanted: list[int], device: Device, info, size=None):
     half = (times[1] - times[0]) / 2 if len(times) > 1 else 0.01
     key_of = info.keyframe_of
     cfg = spdl.io.cuda_config(device_index=device.ordinal)
-    scale = {"scale_width": size[1], "scale_height": size[0]} if size is not None else {}
     got, groups = {}, {}
     for t in wanted:
         groups.setdefault(key_of[t], []).append(t)
     for k, ts in groups.items():
         packets = spdl.io.demux_video(src, timestamp=(times[k], times[ts[-1]] + half))
-        out = spdl.io.to_torch(spdl.io.decode_packets_nvdec(packets, device_config=cfg, pix_fmt="rgb", **scale))
+        out = _nvdec_rgb(packets, cfg, info, size)
         if out.shape[0] < ts[-1] - k + 1:
             raise RuntimeError(f"NVDEC returned {out.shape[0]} frames for frames {k}..{ts[-1]}")
         for t in ts:
             got[t] = out[t - k]
     return torch.stack([got[t] for t in wanted])
+
+
+# SPDL's NV12 -> RGB kernel: its `coeff` for each matrix (its default, 1, is BT.709 whatever the file says)
+_COEFF = {"bt709": 1, "bt601": 6, "bt2020": 9}
+
+
+def _nvdec_rgb(packets, cfg, info, size=None):
+    """(N, 3, H, W) uint8 on the GPU: the packets decoded by NVDEC to NV12 (at `size` where given), converted by
+    the file's matrix and range. `decode_packets_nvdec` would convert by BT.709 for every file, where FFmpeg takes
+    an untagged file as BT.601 (24-25 dB apart on the H200's HD clips); SPDL's kernel takes the matrix as `coeff`
+    but assumes limited range, so a full-range file goes through `colour.nv12_to_rgb`."""
+    import spdl.io
+
+    codec = packets.codec
+    if codec.name in ("h264", "hevc"):  # NVDEC takes Annex B, as decode_packets_nvdec prepares it
+        packets = spdl.io.apply_bsf(packets, f"{codec.name}_mp4toannexb")
+    scale = {"scale_width": size[1], "scale_height": size[0]} if size is not None else {}
+    nv12 = spdl.io.nvdec_decoder(cfg, codec, **scale).decode_packets(packets)
+    matrix, rng = colour.effective(info)
+    if rng == "limited":
+        return spdl.io.to_torch(spdl.io.nv12_to_rgb(nv12, device_config=cfg, coeff=_COEFF[matrix]))
+    h, w = size if size is not None else (info.height, info.width)
+    return colour.nv12_to_rgb(spdl.io.to_torch(nv12), h, w, matrix, rng)
 
 
 def _read(src, indices: list[int], device: Device, info, size=None):

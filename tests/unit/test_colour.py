@@ -70,3 +70,29 @@ def test_dali_keeps_a_pipeline_per_picture_its_decoder_was_made_for():
     ten_bit = SimpleNamespace(codec="hevc", width=1920, height=1080, pix_fmt="yuv420p10le")
     keys = {dali.pipeline_key("cuda", 0, None, i) for i in (cropped, full, ten_bit, cropped)}
     assert len(keys) == 3 and dali.pipeline_key("cuda", 0, (224, 224), cropped) not in keys
+
+
+@pytest.mark.media
+@pytest.mark.parametrize("pad_rows, pad_cols", [(0, 0), (8, 64)])  # as decoded, and on a coded-size, pitched surface
+def test_nv12_surfaces_convert_as_the_planes_do(tmp_path, pad_rows, pad_cols):
+    """The GPU adapters' NV12 path (PyNvVideoCodec's and SPDL's NVDEC output) gives exactly the reference RGB of
+    the same decoded planes, with the picture taken from a surface larger than it, as NVDEC's are."""
+    import av
+    import numpy as np
+
+    clip = media.make_clip(tmp_path / "c.mp4", "h264", 150, 86, num_frames=4, gop=4)  # odd chroma size: 75 x 43
+    with av.open(str(clip)) as c:
+        frames = [f.to_ndarray(format="nv12") for f in c.decode(video=0)][:3]
+    h, w = 86, 150
+    surfaces = []
+    for f in frames:  # (h * 3 / 2 rounded up, w): luma rows then interleaved chroma rows
+        y, uv = f[:h], f[h:]
+        s = np.zeros((3 * (h + pad_rows) // 2, w + pad_cols), np.uint8)
+        s[:h, :w] = y
+        s[h + pad_rows : h + pad_rows + uv.shape[0], : uv.shape[1]] = uv
+        surfaces.append(s)
+    got = colour.nv12_to_rgb(torch.from_numpy(np.stack(surfaces)), h, w, "bt601", "limited")
+    want = pixels.reference_rgb(clip, [0, 1, 2], "bt601", "limited")
+    assert got.shape == (3, 3, h, w) and torch.equal(got, want)
+    with pytest.raises(ValueError, match="cannot hold"):
+        colour.nv12_to_rgb(torch.from_numpy(np.stack(surfaces)), h + 40, w, "bt601", "limited")

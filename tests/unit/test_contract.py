@@ -76,7 +76,9 @@ def test_every_backend_is_registered_once_with_a_whole_contract():
         assert isinstance(ad, base.Adapter) and ad.NAME == name and adapter(name) is ad
         assert ad.IMPORT and set(ad.DEVICES) <= {"cpu", "cuda"} and set(ad.CODECS) <= set(ad.DEVICES)
         for row in ad.KNOWN_WRONG:  # every trait a row names is one `traits` can report
-            assert row.traits and all(t in vocabulary or t.startswith(("codec:", "container:")) for t in row.traits)
+            assert row.traits and all(
+                t in vocabulary or t.startswith(("codec:", "container:", "chroma:")) for t in row.traits
+            )
             assert set(row.devices) <= set(ad.DEVICES) and row.why
     with pytest.raises(ValueError, match="unknown backend 'ffmpeg'"):
         adapter("ffmpeg")
@@ -94,6 +96,7 @@ def test_traits_name_what_a_library_may_get_wrong():
         "edit-list",
         "several-streams",
     }
+    assert traits(Info(pix_fmt="yuv444p")) == {"codec:h264", "container:mov", "b-frames", "chroma:444"}
 
 
 def test_a_known_wrong_row_refuses_its_traits_on_its_devices_until_the_version_that_fixed_it():

@@ -72,3 +72,19 @@ def test_no_other_cpu_library_means_unchecked_not_passed(footage, monkeypatch):
     monkeypatch.setattr(exactness, "REFERENCE_BACKENDS", ("pyav",))
     check = exactness.check_frames(footage, [1], read_frames(footage, [1], "pyav"), "pyav")
     assert check.method == "unchecked" and check.exact is None
+
+
+def test_the_right_frame_in_other_colours_is_not_exact(footage):
+    """The frames asked for, converted with the wrong matrix (BT.709 for this untagged file, as PyNvVideoCodec's and
+    SPDL's own RGB did on the H200): each is still the nearest of its neighbours, and above FLOOR_DB, so the index
+    check alone passed it; the pixel agreement fails it, apart from wrong frames."""
+    from playbook_utils.bench import pixels
+
+    want = [3, 17, 30]
+    right = exactness.check_frames(footage, want, pixels.reference_rgb(footage, want), "pynvvideocodec")
+    assert right.exact is True and right.lowest_db >= exactness.AGREE_DB
+    shifted = pixels.reference_rgb(footage, want, matrix="bt709")
+    check = exactness.check_frames(footage, want, shifted, "pynvvideocodec")
+    assert check.wrong == [] and check.off_colour == [0, 1, 2] and check.exact is False
+    assert exactness.FLOOR_DB < check.lowest_db < exactness.AGREE_DB
+    assert "not the same pixels" in check.detail
