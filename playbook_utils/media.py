@@ -559,6 +559,9 @@ COLOUR_CASES = (
     ("hd_untagged", (1920, 1080), (320, 180), "bt601", "tv", None, "libx264", "yuv420p"),
     ("hd_bt709_limited_uncropped", (1920, 1088), (320, 192), "bt709", "tv", ("bt709", "tv"), "libx264", "yuv420p"),
     ("uhd_bt2020_10bit", (3840, 2160), (320, 180), "bt2020", "tv", ("bt2020nc", "tv"), "libx265", "yuv420p10le"),
+    # HEVC codes in 8-pixel units here: 1916x1076 is a cropped 1920x1080, the size of the next clip
+    ("hd_hevc_cropped", (1916, 1076), (316, 180), "bt709", "tv", ("bt709", "tv"), "libx265", "yuv420p"),
+    ("hd_hevc_uncropped", (1920, 1080), (320, 184), "bt709", "tv", ("bt709", "tv"), "libx265", "yuv420p"),
 )
 
 

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# On the H200 after the install (../shared/gpu/prepare.sh; DALI and SPDL need the full stack, not GPU_STACK=nvdec):
+# the GPU halves of 26 (one read path: a rotated clip from every kind of source) and 27 (colours by the file's
+# tags, decoders reused across files), in one call. Carry .gpu_media, made on the CPU beforehand:
+#   bash benchmarks/h200/make_mixed_folder.sh && .venv/bin/python benchmarks/h200/gpu_pixels.py make .gpu_media/colour
+source /tmp/gpu-env.sh
+export PLAYBOOK_MEDIA_DIR=/tmp/media
+echo "commit $(cat .gpu_media/COMMIT 2>/dev/null || echo unknown)"
+timeout ${PIXELS_LIMIT:-240} python3 benchmarks/h200/gpu_pixels.py run .gpu_media/colour .gpu_media/videos "$OUT/gpu_pixels.json" 2>&1 \
+  | tee "$OUT/gpu_pixels.txt"
+timeout ${TESTS_LIMIT:-300} python3 -m pytest -p no:cacheprovider -q -m gpu -rs tests/unit 2>&1 | tail -60 | tee "$OUT/gpu_tests.txt"
