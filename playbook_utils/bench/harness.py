@@ -135,6 +135,7 @@ def _measure(job: Job, clips: list[str]) -> dict:
         "exact": check.exact,
         "check": check.method,
         "check_detail": check.detail,
+        "agree_db": check.lowest_db,  # luma PSNR against the reference decode (reference checks; None: identical)
         "calls": len(calls),
         "frames": frames,
         "fps": frames / wall,  # aggregate over all threads, wall clock
@@ -178,6 +179,7 @@ COLUMNS = [
     "status",
     "exact",
     "check",
+    "agree_db",
     "fps",
     "rate_spread_pct",
     "call_median_s",

@@ -48,11 +48,13 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
 
 def format_rows(rows: list[dict]) -> str:
     """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
-    per-call rates, the share of the NVDEC ceiling where a row has one, exact, and which check ran (or why the
-    row has no rate). The jobs a backend refuses for one reason are one line, with the whole reason. Notebook 20."""
+    per-call rates, the share of the NVDEC ceiling where a row has one, exact, how close its pixels are to the
+    reference decode on a file without stamps ('agree': the lowest luma PSNR, 'same' where identical; exactness's
+    AGREE_DB is the bar), and which check ran (or why the row has no rate). The jobs a backend refuses for one
+    reason are one line, with the whole reason. Notebook 20."""
     lines = [
         f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
-        f"exact  check"
+        f"exact  agree  check"
     ]
     refused = Counter((r["backend"], r["device"], r.get("error") or "") for r in rows if r["status"] == "unavailable")
     for r in rows:
@@ -64,9 +66,11 @@ def format_rows(rows: list[dict]) -> str:
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
         pct = " ABOVE" if r.get("verdict") == "above" else pct  # no share above the ceiling is a result
         note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"
+        by_ref = ok and str(r.get("check") or "").startswith("reference")
+        agree = "" if not by_ref else "same" if r.get("agree_db") is None else f"{r['agree_db']:.0f} dB"
         lines.append(
             f"{r['backend']:15s} {r['device']:4s} {r['workload']:11s} {Path(r['clip']).name[:34]:34s} {fps} "
-            f"{spread} {pct} {str(r.get('exact', '')):5s}  {note}"
+            f"{spread} {pct} {str(r.get('exact', '')):5s}  {agree:5s}  {note}"
         )
     for (backend, device, why), n in refused.items():
         lines.append(f"{backend:15s} {device:4s} {n} job(s) unavailable: {why}")

@@ -128,6 +128,10 @@ def test_format_rows_shows_rate_spread_check_or_the_reason():
     assert "1 job(s) unavailable: DALI's CPU video decoder does not take h264" in text
     text = words.format_rows(rows + [{**rows[1], "workload": "uniform16"}])
     assert "2 job(s) unavailable: DALI's CPU" in text and len(text.splitlines()) == 3  # one line per reason
+    # the agree column: identical to the reference decode, or how far its pixels are (a colour shift: not exact)
+    assert " same " in words.format_rows(rows[:1])
+    shifted = {**rows[0], "backend": "spdl", "device": "cuda", "exact": False, "agree_db": 24.2}
+    assert "False  24 dB" in words.format_rows([shifted])
 
 
 def test_plots_carry_their_reference_lines_and_an_outside_legend():
