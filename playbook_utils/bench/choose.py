@@ -3,13 +3,18 @@
 The pieces of notebook 22's decision, each a plain function over measured data: which backend takes which
 file (`coverage`), which backend wins each measured case (`decision_tree`), the candidates for the reader's
 workload from notebook 20's one-caller table (`one_caller_candidates`) and notebook 21's whole loaders
-(`loader_candidates`), and the recommendation with its runner-up, margin and spread (`recommend`).
+(`loader_candidates`), the recommendation with its runner-up, margin and spread (`recommend`), and the library's
+own code for it (`code_to_paste`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+import os
+import re
+
+from playbook_utils import recipes
 from playbook_utils.bench import verdicts
 from playbook_utils.bench.loader_bench import trusted
 from playbook_utils.decoders import traits, why_unavailable
@@ -222,3 +227,24 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
         "fallback": fallback,
         "sentence": v.sentence(what="the best choice"),
     }
+
+
+def code_to_paste(rec: dict | None, workload: str) -> tuple[str | None, str]:
+    """(code, note): the library's own `Dataset` for the recommended backend and device (`recipes.recipe`), with
+    K from `workload` ('uniformK'; 16 otherwise, said in the note) and the worker count the recommendation was
+    measured with (the machine's cores where it names none); (None, why) where there is no recipe for it."""
+    if rec is None:
+        return None, "no recommendation, so no code"
+    m = re.fullmatch(r"uniform(\d+)", workload)
+    k = int(m.group(1)) if m else 16
+    w = re.search(r"num_workers=(\d+)", rec["how"])
+    workers = int(w.group(1)) if w else len(os.sched_getaffinity(0))
+    try:
+        code = recipes.recipe(rec["backend"], rec["device"], k=k, workers=workers)
+    except KeyError as e:
+        return None, f"{e.args[0]}: use the playbook's call above, or the library notebook's recipe"
+    caveat = recipes.RECIPES[(rec["backend"], "cuda" if rec["device"].startswith("cuda") else "cpu")]["caveat"]
+    note = f"{rec['backend']} on {rec['device']}, K = {k}" + (f", {workers} workers" if rec["device"] == "cpu" else "")
+    if not m:
+        note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"
+    return code, f"{note}. Not in this code but in the playbook's adapter: {caveat}."

@@ -145,3 +145,17 @@ def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
     assert choose.decision_tree(rows, info)[("cpu", "h264", choose.gop_class(12), "sequential")]["best"] == "torchcodec"
     tree = choose.decision_tree(rows, choose.realistic_clips(info))
     assert tree[("cpu", "h264", choose.gop_class(12), "sequential")]["best"] == "spdl"
+
+
+def test_the_code_to_paste_is_the_recommended_librarys_with_the_measured_settings():
+    rec = {
+        "backend": "torchcodec",
+        "device": "cpu",
+        "how": "loaders.make_loader(paths, backend='torchcodec', num_workers=6, k=8)",
+    }
+    code, note = choose.code_to_paste(rec, "uniform8")
+    assert "from torchcodec.decoders import VideoDecoder" in code and "num_workers=6" in code and "k=8" in code
+    assert note.startswith("torchcodec on cpu, K = 8, 6 workers") and "refuses variable-frame-rate" in note
+    code, note = choose.code_to_paste({**rec, "backend": "dali", "device": "cuda"}, "sequential")
+    assert code is None and "no recipe for dali on cuda" in note
+    assert choose.code_to_paste(None, "uniform16") == (None, "no recommendation, so no code")

@@ -1,0 +1,227 @@
+"""Code to paste: for each library and device, a `torch.utils.data.Dataset` of K evenly spaced frames per video
+(uint8, (K, 3, H, W)) written against the library itself, not this package, with the settings the playbook
+measured, and the `DataLoader` line that drives it (notebooks 22 and 24 print them; tests/unit/test_recipes.py
+runs every CPU one and checks the frames by their stamps, the GPU ones on a GPU).
+
+Every recipe samples as `sampling.uniform` does (the frame at the middle of each of K equal segments), so its
+frames are the ones `read_frames(path, sampling.uniform(n, k), ...)` returns. What the playbook's adapters add
+beyond them (refusals of files a library gets wrong, rotation, error types that survive workers, colour by the
+file's tags on every GPU path) is said in a sentence for each: `RECIPES[...]["caveat"]`.
+"""
+
+from __future__ import annotations
+
+from string import Template
+
+_UNIFORM = "[min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]"
+
+_PYAV = Template('''import av
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class VideoClips(Dataset):
+    """$k evenly spaced frames of each video, uint8 (K, 3, H, W), decoded by PyAV (FFmpeg) on the CPU."""
+
+    def __init__(self, paths, k=$k):
+        self.paths, self.k = list(paths), k
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with av.open(str(self.paths[i])) as container:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"  # frame and slice threads: FFmpeg's default here is one thread
+            n = stream.frames or sum(1 for p in container.demux(stream) if p.size)  # MKV has no count
+            k = self.k
+            want = $uniform
+            container.seek(0)
+            picked, last = {}, want[-1]
+            for j, frame in enumerate(container.decode(stream)):  # presentation order, counted from 0
+                if j in want:
+                    picked[j] = frame.to_ndarray(format="rgb24")
+                if j >= last:
+                    break
+        return torch.from_numpy(np.stack([picked[j] for j in want])).permute(0, 3, 1, 2)
+
+
+loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)
+''')
+
+_TORCHCODEC = Template('''import torch
+from torch.utils.data import DataLoader, Dataset
+from torchcodec.decoders import VideoDecoder
+
+
+class VideoClips(Dataset):
+    """$k evenly spaced frames of each video, uint8 (K, 3, H, W), decoded by TorchCodec on $device."""
+
+    def __init__(self, paths, k=$k, device="$device"):
+        self.paths, self.k, self.device = list(paths), k, device
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        decoder = VideoDecoder(
+            str(self.paths[i]),
+            device=self.device,
+            seek_mode="exact",  # frame indices from the file's index, not estimated from the frame rate$threads_line
+        )
+        n, k = decoder.metadata.num_frames, self.k
+        return decoder.get_frames_at($uniform).data
+
+
+loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)$worker_note
+''')
+
+_DECORD = Template('''import decord
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class VideoClips(Dataset):
+    """$k evenly spaced frames of each video, uint8 (K, 3, H, W), decoded by decord on the CPU.
+    decord (PyPI, CPU only, unmaintained since 2021) returns wrong frames on some files (notebook 11): check yours."""
+
+    def __init__(self, paths, k=$k):
+        self.paths, self.k = list(paths), k
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        reader = decord.VideoReader(str(self.paths[i]), ctx=decord.cpu(0), num_threads=0)  # a reader per call
+        n, k = len(reader), self.k
+        frames = torch.from_numpy(reader.get_batch($uniform).asnumpy())
+        return frames.permute(0, 3, 1, 2)
+
+
+loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)
+''')
+
+_SPDL = Template('''import spdl.io
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class VideoClips(Dataset):
+    """$k evenly spaced frames of each video, uint8 (K, 3, H, W), decoded by SPDL (FFmpeg) on the CPU: only the
+    GOPs that hold them are decoded."""
+
+    def __init__(self, paths, k=$k):
+        self.paths, self.k = list(paths), k
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        packets = spdl.io.demux_video(str(self.paths[i]))
+        n, k = len(packets.get_timestamps()), self.k
+        want = $uniform
+        wanted = sorted(set(want))  # SPDL takes each index once, ascending
+        frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=spdl.io.get_video_filter_desc(pix_fmt="rgb24"))
+        rgb = spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)
+        return rgb[[wanted.index(j) for j in want]]  # repeats restored when K exceeds the frame count
+
+
+loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)
+''')
+
+_PYNVVIDEOCODEC = Template('''import PyNvVideoCodec as nvc
+import torch
+import torch.nn.functional as F
+from torch.utils.data import Dataset
+
+# BT.601 (FFmpeg's rule for untagged video) or BT.709, limited range: Kr, Kb
+MATRIX = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}
+
+
+def nv12_to_rgb(nv12, h, w, matrix="bt601"):
+    """uint8 (N, 3, h, w) from NV12 surfaces (N, rows, pitch): the luma on the first 2/3 of the rows, then U, V
+    interleaved at half size. PyNvVideoCodec's own RGB takes BT.709 for every file; this follows the file."""
+    kr, kb = MATRIX[matrix]
+    rows = nv12.shape[1] * 2 // 3
+    y = (nv12[:, :h, :w].float() - 16) / 219
+    uv = nv12[:, rows : rows + (h + 1) // 2, : 2 * ((w + 1) // 2)].unflatten(2, (-1, 2)).permute(0, 3, 1, 2)
+    cb, cr = F.interpolate((uv.float() - 128) / 224, size=(h, w), mode="bilinear").unbind(1)
+    r, b = y + 2 * (1 - kr) * cr, y + 2 * (1 - kb) * cb
+    g = (y - kr * r - kb * b) / (1 - kr - kb)
+    return (torch.stack((r, g, b), 1) * 255).round().clamp(0, 255).to(torch.uint8)
+
+
+class VideoClips(Dataset):
+    """$k evenly spaced frames of each video, uint8 (K, 3, H, W) on the GPU, decoded by NVDEC through
+    PyNvVideoCodec. Use it in the training process itself (num_workers=0) or from threads, one decoder each."""
+
+    def __init__(self, paths, k=$k, gpu=0, matrix="bt601"):
+        self.paths, self.k, self.gpu, self.matrix = list(paths), k, gpu, matrix
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        dec = nvc.SimpleDecoder(str(self.paths[i]), gpu_id=self.gpu, use_device_memory=True,
+                                output_color_type=nvc.OutputColorType.NATIVE)
+        n, k = len(dec), self.k
+        want = $uniform
+        got = dict(zip(sorted(set(want)), dec.get_batch_frames_by_index(sorted(set(want)))))  # drops repeats
+        nv12 = torch.stack([torch.from_dlpack(got[j]) for j in want])  # copied: the frames borrow the decoder
+        h, w = dec.get_stream_metadata().height, dec.get_stream_metadata().width
+        return nv12_to_rgb(nv12.squeeze(-1) if nv12.dim() == 4 else nv12, h, w, self.matrix)
+
+
+clips = VideoClips(paths)  # batches: [clips[i] for i in order], in the training process
+''')
+
+RECIPES = {
+    ("pyav", "cpu"): {
+        "template": _PYAV,
+        "caveat": "it skips the leading frames an MP4 edit list hides (this code counts them) and turns rotated "
+        "video upright",
+    },
+    ("torchcodec", "cpu"): {
+        "template": _TORCHCODEC,
+        "caveat": "it refuses variable-frame-rate and edit-list files, where TorchCodec returned other frames than "
+        "a player shows (notebook 12), and turns rotated video upright",
+    },
+    ("torchcodec", "cuda"): {
+        "template": _TORCHCODEC,
+        "caveat": "it refuses open-GOP files on NVDEC, where TorchCodec returned neighbouring frames after a seek "
+        "(notebook 12): read those on the CPU",
+    },
+    ("decord", "cpu"): {
+        "template": _DECORD,
+        "caveat": "it refuses the kinds of file decord returned wrong frames for (notebook 11)",
+    },
+    ("spdl", "cpu"): {
+        "template": _SPDL,
+        "caveat": "it refuses MP4s whose edit list hides leading frames, which SPDL counts (notebook 24)",
+    },
+    ("pynvvideocodec", "cuda"): {
+        "template": _PYNVVIDEOCODEC,
+        "caveat": "it refuses open-GOP, 10-bit and Matroska files, where PyNvVideoCodec returned wrong frames "
+        "(notebook 13), and takes the colour matrix and range from each file's tags (set `matrix` here)",
+    },
+}
+
+
+def recipe(backend: str, device: str = "cpu", k: int = 16, workers: int = 4, threads: int = 0) -> str:
+    """The code of `RECIPES[(backend, device)]` with K frames per video, `workers` DataLoader processes and, for
+    TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0, the adapter's: as many as FFmpeg likes). A
+    GPU recipe runs in the training process (workers 0). KeyError names what exists where there is none."""
+    key = (backend, "cuda" if str(device).startswith("cuda") else "cpu")
+    if key not in RECIPES:
+        have = ", ".join(f"{b} on {d}" for b, d in RECIPES)
+        raise KeyError(f"no recipe for {backend} on {device}; there are: {have}")
+    gpu = key[1] == "cuda"
+    return RECIPES[key]["template"].substitute(
+        k=k,
+        workers=0 if gpu else workers,
+        device=device if gpu else "cpu",
+        threads_line="" if gpu else f"\n            num_ffmpeg_threads={threads},  # 0: as many as FFmpeg likes",
+        worker_note="  # CUDA decoding in the training process" if gpu else "",
+        uniform=_UNIFORM,
+    )

@@ -1,0 +1,68 @@
+"""The code to paste (`recipes`): each CPU recipe, run as a reader would paste it, returns the frames asked for
+(by their stamps: the frames `sampling.uniform` picks), for a clip with B-frames, a Matroska file and K larger
+than the frame count; the GPU recipes the same on a GPU."""
+
+import pytest
+import torch
+
+from playbook_utils import media, recipes, sampling
+from playbook_utils.decoders import read_frames, why_unavailable
+
+pytestmark = pytest.mark.media
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory):
+    d = tmp_path_factory.mktemp("recipes")
+    return [
+        media.make_clip(d / "bframes.mp4", "h264", 192, 108, num_frames=30, gop=12, bframes=2),
+        media.make_clip(d / "clip.mkv", "h264", 160, 96, num_frames=24, gop=8),
+    ]
+
+
+def _run(backend, device, paths, k):
+    namespace = {"paths": [str(p) for p in paths]}
+    exec(compile(recipes.recipe(backend, device, k=k, workers=0), f"<recipe {backend} {device}>", "exec"), namespace)
+    assert isinstance(
+        namespace.get("loader", namespace.get("clips")), (torch.utils.data.DataLoader, torch.utils.data.Dataset)
+    )
+    return namespace["VideoClips"](paths, k=k)
+
+
+CPU = [(b, d) for b, d in recipes.RECIPES if d == "cpu"]
+GPU = [(b, d) for b, d in recipes.RECIPES if d == "cuda"]
+
+
+@pytest.mark.parametrize("backend, device", CPU, ids=[b for b, _ in CPU])
+def test_every_cpu_recipe_returns_the_frames_asked_for(backend, device, clips):
+    if why_unavailable(backend, device):
+        pytest.skip(why_unavailable(backend, device))
+    for k in (5, 40):  # 40 > the frame count: frames repeat, as sampling.uniform's do
+        ds = _run(backend, device, clips, k)
+        for i, path in enumerate(clips):
+            want = sampling.uniform(media.probe(path).num_frames, k)
+            got = ds[i]
+            assert got.dtype == torch.uint8 and got.shape[:2] == (k, 3), (backend, path.name, got.shape)
+            assert [media.read_stamp(f) for f in got] == want, (backend, path.name)
+            if k == 5:
+                assert torch.equal(got, read_frames(path, want, "pyav")), "the same pixels as the playbook's read"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("backend, device", GPU, ids=[b for b, _ in GPU])
+def test_every_gpu_recipe_returns_the_frames_asked_for(backend, device, clips):
+    if why_unavailable(backend, device):
+        pytest.skip(why_unavailable(backend, device))
+    path = clips[0]  # MP4: PyNvVideoCodec's adapter refuses MKV
+    ds = _run(backend, device, [path], 5)
+    want = sampling.uniform(media.probe(path).num_frames, 5)
+    got = ds[0]
+    assert got.is_cuda and [media.read_stamp(f) for f in got.cpu()] == want
+
+
+def test_a_recipe_that_does_not_exist_names_those_that_do():
+    with pytest.raises(KeyError, match="no recipe for dali on cuda; there are: pyav on cpu"):
+        recipes.recipe("dali", "cuda")
+    assert "num_workers=0" in recipes.recipe("torchcodec", "cuda:0", workers=8)
+    assert 'device="cuda:0"' in recipes.recipe("torchcodec", "cuda:0")
