@@ -12,7 +12,15 @@ import os
 from typing import NamedTuple
 
 from playbook_utils import sampling, transforms
-from playbook_utils.decoders import PROBED_ENV, child_env, frame_size, read_frames, set_cpu_threads, video_info
+from playbook_utils.decoders import (
+    PROBED_ENV,
+    child_env,
+    frame_size,
+    read_frames,
+    set_cpu_threads,
+    video_info,
+    why_unavailable,
+)
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, redact
 from playbook_utils.resize import resize_uint8
 from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
@@ -55,8 +63,27 @@ def check_item_size(path, info, count: int, backend: str | None, limits) -> None
         )
 
 
+def parse_route(backend, device: str) -> list[tuple[str, str]]:
+    """[(backend, device), ...] from `backend`: one name (read on `device`), or a route, a sequence tried in order
+    for each file, each entry a name (on `device`) or 'name@device' ('torchcodec@cuda', 'pyav@cpu')."""
+    entries = [backend] if isinstance(backend, str) else list(backend)
+    if not entries:
+        raise ValueError("a route needs at least one backend")
+    out = []
+    for e in entries:
+        name, _, dev = str(e).partition("@")
+        out.append((name, dev or device))
+    return out
+
+
 class VideoClipDataset:
     """Item i: uint8 frames (K, 3, H, W) sampled from video i by `strategy`, decoded by `backend`.
+
+    backend: one library's name, or a route: a sequence tried in order for each file, so that the fastest path
+    reads every file it accepts and the next reads the ones it refuses (an open-GOP HEVC file that NVDEC's paths
+    refuse, say): `backend=("torchcodec@cuda", "pyav@cpu")`. Frames read on another device than `device` are
+    moved there; `backend_for(i)` says which entry reads item i, and a file no entry accepts is the item's
+    `BackendUnavailable` with every entry's reason.
 
     strategy: 'uniform' (K = k frames over the video) or 'clip' (one random clip of `clip_len`
     frames at `stride`, drawn from `seed` and the item index, so epochs are reproducible).
@@ -99,13 +126,27 @@ class VideoClipDataset:
             raise ValueError(f"mixed_sizes must be None or 'list', got {mixed_sizes!r}")
         self.on_error, self.mixed_sizes = on_error, mixed_sizes
         self.paths = [str(p) for p in paths]
-        self.backend, self.device, self.strategy = backend, device, strategy
+        self.route = parse_route(backend, device)
+        self.backend, self.device, self.strategy = self.route[0][0], device, strategy
         self.k, self.clip_len, self.stride, self.seed, self.size = k, clip_len, stride, seed, size
         self.max_frame_pixels, self.max_item_bytes = max_frame_pixels, max_item_bytes
         self._reference = None
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    def backend_for(self, i: int) -> tuple[str, str]:
+        """(backend, device) of the first route entry that accepts video i (`why_unavailable`: its codec, its
+        traits, the library here); `BackendUnavailable` naming every entry's reason where none does."""
+        if len(self.route) == 1:
+            return self.route[0]
+        reasons = []
+        for b, d in self.route:
+            why = why_unavailable(b, d, self.paths[i])
+            if why is None:
+                return b, d
+            reasons.append(f"{b} on {d}: {why}")
+        raise BackendUnavailable(self.paths[i], "no backend of the route takes it (" + "; ".join(reasons) + ")", None)
 
     def indices(self, i: int) -> list[int]:
         """The frames item i reads; `DecodeError` for a file that cannot be read or is too short for the clip."""
@@ -157,7 +198,10 @@ class VideoClipDataset:
                 raise ValueError(other)
             if other:
                 return Skipped(i, redact(self.paths[i]), other)
-            frames = read_frames(self.paths[i], idx, backend=self.backend, device=self.device)
+            backend, device = self.backend_for(i)
+            frames = read_frames(self.paths[i], idx, backend=backend, device=device)
+            if device != self.device:
+                frames = frames.to(self.device)
         except (DecodeError, BackendUnavailable) as e:
             if self.on_error == "raise":
                 raise
@@ -406,9 +450,11 @@ class GpuLoader:
 
         ds = self.ds
         idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames) if self.all_frames else ds.indices(i)
+        backend, device = ds.backend_for(i)
         parts = []
         for a in range(0, len(idx), self.chunk):
-            frames = read_frames(ds.paths[i], idx[a : a + self.chunk], backend=ds.backend, device=ds.device)
+            frames = read_frames(ds.paths[i], idx[a : a + self.chunk], backend=backend, device=device)
+            frames = frames.to(ds.device) if device != ds.device else frames
             parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
         out = torch.cat(parts)
         if out.is_cuda:

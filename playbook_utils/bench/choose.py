@@ -248,3 +248,15 @@ def code_to_paste(rec: dict | None, workload: str) -> tuple[str | None, str]:
     if not m:
         note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"
     return code, f"{note}. Not in this code but in the playbook's adapter: {caveat}."
+
+
+def route_call(rec: dict | None) -> str | None:
+    """The recommended call as a route (`loaders.VideoClipDataset`'s backend sequence) where the recommendation
+    refuses some files and has a fallback that takes them: the fast path reads every file it accepts, the fallback
+    the rest, frames on the recommended loader's device. None without a fallback, or for a call that takes no
+    backend (DALI's loader)."""
+    fb = (rec or {}).get("fallback")
+    if not fb or "backend=" not in rec["how"]:
+        return None
+    route = (f"{rec['backend']}@{rec['device']}", f"{fb['backend']}@{fb['device']}")
+    return re.sub(r"backend='[^']+'", f"backend={route!r}", rec["how"], count=1)

@@ -159,3 +159,11 @@ def test_the_code_to_paste_is_the_recommended_librarys_with_the_measured_setting
     code, note = choose.code_to_paste({**rec, "backend": "dali", "device": "cuda"}, "sequential")
     assert code is None and "no recipe for dali on cuda" in note
     assert choose.code_to_paste(None, "uniform16") == (None, "no recommendation, so no code")
+
+
+def test_a_recommendation_that_refuses_files_becomes_a_route_with_its_fallback():
+    rec = {"backend": "torchcodec", "device": "cuda", "how": "loaders.GpuLoader(paths, backend='torchcodec', threads=16)",
+           "fallback": {"backend": "pyav", "device": "cpu", "how": "loaders.make_loader(paths, backend='pyav')"}}  # fmt: skip
+    assert choose.route_call(rec) == "loaders.GpuLoader(paths, backend=('torchcodec@cuda', 'pyav@cpu'), threads=16)"
+    assert choose.route_call({**rec, "fallback": None}) is None
+    assert choose.route_call({**rec, "how": "loaders.dali_loader(paths)"}) is None

@@ -618,3 +618,29 @@ def test_a_shard_sample_too_large_is_skipped_and_named(tmp_path):
     shard = shards.write_shards([("a", {"mp4": clip})], tmp_path / "out", per_shard=1)
     (item,) = list(shards.ShardDataset(shard, k=2, max_frame_pixels=64 * 48 - 1))
     assert isinstance(item, loaders.Skipped) and "a.mp4" in item.path and "max_frame_pixels" in item.cause
+
+
+@pytest.mark.media
+def test_a_route_reads_each_file_with_the_first_backend_that_takes_it(paths):
+    """28 item 2, routing per file, on the CPU: DALI's CPU decoder takes VP9 only, so the route (dali, pyav) reads
+    the VP9 clip with DALI and the H.264 and HEVC ones with PyAV, every item exact; a file no entry takes is the
+    item's BackendUnavailable naming every entry's reason, and with on_error='skip' a Skipped record."""
+    from playbook_utils.decoders import why_unavailable
+    from playbook_utils.errors import BackendUnavailable
+
+    vp9 = media.default_media(smoke=True)["vp9_144p_gop12.webm"]
+    files = [*paths, vp9]
+    ds = loaders.VideoClipDataset(files, backend=("dali", "pyav@cpu"), k=6)
+    want_vp9 = ("dali", "cpu") if why_unavailable("dali", "cpu", vp9) is None else ("pyav", "cpu")
+    assert [ds.backend_for(i) for i in range(3)] == [("pyav", "cpu"), ("pyav", "cpu"), want_vp9]
+    for i in range(3):
+        assert [media.read_stamp(f) for f in ds[i]] == ds.indices(i)
+    only_dali = loaders.VideoClipDataset(paths, backend=("dali", "dali@cpu"), k=6)
+    with pytest.raises(BackendUnavailable, match=r"no backend of the route takes it \(dali on cpu: .*; dali on cpu"):
+        only_dali[0]
+    skipped = loaders.VideoClipDataset(paths, backend=["dali"], k=6, on_error="skip")[0]
+    assert isinstance(skipped, loaders.Skipped) and "DALI" in skipped.cause
+    assert loaders.parse_route("torchcodec", "cuda") == [("torchcodec", "cuda")]
+    assert loaders.parse_route(["torchcodec@cuda", "pyav@cpu"], "cuda") == [("torchcodec", "cuda"), ("pyav", "cpu")]
+    with pytest.raises(ValueError, match="at least one"):
+        loaders.parse_route([], "cpu")
