@@ -203,3 +203,43 @@ def smoke_skip_reason(reader_files: bool = True, media: str | None = None) -> st
     30."""
     how = "SMOKE = False, or VIDEO_DIR = a folder of your videos" if reader_files else "SMOKE = False"
     return f"not extrapolated from smoke mode's {media or _smoke_clips()}, far smaller than real video; run with {how}"
+
+
+def processor_line(view: dict, height: int, width: int) -> str:
+    """What a Qwen2-VL-style processor makes of one video (`train_step.processor_view`), in one line (notebook 21)."""
+    h, w = view["size"]
+    how = "enlarged (the processor's least pixels per frame)" if h * w > height * width else "resized"
+    return (
+        f"one video, {view['frames']} frames of {width}x{height}: {how} to {w}x{h}, {view['patches']:,} patches of "
+        f"{view['values_per_patch']} values each, {view['tokens']:,} tokens after the 2x2 merge; "
+        f"{view['uint8_mb']:.1f} MB as uint8, {4 * view['uint8_mb']:.1f} MB as float32"
+    )
+
+
+def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
+    """The lines of `train_step.with_and_without_decoding`: the step and the wait with the loader decoding beside
+    it, the step on held batches, what decoding costs the step against the spread, and on a GPU the peak memory
+    of a step (notebook 21)."""
+    live, held = r["with_loader"], r["held"]
+
+    def step(x):
+        return f"step {1e3 * x['step_s']:.0f} ms ± {x['step_spread_pct'] or 0:.0f}%, {x['samples_per_s']:.1f} videos/s"
+
+    lines = [
+        f"with {loader} decoding beside it: {step(live)}, waiting {1e3 * live['wait_s']:.1f} ms per step "
+        f"({100 * live['wait_fraction']:.0f}% of the time)",
+        f"the same batches decoded beforehand, held on {device}: {step(held)}",
+        f"decoding beside the step changes the step's own time by {r['step_cost_pct']:+.1f}%: "
+        + (
+            f"within the spread of {r['spread_pct']:.0f}%, so no cost is measurable here"
+            if r["within_spread"]
+            else f"more than the spread of {r['spread_pct']:.0f}%"
+        ),
+    ]
+    if live["peak_mem_mb"] is not None:
+        lines.append(
+            f"peak GPU memory of a step, above what was held before it: {live['peak_mem_mb']:,.0f} MB with the "
+            f"loader, {held['peak_mem_mb']:,.0f} MB on held batches; the model's input is {live['batch_mb']:.0f} MB "
+            "a batch"
+        )
+    return lines

@@ -119,6 +119,10 @@ def test_21_measures_the_data_wait_of_real_loaders(smoke_run):
     assert {x["backend"] for x in sweep} >= {"pyav", "torchcodec"}
     assert all(0 <= x["wait_fraction"] <= 1 and x["samples_per_s"] > 0 for x in sweep)
     assert r["headline"]["exact"] is True and r["headline"]["shortest_fed_step_ms"] > 0
+    # section 5: a real model trained on the loader's batches, with the loader beside it and on held batches
+    step = r["training_step"]
+    assert step["with_loader"]["steps"] == step["held"]["steps"] > 0 and step["held"]["wait_s"] < step["held"]["step_s"]
+    assert step["processor"]["tokens"] * 4 == step["processor"]["patches"]
 
 
 def test_23_bad_files_are_clear_errors_and_the_loader_keeps_going(smoke_run):

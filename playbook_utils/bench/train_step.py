@@ -1,0 +1,157 @@
+"""A real training step beside the loaders (notebook 21, section 5): a small video transformer, built from
+`torch.nn` alone, trained forward and backward on the loaders' batches, so that what a loader costs is seen on
+a real step rather than a `sleep`: the step time with the loader decoding beside it and without (the same
+batches, decoded beforehand and held on the device), the share of each step spent waiting for data, and the
+memory a batch takes.
+
+The model takes frames as Qwen2-VL's vision tower does: 14 x 14 pixel patches over pairs of frames (a temporal
+patch of 2), so a batch is sized by `sampling.vlm_frame_size`, and `processor_view` says what a Qwen2-VL-style
+processor would make of it (patches, and tokens after its 2 x 2 merge). No weights are downloaded: the point is
+the data path and the step's cost, not what the model learns.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from playbook_utils import sampling
+from playbook_utils.bench import verdicts
+
+TEMPORAL_PATCH = sampling.QWEN_FRAME_FACTOR  # frames per patch, as Qwen2-VL's vision tower takes them
+
+
+def tiny_video_model(dim: int = 256, layers: int = 4, heads: int = 4, classes: int = 10):
+    """A video transformer of `layers` encoder layers over `sampling.QWEN_PATCH`-pixel patches of
+    TEMPORAL_PATCH frames (one Conv3d embeds them), mean-pooled into a linear head. Takes float (B, K, 3, H, W)
+    with K a multiple of TEMPORAL_PATCH and H, W multiples of the patch."""
+    import torch
+    from torch import nn
+
+    class TinyVideoTransformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            p = sampling.QWEN_PATCH
+            self.embed = nn.Conv3d(3, dim, kernel_size=(TEMPORAL_PATCH, p, p), stride=(TEMPORAL_PATCH, p, p))
+            layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            tokens = self.embed(x.transpose(1, 2)).flatten(2).transpose(1, 2)  # (B, patches, dim)
+            return self.head(self.encoder(tokens).mean(1))
+
+    return TinyVideoTransformer()
+
+
+def processor_view(k: int, height: int, width: int) -> dict:
+    """What a Qwen2-VL-style processor makes of K frames of height x width: the size each frame is resized to
+    (`sampling.vlm_frame_size`), the patches (TEMPORAL_PATCH frames x patch x patch pixels x 3 colours each), and
+    the tokens the language model sees after the 2 x 2 merge."""
+    h, w = sampling.vlm_frame_size(height, width, k)
+    p, m = sampling.QWEN_PATCH, sampling.QWEN_MERGE
+    patches = (k // TEMPORAL_PATCH) * (h // p) * (w // p)
+    return {
+        "frames": k,
+        "size": (h, w),
+        "patches": patches,
+        "values_per_patch": 3 * TEMPORAL_PATCH * p * p,
+        "tokens": patches // (m * m),
+        "uint8_mb": k * 3 * h * w / 2**20,
+    }
+
+
+def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lr: float = 1e-4) -> dict:
+    """Train `model` on `steps` batches drawn from the iterator `batches`, after `warmup` untimed ones. Per step:
+    the wait (time in `next(batches)`, then `prepare(batch)`, which turns a loader's batch into the model's float
+    input on `device`) and the step (forward, backward, optimizer; on CUDA with bfloat16 autocast, synchronized
+    before the clock stops). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median),
+    'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during
+    the steps, above what was held before; None on the CPU), 'batch_mb' (the model input's bytes)}."""
+    import torch
+
+    cuda = str(device).startswith("cuda")
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    model = model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    prepare = prepare or (lambda b: b.to(device))
+    waits, times, sizes, batch_mb = [], [], [], None
+    held = 0
+    for n in range(warmup + steps):
+        if n == warmup:
+            sync()
+            if cuda:
+                torch.cuda.reset_peak_memory_stats(device)
+                held = torch.cuda.memory_allocated(device)
+            begin = time.perf_counter()
+        t0 = time.perf_counter()
+        x = prepare(next(batches))
+        sync()
+        t1 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
+            loss = model(x).float().logsumexp(1).mean()  # any scalar of the output: the step is what is measured
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sync()
+        t2 = time.perf_counter()
+        if n >= warmup:
+            waits.append(t1 - t0)
+            times.append(t2 - t1)
+            sizes.append(x.shape[0])
+            batch_mb = x.numel() * x.element_size() / 2**20
+    wall = time.perf_counter() - begin
+    return {
+        "steps": steps,
+        "step_s": statistics.median(times),
+        "step_spread_pct": verdicts.spread_pct(times),
+        "wait_s": statistics.median(waits),
+        "wait_fraction": sum(waits) / wall,
+        "samples_per_s": sum(sizes) / wall,
+        "peak_mem_mb": (torch.cuda.max_memory_allocated(device) - held) / 2**20 if cuda else None,
+        "batch_mb": batch_mb,
+    }
+
+
+def held_batches(batches, count: int, prepare):
+    """An endless iterator over the first `count` batches of `batches`, prepared once and held (on the device):
+    the same steps without a loader decoding beside them."""
+    import itertools
+
+    kept = [prepare(b) for b in itertools.islice(batches, count)]
+    if not kept:
+        raise ValueError("the loader delivered no batch")
+    return itertools.cycle(kept)
+
+
+def with_and_without_decoding(make_batches, prepare, make_model, steps: int, device: str, held: int = 4, warmup=2):
+    """The same training, twice, from the same initial weights: on batches a loader decodes while the model trains
+    (`make_batches()`: a fresh iterator over the loader's batches, closed afterwards), then on `held` of its
+    batches decoded beforehand and held on `device`. Returns {'with_loader', 'held' (each `train_steps`' dict),
+    'step_cost_pct' (the step's time with the loader against without, in %), 'spread_pct' (the larger of the two
+    step spreads), 'within_spread'}: what decoding beside the step takes from the step itself."""
+    import torch
+
+    def run(batches, prep):
+        torch.manual_seed(0)
+        try:
+            return train_steps(make_model(), batches, steps, device, prep, warmup)
+        finally:
+            getattr(batches, "close", lambda: None)()
+
+    live = run(make_batches(), prepare)
+    source = make_batches()
+    try:
+        kept = held_batches(source, held, prepare)
+    finally:
+        getattr(source, "close", lambda: None)()
+    still = run(kept, lambda b: b)
+    cost = 100 * (live["step_s"] / still["step_s"] - 1)
+    spread = max(live["step_spread_pct"] or 0.0, still["step_spread_pct"] or 0.0)
+    return {
+        "with_loader": live,
+        "held": still,
+        "step_cost_pct": cost,
+        "spread_pct": spread,
+        "within_spread": abs(cost) <= spread,
+    }

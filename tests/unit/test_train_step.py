@@ -1,0 +1,64 @@
+"""The real training step of notebook 21: the model's shapes, the processor's arithmetic, and a step clock that
+tells the data wait from the step on a loader of known delay."""
+
+import time
+
+import pytest
+import torch
+
+from playbook_utils import sampling
+from playbook_utils.bench import train_step
+
+
+def test_the_model_takes_frame_pairs_of_patches_and_trains():
+    model = train_step.tiny_video_model(dim=32, layers=1, heads=2)
+    x = torch.rand(2, 4, 3, 28, 56)
+    assert model(x).shape == (2, 10)
+    before = [p.detach().clone() for p in model.parameters()]
+    batches = iter([x] * 6)
+    r = train_step.train_steps(model, batches, steps=3, device="cpu", warmup=1)
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters())), "the optimizer stepped"
+    assert r["steps"] == 3 and r["peak_mem_mb"] is None and r["batch_mb"] == pytest.approx(x.numel() * 4 / 2**20)
+
+
+def test_the_processor_view_counts_patches_and_merged_tokens():
+    v = train_step.processor_view(16, 1080, 1920)
+    h, w = v["size"]
+    assert (h, w) == sampling.vlm_frame_size(1080, 1920, 16) and h % 28 == 0 and w % 28 == 0
+    assert v["patches"] == 8 * (h // 14) * (w // 14) and v["tokens"] * 4 == v["patches"]
+    assert v["values_per_patch"] == 1176  # 3 colours x 2 frames x 14 x 14, as Qwen2-VL's processor flattens them
+
+
+def test_the_wait_is_the_loaders_and_held_batches_have_none():
+    """A loader that takes 50 ms per batch: the clock puts it in the wait, not the step; the same batches held
+    beforehand leave no wait."""
+    model = train_step.tiny_video_model(dim=16, layers=1, heads=2)
+    x = torch.rand(1, 2, 3, 28, 28)
+
+    def slow():
+        while True:
+            time.sleep(0.05)
+            yield x
+
+    r = train_step.train_steps(model, slow(), steps=4, device="cpu", warmup=1)
+    assert 0.045 <= r["wait_s"] < 0.5 and r["wait_fraction"] > 0.2
+    held = train_step.train_steps(model, train_step.held_batches(slow(), 2, lambda b: b), steps=4, device="cpu")
+    assert held["wait_s"] < 0.01 and held["samples_per_s"] > r["samples_per_s"]
+    with pytest.raises(ValueError, match="no batch"):
+        train_step.held_batches(iter([]), 2, lambda b: b)
+
+
+def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
+    from playbook_utils.bench import words
+
+    base = {"step_s": 0.1, "step_spread_pct": 5.0, "samples_per_s": 20.0, "wait_s": 0.002, "wait_fraction": 0.02,
+            "peak_mem_mb": None, "batch_mb": 12.0}  # fmt: skip
+    r = {"with_loader": base, "held": {**base, "step_s": 0.098}, "step_cost_pct": 2.0, "spread_pct": 5.0,
+         "within_spread": True}  # fmt: skip
+    lines = words.training_step_lines(r, "pyav x4 workers", "cpu")
+    assert len(lines) == 3 and "within the spread of 5%, so no cost is measurable" in lines[2]
+    gpu = {**r, "with_loader": {**base, "peak_mem_mb": 900.0}, "held": {**base, "peak_mem_mb": 850.0},
+           "step_cost_pct": 12.0, "within_spread": False}  # fmt: skip
+    lines = words.training_step_lines(gpu, "torchcodec x16 threads", "cuda")
+    assert "more than the spread" in lines[2] and "900 MB with the loader, 850 MB on held batches" in lines[3]
+    assert "enlarged" in words.processor_line(train_step.processor_view(4, 144, 256), 144, 256)
