@@ -43,6 +43,28 @@ def groups(profile: dict) -> Counter:
     return Counter((p["codec"], f"{p['width']}x{p['height']}", gop_class(p["gop"])) for p in profile.values())
 
 
+def main_group(profile: dict) -> tuple[tuple | None, str]:
+    """(group, sentence): the reader's most common kind of file (`groups`), the one the decision is made for. Where
+    several kinds are as common, the one with the most pixels per frame is taken (it costs the most to decode,
+    so it decides what the loader must keep up with), and the sentence says so."""
+    kinds = groups(profile)
+    if not kinds:
+        return None, "no readable file"
+    top = max(kinds.values())
+    tied = [g for g, n in kinds.items() if n == top]
+
+    def pixels(g):
+        w, h = g[1].split("x")
+        return int(w) * int(h)
+
+    group = max(tied, key=pixels)
+    said = f"your most common kind of file: {' '.join(group)} ({top} files)"
+    if len(tied) > 1:
+        others = ", ".join(" ".join(g) for g in tied if g != group)
+        said += f"; as many are {others}: this one is taken, the most pixels per frame (the costliest to decode)"
+    return group, said
+
+
 def coverage(paths: dict, devices, backends) -> dict:
     """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend would refuse before
     decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
@@ -220,13 +242,47 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
             v = f
         else:
             fallback = full[f.best]
+    sentence, chosen = v.sentence(what="the best choice"), v.best
+    if v.tied and v.runner_up in pool:
+        chosen, why = tie_break(pool[v.best], pool[v.runner_up])
+        sentence += f"; {chosen} is taken by the tie rule: {why}"
+    other = v.runner_up if chosen == v.best else v.best
     return {
-        **pool[v.best],
+        **pool[chosen],
         "verdict": v.as_dict(),
-        "runner_up": pool.get(v.runner_up),
+        "runner_up": pool.get(other),
         "fallback": fallback,
-        "sentence": v.sentence(what="the best choice"),
+        "sentence": sentence,
     }
+
+
+# Tied loaders (the margin inside the spread) are told apart by this rule, in order: the one that takes more of the
+# reader's files; then the one that decodes on the GPU (it leaves the host's cores to the rest of the pipeline); then
+# the simpler dependency, in this order (PyAV: one wheel with its FFmpeg; decord: unmaintained since 2021, last).
+SIMPLER_FIRST = ("pyav", "torchcodec", "spdl", "pynvvideocodec", "dali", "decord")
+
+
+def tie_break(a: dict, b: dict) -> tuple[str, str]:
+    """('backend on device', why) of the candidate the tie rule (`SIMPLER_FIRST`'s comment) takes between two tied ones (their 'accepted'
+    counts, 'device' and 'backend'); by rate where the rule cannot tell them apart."""
+
+    def label(c):
+        return f"{c['backend']} on {c['device']}"
+
+    def simple(c):
+        return SIMPLER_FIRST.index(c["backend"]) if c["backend"] in SIMPLER_FIRST else len(SIMPLER_FIRST)
+
+    if a.get("accepted") != b.get("accepted"):
+        win, lose = (a, b) if (a.get("accepted") or 0) > (b.get("accepted") or 0) else (b, a)
+        return label(win), f"it takes more of your files ({win['accepted']} against {lose['accepted']})"
+    if (a["device"] == "cpu") != (b["device"] == "cpu"):
+        win = a if a["device"] != "cpu" else b
+        return label(win), "it decodes on the GPU, leaving the CPU cores to the rest of the pipeline"
+    if simple(a) != simple(b):
+        win = a if simple(a) < simple(b) else b
+        return label(win), f"the simpler dependency (in the order {', '.join(SIMPLER_FIRST)})"
+    win = a if a["fps"] >= b["fps"] else b
+    return label(win), "nothing else tells them apart: the higher rate"
 
 
 def code_to_paste(rec: dict | None, workload: str) -> tuple[str | None, str]:

@@ -167,3 +167,43 @@ def test_a_recommendation_that_refuses_files_becomes_a_route_with_its_fallback()
     assert choose.route_call(rec) == "loaders.GpuLoader(paths, backend=('torchcodec@cuda', 'pyav@cpu'), threads=16)"
     assert choose.route_call({**rec, "fallback": None}) is None
     assert choose.route_call({**rec, "how": "loaders.dali_loader(paths)"}) is None
+
+
+def test_a_tie_is_broken_by_the_stated_rule_and_says_so():
+    group = ("h264", "96x64", "short GOP (<= 60)")
+    cover = {
+        ("decord", "cpu"): {"accepted": 4},
+        ("pyav", "cpu"): {"accepted": 4},
+        ("torchcodec", "cpu"): {"accepted": 4},
+    }
+    # torchcodec 5% ahead of pyav inside a 20% spread: tied; both take every file on the CPU, pyav is the simpler
+    rows = [_row("torchcodec", "cpu", "a.mp4", 105, 20), _row("pyav", "cpu", "a.mp4", 100, 20)]
+    rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
+    assert rec["backend"] == "pyav" and rec["runner_up"]["backend"] == "torchcodec"
+    assert (
+        "are tied here" in rec["sentence"]
+        and "pyav on cpu is taken by the tie rule: the simpler dependency" in rec["sentence"]
+    )
+    a = {"backend": "pyav", "device": "cpu", "accepted": 4, "fps": 10}
+    assert choose.tie_break(a, {**a, "backend": "torchcodec", "device": "cuda"})[0] == "torchcodec on cuda"
+    assert choose.tie_break(a, {**a, "backend": "decord", "accepted": 5}) == (
+        "decord on cpu",
+        "it takes more of your files (5 against 4)",
+    )
+    assert choose.tie_break(a, {**a, "fps": 12})[1] == "nothing else tells them apart: the higher rate"
+
+
+def test_the_main_kind_of_file_is_the_most_common_and_a_tie_takes_the_largest_frames():
+    def p(codec, w, h):
+        return {"codec": codec, "width": w, "height": h, "gop": 30, "traits": []}
+
+    profile = {
+        "a": p("h264", 640, 360),
+        "b": p("hevc", 1920, 1080),
+        "c": p("h264", 640, 360),
+        "d": p("hevc", 1920, 1080),
+    }
+    group, said = choose.main_group(profile)
+    assert group == ("hevc", "1920x1080", "short GOP (<= 60)") and "the most pixels per frame" in said
+    assert choose.main_group({"a": p("vp9", 320, 180)})[1].endswith("(1 files)")
+    assert choose.main_group({}) == (None, "no readable file")
