@@ -180,10 +180,12 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
     falls short of TARGET_PCT of the command line, the measured reason (the bare loop is as slow: the library;
     the bare loop is faster: the adapter; making the output array alone: its share of the time)."""
     lines = []
-    if cli and cli.get("startup_pct", 0) > 25:
+    no_anchor = bool(cli and cli.get("startup_pct", 0) > 25)
+    if no_anchor:
         lines.append(
             f"the command line spends {cli['startup_pct']:.0f}% of its time starting ({1e3 * cli['startup_s']:.0f} ms: "
-            "a process, the file opened and probed): on a clip this short it is no anchor for a library's decoding"
+            "a process, the file opened and probed): on a clip this short it is no anchor for a library's decoding, "
+            "so each library is put against its own bare loop only"
         )
     for lib, r in rates.items():
         if r.get("status") != "ok":
@@ -191,9 +193,17 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
             continue
         a, b = r["adapter_fps"], r["bare_fps"]
         vs_bare = 100 * a / b
-        if cli is None:
+        spread = max(r.get("adapter_spread_pct") or 0, r.get("bare_spread_pct") or 0)
+        if cli is None or no_anchor:
+            gap = vs_bare - 100
+            judged = (
+                f"no adapter cost measurable within the {spread:.0f}% spread"
+                if abs(gap) <= spread
+                else f"{gap:+.0f}% against it, more than the {spread:.0f}% spread"
+            )
             lines.append(
-                f"{lib}: read_frames {a:,.0f} frames/s, {vs_bare:.0f}% of its bare loop ({b:,.0f}); no ffmpeg here"
+                f"{lib}: read_frames {a:,.0f} frames/s, {vs_bare:.0f}% of its bare loop ({b:,.0f}): {judged}"
+                + ("; no ffmpeg here" if cli is None else "")
             )
             continue
         pct, bare_pct = 100 * a / cli["fps"], 100 * b / cli["fps"]
@@ -201,7 +211,6 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
         if pct >= TARGET_PCT:
             lines.append(f"{head}: at the anchor")
             continue
-        spread = max(r.get("adapter_spread_pct") or 0, r.get("bare_spread_pct") or 0)
         if 100 * (b / a - 1) > spread:
             why = f"the adapter costs {100 - vs_bare:.0f}% of its library's rate (more than the {spread:.0f}% spread)"
         else:

@@ -104,7 +104,7 @@ def sweep_workers(
         cut = f", {r['steps']} steps in the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
         cut += (
             f"; {took:.0f} s in all: {r['first_batch_s']:.0f} s to the first batch, {r['prefetched_s']:.0f} s of "
-            f"warm-up and prefetched batches, {took - r['first_batch_s'] - r['prefetched_s'] - closing:.0f} s "
+            f"warm-up and prefetched batches, {_secs(took - r['first_batch_s'] - r['prefetched_s'] - closing)} "
             f"measured, {closing:.0f} s to stop the workers"
         )
         cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
@@ -132,6 +132,12 @@ def wait_curves(rows: list[dict], total: int) -> dict:
         )
         for b in dict.fromkeys(r["backend"] for r in rows)
     }
+
+
+def _secs(s: float) -> str:
+    """A duration for a line: whole seconds from 10 s, tenths from 1 s, milliseconds below (a window of 0.4 s is
+    not '0 s measured')."""
+    return f"{s:.0f} s" if s >= 9.5 else f"{s:.1f} s" if s >= 0.95 else f"{1e3 * s:.0f} ms"
 
 
 def sweep_label(row: dict, total: int, workers: bool = True) -> str:

@@ -243,3 +243,23 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
             "a batch"
         )
     return lines
+
+
+def setting_takeaway(v, setting: str, cores: int, size: str, where: str) -> str:
+    """What to do about a decoder setting, from this run's `verdicts.rank` of it against the default (`v`, labels
+    starting with the setting's text): set it where it won; where it tied or lost, say so, and where it is known
+    to pay (`where`). Notebooks 10 and 12."""
+    won = v.best.startswith(setting)
+    if v.runner_up is None:
+        return f"{setting}: measured alone here, nothing to compare it with"
+    if v.tied:
+        return (
+            f"here ({cores} cores, {size} frames) {setting} bought nothing: tied with the default within the spread. "
+            f"It pays {where}; measure it on your frames and cores"
+        )
+    if won:
+        return f"here ({cores} cores, {size} frames) {setting} won by {v.margin_pct:.0f}%, more than the spread: set it"
+    return (
+        f"here ({cores} cores, {size} frames) {setting} LOST by {v.margin_pct:.0f}%, more than the spread: leave it "
+        f"at the default on frames like these. It pays {where}"
+    )

@@ -84,3 +84,16 @@ def test_the_command_line_anchor_takes_a_frame_limit(tmp_path, monkeypatch):
     assert anchor.cli_rate(clip, 40, repeats=1, first=40)["fps"] > 0
     timed = [c for c in seen if "-frames:v" in c and c[c.index("-frames:v") + 1] == "40"]
     assert len(timed) == 2  # the untimed call and the timed one
+
+
+def test_a_command_line_that_is_no_anchor_is_not_used_as_one():
+    from playbook_utils.bench import anchor
+
+    rates = {
+        "pyav": {"status": "ok", "adapter_fps": 2125, "bare_fps": 1771, "adapter_spread_pct": 30, "bare_spread_pct": 10, "frames": 96},
+        "spdl": {"status": "ok", "adapter_fps": 3776, "bare_fps": 4665, "adapter_spread_pct": 5, "bare_spread_pct": 5, "frames": 96},
+    }  # fmt: skip
+    lines = anchor.verdicts(rates, {"fps": 899, "startup_pct": 89, "startup_s": 0.096}, 0.0)
+    assert "no anchor" in lines[0] and not any("at the anchor" in x or "of the command line" in x for x in lines)
+    assert lines[1].endswith("no adapter cost measurable within the 30% spread")
+    assert lines[2].endswith("-19% against it, more than the 5% spread")

@@ -22,3 +22,16 @@ def test_smoke_skip_reason_names_the_media_and_the_way_out():
     assert "generated clips" in with_dir and "SMOKE = False" in with_dir and "VIDEO_DIR" in with_dir
     without = words.smoke_skip_reason(reader_files=False, media="256x144 and 640x360 generated clips")
     assert "VIDEO_DIR" not in without and "256x144 and 640x360 generated clips" in without
+
+
+def test_a_setting_is_advised_only_where_this_run_measured_it_winning():
+    from playbook_utils.bench import verdicts, words
+
+    tied = verdicts.rank([("thread_type=AUTO", 105, 30), ("thread_type=SLICE", 100, 30)])
+    assert "bought nothing" in words.setting_takeaway(tied, "thread_type=AUTO", 2, "256x144", "on large frames")
+    won = verdicts.rank([("thread_type=AUTO", 300, 5), ("thread_type=SLICE", 100, 5)])
+    assert words.setting_takeaway(won, "thread_type=AUTO", 16, "1920x1080", "x").endswith(
+        "won by 200%, more than the spread: set it"
+    )
+    lost = verdicts.rank([("thread_type=SLICE", 300, 5), ("thread_type=AUTO", 100, 5)])
+    assert "LOST by 200%" in words.setting_takeaway(lost, "thread_type=AUTO", 2, "256x144", "on large frames")
