@@ -261,7 +261,7 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
         def reconfigure_decoder(self, path):
             reconfigured.append(path)
 
-    fake = types.SimpleNamespace(SimpleDecoder=SimpleDecoder, OutputColorType=types.SimpleNamespace(RGBP=0))
+    fake = types.SimpleNamespace(SimpleDecoder=SimpleDecoder, OutputColorType=types.SimpleNamespace(NATIVE=0))
     monkeypatch.setitem(sys.modules, "PyNvVideoCodec", fake)
     monkeypatch.setattr(nv, "_local", type(nv._local)())
     a, b = tmp_path / "a.mp4", tmp_path / "b.mp4"
