@@ -279,6 +279,9 @@ def soak_all(jobs: dict, calls: int, warmup: int, max_seconds: float | None, tim
     return out
 
 
+LEAK_MIN_CALLS = 5000  # below this many calls, the allocator's steps swamp a slope of a few hundred bytes per call
+
+
 def format_soak(label: str, clip: str, r: dict, max_seconds: float | None) -> str:
     """One line for a `soak` result: calls made, RSS from start to end, growth after the warm-up (and on the GPU),
     and the fitted growth per call; or why the growth was not measured, or the child's error."""
@@ -295,4 +298,6 @@ def format_soak(label: str, clip: str, r: dict, max_seconds: float | None) -> st
     gpu = f", GPU memory {r['gpu_growth_pct']:+.1f}%" if r.get("gpu_growth_pct") is not None else ""
     slope = r.get("rss_bytes_per_call")
     trend = f"; {slope:+,.0f} bytes per call" if slope is not None else ""
+    if slope is not None and r["calls"] < LEAK_MIN_CALLS:
+        trend += f" (under {LEAK_MIN_CALLS:,} calls: the allocator's steps, not a leak rate)"
     return f"{head}, growth after warm-up {r['rss_growth_pct']:+.2f}%{gpu}{trend}"

@@ -69,3 +69,11 @@ def test_a_slow_soak_ends_its_warmup_at_a_fifth_of_the_cap_and_measures_the_rest
     assert r["warmup_cut_by_time"] and 0 < r["warmup"] < 10_000 and r["stopped_by_time"]
     assert r["calls"] >= r["warmup"] and r["rss_growth_pct"] is not None
     assert r["curve"][0]["call"] == 0 and any(p["call"] == r["warmup"] for p in r["curve"])
+
+
+def test_a_short_soaks_slope_is_not_read_as_a_leak_rate():
+    r = {"calls": 150, "warmup": 50, "curve": [{"rss_mb": 249.0}, {"rss_mb": 251.0}], "rss_growth_pct": 0.22,
+         "rss_bytes_per_call": 4817.0}  # fmt: skip
+    line = faults.format_soak("pyav cpu", "/x/clip.mp4", r, None)
+    assert "+4,817 bytes per call (under 5,000 calls: the allocator's steps, not a leak rate)" in line
+    assert "not a leak rate" not in faults.format_soak("pyav cpu", "/x/clip.mp4", {**r, "calls": 10_000}, None)
