@@ -5,6 +5,7 @@
     python -m playbook_utils.tools.nightly --compare-only nightly/2026-12-01
     python -m playbook_utils.tools.nightly --compare-only part1/ part2/ --report-dir merged/
     python -m playbook_utils.tools.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
+    python -m playbook_utils.tools.nightly --part 1 --output nightly/h200   # then --part 2, --part 3 (PARTS)
 
 By default the notebooks run through `playbook_utils.tools.run_notebooks` (full mode) into
 `nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
@@ -460,6 +461,16 @@ def _merge_summary(output: Path, before: dict | None) -> None:
     run_notebooks.write_summary(rows, output, after["mode"], after.get("machine", {}))
 
 
+# The full run in parts, each under 20 minutes of notebook time on one H200 (the whole run takes about 47), run
+# one after another into the same folder: a part's notebooks may read an earlier part's output (22 reads 20 and
+# 21), and the folder's summary keeps every part's rows, each stamped with its machine, date and commit.
+PARTS = {
+    "1": ("00*", "01*", "1*"),
+    "2": ("20*", "21*", "22*"),
+    "3": ("23*", "24*", "30*"),
+}
+
+
 def run(args) -> Path:
     """Run the notebooks through `playbook_utils.tools.run_notebooks` into the output folder; returns that folder."""
     output = Path(args.output or Path("nightly") / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
@@ -547,7 +558,19 @@ def main(argv=None) -> int:
         default=1,
         help="notebooks run this many at a time, one GPU and an equal share of the cores each (default: 1)",
     )
+    ap.add_argument(
+        "--part",
+        choices=sorted(PARTS),
+        help="one part of the full run, each under 20 minutes on one H200, into the same dated folder: "
+        + "; ".join(f"{k}: {' '.join(v)}" for k, v in PARTS.items())
+        + " (the next part's notebooks read the earlier parts' output there). Not with --pattern",
+    )
     args = ap.parse_args(argv)
+    if args.part:
+        if args.pattern:
+            print("nightly: error: --part and --pattern both choose the notebooks: give one", file=sys.stderr)
+            return EXIT_USAGE
+        args.pattern = list(PARTS[args.part])
     try:
         table = load_tolerances(args.tolerances)
         table["source"] = _shown(args.tolerances)

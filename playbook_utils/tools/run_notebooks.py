@@ -649,6 +649,25 @@ def unreadable_files(rows: list[dict]) -> dict:
     return files
 
 
+def code_commit() -> str | None:
+    """The commit of the code that runs: $PLAYBOOK_COMMIT, else `git rev-parse` of this checkout, else the
+    COMMIT file a copy without history carries (.gpu_media/COMMIT, written by the GPU scripts); None if none."""
+    if os.environ.get("PLAYBOOK_COMMIT"):
+        return os.environ["PLAYBOOK_COMMIT"]
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    marker = ROOT / ".gpu_media" / "COMMIT"
+    if marker.exists():
+        return marker.read_text().strip()[:12] or None
+    return None
+
+
 def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
     """Write summary.md and summary.json into `output`; return the markdown path."""
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
@@ -658,12 +677,15 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
         f"# Playbook run ({mode} mode)",
         "",
         *([first, ""] if first else []),
-        f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC",
+        f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC"
+        + (f"; code {machine['commit']}" if machine.get("commit") else ""),
     ]
     # rows merged from an earlier run on another machine keep that machine's stamp
     lines += [
         f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
-        f"{r['machine'].get('date_utc')} UTC  "
+        f"{r['machine'].get('date_utc')} UTC"
+        + (f"; code {r['machine']['commit']}" if r["machine"].get("commit") else "")
+        + "  "
         for r in rows
         if r.get("machine") and r["machine"] != machine
     ]
@@ -789,6 +811,7 @@ def main(argv=None) -> int:
         "cpu": f"{rep['cpu_model']} x{rep['cpu_usable_cores']}",
         "cores": rep["cpu_usable_cores"],
         "date_utc": rep["date_utc"],
+        "commit": code_commit(),
         "capabilities": caps,
         "libraries": setup_env.installed_versions(),
     }

@@ -409,3 +409,37 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
     nightly.main(["--compare-only", str(run), "--baseline", str(base)])
     report = json.loads((run / "report.json").read_text())
     assert report["library_changes"] == {} and "Library versions changed" not in (run / "report.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_the_full_run_in_parts_covers_every_notebook_once_and_stamps_the_code(tmp_path, capsys, monkeypatch):
+    """31: the parts of the H200 run: every notebook in exactly one part, a notebook that reads another's output
+    after it (22 after 20 and 21), --part with --pattern refused, and the part's rows stamped with the commit."""
+    import fnmatch
+
+    names = sorted(p.name for p in (nightly.ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    owner = {n: [k for k, pats in nightly.PARTS.items() if any(fnmatch.fnmatch(n, p) for p in pats)] for n in names}
+    assert all(len(parts) == 1 for parts in owner.values()), owner
+    assert (
+        owner["22_choosing_a_loader.ipynb"]
+        == owner["20_decode_benchmarks.ipynb"]
+        == owner["21_training_loader_benchmarks.ipynb"]
+    )
+    assert nightly.main(["--part", "1", "--pattern", "0*"]) == nightly.EXIT_USAGE
+    assert "give one" in capsys.readouterr().err
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    params = new_code_cell('SMOKE = True\nDEVICE = "auto"\nVIDEO_DIR = None\nOUTPUT_DIR = "."')
+    params.metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=[params, new_code_cell(NB_GOOD.replace("90_good", "00_good"))])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbs / "00_good.ipynb")
+    monkeypatch.setenv("PLAYBOOK_COMMIT", "abc123")
+    base = _folder(tmp_path / "base", {"00_good": {"answer": 42}})
+    assert nightly.main(["--part", "1", "--notebooks", str(nbs), "--output", str(out), "--baseline", str(base)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["machine"]["commit"] == "abc123" and "code abc123" in (out / "summary.md").read_text()

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Wait for part.sh N's run (up to WAIT_S seconds), then send back its console, the executed notebooks, their JSON,
+# figures and the merged summary (not the epoch copies and generated media, which are large and rebuilt anywhere).
+n=${1:?usage: wait_part.sh N}
+limit=${WAIT_S:-560}
+while [ ! -f "/tmp/parts/DONE$n" ] && [ $SECONDS -lt "$limit" ]; do sleep 5; done
+cat "/tmp/parts/START$n" "/tmp/parts/DONE$n" 2>/dev/null; echo "nightly exit status: $(cat "/tmp/parts/RC$n" 2>/dev/null || echo 'still running')"
+tail -c 6000 "/tmp/parts/console$n.txt"
+cd /tmp/parts && tar czf "$OUT/part$n.tgz" --exclude='*_epoch' --exclude='out/clips' --exclude='out/bad-files' \
+  --exclude='out/messy' --exclude='out/look-alikes' --exclude='out/probe-clips' --exclude='out/24_shards' \
+  --exclude='out/matrix' --exclude='*.mp4' --exclude='*.mkv' --exclude='*.webm' --exclude='*.tar' \
+  out "console$n.txt" "START$n" $( [ -f "DONE$n" ] && echo "DONE$n" "RC$n" )
+ls -la "$OUT"
