@@ -44,11 +44,11 @@ def tiny_video_model(dim: int = 256, layers: int = 4, heads: int = 4, classes: i
     return TinyVideoTransformer()
 
 
-def processor_view(k: int, height: int, width: int) -> dict:
+def processor_view(k: int, height: int, width: int, max_pixels: int | None = None) -> dict:
     """What a Qwen2-VL-style processor makes of K frames of height x width: the size each frame is resized to
-    (`sampling.vlm_frame_size`), the patches (TEMPORAL_PATCH frames x patch x patch pixels x 3 colours each), and
-    the tokens the language model sees after the 2 x 2 merge."""
-    h, w = sampling.vlm_frame_size(height, width, k)
+    (`sampling.vlm_frame_size`, with its `max_pixels` per frame where given), the patches (TEMPORAL_PATCH frames x
+    patch x patch pixels x 3 colours each), and the tokens the language model sees after the 2 x 2 merge."""
+    h, w = sampling.vlm_frame_size(height, width, k, max_pixels=max_pixels)
     p, m = sampling.QWEN_PATCH, sampling.QWEN_MERGE
     patches = (k // TEMPORAL_PATCH) * (h // p) * (w // p)
     return {
@@ -155,3 +155,6 @@ def with_and_without_decoding(make_batches, prepare, make_model, steps: int, dev
         "spread_pct": spread,
         "within_spread": abs(cost) <= spread,
     }
+
+
+SMALLEST_FRAME_PIXELS = sampling.QWEN_VIDEO_MIN_TOKENS * (sampling.QWEN_PATCH * sampling.QWEN_MERGE) ** 2

@@ -650,8 +650,9 @@ def unreadable_files(rows: list[dict]) -> dict:
 
 
 def code_commit() -> str | None:
-    """The commit of the code that runs: $PLAYBOOK_COMMIT, else `git rev-parse` of this checkout, else the
-    COMMIT file a copy without history carries (.gpu_media/COMMIT, written by the GPU scripts); None if none."""
+    """The commit of the code that runs: $PLAYBOOK_COMMIT, else `git rev-parse` of this checkout (with
+    '+uncommitted changes' where tracked files differ from it), else the COMMIT file a copy without history
+    carries (.gpu_media/COMMIT, written by the GPU scripts); None if none."""
     if os.environ.get("PLAYBOOK_COMMIT"):
         return os.environ["PLAYBOOK_COMMIT"]
     try:
@@ -659,7 +660,13 @@ def code_commit() -> str | None:
             ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10
         )
         if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            return out.stdout.strip() + ("+uncommitted changes" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
     marker = ROOT / ".gpu_media" / "COMMIT"

@@ -17,6 +17,11 @@ REQUIRED_PARAMETERS = ("SMOKE", "DEVICE", "VIDEO_DIR", "OUTPUT_DIR")
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_committed_clean(path):
+    import json
+
+    raw = json.loads(path.read_text())  # as committed: nbformat.read would add a missing id, with a warning
+    ids = [c.get("id") for c in raw["cells"]]
+    assert all(ids) and len(set(ids)) == len(ids), "every cell needs its own id (a run warns MissingIDFieldWarning)"
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), "strip outputs"
