@@ -38,6 +38,9 @@ def set_cpu_threads(n: int) -> None:
 # --------------------------------------------------------------------------- what a file is
 
 
+NOT_420 = ("444", "422", "440", "411", "gray")  # pixel formats' chroma other than 4:2:0, as FFmpeg names them
+
+
 def traits(info) -> set[str]:
     """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list' (an
     MP4 edit list hides leading frames), 'several-streams' (video streams), 'codec:X', 'container:X', and
@@ -53,7 +56,7 @@ def traits(info) -> set[str]:
         out.add("10-bit")
     if info.rotation:
         out.add("rotated")
-    chroma = next((c for c in ("444", "422", "440", "411", "gray") if c in info.pix_fmt), None)
+    chroma = next((c for c in NOT_420 if c in info.pix_fmt), None)
     if chroma:
         out.add(f"chroma:{chroma}")
     if getattr(info, "edit_list_hidden", 0):
@@ -120,6 +123,16 @@ def known_wrong(
     """A `KnownWrong` row from a trait name or an iterable of them."""
     names = frozenset([trait_names] if isinstance(trait_names, str) else trait_names)
     return KnownWrong(names, why, tuple(devices), seen, fixed)
+
+
+def nv12_path_refusals() -> tuple[KnownWrong, ...]:
+    """`KnownWrong` rows for an adapter whose CUDA path takes NVDEC's NV12 output (4:2:0) and converts it by the
+    file's colour tags (`colour.nv12_to_rgb`): every other chroma format is refused there (PyNvVideoCodec, SPDL)."""
+    why = (
+        "the adapter converts NVDEC's NV12 output (4:2:0) by the file's colour tags; "
+        "{} pictures are not read by this path"
+    )
+    return tuple(known_wrong(f"chroma:{c}", why.format(c), ("cuda",)) for c in NOT_420)
 
 
 @lru_cache(maxsize=None)

@@ -38,15 +38,7 @@ class PyNvVideoCodec(base.Adapter):
     # What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong, and files it has
     # not been checked on: refused.
     KNOWN_WRONG = (
-        *(
-            base.known_wrong(
-                f"chroma:{c}",
-                "the adapter converts NVDEC's NV12 output (4:2:0) by the file's colour tags; "
-                f"{c} pictures are not read by this path",
-                ("cuda",),
-            )
-            for c in ("444", "422", "440", "411", "gray")
-        ),
+        *base.nv12_path_refusals(),
         base.known_wrong(
             "edit-list",
             "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the "

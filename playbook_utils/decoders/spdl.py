@@ -4,8 +4,9 @@ On the CPU, `spdl.io.demux_video` then `sample_decode_video` decodes only the GO
 frames asked for (indices in ascending order, as SPDL requires; repeats and order are restored here),
 converted to RGB by FFmpeg's filter graph. On CUDA, each run of wanted frames is demuxed as a time
 window starting at its GOP's keyframe and decoded by NVDEC to NV12, whose own output scaling gives
-decoder-side resize (`read_resized`), then converted by the file's colour matrix and range (`_nvdec_rgb`). spdl-io loads the machine's FFmpeg shared libraries
-(4 to 9) when first used, not at import; the adapter checks that they load, in a child process.
+decoder-side resize (`read_resized`), then converted by the file's colour matrix and range (`_nvdec_rgb`).
+spdl-io loads the machine's FFmpeg shared libraries (4 to 9) when first used, not at import; the adapter
+checks that they load, in a child process.
 SPDL takes a path or the file's bytes (no file-like objects): `read_file` hands it the bytes.
 """
 
@@ -24,15 +25,7 @@ class Spdl(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "spdl", "spdl.io", "spdl-io"
     DEVICES = ("cpu", "cuda")
     KNOWN_WRONG = (
-        *(
-            base.known_wrong(
-                f"chroma:{c}",
-                "the adapter converts NVDEC's NV12 output (4:2:0) by the file's colour tags; "
-                f"{c} pictures are not read by this path",
-                ("cuda",),
-            )
-            for c in ("444", "422", "440", "411", "gray")
-        ),
+        *base.nv12_path_refusals(),
         base.known_wrong(
             "edit-list",
             "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list "
