@@ -208,16 +208,23 @@ RECIPES = {
 }
 
 
-def recipe(backend: str, device: str = "cpu", k: int = 16, workers: int = 4, threads: int = 0) -> str:
-    """The code of `RECIPES[(backend, device)]` with K frames per video, `workers` DataLoader processes and, for
-    TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0, the adapter's: as many as FFmpeg likes). A
-    GPU recipe runs in the training process (workers 0). KeyError names what exists where there is none."""
+def entry(backend: str, device: str) -> dict:
+    """`RECIPES`' entry for `backend` on `device` ('cuda:1' counts as 'cuda'); KeyError naming what exists where
+    there is none."""
     key = (backend, "cuda" if str(device).startswith("cuda") else "cpu")
     if key not in RECIPES:
         have = ", ".join(f"{b} on {d}" for b, d in RECIPES)
         raise KeyError(f"no recipe for {backend} on {device}; there are: {have}")
-    gpu = key[1] == "cuda"
-    return RECIPES[key]["template"].substitute(
+    return RECIPES[key]
+
+
+def recipe(backend: str, device: str = "cpu", k: int = 16, workers: int = 4, threads: int = 0) -> str:
+    """The code of `RECIPES[(backend, device)]` with K frames per video, `workers` DataLoader processes and, for
+    TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0, the adapter's: as many as FFmpeg likes). A
+    GPU recipe runs in the training process (workers 0). KeyError names what exists where there is none (`entry`)."""
+    template = entry(backend, device)["template"]
+    gpu = str(device).startswith("cuda")
+    return template.substitute(
         k=k,
         workers=0 if gpu else workers,
         device=device if gpu else "cpu",

@@ -9,10 +9,9 @@ own code for it (`code_to_paste`).
 
 from __future__ import annotations
 
-from collections import Counter
-
 import os
 import re
+from collections import Counter
 
 from playbook_utils import recipes
 from playbook_utils.bench import verdicts
@@ -263,8 +262,8 @@ SIMPLER_FIRST = ("pyav", "torchcodec", "spdl", "pynvvideocodec", "dali", "decord
 
 
 def tie_break(a: dict, b: dict) -> tuple[str, str]:
-    """('backend on device', why) of the candidate the tie rule (`SIMPLER_FIRST`'s comment) takes between two tied ones (their 'accepted'
-    counts, 'device' and 'backend'); by rate where the rule cannot tell them apart."""
+    """('backend on device', why) of the candidate the tie rule (`SIMPLER_FIRST`'s comment) takes between two
+    tied ones (their 'accepted' counts, 'device' and 'backend'); by rate where the rule cannot tell them apart."""
 
     def label(c):
         return f"{c['backend']} on {c['device']}"
@@ -299,7 +298,7 @@ def code_to_paste(rec: dict | None, workload: str) -> tuple[str | None, str]:
         code = recipes.recipe(rec["backend"], rec["device"], k=k, workers=workers)
     except KeyError as e:
         return None, f"{e.args[0]}: use the playbook's call above, or the library notebook's recipe"
-    caveat = recipes.RECIPES[(rec["backend"], "cuda" if rec["device"].startswith("cuda") else "cpu")]["caveat"]
+    caveat = recipes.entry(rec["backend"], rec["device"])["caveat"]
     note = f"{rec['backend']} on {rec['device']}, K = {k}" + (f", {workers} workers" if rec["device"] == "cpu" else "")
     if not m:
         note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"
