@@ -148,6 +148,13 @@ class VideoClipDataset:
             reasons.append(f"{b} on {d}: {why}")
         raise BackendUnavailable(self.paths[i], "no backend of the route takes it (" + "; ".join(reasons) + ")", None)
 
+    def read(self, i: int, idx: list[int], entry: tuple[str, str] | None = None):
+        """Frames `idx` of video i, read by its route entry (`backend_for`, or `entry` where the caller already
+        chose it) and moved to this dataset's device where that entry decodes elsewhere."""
+        backend, device = entry or self.backend_for(i)
+        frames = read_frames(self.paths[i], idx, backend=backend, device=device)
+        return frames.to(self.device) if device != self.device else frames
+
     def indices(self, i: int) -> list[int]:
         """The frames item i reads; `DecodeError` for a file that cannot be read or is too short for the clip."""
         n = video_info(self.paths[i], self.backend).num_frames
@@ -198,10 +205,7 @@ class VideoClipDataset:
                 raise ValueError(other)
             if other:
                 return Skipped(i, redact(self.paths[i]), other)
-            backend, device = self.backend_for(i)
-            frames = read_frames(self.paths[i], idx, backend=backend, device=device)
-            if device != self.device:
-                frames = frames.to(self.device)
+            frames = self.read(i, idx)
         except (DecodeError, BackendUnavailable) as e:
             if self.on_error == "raise":
                 raise
@@ -450,11 +454,10 @@ class GpuLoader:
 
         ds = self.ds
         idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames) if self.all_frames else ds.indices(i)
-        backend, device = ds.backend_for(i)
+        entry = ds.backend_for(i)  # once per video, not per chunk
         parts = []
         for a in range(0, len(idx), self.chunk):
-            frames = read_frames(ds.paths[i], idx[a : a + self.chunk], backend=backend, device=device)
-            frames = frames.to(ds.device) if device != ds.device else frames
+            frames = ds.read(i, idx[a : a + self.chunk], entry)
             parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
         out = torch.cat(parts)
         if out.is_cuda:
