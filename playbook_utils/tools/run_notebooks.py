@@ -655,24 +655,28 @@ def code_commit() -> str | None:
     carries (.gpu_media/COMMIT, written by the GPU scripts); None if none."""
     if os.environ.get("PLAYBOOK_COMMIT"):
         return os.environ["PLAYBOOK_COMMIT"]
+
+    def git(*args) -> str:
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
     try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10
-        )
-        if out.returncode == 0 and out.stdout.strip():
-            dirty = subprocess.run(
-                ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-            ).stdout.strip()
-            return out.stdout.strip() + ("+uncommitted changes" if dirty else "")
+        head = git("rev-parse", "--short=12", "HEAD")
+        if head:
+            dirty = git("status", "--porcelain", "--untracked-files=no")
+            return head + ("+uncommitted changes" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
     marker = ROOT / ".gpu_media" / "COMMIT"
     if marker.exists():
         return marker.read_text().strip()[:12] or None
     return None
+
+
+def _stamp(machine: dict) -> str:
+    """'GPU; CPU; date UTC; code commit' of a run's `machine` record, for summary.md."""
+    code = f"; code {machine['commit']}" if machine.get("commit") else ""
+    return f"{machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC{code}"
 
 
 def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
@@ -684,15 +688,11 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
         f"# Playbook run ({mode} mode)",
         "",
         *([first, ""] if first else []),
-        f"Machine: {machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC"
-        + (f"; code {machine['commit']}" if machine.get("commit") else ""),
+        f"Machine: {_stamp(machine)}",
     ]
     # rows merged from an earlier run on another machine keep that machine's stamp
     lines += [
-        f"{r['notebook']} ran on: {r['machine'].get('gpu', 'no GPU')}; {r['machine'].get('cpu')}; "
-        f"{r['machine'].get('date_utc')} UTC"
-        + (f"; code {r['machine']['commit']}" if r["machine"].get("commit") else "")
-        + "  "
+        f"{r['notebook']} ran on: {_stamp(r['machine'])}  "
         for r in rows
         if r.get("machine") and r["machine"] != machine
     ]
