@@ -69,3 +69,17 @@ def measure_access(
             row["identical"] = bool(torch.equal(got.frames.contiguous(), reference.contiguous()))
         rows.append(row)
     return rows
+
+
+def choose_access(rows, backend: str, frames: int) -> tuple[str, dict, str | None]:
+    """(whose rows decide, {access pattern: bytes fetched per frame}, the pattern chosen) over `measure_access`
+    rows (each with its 'backend'): `backend`'s rows, or PyAV's where `backend` was not measured; the fewest
+    bytes, then, among patterns within 5% of that, the first frame soonest. None chosen without rows (notebook 24)."""
+    who = backend if any(r["backend"] == backend for r in rows) else "pyav"
+    mine = [r for r in rows if r["backend"] == who]
+    per_frame = {r["access"]: r["bytes_fetched"] / frames for r in mine}
+    if not per_frame:
+        return who, per_frame, None
+    least = min(per_frame.values())
+    near = [r for r in mine if r["bytes_fetched"] / frames <= 1.05 * least]
+    return who, per_frame, min(near, key=lambda r: r["first_frame_s"])["access"]

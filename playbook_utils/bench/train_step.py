@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from playbook_utils import sampling
+from playbook_utils import loaders, sampling, transforms
 from playbook_utils.bench import verdicts
 
 TEMPORAL_PATCH = sampling.QWEN_FRAME_FACTOR  # frames per patch, as Qwen2-VL's vision tower takes them
@@ -127,10 +127,13 @@ def held_batches(batches, count: int, prepare):
 def with_and_without_decoding(make_batches, prepare, make_model, steps: int, device: str, held: int = 4, warmup=2):
     """The same training, twice, from the same initial weights: on batches a loader decodes while the model trains
     (`make_batches()`: a fresh iterator over the loader's batches, closed afterwards), then on `held` of its
-    batches decoded beforehand and held on `device`. Returns {'with_loader', 'held' (each `train_steps`' dict),
-    'step_cost_pct' (the step's time with the loader against without, in %), 'spread_pct' (the larger of the two
-    step spreads), 'within_spread'}: what decoding beside the step takes from the step itself."""
+    batches decoded beforehand and held on `device` (`prepare` as `train_steps`' for both). Returns
+    {'with_loader', 'held' (each `train_steps`' dict), 'step_cost_pct' (the step's time with the loader against
+    without, in %), 'spread_pct' (the larger of the two step spreads), 'within_spread'}: what decoding beside the
+    step takes from the step itself."""
     import torch
+
+    prepare = prepare or (lambda b: b.to(device))  # as `train_steps`: batches that are model-ready already
 
     def run(batches, prep):
         torch.manual_seed(0)
@@ -158,3 +161,41 @@ def with_and_without_decoding(make_batches, prepare, make_model, steps: int, dev
 
 
 SMALLEST_FRAME_PIXELS = sampling.QWEN_VIDEO_MIN_TOKENS * (sampling.QWEN_PATCH * sampling.QWEN_MERGE) ** 2
+
+
+def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int):
+    """A function returning a fresh iterator over a `loaders.GpuLoader`'s batches of K frames per video, decoded on
+    the GPU and already model-ready there (float16 at `size`): the `make_batches` of `with_and_without_decoding`."""
+
+    def batches():
+        yield from loaders.GpuLoader(
+            paths, backend=backend, threads=threads, batch_size=batch_size, size=size, strategy="uniform", k=k
+        )
+
+    return batches
+
+
+def cpu_batches(paths, backend: str, workers: int, batch_size: int, k: int, **loader_kwargs):
+    """A function returning a fresh iterator over a `loaders.make_loader` DataLoader's uint8 batches, its workers
+    stopped when the iterator is closed (`loaders.close_loader`): the `make_batches` of `with_and_without_decoding`."""
+
+    def batches():
+        dl = loaders.make_loader(
+            paths, backend=backend, batch_size=batch_size, num_workers=workers, k=k, **loader_kwargs
+        )
+        try:
+            yield from dl
+        finally:
+            loaders.close_loader(dl)
+
+    return batches
+
+
+def model_input(size, device: str):
+    """The `prepare` for uint8 batches (B, K, 3, H, W): normalized float at `size` on `device`
+    (`transforms.to_model_batch`, frame by frame across the batch)."""
+
+    def prepare(batch):
+        return transforms.to_model_batch(batch.flatten(0, 1), size, device=device).unflatten(0, batch.shape[:2])
+
+    return prepare

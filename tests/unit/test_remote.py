@@ -213,3 +213,20 @@ def objectstore_upload(paths, prefix):
     from playbook_utils import objectstore
 
     return objectstore.upload(paths, prefix)
+
+
+def test_the_access_pattern_is_chosen_for_the_decoding_backend_by_bytes_then_first_frame():
+    from playbook_utils.bench import access_cost
+
+    def row(backend, access, nbytes, first_s):
+        return {"backend": backend, "access": access, "bytes_fetched": nbytes, "first_frame_s": first_s}
+
+    rows = [row("pyav", "keyframe index", 800, 0.05), row("pyav", "whole object", 1000, 0.03),
+            row("torchcodec", "whole object", 1000, 0.04), row("torchcodec", "range reads, stored info", 1020, 0.02),
+            row("torchcodec", "keyframe index", 1100, 0.06)]  # fmt: skip
+    assert access_cost.choose_access(rows, "torchcodec", 2) == (
+        "torchcodec", {"whole object": 500, "range reads, stored info": 510, "keyframe index": 550},
+        "range reads, stored info",  # within 5% of the fewest bytes, and the first frame soonest
+    )  # fmt: skip
+    assert access_cost.choose_access(rows, "spdl", 2)[::2] == ("pyav", "keyframe index")  # not measured: PyAV's
+    assert access_cost.choose_access([], "pyav", 2) == ("pyav", {}, None)

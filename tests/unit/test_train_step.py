@@ -62,3 +62,12 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
     lines = words.training_step_lines(gpu, "torchcodec x16 threads", "cuda")
     assert "more than the spread" in lines[2] and "900 MB with the loader, 850 MB on held batches" in lines[3]
     assert "enlarged" in words.processor_line(train_step.processor_view(4, 144, 256), 144, 256)
+
+
+def test_batches_that_are_model_ready_need_no_prepare():
+    """GPU loaders hand over model-ready batches: `with_and_without_decoding` takes prepare=None, as `train_steps`."""
+    x = torch.rand(1, 2, 3, 28, 28)
+    r = train_step.with_and_without_decoding(
+        lambda: iter([x] * 8), None, lambda: train_step.tiny_video_model(dim=16, layers=1, heads=2), 2, "cpu", held=2
+    )
+    assert r["with_loader"]["steps"] == r["held"]["steps"] == 2
