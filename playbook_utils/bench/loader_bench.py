@@ -225,6 +225,13 @@ def wait_steps_for(row: dict, batch_size: int, smoke: bool) -> int:
     return max(12, -(-WAIT_LOOKAHEADS * spec_lookahead(row) // batch_size))
 
 
+def wait_epoch(row: dict, batch_size: int, steps: int) -> int:
+    """Videos for the GPU data-wait run of `row`'s loader over `steps` measured steps: every step's batch, 3 more
+    (`measure_loader`'s 2 warm-up steps and one to spare), and two look-aheads: the one decoded before the clock
+    and the one `measure_loader` lets drain before it starts."""
+    return batch_size * (steps + 3) + 2 * spec_lookahead(row)
+
+
 def wait_against_rate(wait: dict, row: dict, frames_per_item: int) -> dict:
     """Whether a data wait measured against a training step (`measure_loader`'s answer) is a result: the videos
     its measured steps drew per second may not exceed the same loader's steady flat-out rate (`row`: its
@@ -251,17 +258,25 @@ def trusted(row: dict) -> bool:
 
 def bars_of(rows: list[dict], ceilings: dict) -> dict:
     """The GPU-side loaders' rows as `plots.grouped_bars` arguments: 'values' (a series per loader, one rate per
-    clip), 'categories' (the clips), 'per_category' (each clip's NVDEC ceiling over its own bars) and 'not_results'
-    (rows measured but no result, `trusted`, hatched). Notebook 21."""
+    clip), 'categories' (the clips), 'per_category' (each clip's NVDEC ceiling over its own bars, saturated ceilings
+    and lower bounds as two series) and 'not_results' (rows measured but no result, `trusted`, hatched). Notebook 21."""
     names = list(dict.fromkeys(r["clip"] for r in rows))
     loaders_ = list(dict.fromkeys(r["loader"] for r in rows))
     cell: dict = {}
     for r in rows:  # the first row of each clip and loader, as the table lists them
         cell.setdefault((r["clip"], r["loader"]), r)
+
+    def ceiling_of(name, saturated):
+        c = ceilings.get(name) or {}
+        return c.get("fps") if bool(c.get("saturated")) == saturated else None
+
     return {
         "values": {lo: [cell.get((n, lo), {}).get("frames_per_s") for n in names] for lo in loaders_},
         "categories": names,
-        "per_category": {"NVDEC ceiling of the clip": [(ceilings.get(n) or {}).get("fps") for n in names]},
+        "per_category": {
+            "NVDEC ceiling of the clip (saturated)": [ceiling_of(n, True) for n in names],
+            "NVDEC ceiling, a lower bound (the engines may give more)": [ceiling_of(n, False) for n in names],
+        },
         "not_results": {lo: [(n, lo) in cell and not trusted(cell[(n, lo)]) for n in names] for lo in loaders_},
     }
 
@@ -474,6 +489,9 @@ def steady_rate(
     }
 
 
+DRAINED_WAIT_S = 1e-3  # a step whose batch took longer than this to arrive found the loader's look-ahead empty
+
+
 def measure_loader(
     loader,
     step_s: float,
@@ -484,26 +502,33 @@ def measure_loader(
     min_steps: int = 3,
     clock=time.perf_counter,
     sleep=time.sleep,
+    drain: bool = True,
 ) -> dict:
     """Run simulated training steps of `step_s` seconds, fed by `loader`; return the data wait in steady state.
 
     Each step waits for the next batch (the time counted as data wait), copies it to `device`, then
     'trains' for `step_s` (sleeping, which leaves the CPU to the workers as a GPU step would). The first
     `warmup` steps, and then the batches the loader had prefetched (`lookahead_of`: a DataLoader's
-    `prefetch_factor` per worker), are not measured: they were decoded before the clock could start. Then
+    `prefetch_factor` per worker), are not measured: they were decoded before the clock could start. A loader
+    that keeps videos in flight itself (a `GpuLoader`'s `lookahead`) refills them while those steps eat them, so
+    with `drain` its clock starts only at the first later step that had to wait for it (its look-ahead drained),
+    or one more look-ahead of steps on, where it keeps up (`drain=False`: the count before 2026-12-03, whose steps
+    drew 2% above the loader's own steady rate on the H200). Then
     `steps` steps are measured, fewer when the epoch ends first or when `max_seconds` have passed (after at
     least `min_steps`): a slow configuration, such as one worker decoding 1080p clips, is measured over fewer
     steps instead of holding the run for minutes. With workers, `steps` and `min_steps` are counted in whole rounds
     of them (`whole_rounds`): the workers deliver in turn, in bursts, and 12 steps of 16 workers (PyAV, the same files,
     one H200 machine) had read 129 videos/s in one run and 33 in the next. Returns {'wait_fraction', 'wait_s_per_step', 'step_s',
     'samples_per_s', 'samples_per_s_spread_pct', 'steps', 'stopped_by_time', 'lookahead_batches', 'steady',
-    'why', 'first_batch_s', 'prefetched_s'}: 'steady' is False (with 'why') when the epoch ended before `min_steps`
+    'why', 'first_batch_s', 'prefetched_s', 'skipped_batches'}: 'steady' is False (with 'why') when the epoch ended before `min_steps`
     measured steps; the last two are the seconds to the first batch (the workers' start) and then to the clock's start.
     `clock` and `sleep`: where the time is read and the step spent (a test gives simulated ones).
     """
     ahead_items, _ = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
-    skip = warmup + -(-ahead_items // batch)
+    ahead = -(-ahead_items // batch)
+    skip = warmup + ahead
+    drained_by = skip + ahead if drain and getattr(loader, "lookahead", None) is not None else skip
     # a DataLoader's workers deliver in turn, one batch each, in bursts of up to one per worker: a window of part
     # of a round times a burst, not a rate, so steps are counted in whole rounds
     burst = max(1, getattr(loader, "num_workers", 0) or 1)
@@ -521,6 +546,7 @@ def measure_loader(
             got = next(it)
         except StopIteration:
             break
+        waited = clock() - t0 > DRAINED_WAIT_S
         got = got.to(device, non_blocking=True)
         if Device.parse(device).is_cuda:
             import torch
@@ -528,17 +554,18 @@ def measure_loader(
             torch.cuda.synchronize(device)
         t1 = clock()
         first = t1 if first is None else first
-        if s == skip:
+        if start is None and s >= skip and (waited or s >= drained_by):
             start = t0
         sleep(step_s)
-        if s >= skip:
+        if start is not None:
             waits.append(t1 - t0)
             samples += got.shape[0]
             rates.append((got.shape[0], clock() - t0))
         s += 1
     if not waits:
         raise RuntimeError(
-            f"measure_loader: the epoch ended after {s} batches, before the {skip} of warm-up and prefetch"
+            f"measure_loader: the epoch ended after {s} batches, before the {skip} of warm-up and prefetch "
+            f"(and, where the loader decodes ahead, its look-ahead drained: up to {drained_by})"
         )
     total = clock() - start
     wait = sum(waits)
@@ -553,7 +580,8 @@ def measure_loader(
         "samples_per_s_spread_pct": spread_pct(block_rates(*zip(*rates), blocks=blocks)) if blocks >= 2 else None,
         "steps": len(waits),
         "stopped_by_time": capped,
-        "lookahead_batches": skip - warmup,
+        "lookahead_batches": ahead,
+        "skipped_batches": s - len(waits),
         "steady": why is None,
         "why": why,
         # where the run's time went: the workers' start and the first batch, the warm-up and prefetched batches

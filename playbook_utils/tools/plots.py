@@ -89,8 +89,8 @@ def grouped_bars(
 ):
     """Bars of `values` ({series label: one value per category, None for none}) side by side per category;
     `reference` ({label: value}) draws a dashed horizontal line across the axes for each (a ceiling, a baseline),
-    `per_category` ({label: one value per category, None for none}) a dashed line over each category's bars only
-    (a ceiling of each clip), and `not_results` ({series label: one bool per category}) hatches the bars that are
+    `per_category` ({label: one value per category, None for none}) a line over each category's bars only
+    (a ceiling of each clip), dashed for the first label, dotted for the second, and `not_results` ({series label: one bool per category}) hatches the bars that are
     measured but no result (above a saturated ceiling), named in the legend. The legend sits outside the axes;
     `log` puts the values on a log scale (rates that differ by orders of magnitude, such as every frame against K
     frames, or one caller against the ceiling). Returns the figure (notebooks 20, 21)."""
@@ -112,12 +112,12 @@ def grouped_bars(
         ax.bar([0], [0], 0, color="white", edgecolor="black", hatch="xx", label="hatched: no result (see the text)")
     for k, (label, y) in enumerate((reference or {}).items()):
         ax.axhline(y, color="black", ls="--", lw=1, alpha=0.4 + 0.6 / (k + 1), label=label)
-    for label, ys in (per_category or {}).items():
-        drawn = False
+    for k, (label, ys) in enumerate((per_category or {}).items()):
+        drawn, style = False, ("--", ":", "-.")[k % 3]
         for c, y in enumerate(ys):
             if y:
                 left, right = c - width / 2 - 0.05, c + width * (len(values) - 0.5) + 0.05
-                ax.hlines(y, left, right, colors="black", linestyles="--", lw=1.2, label=None if drawn else label)
+                ax.hlines(y, left, right, colors="black", linestyles=style, lw=1.2, label=None if drawn else label)
                 drawn = True
     ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, categories, fontsize=8)
     if log:

@@ -329,15 +329,19 @@ def test_bars_of_puts_each_ceiling_over_its_clip_and_hatches_the_rows_that_are_n
         {"clip": "h.mp4", "loader": "a x64", "frames_per_s": 4200.0, "steady": True, "verdict": "above"},
         {"clip": "v.mp4", "loader": "a x8", "frames_per_s": 7000.0, **ok},
     ]
-    bars = loader_bench.bars_of(rows, {"h.mp4": {"fps": 4000.0}, "v.mp4": {"fps": 8000.0}})
+    bars = loader_bench.bars_of(rows, {"h.mp4": {"fps": 4000.0, "saturated": True}, "v.mp4": {"fps": 8000.0}})
     assert bars["categories"] == ["h.mp4", "v.mp4"]
     assert bars["values"] == {"a x8": [3000.0, 7000.0], "a x64": [4200.0, None]}
-    assert bars["per_category"] == {"NVDEC ceiling of the clip": [4000.0, 8000.0]}
+    assert bars["per_category"] == {  # a ceiling that is only a lower bound is drawn, and named, as one
+        "NVDEC ceiling of the clip (saturated)": [4000.0, None],
+        "NVDEC ceiling, a lower bound (the engines may give more)": [None, 8000.0],
+    }
     assert bars["not_results"] == {"a x8": [False, False], "a x64": [True, False]}
     fig = plots.grouped_bars(ylabel="frames/s", title="t", **bars)
     ax = fig.axes[0]
     assert sum(1 for p in ax.patches if p.get_hatch()) == 2  # the flagged bar, and its legend entry
     assert len(ax.collections) == 2  # one ceiling segment per clip
+    assert [c.get_linestyle() != ax.collections[0].get_linestyle() for c in ax.collections] == [False, True]
     assert "hatched: no result (see the text)" in [t.get_text() for t in ax.get_legend().get_texts()]
 
 

@@ -591,6 +591,54 @@ def test_measure_loader_counted_as_asked_reads_a_burst():
     assert r["samples_per_s"] > 1.2 * 8 / 0.12
 
 
+class _AheadLoader:
+    """A `GpuLoader`'s timing without decoding, on a simulated clock: one video finished every 1 / `rate` s, at most
+    `lookahead` videos decoded ahead of the consumer, whose first request comes once that look-ahead is full (the
+    loader's start-up). Its true rate is `rate` videos per second. `clock` and `sleep` as `_RoundsLoader`'s."""
+
+    def __init__(self, rate: float, lookahead: int, items: int, batch_size: int):
+        self.rate, self.lookahead, self.items, self.batch_size = rate, lookahead, items, batch_size
+        self.now = lookahead / rate
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def __iter__(self):
+        import torch
+
+        done, taken = [], []  # when each video was finished, when it was handed out
+        for first in range(0, self.items, self.batch_size):
+            for k in range(first, first + self.batch_size):
+                free = taken[k - self.lookahead] if k >= self.lookahead else 0.0  # a slot frees when one is taken
+                done.append(max(done[-1] if done else 0.0, free) + 1 / self.rate)
+            self.now = max(self.now, done[-1])  # the consumer waits for the batch's last video
+            taken += [self.now] * self.batch_size
+            yield torch.zeros(self.batch_size, 1)
+
+
+@pytest.mark.parametrize("lookahead", [8, 32, 128])
+def test_measure_loader_lets_a_look_ahead_drain_before_its_clock(lookahead):
+    # The H200 before: TorchCodec x64 threads (look-ahead 128) feeding a 100 ms step drew 2% above its own steady
+    # rate, the clock starting while the loader was still refilling what the skipped steps had eaten.
+    batch = 4
+    steps = loader_bench.WAIT_LOOKAHEADS * lookahead // batch  # as notebook 21's wait run (`wait_steps_for`)
+    runs = {}
+    for drain in (True, False):
+        loader = _AheadLoader(
+            rate=20.0, lookahead=lookahead, items=batch * (steps + 3) + 2 * lookahead, batch_size=batch
+        )
+        runs[drain] = loader_bench.measure_loader(
+            loader, step_s=0.1, steps=steps, clock=loader.clock, sleep=loader.sleep, drain=drain
+        )
+    assert runs[True]["samples_per_s"] == pytest.approx(20.0, rel=0.01) and runs[True]["steps"] == steps
+    assert runs[True]["lookahead_batches"] == lookahead // batch
+    if lookahead >= 32:  # the old count read high wherever the loader refilled its look-ahead during the skipped steps
+        assert runs[False]["samples_per_s"] > 1.02 * 20.0
+
+
 def test_an_item_too_large_for_a_worker_is_refused_before_decoding(paths, monkeypatch):
     # Before: no pixel or byte limit anywhere; one 50 KB file of 4096 x 4096 frames took 754 MB to 2.3 GB.
     from playbook_utils import decoders
