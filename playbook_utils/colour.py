@@ -29,24 +29,22 @@ def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bi
 
     if matrix not in MATRICES:
         raise ValueError(f"unknown matrix {matrix!r}; choose from {', '.join(MATRICES)}")
+    if colour_range not in ("limited", "full"):
+        raise ValueError(f"colour_range must be 'limited' or 'full', got {colour_range!r}")
     kr, kb = MATRICES[matrix]
     kg = 1 - kr - kb
     scale = float(1 << (bits - 8))
-    y, u, v = (t.to(torch.float32) / scale for t in (y, u, v))  # as 8-bit code values, fractional
-    if colour_range == "limited":
-        yn, cb, cr = (y - 16) / 219, (u - 128) / 224, (v - 128) / 224
-    elif colour_range == "full":
-        yn, cb, cr = y / 255, (u - 128) / 255, (v - 128) / 255
-    else:
-        raise ValueError(f"colour_range must be 'limited' or 'full', got {colour_range!r}")
-    if cb.shape[-2:] != yn.shape[-2:]:
-        size = tuple(yn.shape[-2:])
-        cb, cr = (F.interpolate(c[:, None], size=size, mode="bilinear", align_corners=False)[:, 0] for c in (cb, cr))
-    r = yn + 2 * (1 - kr) * cr
-    b = yn + 2 * (1 - kb) * cb
-    g = (yn - kr * r - kb * b) / kg
-    rgb = torch.stack((r, g, b), dim=1)
-    return (rgb * 255).round().clamp(0, 255).to(torch.uint8)
+    # R'G'B' x 255 = Y'' + C (Cb', Cr'): Y'' the luma scaled to 0-255, Cb' and Cr' the chroma code values less
+    # their middle, C the matrix's chroma columns (R = Y + 2(1-Kr)Cr, B = Y + 2(1-Kb)Cb, G = (Y - Kr R - Kb B)/Kg)
+    y_gain, y_off, c_gain = (255 / 219, -16 * 255 / 219, 255 / 224) if colour_range == "limited" else (1.0, 0.0, 1.0)
+    cr_r, cb_b = 2 * (1 - kr), 2 * (1 - kb)
+    chroma_cols = torch.tensor([[0.0, cr_r], [-kb * cb_b / kg, -kr * cr_r / kg], [cb_b, 0.0]], device=y.device)
+    chroma = torch.stack((u, v), 1).to(torch.float32).sub_(128 * scale)  # (N, 2, h, w), at the chroma's size
+    rgb = torch.einsum("oc,nchw->nohw", chroma_cols * (c_gain / scale), chroma)
+    if rgb.shape[-2:] != y.shape[-2:]:  # bilinear is linear: upsampling the chroma's terms = upsampling the chroma
+        rgb = F.interpolate(rgb, size=tuple(y.shape[-2:]), mode="bilinear", align_corners=False)
+    luma = y.to(torch.float32).mul_(y_gain / scale).add_(y_off)
+    return rgb.add_(luma[:, None]).round_().clamp_(0, 255).to(torch.uint8)
 
 
 def nv12_to_rgb(nv12, height: int, width: int, matrix: str = "bt601", colour_range: str = "limited"):
