@@ -103,13 +103,16 @@ class KnownWrong:
     """One row of an adapter's table of refusals: files with all of `traits` (see `traits`) on one of `devices`
     are refused with `why`. `seen`: the library version the correctness matrix caught it with; `fixed`: the
     first version known to get it right (the row then applies only below it; None: every version, since a
-    release not yet checked is not trusted)."""
+    release not yet checked is not trusted). `reads`: 'any' (every read of such a file is refused) or 'seek' (the
+    library goes wrong only after a seek, as in open-GOP video: where the adapter can serve a read by one forward
+    pass from the first frame, `Adapter.FORWARD_ON`, it reads such files that way instead of refusing them)."""
 
     traits: frozenset
     why: str
     devices: tuple = ("cpu", "cuda")
     seen: str | None = None
     fixed: str | None = None
+    reads: str = "any"
 
     def applies(self, found: set, kind: str, version: str | None) -> bool:
         if kind not in self.devices or not self.traits <= found:
@@ -118,11 +121,18 @@ class KnownWrong:
 
 
 def known_wrong(
-    trait_names, why: str, devices=("cpu", "cuda"), seen: str | None = None, fixed: str | None = None
+    trait_names,
+    why: str,
+    devices=("cpu", "cuda"),
+    seen: str | None = None,
+    fixed: str | None = None,
+    reads: str = "any",
 ) -> KnownWrong:
     """A `KnownWrong` row from a trait name or an iterable of them."""
+    if reads not in ("any", "seek"):
+        raise ValueError(f"reads must be 'any' or 'seek', got {reads!r}")
     names = frozenset([trait_names] if isinstance(trait_names, str) else trait_names)
-    return KnownWrong(names, why, tuple(devices), seen, fixed)
+    return KnownWrong(names, why, tuple(devices), seen, fixed, reads)
 
 
 def nv12_path_refusals() -> tuple[KnownWrong, ...]:
@@ -190,6 +200,8 @@ class Adapter:
     KNOWN_WRONG     `KnownWrong` rows: file traits it is refused for
 
     RESIZES_ON      the device kinds `read_resized` works on (None: every one of DEVICES)
+    FORWARD_ON      the device kinds on which its `read` serves a file that a `KNOWN_WRONG` row with reads='seek'
+                    names by one forward pass from the first frame (`forward_only`), proven frame-exact there
 
     and implements `read(path, indices, device, info)`, returning uint8 (N, 3, H, W) on the device; optionally
     `read_file(fileobj, ...)` (reads an open binary file itself) and `read_resized(source, ..., size)` (decodes
@@ -207,6 +219,7 @@ class Adapter:
     CODECS: dict = {}
     KNOWN_WRONG: tuple = ()
     RESIZES_ON: tuple | None = None
+    FORWARD_ON: tuple = ()
     read_file = None
     read_resized = None
 
@@ -261,10 +274,8 @@ class Adapter:
                 f"{self.LABEL}'s {kind.upper()} video decoder does not take {info.codec} (only "
                 f"{', '.join(codecs)}); use device='{'cuda' if kind == 'cpu' else 'cpu'}'"
             )
-        found = traits(info)
-        version = self.version() if any(row.fixed for row in self.KNOWN_WRONG) else None
-        for row in self.KNOWN_WRONG:
-            if row.applies(found, kind, version):
+        for row in self._rows_for(info, kind):
+            if row.reads == "any" or kind not in self.FORWARD_ON:
                 return row.why
         if info.stream != info.best_stream and not self.CHOOSES_STREAM:
             return (
@@ -274,6 +285,20 @@ class Adapter:
         if kind == "cuda":
             return nvdec_too_small(info.codec, info.width, info.height)
         return None
+
+    def _rows_for(self, info, kind: str) -> list:
+        """The `KNOWN_WRONG` rows that apply to a file (`media.VideoInfo`) on a device kind."""
+        found = traits(info)
+        version = self.version() if any(row.fixed for row in self.KNOWN_WRONG) else None
+        return [row for row in self.KNOWN_WRONG if row.applies(found, kind, version)]
+
+    def forward_only(self, info, kind: str) -> str | None:
+        """Why this adapter reads the file only by one forward pass from its first frame on `kind` (a
+        `KNOWN_WRONG` row with reads='seek', on a device of FORWARD_ON), or None: its reads may seek. Such a read
+        decodes every frame up to the last one asked for: exact, and as costly as reading that far in order."""
+        if kind not in self.FORWARD_ON:
+            return None
+        return next((row.why for row in self._rows_for(info, kind) if row.reads == "seek"), None)
 
 
 # --------------------------------------------------------------------------- helpers the adapters share

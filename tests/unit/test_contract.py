@@ -137,6 +137,25 @@ def test_the_machine_is_checked_once_and_the_file_every_time(monkeypatch):
     assert Toy.checks == 2
 
 
+class ForwardToy(Toy):
+    FORWARD_ON = ("cpu",)
+    KNOWN_WRONG = (base.known_wrong("open-gop", "toy seeks wrong in open GOP", reads="seek"),)
+
+
+def test_a_row_wrong_only_after_seeks_is_read_forward_where_the_adapter_can_and_refused_elsewhere(monkeypatch):
+    monkeypatch.setattr(base, "cuda_visible", lambda: True)
+    monkeypatch.setattr(ForwardToy, "_check_device", lambda self, kind: None)
+    toy, opened = ForwardToy(), Info(codec="vp9", open_gop=True)
+    assert (
+        toy.why_unavailable("cpu", opened) is None and toy.forward_only(opened, "cpu") == "toy seeks wrong in open GOP"
+    )
+    assert toy.why_unavailable("cuda", opened) == "toy seeks wrong in open GOP"  # no forward path proven there
+    assert toy.forward_only(opened, "cuda") is None and toy.forward_only(Info(codec="vp9"), "cpu") is None
+    assert Toy().forward_only(opened, "cpu") is None  # an adapter without FORWARD_ON never reads forward
+    with pytest.raises(ValueError, match="reads must be"):
+        base.known_wrong("open-gop", "x", reads="sometimes")
+
+
 def test_nvdec_sizes_are_checked_on_every_gpu_path(monkeypatch):
     monkeypatch.setattr(base, "cuda_visible", lambda: True)
     monkeypatch.setattr(base, "importable", lambda name: (True, None))
