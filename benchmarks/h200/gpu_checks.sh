@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the H200 after the install (../shared/gpu/prepare.sh; DALI and SPDL need the full stack, not GPU_STACK=nvdec):
 # the GPU halves of 26 (one read path: a rotated clip from every kind of source) and 27 (colours by the file's
-# tags, decoders reused across files), in one call. Carry .gpu_media, made on the CPU beforehand:
+# tags, decoders reused across files) and 30 (open-GOP clips read forward on NVDEC: tests/unit/test_open_gop.py),
+# in one call. Carry .gpu_media, made on the CPU beforehand:
 #   bash benchmarks/h200/make_mixed_folder.sh && .venv/bin/python benchmarks/h200/gpu_pixels.py make .gpu_media/colour
 source /tmp/gpu-env.sh
 export PLAYBOOK_MEDIA_DIR=/tmp/media

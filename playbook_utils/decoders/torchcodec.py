@@ -32,12 +32,15 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def frame_mappings(info) -> str:
+def frame_mappings(info, forward: bool = False) -> str:
     """The frame table TorchCodec's `custom_frame_mappings` takes (ffprobe's JSON shape), from a `media.VideoInfo`:
-    every frame's pts, duration and keyframe flag, so VideoDecoder needs no scan of the whole file."""
+    every frame's pts, duration and keyframe flag, so VideoDecoder needs no scan of the whole file. `forward`: only
+    the first frame flagged a keyframe, so that VideoDecoder never seeks into a later GOP (it seeks only when a
+    frame asked for lies in another GOP than the last one decoded, or behind it): each read is one forward pass
+    from the start of the file, for files whose seeks go wrong (open GOP on CUDA)."""
     import json
 
-    pts, keys = info.pts, set(info.keyframes)
+    pts, keys = info.pts, {0} if forward else set(info.keyframes)
     gaps = [b - a for a, b in zip(pts, pts[1:])] or [1]
     durations = gaps + [gaps[-1]]
     return json.dumps(
@@ -49,18 +52,21 @@ def frame_mappings(info) -> str:
     )
 
 
-def decoder(path, device: str, num_threads: int = 0, stream: int | None = None, size=None, info=None):
+def decoder(
+    path, device: str, num_threads: int = 0, stream: int | None = None, size=None, info=None, forward: bool = False
+):
     """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`, of the container's stream `stream`
     (None: FFmpeg's best video stream); with `size` (H, W), one that resizes in the decoder
     (`torchcodec.transforms.Resize`, TorchCodec 0.13); with `info` (the probe's `VideoInfo`), one that takes its
-    frame table from there instead of scanning the file (`frame_mappings`). `path` may be an open binary file."""
+    frame table from there instead of scanning the file (`frame_mappings`; with `forward`, the table of a decoder
+    that reads forward only). `path` may be an open binary file."""
     from torchcodec.decoders import VideoDecoder
 
     kwargs = {"device": device, "stream_index": stream}
     if info is None:
         kwargs["seek_mode"] = "exact"
     else:
-        kwargs["custom_frame_mappings"] = frame_mappings(info)
+        kwargs["custom_frame_mappings"] = frame_mappings(info, forward)
     if size is not None:
         from torchcodec.transforms import Resize
 
@@ -70,16 +76,18 @@ def decoder(path, device: str, num_threads: int = 0, stream: int | None = None, 
     return VideoDecoder(path, **kwargs)
 
 
-def cached_decoder(path: str, device: str, stream: int | None = None):
+def cached_decoder(path: str, device: str, stream: int | None = None, forward_info=None):
     """This thread's decoder for `path` on `device`: reused while the same file (`base.file_identity`) is
     read again (a loader reading a video in chunks, a sampler coming back to it), else a new one.
-    `device`: a torch device string."""
-    key = (path, device, stream, base.CPU_THREADS, base.file_identity(path))
+    `device`: a torch device string. `forward_info`: the file's `VideoInfo`, for a decoder that reads forward
+    only (`frame_mappings`)."""
+    forward = forward_info is not None
+    key = (path, device, stream, base.CPU_THREADS, base.file_identity(path), forward)
     held = getattr(_local, "held", None)
     if held is not None and held[0] == key:
         return held[1]
     _local.held = None  # drop the old decoder before opening the next one
-    dec = decoder(path, device, base.CPU_THREADS, stream)
+    dec = decoder(path, device, base.CPU_THREADS, stream, info=forward_info, forward=forward)
     _local.held = (key, dec)
     return dec
 
@@ -104,8 +112,12 @@ class TorchCodec(base.Adapter):
             "open-GOP HEVC in the correctness matrix (asked 24, got 25); its CPU path was exact: use "
             "device='cpu' for this file",
             devices=("cuda",),
+            reads="seek",
         ),
     )
+    # Its forward-only read (`frame_mappings(forward=True)`) is exact on the CPU (tests/unit/test_open_gop.py); on
+    # CUDA, where the row above applies, it is refused until the GPU test there proves it exact
+    FORWARD_ON: tuple = ()
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
         """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec
@@ -117,7 +129,9 @@ class TorchCodec(base.Adapter):
             indices,
             device,
             info,
-            dec=decoder(fileobj, str(device), base.CPU_THREADS, info.stream, info=info),
+            dec=decoder(
+                fileobj, str(device), base.CPU_THREADS, info.stream, info=info, forward=self._forward(info, device)
+            ),
         )
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
@@ -134,12 +148,17 @@ class TorchCodec(base.Adapter):
                 base.CPU_THREADS,
                 info.stream,
                 size=size,
-                info=info if hasattr(source, "read") else None,
+                info=info if hasattr(source, "read") or self._forward(info, device) else None,
+                forward=self._forward(info, device),
             ),
         )
 
+    def _forward(self, info, device: Device) -> bool:
+        return self.forward_only(info, device.kind) is not None
+
     def read(self, path: str, indices: list[int], device: Device, info, dec=None):
-        dec = cached_decoder(path, str(device), info.stream) if dec is None else dec
+        if dec is None:
+            dec = cached_decoder(path, str(device), info.stream, info if self._forward(info, device) else None)
         n = dec.metadata.num_frames
         if n != info.num_frames:
             raise RuntimeError(f"TorchCodec counts {n} frames, the packets say {info.num_frames}")

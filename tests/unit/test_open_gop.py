@@ -55,3 +55,56 @@ def test_decord_reads_open_gop_forward_and_exactly_where_its_seeks_go_wrong(open
         wrong_by_seeking += sum(s != i for s, i in zip(stamps, unique))
         assert decord_adapter._forward(decord.VideoReader(str(path)), [5]).shape[0] == 1
     assert wrong_by_seeking > 0
+
+
+def _read_forward_everywhere(monkeypatch, name: str, kind: str) -> None:
+    """Make `name`'s open-GOP row apply to every open-GOP file on `kind` and its forward read serve it there."""
+    import dataclasses
+
+    cls = type(adapter(name))
+    rows = tuple(
+        dataclasses.replace(r, traits=frozenset({"open-gop"}), devices=(kind,)) if "open-gop" in r.traits else r
+        for r in cls.KNOWN_WRONG
+    )
+    monkeypatch.setattr(cls, "KNOWN_WRONG", rows)
+    monkeypatch.setattr(cls, "FORWARD_ON", (kind,))
+
+
+def test_torchcodec_forward_read_takes_a_frame_table_with_one_keyframe_and_is_exact(open_gop_clips, monkeypatch):
+    """TorchCodec's forward-only read, the one its CUDA path will take on open GOP once the H200 proves it: a frame
+    table that flags only the first frame as a keyframe, so VideoDecoder never seeks into a later GOP."""
+    import json
+
+    from playbook_utils.decoders import torchcodec as tc
+
+    if adapter("torchcodec").why_unavailable("cpu") is not None:
+        pytest.skip(adapter("torchcodec").why_unavailable("cpu"))
+    _read_forward_everywhere(monkeypatch, "torchcodec", "cpu")
+    for name, path in open_gop_clips.items():
+        info = video_info(path)
+        assert adapter("torchcodec").forward_only(info, "cpu")
+        table = json.loads(tc.frame_mappings(info, forward=True))["frames"]
+        assert [f["key_frame"] for f in table] == [1] + [0] * (info.num_frames - 1)
+        idx = _hard_indices(info)
+        assert media.read_stamps(decoders.read_frames(path, idx, backend="torchcodec")) == idx, name
+        assert tc.cached_decoder(str(path), "cpu", info.stream, info) is tc.cached_decoder(
+            str(path), "cpu", info.stream, info
+        )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["torchcodec"])
+def test_the_gpu_forward_read_is_exact_on_open_gop(open_gop_clips, monkeypatch, backend):
+    """The proof FORWARD_ON = ('cuda',) waits for (issue 30): on NVDEC, every open-GOP clip read forward, with
+    out-of-order, repeated and keyframe-boundary indices, returns exactly the frames asked for."""
+    import torch
+
+    if not torch.cuda.is_available() or adapter(backend).why_unavailable("cuda") is not None:
+        pytest.skip("needs a CUDA GPU and " + backend)
+    _read_forward_everywhere(monkeypatch, backend, "cuda")
+    wrong = {}
+    for name, path in open_gop_clips.items():
+        idx = _hard_indices(video_info(path))
+        got = media.read_stamps(decoders.read_frames(path, idx, backend=backend, device="cuda").cpu())
+        wrong[name] = [(i, g) for i, g in zip(idx, got) if i != g]
+    assert not any(wrong.values()), wrong
