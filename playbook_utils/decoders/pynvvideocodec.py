@@ -51,6 +51,7 @@ class PyNvVideoCodec(base.Adapter):
             "asked [24, 33], got [1, none]; HEVC: asked 33, got 38)",
             ("cuda",),
             seen="2.2.4",
+            reads="seek",
         ),
         _wrong(
             "10-bit",
@@ -59,9 +60,16 @@ class PyNvVideoCodec(base.Adapter):
         _wrong("container:matroska", "frame indices drift near the end of MKV files (asked 46, got 44)"),
     )
 
+    # Its forward-only read (`_forward`: its demuxer and decoder from the first packet, no seek) is written for
+    # open-GOP files; it is refused there until the GPU test (tests/unit/test_open_gop.py) proves it exact
+    FORWARD_ON: tuple = ()
+
     def read(self, path: str, indices: list[int], device: Device, info):
         gpu = device.ordinal
         try:
+            if self.forward_only(info, device.kind):
+                unique = sorted(set(indices))
+                return base.in_order(_forward(path, unique, gpu, info), unique, indices)
             try:
                 return _read(decoder_for(path, gpu), path, indices, gpu, info)
             except Exception:
@@ -121,6 +129,37 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
             rgb = colour.nv12_to_rgb(torch.stack(surfaces), info.height, info.width, matrix, rng)
             got.update(zip(chunk, rgb))
     return base.reorder(got, indices)
+
+
+def _forward(path: str, unique: list[int], gpu: int, info):
+    """The frames `unique` (sorted) of `path` in one forward pass: PyNvVideoCodec's demuxer from the first packet
+    into a fresh decoder, every frame decoded up to the last one asked for and counted in the order the decoder
+    hands them out (display order), no seek. NV12 copied out of the decoder's surfaces, converted as `_read` does."""
+    import PyNvVideoCodec as nvc
+    import torch
+
+    demuxer = nvc.CreateDemuxer(path)
+    dec = nvc.CreateDecoder(gpuid=gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0, usedevicememory=True)
+    wanted, kept, count = set(unique), {}, 0
+    with torch.cuda.device(gpu):
+
+        def take(frames):
+            nonlocal count
+            for f in frames:
+                if count in wanted:
+                    kept[count] = torch.from_dlpack(f).clone()  # the decoder reuses its surfaces
+                count += 1
+
+        for packet in demuxer:
+            take(dec.Decode(packet))
+            if count > unique[-1]:
+                break
+        else:
+            take(dec.Decode(nvc.PacketData()))  # end of stream: flush what the decoder holds
+        if len(kept) != len(wanted):
+            raise RuntimeError(f"PyNvVideoCodec's forward pass gave {count} frames; asked up to {unique[-1]}")
+        matrix, rng = colour.effective(info)
+        return colour.nv12_to_rgb(torch.stack([kept[i] for i in unique]), info.height, info.width, matrix, rng)
 
 
 ADAPTER = PyNvVideoCodec()
