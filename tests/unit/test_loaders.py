@@ -596,8 +596,9 @@ class _AheadLoader:
     `lookahead` videos decoded ahead of the consumer, whose first request comes once that look-ahead is full (the
     loader's start-up). Its true rate is `rate` videos per second. `clock` and `sleep` as `_RoundsLoader`'s."""
 
-    def __init__(self, rate: float, lookahead: int, items: int, batch_size: int):
+    def __init__(self, rate: float, lookahead: int, items: int, batch_size: int, handover_s: float = 0.0):
         self.rate, self.lookahead, self.items, self.batch_size = rate, lookahead, items, batch_size
+        self.handover_s = handover_s  # what handing over a ready batch costs (the GIL among decoding threads)
         self.now = lookahead / rate
 
     def clock(self) -> float:
@@ -614,22 +615,21 @@ class _AheadLoader:
             for k in range(first, first + self.batch_size):
                 free = taken[k - self.lookahead] if k >= self.lookahead else 0.0  # a slot frees when one is taken
                 done.append(max(done[-1] if done else 0.0, free) + 1 / self.rate)
-            self.now = max(self.now, done[-1])  # the consumer waits for the batch's last video
+            self.now = max(self.now + self.handover_s, done[-1])  # the consumer waits for the batch's last video
             taken += [self.now] * self.batch_size
             yield torch.zeros(self.batch_size, 1)
 
 
+@pytest.mark.parametrize("handover_s", [0.0, 0.004])
 @pytest.mark.parametrize("lookahead", [8, 32, 128])
-def test_measure_loader_lets_a_look_ahead_drain_before_its_clock(lookahead):
+def test_measure_loader_lets_a_look_ahead_drain_before_its_clock(lookahead, handover_s):
     # The H200 before: TorchCodec x64 threads (look-ahead 128) feeding a 100 ms step drew 2% above its own steady
     # rate, the clock starting while the loader was still refilling what the skipped steps had eaten.
     batch = 4
     steps = loader_bench.WAIT_LOOKAHEADS * lookahead // batch  # as notebook 21's wait run (`wait_steps_for`)
     runs = {}
     for drain in (True, False):
-        loader = _AheadLoader(
-            rate=20.0, lookahead=lookahead, items=batch * (steps + 3) + 2 * lookahead, batch_size=batch
-        )
+        loader = _AheadLoader(20.0, lookahead, batch * (steps + 3) + 2 * lookahead, batch, handover_s)
         runs[drain] = loader_bench.measure_loader(
             loader, step_s=0.1, steps=steps, clock=loader.clock, sleep=loader.sleep, drain=drain
         )
