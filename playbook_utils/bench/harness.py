@@ -27,7 +27,7 @@ from pathlib import Path
 from playbook_utils import child, env, media, sampling
 from playbook_utils.bench import exactness, verdicts
 from playbook_utils.bench.monitor import UtilizationMonitor
-from playbook_utils.decoders import BACKENDS, child_env, read_frames, video_info, why_unavailable
+from playbook_utils.decoders import BACKENDS, child_env, read_frames, reads_forward, video_info, why_unavailable
 from playbook_utils.device import Device
 
 WORKLOADS = {
@@ -156,6 +156,7 @@ def run_job(job: Job, timeout: float = 600) -> dict:
     why = why_unavailable(job.backend, job.device, job.clip)  # known before decoding: no child process needed
     if why:
         return {**row, "status": "unavailable", "error": why}
+    row["read_forward"] = reads_forward(job.backend, job.device, job.clip)
     found = child.call(
         child.python("-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))),
         timeout=timeout,

@@ -50,8 +50,9 @@ def format_rows(rows: list[dict]) -> str:
     """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
     per-call rates, the share of the NVDEC ceiling where a row has one, exact, how close its pixels are to the
     reference decode on a file without stamps ('agree': the lowest luma PSNR, 'same' where identical; exactness's
-    AGREE_DB is the bar), and which check ran (or why the row has no rate). The jobs a backend refuses for one
-    reason are one line, with the whole reason. Notebook 20."""
+    AGREE_DB is the bar), and which check ran (or why the row has no rate), with "read forward from frame 0" where
+    the library read the file only that way (`decoders.reads_forward`). The jobs a backend refuses for one reason
+    are one line, with the whole reason. Notebook 20."""
     lines = [
         f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
         f"exact  agree  check"
@@ -66,6 +67,8 @@ def format_rows(rows: list[dict]) -> str:
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
         pct = " ABOVE" if r.get("verdict") == "above" else pct  # no share above the ceiling is a result
         note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"
+        if r.get("read_forward"):  # its seeks go wrong on this file: read from frame 0, so sparse reads cost more
+            note = f"{note}; read forward from frame 0"
         by_ref = ok and str(r.get("check") or "").startswith("reference")
         agree = "" if not by_ref else "same" if r.get("agree_db") is None else f"{r['agree_db']:.0f} dB"
         lines.append(

@@ -47,6 +47,7 @@ __all__ = [
     "read",
     "read_frames",
     "read_source",
+    "reads_forward",
     "how_read",
     "SourceRead",
     "set_cpu_threads",
@@ -80,6 +81,16 @@ def why_unavailable(backend: str, device="cpu", path=None) -> str | None:
     except DecodeError:
         return None
     return ad.why_unavailable(device, info)
+
+
+def reads_forward(backend: str, device="cpu", path=None) -> bool:
+    """Whether `backend` reads the file at `path` on `device` only by one forward pass from its first frame (its
+    seeks go wrong on such files, open GOP say: `Adapter.forward_only`): exact, but every frame up to the last
+    one asked for is decoded, so a sparse read costs more. Notebook 20 marks such rows."""
+    try:
+        return adapter(backend).forward_only(video_info(path), Device.parse(device).kind) is not None
+    except DecodeError:
+        return False
 
 
 def available(device="cpu") -> list[str]:

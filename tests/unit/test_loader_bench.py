@@ -132,6 +132,9 @@ def test_format_rows_shows_rate_spread_check_or_the_reason():
     assert " same " in words.format_rows(rows[:1])
     shifted = {**rows[0], "backend": "spdl", "device": "cuda", "exact": False, "agree_db": 24.2}
     assert "False  24 dB" in words.format_rows([shifted])
+    forward = {**rows[0], "backend": "decord", "check": "stamp", "read_forward": True}
+    assert words.format_rows([forward]).endswith("stamp; read forward from frame 0")
+    assert "forward" not in words.format_rows(rows[:1])
 
 
 def test_plots_carry_their_reference_lines_and_an_outside_legend():
