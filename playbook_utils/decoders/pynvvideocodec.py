@@ -115,7 +115,6 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
     if len(dec) != info.num_frames:
         raise RuntimeError(f"PyNvVideoCodec counts {len(dec)} frames, the packets say {info.num_frames}")
     wanted = sorted(set(indices))
-    matrix, rng = colour.effective(info)
     got = {}
     with torch.cuda.device(gpu):
         for start in range(0, len(wanted), _CHUNK):
@@ -123,18 +122,25 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
             frames = dec.get_batch_frames_by_index(chunk)
             if len(frames) != len(chunk):
                 raise RuntimeError(f"asked PyNvVideoCodec for {len(chunk)} frames, got {len(frames)}")
-            surfaces = [torch.from_dlpack(f) for f in frames]  # NV12, borrowed from the decoder
-            if any(t.dtype != torch.uint8 for t in surfaces):
-                raise RuntimeError(f"PyNvVideoCodec returned {surfaces[0].dtype} frames, expected uint8 NV12")
-            rgb = colour.nv12_to_rgb(torch.stack(surfaces), info.height, info.width, matrix, rng)
-            got.update(zip(chunk, rgb))
+            got.update(zip(chunk, _rgb([torch.from_dlpack(f) for f in frames], info)))  # NV12, borrowed
     return base.reorder(got, indices)
+
+
+def _rgb(surfaces: list, info):
+    """RGB (N, 3, H, W) of NV12 surfaces (uint8 tensors on the GPU, in the decoder's memory or copied out),
+    converted by the file's colour matrix and range (`colour.nv12_to_rgb`)."""
+    import torch
+
+    if any(t.dtype != torch.uint8 for t in surfaces):
+        raise RuntimeError(f"PyNvVideoCodec returned {surfaces[0].dtype} frames, expected uint8 NV12")
+    matrix, rng = colour.effective(info)
+    return colour.nv12_to_rgb(torch.stack(surfaces), info.height, info.width, matrix, rng)
 
 
 def _forward(path: str, unique: list[int], gpu: int, info):
     """The frames `unique` (sorted) of `path` in one forward pass: PyNvVideoCodec's demuxer from the first packet
     into a fresh decoder, every frame decoded up to the last one asked for and counted in the order the decoder
-    hands them out (display order), no seek. NV12 copied out of the decoder's surfaces, converted as `_read` does."""
+    hands them out (display order), no seek. NV12 copied out of the decoder's surfaces, converted by `_rgb`."""
     import PyNvVideoCodec as nvc
     import torch
 
@@ -158,8 +164,7 @@ def _forward(path: str, unique: list[int], gpu: int, info):
             take(dec.Decode(nvc.PacketData()))  # end of stream: flush what the decoder holds
         if len(kept) != len(wanted):
             raise RuntimeError(f"PyNvVideoCodec's forward pass gave {count} frames; asked up to {unique[-1]}")
-        matrix, rng = colour.effective(info)
-        return colour.nv12_to_rgb(torch.stack([kept[i] for i in unique]), info.height, info.width, matrix, rng)
+        return _rgb([kept[i] for i in unique], info)
 
 
 ADAPTER = PyNvVideoCodec()

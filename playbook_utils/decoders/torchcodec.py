@@ -137,6 +137,7 @@ class TorchCodec(base.Adapter):
     def read_resized(self, source, indices: list[int], device: Device, info, size):
         """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
         `source`: a path or an open binary file object."""
+        forward = self._forward(info, device)
         return self.read(
             getattr(source, "name", source),
             indices,
@@ -148,8 +149,8 @@ class TorchCodec(base.Adapter):
                 base.CPU_THREADS,
                 info.stream,
                 size=size,
-                info=info if hasattr(source, "read") or self._forward(info, device) else None,
-                forward=self._forward(info, device),
+                info=info if hasattr(source, "read") or forward else None,
+                forward=forward,
             ),
         )
 
