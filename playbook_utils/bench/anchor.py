@@ -15,7 +15,7 @@ import sys
 import time
 
 from playbook_utils import child
-from playbook_utils.bench.verdicts import spread_pct
+from playbook_utils.bench.verdicts import percent, spread_pct
 from playbook_utils.decoders import child_env, read_frames, video_info, why_unavailable
 
 LIBRARIES = ("pyav", "torchcodec", "decord", "spdl")  # the CPU libraries that decode H.264/HEVC here
@@ -197,9 +197,9 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
         if cli is None or no_anchor:
             gap = vs_bare - 100
             judged = (
-                f"no adapter cost measurable within the {spread:.0f}% spread"
+                f"no adapter cost measurable within the {percent(spread)} spread"
                 if abs(gap) <= spread
-                else f"{gap:+.0f}% against it, more than the {spread:.0f}% spread"
+                else f"{gap:+.0f}% against it, more than the {percent(spread)} spread"
             )
             lines.append(
                 f"{lib}: read_frames {a:,.0f} frames/s, {vs_bare:.0f}% of its bare loop ({b:,.0f}): {judged}"
@@ -212,9 +212,9 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
             lines.append(f"{head}: at the anchor")
             continue
         if 100 * (b / a - 1) > spread:
-            why = f"the adapter costs {100 - vs_bare:.0f}% of its library's rate (more than the {spread:.0f}% spread)"
+            why = f"the adapter costs {100 - vs_bare:.0f}% of its library's rate (more than the {percent(spread)} spread)"
         else:
-            why = f"the library itself: its own loop is no faster (the two within the {spread:.0f}% spread)"
+            why = f"the library itself: its own loop is no faster (the two within the {percent(spread)} spread)"
         if touch_s:
             share = 100 * touch_s * a / r["frames"]
             why += f"; making the clip's output array alone takes {share:.0f}% of read_frames' time"

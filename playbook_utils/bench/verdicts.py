@@ -50,6 +50,13 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 9.5 else f"{value:.2g}"
 
 
+def percent(value: float | None) -> str:
+    """A spread or margin for a sentence: one decimal under 10%, so that a 0.4% spread does not read "0%", which
+    says no spread at all; whole percents from 10 up."""
+    value = value or 0.0
+    return f"{value:.1f}%" if abs(value) < 9.95 else f"{value:.0f}%"
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """The first two of a ranking of rates (higher is better), with the margin between them and their spread."""
@@ -67,19 +74,19 @@ class Verdict:
         if self.runner_up is None:
             return f"{self.best}: {_number(self.best_value)} {unit} (the only one measured, so nothing to compare)"
         if self.tied:
-            spread = "an unknown spread" if self.spread_pct is None else f"a spread of {self.spread_pct:.0f}%"
+            spread = "an unknown spread" if self.spread_pct is None else f"a spread of {percent(self.spread_pct)}"
             return (
                 f"{self.best} and {self.runner_up} are tied here: {_number(self.best_value)} vs "
-                f"{_number(self.runner_up_value)} {unit}, a {self.margin_pct:.0f}% margin against {spread} "
+                f"{_number(self.runner_up_value)} {unit}, a {percent(self.margin_pct)} margin against {spread} "
                 f"of the measurements"
             )
         head = (
-            f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {self.margin_pct:.0f}% ahead of "
+            f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {percent(self.margin_pct)} ahead of "
             f"{self.runner_up} ({_number(self.runner_up_value)})"
         )
         if self.spread_pct is None:
             return f"{head}; no spread was measured (one run each), so this margin is not tested against the noise"
-        return f"{head}, more than a spread of {self.spread_pct:.0f}% of the measurements"
+        return f"{head}, more than a spread of {percent(self.spread_pct)} of the measurements"
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from playbook_utils.bench.nvdec import SATURATED_PCT
 from playbook_utils.bench.sparse import STRATEGIES
+from playbook_utils.bench.verdicts import percent
 from playbook_utils.media import default_media_specs
 
 BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
@@ -225,11 +226,8 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     of a step (notebook 21)."""
     live, held = r["with_loader"], r["held"]
 
-    def pct(x):  # a spread under 10% with its first decimal: "0%" would read as no spread at all
-        return f"{x or 0:.1f}%" if (x or 0) < 10 else f"{x:.0f}%"
-
     def step(x):
-        return f"step {1e3 * x['step_s']:.0f} ms ± {pct(x['step_spread_pct'])}, {x['samples_per_s']:.1f} videos/s"
+        return f"step {1e3 * x['step_s']:.0f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} videos/s"
 
     lines = [
         f"with {loader} decoding beside it: {step(live)}, waiting for data {100 * live['wait_fraction']:.0f}% of "
@@ -237,9 +235,9 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
         f"the same batches decoded beforehand, held on {device}: {step(held)}",
         f"decoding beside the step changes the step's own time by {r['step_cost_pct']:+.1f}%: "
         + (
-            f"within the spread of {pct(r['spread_pct'])}, so no cost is measurable here"
+            f"within the spread of {percent(r['spread_pct'])}, so no cost is measurable here"
             if r["within_spread"]
-            else f"more than the spread of {pct(r['spread_pct'])}"
+            else f"more than the spread of {percent(r['spread_pct'])}"
         ),
     ]
     if live["peak_mem_mb"] is not None:

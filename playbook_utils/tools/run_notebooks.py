@@ -38,6 +38,7 @@ from pathlib import Path
 
 from playbook_utils import env
 from playbook_utils.bench.harness import PROGRESS_FILE
+from playbook_utils.bench.verdicts import percent
 from playbook_utils.tools import setup_env
 from playbook_utils.tools.results import reference_numbers
 
@@ -601,7 +602,7 @@ def _fmt(value) -> str:
 def _with_spread(headline: dict, key: str) -> str:
     """A headline value, with '± N%' when the notebook gives its spread as the sibling key `<key>_spread_pct`."""
     spread = headline.get(f"{key}_spread_pct")
-    return _fmt(headline[key]) + (f" ± {spread:.0f}%" if isinstance(spread, (int, float)) else "")
+    return _fmt(headline[key]) + (f" ± {percent(spread)}" if isinstance(spread, (int, float)) else "")
 
 
 def headline_cells(headline: dict) -> list[str]:

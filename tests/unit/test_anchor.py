@@ -96,4 +96,4 @@ def test_a_command_line_that_is_no_anchor_is_not_used_as_one():
     lines = anchor.verdicts(rates, {"fps": 899, "startup_pct": 89, "startup_s": 0.096}, 0.0)
     assert "no anchor" in lines[0] and not any("at the anchor" in x or "of the command line" in x for x in lines)
     assert lines[1].endswith("no adapter cost measurable within the 30% spread")
-    assert lines[2].endswith("-19% against it, more than the 5% spread")
+    assert lines[2].endswith("-19% against it, more than the 5.0% spread")

@@ -340,7 +340,7 @@ def test_summary_opens_with_the_recommendation_and_lists_spreads_and_unreadable_
         "frames/s for the sequential workload (runner-up: torchcodec on cpu; 13% ahead, inside the spread: tied)"
     )
     row20 = next(line for line in md if line.startswith("| 20_decode"))
-    assert "best_fps: 1,386 ± 7%<br>jobs: 9 |" in row20 and "best_fps_spread_pct" not in row20
+    assert "best_fps: 1,386 ± 7.2%<br>jobs: 9 |" in row20 and "best_fps_spread_pct" not in row20
     at = md.index("## Files that could not be read (1)")
     assert md[at + 2] == (
         "- `/videos/broken.mp4` (20_decode_benchmarks, 21_training_loader_benchmarks): "

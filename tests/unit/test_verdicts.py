@@ -62,3 +62,10 @@ def test_small_rates_keep_two_significant_digits_in_the_sentence():
 def test_a_margin_without_any_spread_is_not_called_more_than_the_noise():
     sentence = verdicts.rank([("a", 120.0, None), ("b", 100.0, None)]).sentence()
     assert "20% ahead of b" in sentence and "no spread was measured" in sentence and "more than" not in sentence
+
+
+def test_a_small_spread_keeps_its_decimal():
+    # "a spread of 0%" says no spread at all; a measured 0.4% is written as such, 10% and up as whole percents
+    v = verdicts.rank([("a", 104.0, 0.4), ("b", 100.0, 0.3)])
+    assert not v.tied and "4.0% ahead of b" in v.sentence() and "a spread of 0.4%" in v.sentence()
+    assert verdicts.percent(12.4) == "12%" and verdicts.percent(None) == "0.0%" and verdicts.percent(9.96) == "10%"
