@@ -212,7 +212,9 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
             lines.append(f"{head}: at the anchor")
             continue
         if 100 * (b / a - 1) > spread:
-            why = f"the adapter costs {100 - vs_bare:.0f}% of its library's rate (more than the {percent(spread)} spread)"
+            why = (
+                f"the adapter costs {100 - vs_bare:.0f}% of its library's rate (more than the {percent(spread)} spread)"
+            )
         else:
             why = f"the library itself: its own loop is no faster (the two within the {percent(spread)} spread)"
         if touch_s:
