@@ -1,7 +1,8 @@
 """PyNvVideoCodec adapter: NVIDIA's Python bindings over NVDEC, frames straight into GPU memory (notebook 13).
 
-One `SimpleDecoder` per GPU is kept and pointed at each new file with `reconfigure_decoder`,
-which skips most of the cost of creating a decoder. Pitfalls handled here (shown in 13):
+One `SimpleDecoder` per GPU and thread is kept and pointed at each new file of the same codec, display size and
+pixel format with `reconfigure_decoder`, which skips most of the cost of creating a decoder. Pitfalls handled
+here (shown in 13):
 `get_batch_frames_by_index` drops repeated and out-of-range indices with only a warning, and
 returned frames borrow the decoder's surfaces, so each is copied out before the next request.
 Colour: the decoder hands out NV12 (`OutputColorType.NATIVE`), converted here by the file's own matrix and
@@ -60,9 +61,10 @@ class PyNvVideoCodec(base.Adapter):
         _wrong("container:matroska", "frame indices drift near the end of MKV files (asked 46, got 44)"),
     )
 
-    # Its forward-only read (`_forward`: its demuxer and decoder from the first packet, no seek) is written for
-    # open-GOP files; it is refused there until the GPU test (tests/unit/test_open_gop.py) proves it exact
-    FORWARD_ON: tuple = ()
+    # Open-GOP files are read by one forward pass from frame 0 (`_forward`: its demuxer and decoder from the first
+    # packet, no seek): exact on the H200 on every stamped open-GOP clip it takes, with out-of-order, repeated and
+    # keyframe-boundary indices (tests/unit/test_open_gop.py, 2026-12-03, PyNvVideoCodec 2.2.4)
+    FORWARD_ON: tuple = ("cuda",)
 
     def read(self, path: str, indices: list[int], device: Device, info):
         gpu = device.ordinal
@@ -71,11 +73,11 @@ class PyNvVideoCodec(base.Adapter):
                 unique = sorted(set(indices))
                 return base.in_order(_forward(path, unique, gpu, info), unique, indices)
             try:
-                return _read(decoder_for(path, gpu), path, indices, gpu, info)
+                return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
             except Exception:
                 # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
                 getattr(_local, "decoders", {}).pop(gpu, None)
-                return _read(decoder_for(path, gpu), path, indices, gpu, info)
+                return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
         except Exception as e:
             if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
                 raise BackendUnavailable(
@@ -84,28 +86,37 @@ class PyNvVideoCodec(base.Adapter):
             raise
 
 
-def decoder_for(path: str, gpu_id: int):
+def reuse_key(info) -> tuple:
+    """What a decoder pointed at another file with `reconfigure_decoder` must share with it: the codec, the picture's
+    display size and the pixel format. On the H200 (PyNvVideoCodec 2.2.4), with one decoder reused over 1920x1080
+    files (coded 1088 rows, cropped) and a 1920x1088 one, the 1920x1088 file came out 35 dB from the reference in
+    two of three rounds (benchmarks/h200/gpu_pixels.py, 2026-12-03): for another key a new decoder is made."""
+    return (info.codec, info.width, info.height, info.pix_fmt) if info is not None else None
+
+
+def decoder_for(path: str, gpu_id: int, info=None):
     """A SimpleDecoder on `path`: the cached one of this thread and GPU, kept as it is for the same file
     (`base.file_identity`; a loader reading it in chunks keeps the decoder's position), reconfigured
-    for another file, or new."""
+    for another file of the same `reuse_key` (`info`, the file's probe), or new."""
     import PyNvVideoCodec as nvc
 
     cache = getattr(_local, "decoders", None)
     if cache is None:
         cache = _local.decoders = {}
     key = (path, base.file_identity(path))
-    held_key, dec = cache.get(gpu_id, (None, None))
+    held_key, held_reuse, dec = cache.get(gpu_id, (None, None, None))
     if dec is not None and held_key == key:
         return dec
-    if dec is not None:
+    if dec is not None and held_reuse == reuse_key(info):
         try:
             dec.reconfigure_decoder(path)
-            cache[gpu_id] = (key, dec)
+            cache[gpu_id] = (key, held_reuse, dec)
             return dec
         except Exception:
-            cache.pop(gpu_id, None)  # a different codec or a larger size: start afresh
+            pass  # a different codec or a larger size: start afresh
+    cache.pop(gpu_id, None)
     dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE)
-    cache[gpu_id] = (key, dec)
+    cache[gpu_id] = (key, reuse_key(info), dec)
     return dec
 
 

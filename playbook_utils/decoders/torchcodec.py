@@ -115,9 +115,10 @@ class TorchCodec(base.Adapter):
             reads="seek",
         ),
     )
-    # Its forward-only read (`frame_mappings(forward=True)`) is exact on the CPU (tests/unit/test_open_gop.py); on
-    # CUDA, where the row above applies, it is refused until the GPU test there proves it exact
-    FORWARD_ON: tuple = ()
+    # Where the row above applies (CUDA), open-GOP files are read by one forward pass from frame 0
+    # (`frame_mappings(forward=True)`): exact on the H200 on every stamped open-GOP clip, with out-of-order, repeated
+    # and keyframe-boundary indices (tests/unit/test_open_gop.py, 2026-12-03, TorchCodec 0.17)
+    FORWARD_ON: tuple = ("cuda",)
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
         """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec

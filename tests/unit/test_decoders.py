@@ -285,6 +285,12 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     os.utime(a, ns=(1, 1))
     nv.decoder_for(str(a), 0)
     assert reconfigured == [str(b), str(a), str(a), str(a)] and made == [str(a)]
+    # reconfigured only for a file of the same codec, display size and pixel format: else a new decoder
+    hd = types.SimpleNamespace(codec="h264", width=1920, height=1080, pix_fmt="yuv420p")
+    kept = nv.decoder_for(str(b), 0, hd)
+    assert made == [str(a), str(b)] and nv.decoder_for(str(a), 0, hd) is kept and reconfigured[-1] == str(a)
+    taller = types.SimpleNamespace(codec="h264", width=1920, height=1088, pix_fmt="yuv420p")
+    assert nv.decoder_for(str(b), 0, taller) is not kept and made == [str(a), str(b), str(b)]
 
 
 def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch):
