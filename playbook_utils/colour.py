@@ -66,3 +66,27 @@ def nv12_to_rgb(nv12, height: int, width: int, matrix: str = "bt601", colour_ran
     y = nv12[:, :height, :width]
     uv = nv12[:, luma_rows : luma_rows + ch, : 2 * cw].reshape(nv12.shape[0], ch, cw, 2)
     return yuv_to_rgb(y, uv[..., 0], uv[..., 1], matrix, colour_range, 8)
+
+
+def rgb_to_yuv(rgb, matrix: str = "bt601", colour_range: str = "limited"):
+    """The inverse of `yuv_to_rgb` before its rounding: float32 Y', Cb, Cr code values (three (N, H, W) tensors, 8
+    bits) of R'G'B' (N, 3, H, W) pictures converted by `matrix` and `colour_range`. What a decoder that hands out
+    RGB by one fixed matrix started from, wherever its RGB was not clipped."""
+    import torch
+
+    kr, kb = MATRICES[matrix]
+    r, g, b = rgb.to(torch.float32).div(255).unbind(1)
+    y = kr * r + (1 - kr - kb) * g + kb * b
+    cb, cr = (b - y) / (2 * (1 - kb)), (r - y) / (2 * (1 - kr))
+    y_gain, y_off, c_gain = (219.0, 16.0, 224.0) if colour_range == "limited" else (255.0, 0.0, 255.0)
+    return y * y_gain + y_off, cb * c_gain + 128, cr * c_gain + 128
+
+
+def reconvert(rgb, decoded_as: tuple[str, str], wanted: tuple[str, str]):
+    """R'G'B' uint8 (N, 3, H, W) that a decoder converted by one fixed (matrix, range), `decoded_as`, converted
+    again as the file's tags say, `wanted`: back to Y'CbCr by `rgb_to_yuv`, then `yuv_to_rgb` (the chroma already
+    at full size). Exact but for rounding wherever the first conversion did not clip: where it clipped (a colour
+    outside what `decoded_as` can show in 0-255) the lost part stays lost. `rgb` itself when the two are the same."""
+    if tuple(decoded_as) == tuple(wanted):
+        return rgb
+    return yuv_to_rgb(*rgb_to_yuv(rgb, *decoded_as), *wanted)

@@ -5,12 +5,22 @@ on "cpu" it uses FFmpeg, which in DALI 2.x takes only VP8, VP9 and MJPEG — oth
 refused up front with that reason. One pipeline per device is built once and fed each file's
 bytes and its needed frames, once each and in order (then reordered to the request); outputs are
 copied into torch tensors (DALI reuses its buffers).
+
+Two things its NVDEC path does that this adapter mends or refuses (measured on the H200, DALI 2.4):
+- Colour: its NV12-to-RGB conversion reads the stream's range but never its matrix, so every file is converted
+  as BT.601 (a BT.709 HD file came out 28 dB from the reference). The RGB is converted again by the file's own
+  matrix (`colour.reconvert`); only colours the BT.601 conversion clipped stay off.
+- Its NVDEC decoders live in one process-wide cache, reused for a file of the same codec and coded size, keeping
+  the picture size of the file that made them. A file shown cropped (1920x1080, coded 1088 rows) read after one
+  shown at its full coded size (1920x1088) got its chroma from the wrong rows (22-24 dB). Such a read is refused
+  with that reason (`_cache_clash`): read it in another process, or with another backend.
 """
 
 from __future__ import annotations
 
 import threading
 
+from playbook_utils import colour
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable
@@ -18,6 +28,30 @@ from playbook_utils.errors import BackendUnavailable
 _lock = threading.Lock()
 _pipes: dict = {}  # pipelines by `pipeline_key`, the most recently used last
 PIPELINES = 4  # kept per process: each holds a decoder (on the GPU, NVDEC surfaces)
+_shown_whole: set = set()  # (gpu, codec, width, height, bit depth) of files read on NVDEC shown at their coded size
+DECODED_AS = "bt601"  # the matrix DALI's NVDEC path converts every file with (its range is the file's)
+
+
+def coded_size(info) -> tuple[int, int]:
+    """(width, height) the codec codes a picture of `info`'s display size at: whole macroblocks of 16 for H.264
+    and MPEG, 8 (the smallest coding block) for the others. A display size smaller than it is a crop."""
+    a = 16 if info.codec in ("h264", "mpeg4", "mpeg2video", "mpeg1video") else 8
+    return -(-info.width // a) * a, -(-info.height // a) * a
+
+
+def _cache_clash(gpu: int, info) -> str | None:
+    """Why DALI's process-wide NVDEC decoder cache would hand this file a decoder that crops it wrong, or None:
+    the file is shown cropped from its coded size, and a file of the same codec and bit depth shown at exactly
+    that coded size was read on this GPU in this process (DALI keeps that decoder, and reuses it by coded size)."""
+    w, h = coded_size(info)
+    if (w, h) == (info.width, info.height) or (gpu, info.codec, w, h, info.bit_depth) not in _shown_whole:
+        return None
+    return (
+        f"DALI's NVDEC decoders are cached per process and reused by coded size: this {info.width}x{info.height} "
+        f"{info.codec} picture is coded at {w}x{h}, and a file shown at {w}x{h} was read before in this process, so "
+        "DALI would decode this one with that decoder and take its chroma from the wrong rows (22-24 dB on the "
+        "H200). Read it in another process, or with another backend"
+    )
 
 
 def pipeline_key(kind: str, gpu: int, size, info) -> tuple:
@@ -94,6 +128,9 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
     # repeats takes time growing faster than the list (5,000 random indices of a 300-frame clip: over a minute).
     unique = sorted(set(indices))
     with _lock:
+        clash = _cache_clash(gpu, info) if kind == "cuda" else None
+        if clash:
+            raise BackendUnavailable(path, clash, "dali")
         key = pipeline_key(kind, gpu, size, info)
         pipe = _pipes.pop(key, None) or _pipeline(kind, gpu, size)
         _pipes[key] = pipe  # most recently used last
@@ -125,9 +162,14 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
             frames = torch.empty(sample.shape(), dtype=torch.uint8, device=str(device))
             feed_ndarray(sample, frames, cuda_stream=torch.cuda.current_stream(str(device)))
             torch.cuda.current_stream(str(device)).synchronize()
+            if coded_size(info) == (info.width, info.height):
+                _shown_whole.add((gpu, info.codec, info.width, info.height, info.bit_depth))
     if len(frames) != len(unique):
         raise RuntimeError(f"asked DALI for {len(unique)} frames, got {len(frames)}")
     frames = frames.permute(0, 3, 1, 2).contiguous()  # (U, 3, H, W), then one gather into the order asked
+    if kind == "cuda":  # converted as BT.601 whatever the file says: again, by the file's own matrix
+        matrix, rng = colour.effective(info)
+        frames = colour.reconvert(frames, (DECODED_AS, rng), (matrix, rng))
     return base.in_order(frames, unique, indices)
 
 

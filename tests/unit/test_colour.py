@@ -120,3 +120,43 @@ def test_every_gpu_backend_converts_by_the_tags_and_is_not_confused_by_the_previ
     ]
     failed = [(r["backend"], r["clip"], r["error"]) for r in rows if r["status"] not in ("ok", "unavailable")]
     assert failed == [], "a read that fails is not a refusal"
+
+
+@pytest.mark.parametrize("wanted", [("bt709", "limited"), ("bt709", "full"), ("bt2020", "limited")])
+def test_rgb_converted_by_the_wrong_matrix_is_mended_by_reconverting(wanted):
+    # DALI's NVDEC path converts every file as BT.601 (its range is the file's): on smooth 4:2:0 gradients of
+    # colours inside what BT.601 shows, converting its RGB back and again by the file's matrix lands within
+    # rounding of the right conversion, where the BT.601 one is visibly off
+    n, h, w = 2, 32, 48
+    yy, xx = torch.meshgrid(torch.linspace(0, 1, h), torch.linspace(0, 1, w), indexing="ij")
+    y = (60 + 120 * (0.5 * yy + 0.5 * xx)).round().to(torch.int32).expand(n, h, w)
+    u = (128 + 100 * (xx[::2, ::2] - 0.5)).round().to(torch.int32).expand(n, h // 2, w // 2)
+    v = (128 + 100 * (yy[::2, ::2] - 0.5)).round().to(torch.int32).expand(n, h // 2, w // 2)
+    right = colour.yuv_to_rgb(y, u, v, *wanted)
+    as_bt601 = colour.yuv_to_rgb(y, u, v, "bt601", wanted[1])
+    mended = colour.reconvert(as_bt601, ("bt601", wanted[1]), wanted)
+    assert pixels.psnr(as_bt601, right) < 35 and pixels.psnr(mended, right) > 50
+    assert colour.reconvert(right, wanted, wanted) is right
+
+
+def test_dali_refuses_a_cropped_file_its_process_wide_decoder_cache_would_crop_wrong(monkeypatch):
+    # DALI caches NVDEC decoders per process and reuses one by coded size, keeping the picture size it was made
+    # for: after a file shown at 1920x1088, one shown at 1920x1080 (coded 1088) would get its chroma from the
+    # wrong rows. The adapter refuses that read with the reason, and nothing else.
+    from types import SimpleNamespace
+
+    from playbook_utils.decoders import dali
+
+    monkeypatch.setattr(dali, "_shown_whole", set())
+
+    def info(codec, w, h, bits=8):
+        return SimpleNamespace(codec=codec, width=w, height=h, bit_depth=bits)
+
+    cropped, whole = info("h264", 1920, 1080), info("h264", 1920, 1088)
+    assert dali.coded_size(cropped) == (1920, 1088) and dali.coded_size(info("hevc", 1916, 1076)) == (1920, 1080)
+    assert dali._cache_clash(0, cropped) is None  # nothing shown whole yet
+    dali._shown_whole.add((0, "h264", 1920, 1088, 8))
+    why = dali._cache_clash(0, cropped)
+    assert why and "1920x1088" in why and "another process" in why
+    assert dali._cache_clash(1, cropped) is None and dali._cache_clash(0, info("hevc", 1920, 1080)) is None
+    assert dali._cache_clash(0, info("h264", 1920, 1080, 10)) is None and dali._cache_clash(0, whole) is None
