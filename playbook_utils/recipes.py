@@ -189,12 +189,14 @@ RECIPES = {
     },
     ("torchcodec", "cuda"): {
         "template": _TORCHCODEC,
-        "caveat": "it refuses open-GOP files on NVDEC, where TorchCodec returned neighbouring frames after a seek "
-        "(notebook 12): read those on the CPU",
+        "caveat": "it reads open-GOP files on NVDEC by one forward pass from frame 0, where TorchCodec returned "
+        "neighbouring frames after a seek such as this code's (notebook 12)",
     },
     ("decord", "cpu"): {
         "template": _DECORD,
-        "caveat": "it refuses the kinds of file decord returned wrong frames for (notebook 11)",
+        "caveat": "it reads open-GOP files by one forward pass from frame 0, where decord's get_batch (this code's "
+        "call) returned neighbouring frames, and refuses the other kinds of file decord returned wrong frames for "
+        "(notebook 11)",
     },
     ("spdl", "cpu"): {
         "template": _SPDL,
@@ -202,7 +204,8 @@ RECIPES = {
     },
     ("pynvvideocodec", "cuda"): {
         "template": _PYNVVIDEOCODEC,
-        "caveat": "it refuses open-GOP, 10-bit and Matroska files, where PyNvVideoCodec returned wrong frames "
+        "caveat": "it reads open-GOP files by one forward pass from frame 0, where PyNvVideoCodec's seeks (this "
+        "code's) returned other frames, refuses 10-bit and Matroska files, where it returned wrong frames "
         "(notebook 13), and takes the colour matrix and range from each file's tags (set `matrix` here)",
     },
 }

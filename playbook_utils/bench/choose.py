@@ -16,7 +16,7 @@ from collections import Counter
 from playbook_utils import recipes
 from playbook_utils.bench import verdicts
 from playbook_utils.bench.loader_bench import trusted
-from playbook_utils.decoders import traits, why_unavailable
+from playbook_utils.decoders import adapter, traits, why_unavailable
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
@@ -284,10 +284,12 @@ def tie_break(a: dict, b: dict) -> tuple[str, str]:
     return label(win), "nothing else tells them apart: the higher rate"
 
 
-def code_to_paste(rec: dict | None, workload: str) -> tuple[str | None, str]:
+def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) -> tuple[str | None, str]:
     """(code, note): the library's own `Dataset` for the recommended backend and device (`recipes.recipe`), with
     K from `workload` ('uniformK'; 16 otherwise, said in the note) and the worker count the recommendation was
-    measured with (the machine's cores where it names none); (None, why) where there is no recipe for it."""
+    measured with (the machine's cores where it names none); (None, why) where there is no recipe for it.
+    `infos` ({name: probe} of the reader's files): the note names those the playbook's adapter reads only forward
+    from frame 0 (open GOP), which this code, seeking, would read wrong."""
     if rec is None:
         return None, "no recommendation, so no code"
     m = re.fullmatch(r"uniform(\d+)", workload)
@@ -302,7 +304,16 @@ def code_to_paste(rec: dict | None, workload: str) -> tuple[str | None, str]:
     note = f"{rec['backend']} on {rec['device']}, K = {k}" + (f", {workers} workers" if rec["device"] == "cpu" else "")
     if not m:
         note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"
-    return code, f"{note}. Not in this code but in the playbook's adapter: {caveat}."
+    note = f"{note}. Not in this code but in the playbook's adapter: {caveat}."
+    kind = "cuda" if str(rec["device"]).startswith("cuda") else "cpu"
+    forward = sorted(n for n, i in (infos or {}).items() if adapter(rec["backend"]).forward_only(i, kind))
+    if forward:
+        names = ", ".join(forward[:5]) + (f" and {len(forward) - 5} more" if len(forward) > 5 else "")
+        note += (
+            f" {len(forward)} of your files ({names}) are of that kind: this code would hand them neighbouring "
+            "frames. Read them with the playbook's call above, or keep them out of this loader"
+        )
+    return code, note
 
 
 def route_call(rec: dict | None) -> str | None:

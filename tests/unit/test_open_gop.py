@@ -115,3 +115,18 @@ def test_the_gpu_forward_read_is_exact_on_open_gop(open_gop_clips, monkeypatch, 
         got = media.read_stamps(decoders.read_frames(path, idx, backend=backend, device="cuda").cpu())
         wrong[name] = [(i, g) for i, g in zip(idx, got) if i != g]
     assert len(wrong) >= 2 and not any(wrong.values()), (wrong, other)
+
+
+def test_the_code_to_paste_names_the_readers_files_it_would_read_wrong(open_gop_clips, tmp_path):
+    # 22's pasteable decord code seeks (get_batch); the playbook's adapter reads open-GOP files forward instead,
+    # so the note beside the code names the reader's open-GOP files, and only those
+    from playbook_utils.bench import choose
+
+    infos = {n: video_info(p) for n, p in open_gop_clips.items()}
+    closed = media.make_clip(tmp_path / "closed.mp4", width=256, height=144, num_frames=24, closed_gop=True)
+    infos["closed.mp4"] = video_info(closed)
+    rec = {"backend": "decord", "device": "cpu", "how": "loaders.make_loader(paths, backend='decord', num_workers=2)"}
+    code, note = choose.code_to_paste(rec, "uniform16", infos)
+    assert "get_batch" in code and f"{len(open_gop_clips)} of your files" in note and "closed.mp4" not in note
+    assert all(n in note for n in list(open_gop_clips)[:5]) and "neighbouring frames" in note
+    assert "of your files" not in choose.code_to_paste(rec, "uniform16", {"closed.mp4": infos["closed.mp4"]})[1]
