@@ -1,7 +1,7 @@
 """On the H200: what CUDA memory a GpuLoader / GpuProcessLoader stopped after one batch leaves in this process, per
 backend, before and after gc.collect(), and the live CUDA tensors then (shape, dtype, what refers to them).
 The question behind it: tests/unit/test_loaders.py::test_gpu_loaders_stopped_early_end_cleanly_and_free_gpu_memory
-failed for pynvvideocodec on 2026-12-03 (64 -> 96 MiB). Usage: python3 diag_gpu_memory.py BACKEND VIDEO [VIDEO2] (one backend per process: TorchCodec and
+failed for pynvvideocodec on 2026-12-03 (64 -> 96 MiB). Usage: python3 diag_gpu_memory.py BACKEND [VIDEO [VIDEO2]] (one backend per process: TorchCodec and
 PyNvVideoCodec clash in one)."""
 
 import gc
@@ -26,6 +26,11 @@ def live_cuda():
 
 def main():
     backend, paths = sys.argv[1], sys.argv[2:]
+    if not paths:  # the smoke media set (made or found in PLAYBOOK_MEDIA_DIR), as the test uses
+        from playbook_utils import media
+
+        smoke = media.default_media(smoke=True)
+        paths = [smoke["h264_144p_gop12.mp4"], smoke["hevc_144p_gop48.mp4"]]
     torch.zeros(1, device="cuda")
     for backend in (backend,):
         base = torch.cuda.memory_allocated()

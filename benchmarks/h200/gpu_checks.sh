@@ -9,4 +9,10 @@ export PLAYBOOK_MEDIA_DIR=/tmp/media
 echo "commit $(cat .gpu_media/COMMIT 2>/dev/null || echo unknown)"
 timeout ${PIXELS_LIMIT:-240} python3 benchmarks/h200/gpu_pixels.py run .gpu_media/colour .gpu_media/videos "$OUT/gpu_pixels.json" 2>&1 \
   | tee "$OUT/gpu_pixels.txt"
-timeout ${TESTS_LIMIT:-300} python3 -m pytest -p no:cacheprovider -q -m gpu -rs tests/unit 2>&1 | tail -60 | tee "$OUT/gpu_tests.txt"
+# the whole output kept, and every failure named in the summary (-rfEs): on 12-03 a tail of 40 lines lost three names
+timeout ${TESTS_LIMIT:-300} python3 -m pytest -p no:cacheprovider -q -m gpu -rfEs tests/unit > "$OUT/gpu_tests.txt" 2>&1
+grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" "$OUT/gpu_tests.txt"
+# what CUDA memory the GPU loaders stopped early leave behind, per backend (the memory test that failed on 12-03)
+for b in torchcodec pynvvideocodec; do
+  timeout 120 python3 benchmarks/h200/diag_gpu_memory.py $b 2>&1 | tail -20 | tee -a "$OUT/gpu_memory.txt"
+done

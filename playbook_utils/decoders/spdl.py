@@ -25,7 +25,7 @@ class Spdl(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "spdl", "spdl.io", "spdl-io"
     DEVICES = ("cpu", "cuda")
     # SPDL 0.8's NVDEC path fails MPEG-4 Part 2 and AV1 with "NOT IMPLEMENTED." (its decoder.cpp; seen on the H200
-    # on the smoke set's MPEG-4 clip): the codecs NVDEC decodes that it passes on, refused up front otherwise
+    # in a GPU test, on a 6,673-byte clip: the smoke set's AV1 one): only the codecs below, others refused up front
     CODECS = {"cuda": ("h264", "hevc", "vp8", "vp9", "mpeg1video", "mpeg2video")}
     KNOWN_WRONG = (
         *base.nv12_path_refusals(),

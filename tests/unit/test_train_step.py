@@ -43,7 +43,9 @@ def test_the_wait_is_the_loaders_and_held_batches_have_none():
     r = train_step.train_steps(model, slow(), steps=4, device="cpu", warmup=1)
     assert 0.045 <= r["wait_s"] < 0.5 and r["wait_fraction"] > 0.2
     held = train_step.train_steps(model, train_step.held_batches(slow(), 2, lambda b: b), steps=4, device="cpu")
-    assert held["wait_s"] < 0.01 and held["samples_per_s"] > r["samples_per_s"]
+    # no wait, rather than a faster rate: 4 steps of a tiny model on a busy 2-core machine can take longer than the
+    # loader's 50 ms once (seen in a make test run: 10 samples/s held against 15 fed), while the wait cannot appear
+    assert held["wait_s"] < 0.01 and held["wait_fraction"] < 0.05 < r["wait_fraction"]
     with pytest.raises(ValueError, match="no batch"):
         train_step.held_batches(iter([]), 2, lambda b: b)
 
