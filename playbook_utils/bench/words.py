@@ -59,6 +59,7 @@ def format_rows(rows: list[dict]) -> str:
         f"exact  agree  check"
     ]
     refused = Counter((r["backend"], r["device"], r.get("error") or "") for r in rows if r["status"] == "unavailable")
+    at_most = False
     for r in rows:
         if r["status"] == "unavailable":
             continue
@@ -66,6 +67,8 @@ def format_rows(rows: list[dict]) -> str:
         fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
         spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
+        if r.get("pct_of_ceiling") and "lower bound" in (r.get("words") or ""):  # an upper bound of the share
+            pct, at_most = f"<={r['pct_of_ceiling']:3.0f}%", True
         pct = " ABOVE" if r.get("verdict") == "above" else pct  # no share above the ceiling is a result
         note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"
         if r.get("read_forward"):  # its seeks go wrong on this file: read from frame 0, so sparse reads cost more
@@ -78,6 +81,8 @@ def format_rows(rows: list[dict]) -> str:
         )
     for (backend, device, why), n in refused.items():
         lines.append(f"{backend:15s} {device:4s} {n} job(s) unavailable: {why}")
+    if at_most:
+        lines.append("<=: the share of a ceiling measured only as a lower bound, so at most this")
     return "\n".join(lines)
 
 
@@ -119,8 +124,9 @@ def format_ceilings(found: dict, infos: dict) -> str:
             util = "n/a" if b["nvdec_util_median"] is None else f"{b['nvdec_util_median']}%"
             lines.append(
                 f"{head} {c['fps']:11,.0f} {b.get('decoder', 'pynvvideocodec'):>14s} {b['processes']:>3d}x"
-                f"{b['threads']:<3d} {util:>10s} {c['implied_fps'] or 0:8,.0f}  "
-                f"{ceiling_state(c)}"
+                f"{b['threads']:<3d} {util:>10s} "
+                + (f"{c['implied_fps']:8,.0f}  " if c["implied_fps"] else f"{'n/a':>8s}  ")
+                + ceiling_state(c)
             )
         else:
             lines.append(f"{head} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")

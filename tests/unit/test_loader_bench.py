@@ -135,6 +135,19 @@ def test_format_rows_shows_rate_spread_check_or_the_reason():
     forward = {**rows[0], "backend": "decord", "check": "stamp", "read_forward": True}
     assert words.format_rows([forward]).endswith("stamp; read forward from frame 0")
     assert "forward" not in words.format_rows(rows[:1])
+    # a share of a ceiling that was only a lower bound is an upper bound of the share, and the table says so
+    gpu = {**rows[0], "device": "cuda", "fps": 466.0}
+    low = {**gpu, **nvdec.against_ceiling(466.0, 20.0, {"fps": 2574.0, "saturated": False})}
+    high = {**gpu, **nvdec.against_ceiling(466.0, 20.0, {"fps": 2574.0, "saturated": True})}
+    assert "<= 18%" in words.format_rows([low]) and words.format_rows([low]).endswith("so at most this")
+    assert "   18%" in words.format_rows([high]) and "at most" not in words.format_rows([high])
+    # no utilization measured: no rate 'at 100%' either (it read 0)
+    unmeasured = {"nvdec_util_median": None, "processes": 2, "threads": 2}
+    line = words.format_ceilings(
+        {"a.mp4": {"fps": 2574.0, "best": unmeasured, "implied_fps": None, "saturated": False, "rows": []}},
+        {"a.mp4": type("I", (), {"width": 1920, "height": 1080, "bit_rate": 9e6})()},
+    ).splitlines()[1]
+    assert line.split()[-4:-2] == ["n/a", "n/a"] and " 0 " not in line
 
 
 def test_plots_carry_their_reference_lines_and_an_outside_legend():
