@@ -11,6 +11,8 @@ from __future__ import annotations
 
 # Kr, Kb of each matrix (ITU-R BT.601, BT.709, BT.2020 non-constant luminance)
 MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722), "bt2020": (0.2627, 0.0593)}
+# 8-bit code values of each range: (luma span, luma black, chroma span); chroma is centred on 128
+RANGES = {"limited": (219.0, 16.0, 224.0), "full": (255.0, 0.0, 255.0)}
 
 
 def effective(info) -> tuple[str, str]:
@@ -29,14 +31,15 @@ def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bi
 
     if matrix not in MATRICES:
         raise ValueError(f"unknown matrix {matrix!r}; choose from {', '.join(MATRICES)}")
-    if colour_range not in ("limited", "full"):
+    if colour_range not in RANGES:
         raise ValueError(f"colour_range must be 'limited' or 'full', got {colour_range!r}")
     kr, kb = MATRICES[matrix]
     kg = 1 - kr - kb
     scale = float(1 << (bits - 8))
     # R'G'B' x 255 = Y'' + C (Cb', Cr'): Y'' the luma scaled to 0-255, Cb' and Cr' the chroma code values less
     # their middle, C the matrix's chroma columns (R = Y + 2(1-Kr)Cr, B = Y + 2(1-Kb)Cb, G = (Y - Kr R - Kb B)/Kg)
-    y_gain, y_off, c_gain = (255 / 219, -16 * 255 / 219, 255 / 224) if colour_range == "limited" else (1.0, 0.0, 1.0)
+    y_span, y_black, c_span = RANGES[colour_range]
+    y_gain, y_off, c_gain = 255 / y_span, -y_black * 255 / y_span, 255 / c_span
     cr_r, cb_b = 2 * (1 - kr), 2 * (1 - kb)
     chroma_cols = torch.tensor([[0.0, cr_r], [-kb * cb_b / kg, -kr * cr_r / kg], [cb_b, 0.0]], device=y.device)
     chroma = torch.stack((u, v), 1).to(torch.float32).sub_(128 * scale)  # (N, 2, h, w), at the chroma's size
@@ -78,8 +81,8 @@ def rgb_to_yuv(rgb, matrix: str = "bt601", colour_range: str = "limited"):
     r, g, b = rgb.to(torch.float32).div(255).unbind(1)
     y = kr * r + (1 - kr - kb) * g + kb * b
     cb, cr = (b - y) / (2 * (1 - kb)), (r - y) / (2 * (1 - kr))
-    y_gain, y_off, c_gain = (219.0, 16.0, 224.0) if colour_range == "limited" else (255.0, 0.0, 255.0)
-    return y * y_gain + y_off, cb * c_gain + 128, cr * c_gain + 128
+    y_span, y_black, c_span = RANGES[colour_range]
+    return y * y_span + y_black, cb * c_span + 128, cr * c_span + 128
 
 
 def reconvert(rgb, decoded_as: tuple[str, str], wanted: tuple[str, str]):

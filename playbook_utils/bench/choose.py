@@ -214,9 +214,9 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
 
 def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
     """The recommendation among `candidates`, each library and device once with its best configuration, ranked
-    by rate with `verdicts.rank` (a margin with no measured spread is a tie). A candidate that refuses some of the files (an open-GOP HEVC file on a GPU path,
-    say) wins only when it is faster than the best one that takes every file by more than their spread; it
-    then comes with that one as the `fallback` for the files it refuses. Returns the winning candidate with
+    by rate with `verdicts.rank` (a margin with no measured spread is a tie). A candidate that refuses some of
+    the files (an open-GOP HEVC file on a GPU path, say) wins only when it is faster than the best one that takes
+    every file by more than their spread; it then comes with that one as the `fallback` for the files it refuses. Returns the winning candidate with
     'accepted', 'accepts_all', 'verdict' (runner-up, margin, spread, tied), 'runner_up', 'fallback' and
     'sentence', or None when there is no candidate."""
     for c in candidates:
@@ -230,14 +230,17 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
     if not pool:
         return None
     full = {k: c for k, c in pool.items() if c["accepts_all"]}
+
     # a margin whose spread was not measured (one run each, as in smoke mode) wins nothing: the tie rule decides
-    v = verdicts.rank(((key, c["fps"], c["spread_pct"]) for key, c in pool.items()), unknown_spread_ties=True)
+    def rank(entries):
+        return verdicts.rank(entries, unknown_spread_ties=True)
+
+    v = rank((key, c["fps"], c["spread_pct"]) for key, c in pool.items())
     fallback = None
     if not pool[v.best]["accepts_all"] and full:
-        f = verdicts.rank(((key, c["fps"], c["spread_pct"]) for key, c in full.items()), unknown_spread_ties=True)
-        vs = verdicts.rank(
-            [(v.best, v.best_value, pool[v.best]["spread_pct"]), (f.best, f.best_value, full[f.best]["spread_pct"])],
-            unknown_spread_ties=True,
+        f = rank((key, c["fps"], c["spread_pct"]) for key, c in full.items())
+        vs = rank(
+            [(v.best, v.best_value, pool[v.best]["spread_pct"]), (f.best, f.best_value, full[f.best]["spread_pct"])]
         )
         if vs.tied:  # not clearly faster than a loader that takes every file: take that one
             v = f

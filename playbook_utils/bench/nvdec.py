@@ -337,41 +337,40 @@ def levelled(rows: list[dict], best: dict) -> bool | None:
 
 def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
     """A loader's rate judged against the engines' `ceiling` (a `ceiling` result). Returns {'pct_of_ceiling',
-    'verdict', 'words'}: 'below' with its share; 'at' when it is above the ceiling by no more than the rate's
-    spread (share 100); 'above' when it beats a saturated ceiling by more than the spread, which no loader can:
-    one of the two measurements is wrong, and the row carries no share. Above a ceiling that was not saturated
-    (a lower bound), the ceiling is what is wrong; below or at one, the words say the share is an upper bound. No
-    share above 100 is ever a result. Notebooks 20, 21."""
+    'verdict', 'words', 'at_most'}: 'below' with its share; 'at' when it is above the ceiling by no more than the
+    rate's spread (share 100); 'above' when it beats a saturated ceiling by more than the spread, which no loader
+    can: one of the two measurements is wrong, and the row carries no share. Above a ceiling that was not saturated
+    (a lower bound), the ceiling is what is wrong; below or at one, the share is an upper bound ('at_most', and the
+    words say so). No share above 100 is ever a result. Notebooks 20, 21."""
+    saturated = bool(ceiling and ceiling.get("saturated"))
+
+    def judged(pct, verdict, words):
+        return {"pct_of_ceiling": pct, "verdict": verdict, "words": words, "at_most": pct is not None and not saturated}
+
     if not ceiling or not ceiling.get("fps") or not fps:
-        return {"pct_of_ceiling": None, "verdict": None, "words": "no ceiling to compare with"}
+        return judged(None, None, "no ceiling to compare with")
     c, spread = ceiling["fps"], spread_pct or 0.0
     pct = 100 * fps / c
-    bound = "" if ceiling.get("saturated") else " (measured only as a lower bound here, so the share is at most this)"
+    bound = "" if saturated else " (measured only as a lower bound here, so the share is at most this)"
     if pct <= 100:
-        return {"pct_of_ceiling": pct, "verdict": "below", "words": f"{pct:.1f}% of the NVDEC ceiling{bound}"}
+        return judged(pct, "below", f"{pct:.1f}% of the NVDEC ceiling{bound}")
     if pct <= 100 + spread:
-        return {
-            "pct_of_ceiling": 100.0,
-            "verdict": "at",
-            "words": f"at the NVDEC ceiling ({pct - 100:.1f}% over it, inside the {spread:.1f}% spread){bound}",
-        }
-    if ceiling.get("saturated"):
-        return {
-            "pct_of_ceiling": None,
-            "verdict": "above",
-            "words": (
-                f"ABOVE the saturated NVDEC ceiling ({fps:,.0f} against {c:,.0f} frames/s, more than the "
-                f"{spread:.1f}% spread): no loader can beat the engines, so one of the two measurements is wrong"
-            ),
-        }
-    return {
-        "pct_of_ceiling": None,
-        "verdict": "above",
-        "words": (
-            f"above the NVDEC ceiling, which was not saturated ({fps:,.0f} against {c:,.0f} frames/s): "
-            "the ceiling is only a lower bound here"
-        ),
-    }
+        return judged(
+            100.0, "at", f"at the NVDEC ceiling ({pct - 100:.1f}% over it, inside the {spread:.1f}% spread){bound}"
+        )
+    if saturated:
+        return judged(
+            None,
+            "above",
+            f"ABOVE the saturated NVDEC ceiling ({fps:,.0f} against {c:,.0f} frames/s, more than the "
+            f"{spread:.1f}% spread): no loader can beat the engines, so one of the two measurements is wrong",
+        )
+    return judged(
+        None,
+        "above",
+        f"above the NVDEC ceiling, which was not saturated ({fps:,.0f} against {c:,.0f} frames/s): "
+        "the ceiling is only a lower bound here",
+    )
 
 
 def ceilings(

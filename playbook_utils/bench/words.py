@@ -67,7 +67,7 @@ def format_rows(rows: list[dict]) -> str:
         fps = f"{r['fps']:9,.0f}" if ok else f"{'-':>9s}"
         spread = f"{r['rate_spread_pct']:6.0f}%" if r.get("rate_spread_pct") is not None else " " * 7
         pct = f"{r['pct_of_ceiling']:5.0f}%" if r.get("pct_of_ceiling") else " " * 6
-        if r.get("pct_of_ceiling") and "lower bound" in (r.get("words") or ""):  # an upper bound of the share
+        if r.get("pct_of_ceiling") and r.get("at_most"):  # the share of a lower-bound ceiling: an upper bound
             pct, at_most = f"<={r['pct_of_ceiling']:3.0f}%", True
         pct = " ABOVE" if r.get("verdict") == "above" else pct  # no share above the ceiling is a result
         note = r["check"] if ok else f"{r['status']}: {r.get('error') or ''}"

@@ -173,6 +173,7 @@ def test_no_share_of_the_ceiling_above_100_is_a_result(fps, spread, ceiling, ver
     assert j["verdict"] == verdict and j["pct_of_ceiling"] == pct
     if verdict is not None:  # every share of a ceiling that was not saturated says it is only an upper bound
         assert ("lower bound" in j["words"]) == (not ceiling["saturated"])
+        assert j["at_most"] == (j["pct_of_ceiling"] is not None and not ceiling["saturated"])
     if verdict == "above":
         assert ("measurements is wrong" in j["words"]) == ceiling["saturated"]
 
