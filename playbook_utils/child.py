@@ -123,72 +123,152 @@ def call_all(argvs: dict, timeout: float = 600, env: dict | None = None) -> dict
     return out
 
 
+class _Server:
+    """One serving child (`serve`): `argv` started now, its stdin left open for requests, its stdout's lines
+    read by a thread into a queue and its stderr kept, so that neither pipe fills while the parent waits."""
+
+    def __init__(self, argv: list[str], env: dict | None):
+        import queue
+        import threading
+        import time
+
+        self.argv, self.started = argv, time.perf_counter()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(env)
+        )
+        self.lines: queue.Queue = queue.Queue()
+        self.err: list[str] = []
+        out = self.proc.stdout
+        threading.Thread(target=lambda: [self.lines.put(x) for x in out] + [self.lines.put(None)], daemon=True).start()
+        self.reader = threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True)
+        self.reader.start()
+
+    def send(self, requests: list[dict], last: bool = False) -> None:
+        """Write `requests`, one JSON line each; `last`: close the child's stdin after them (it ends when done)."""
+        try:
+            self.proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+            self.proc.stdin.flush()
+            if last:
+                self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def next(self, timeout: float) -> tuple[dict, bool]:
+        """(the child's next answer, True), or (a 'timeout' or 'crashed' answer, False) when it gave none: a child
+        that ran out of time is killed."""
+        import queue
+
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                self.proc.kill()
+                return _died(subprocess.TimeoutExpired(self.argv, timeout), timeout), False
+            if line is None:  # the child ended before answering
+                self.proc.wait()
+                self.reader.join(timeout=5)
+                return _died(
+                    subprocess.CompletedProcess(self.argv, self.proc.returncode, "", "".join(self.err)), timeout
+                ), False
+            found = _answers(line)
+            if found:
+                return found[0], True
+
+    def close(self) -> None:
+        """Close its stdin and wait for it to end (killed after 30 s)."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def serve(
-    argv: list[str], requests: list[dict], timeout: float = 300, env: dict | None = None, on_answer=None
+    argv: list[str],
+    requests: list[dict],
+    timeout: float = 300,
+    env: dict | None = None,
+    on_answer=None,
+    server: _Server | None = None,
 ) -> list[dict]:
     """Send `requests` to one child `argv` (one JSON line each on its stdin; it answers one line per request, in
     order) and return one answer per request. Each request gets `timeout` seconds; `on_answer(request, answer)`
     is called as each answer arrives (a progress bar). When the child dies or runs out of time, the request it
     was on gets a 'crashed' or 'timeout' answer and a new child serves the rest. Each answer gets 'served_s': the
-    seconds since the answer before it (for a child's first, since the child was started: its start-up is in it)."""
-    import queue
-    import threading
+    seconds since the answer before it (for a child's first, since the child was started: its start-up is in it,
+    unless `server`, a child `serve_all` started and warmed beforehand, serves them: then since they were sent)."""
     import time
 
     results: list[dict] = []
     pending = list(requests)
     while pending:
-        last = time.perf_counter()
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(env),
-        )
-        lines: queue.Queue = queue.Queue()
-        err: list[str] = []
-        threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)], daemon=True).start()
-        reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
-        reader.start()
-        try:
-            proc.stdin.write("".join(json.dumps(r) + "\n" for r in pending))
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-        failure = None
-        while pending and failure is None:
-            try:
-                line = lines.get(timeout=timeout)
-            except queue.Empty:
-                proc.kill()
-                failure = _died(subprocess.TimeoutExpired(argv, timeout), timeout)
-                break
-            if line is None:  # the child ended before answering every request
-                proc.wait()
-                reader.join(timeout=5)
-                failure = _died(subprocess.CompletedProcess(argv, proc.returncode, "", "".join(err)), timeout)
-                break
-            found = _answers(line)
-            if found:
-                now = time.perf_counter()
-                found[0]["served_s"], last = now - last, now
-                results.append(found[0])
-                if on_answer:
-                    on_answer(pending[0], found[0])
-                pending.pop(0)
-        if failure is not None and pending:
-            results.append(failure)
+        fresh = server is None
+        proc = _Server(argv, env) if fresh else server
+        server = None
+        last = proc.started if fresh else time.perf_counter()
+        proc.send(pending, last=True)
+        while pending:
+            found, ok = proc.next(timeout)
+            now = time.perf_counter()
+            found["served_s"], last = now - last, now
+            results.append(found)
             if on_answer:
-                on_answer(pending[0], failure)
+                on_answer(pending[0], found)
             pending.pop(0)
-        proc.wait()
+            if not ok:
+                break
+        proc.close()
     return results
 
 
-def serve_requests(handle) -> None:
-    """The child's side of `serve`: answer each JSON line of stdin with `reply(handle, request)`."""
+def serve_all(
+    argv: list[str],
+    groups: dict,
+    warm: dict | None = None,
+    timeout: float = 300,
+    env: dict | None = None,
+    on_answer=None,
+) -> dict:
+    """`serve` for several children, one per key of `groups` ({key: [request, ...]}), each key's requests served
+    in turn, one child at a time, so that no two measure at once. All the children are started first, side by
+    side, and each sent its `warm[key]` request (its libraries imported, its CUDA context made): with nothing
+    measured yet, their start-ups overlap instead of adding up (six backends' children took 4-10 s each on the H200).
+    Returns {key: [answer, ...]}; each key's first answer also holds 'warm_s', its child's start and warm-up
+    (run side by side with the others'), and 'warm', the answer to the warm request (a failed warm-up is no
+    failure of the requests: a child that died of it is replaced when its turn comes)."""
+    import time
+
+    servers = {k: _Server(argv, env) for k in groups}
+    warmed = {}
+    for k, s in servers.items():
+        s.send([warm[k]] if warm and k in warm else [])
+    for k, s in servers.items():
+        if warm and k in warm:
+            found, ok = s.next(timeout)
+            warmed[k] = {**found, "warm_s": round(time.perf_counter() - s.started, 3)}
+            if not ok:
+                servers[k] = None
+    out = {}
+    for k, requests in groups.items():
+        answers = serve(argv, requests, timeout=timeout, env=env, on_answer=on_answer, server=servers.pop(k))
+        if answers and k in warmed:
+            answers[0]["warm_s"] = warmed[k].pop("warm_s")
+            answers[0]["warm"] = warmed[k]
+        out[k] = answers
+    return out
+
+
+def serve_requests(handle, warm=None) -> None:
+    """The child's side of `serve`: answer each JSON line of stdin with `reply(handle, request)`; a request that
+    holds the key 'warm' (`serve_all`'s) with `reply(warm, request['warm'])`."""
     for line in sys.stdin:
         if line.strip():
-            reply(handle, json.loads(line))
+            request = json.loads(line)
+            if isinstance(request, dict) and "warm" in request and warm is not None:
+                reply(warm, request["warm"])
+            else:
+                reply(handle, request)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Wait for part.sh N's run (up to WAIT_S seconds), then send back its console, the executed notebooks, their JSON,
+# Wait for part.sh N's (or PATTERN's) run (up to WAIT_S seconds), then send back its console, the executed notebooks, their JSON,
 # figures and the merged summary (not the epoch copies and generated media, which are large and rebuilt anywhere).
-n=${1:?usage: wait_part.sh N}
+n=${1:?usage: wait_part.sh N|PATTERN}
+n=${n//[^0-9A-Za-z]/_}   # as part.sh names its files
 limit=${WAIT_S:-560}
 while [ ! -f "/tmp/parts/DONE$n" ] && [ $SECONDS -lt "$limit" ]; do sleep 5; done
 cat "/tmp/parts/START$n" "/tmp/parts/DONE$n" 2>/dev/null; echo "nightly exit status: $(cat "/tmp/parts/RC$n" 2>/dev/null || echo 'still running')"

@@ -3,7 +3,8 @@ decoding the same clip to raw RGB on the same cores, each library's own bare loo
 and `read_frames` through the adapter, so that what an adapter costs, and what its library cannot reach, are
 both measured.
 
-    python -m playbook_utils.bench.anchor LIBRARY PATH REPEATS   (the child of `library_rates`)
+    python -m playbook_utils.bench.anchor LIBRARY PATH REPEATS [FIRST]   (one library, one answer)
+    python -m playbook_utils.bench.anchor --serve   (the child of `library_rates`: requests on stdin)
 """
 
 from __future__ import annotations
@@ -157,22 +158,31 @@ def _child(library: str, path: str, repeats: int, first: int | None = None) -> d
     }
 
 
+def _warm(library: str, path: str) -> dict:
+    """A child's warm-up (`child.serve_all`): its library imported and its decoder made, by reading frame 0."""
+    return {"shape": list(read_frames(path, [0], library).shape)}
+
+
 def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 600, first: int | None = None) -> dict:
     """{library: the child's answer}: each library's bare loop and its adapter decoding every frame of `path` (or
-    its `first` frames, as notebook 20's smoke mode reads) to RGB, in a child process of its own (no two libraries' FFmpegs in one process). A library that is not
-    installed, or refuses the file, answers 'unavailable' with the reason. Notebook 20."""
+    its `first` frames, as notebook 20's smoke mode reads) to RGB, in a child process of its own (no two
+    libraries' FFmpegs in one process). The children start and import their library side by side, then measure
+    one at a time (`child.serve_all`). A library that is not installed, or refuses the file, answers
+    'unavailable' with the reason. Notebook 20."""
     out = {}
     for lib in libraries:
         why = why_unavailable(lib, "cpu", path)
         if why:
             out[lib] = {"status": "unavailable", "error": why}
-            continue
-        out[lib] = child.call(
-            child.python("-m", "playbook_utils.bench.anchor", lib, str(path), str(repeats), str(first or 0)),
-            timeout=timeout,
-            env=child_env(),
-        )
-    return out
+    todo = [lib for lib in libraries if lib not in out]
+    answers = child.serve_all(
+        child.python("-m", "playbook_utils.bench.anchor", "--serve"),
+        {lib: [{"library": lib, "path": str(path), "repeats": repeats, "first": first}] for lib in todo},
+        warm={lib: {"warm": [lib, str(path)]} for lib in todo},
+        timeout=timeout,
+        env=child_env(),
+    )
+    return {lib: out[lib] if lib in out else answers[lib][0] for lib in libraries}
 
 
 def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
@@ -225,4 +235,9 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
 
 
 if __name__ == "__main__":  # the child of `library_rates`: a failure is reported as data
-    child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)
+    if sys.argv[1:] == ["--serve"]:
+        child.serve_requests(
+            lambda r: _child(r["library"], r["path"], r["repeats"], r["first"]), warm=lambda a: _warm(*a)
+        )
+    else:
+        child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)

@@ -99,11 +99,30 @@ def _by_stamp(indices, frames) -> FrameCheck:
     return FrameCheck("stamp", not wrong, len(indices), wrong, detail)
 
 
+_REFERENCES: dict = {}  # (file, size, mtime, library, indices) -> {index: luma}, the last few decoded (`_reference_lumas`)
+KEEP_REFERENCES = 4
+
+
+def _reference_lumas(path, needed: list[int], ref: str) -> dict:
+    """{index: luma} of `ref`'s CPU decode of `needed` frames of `path`. The last KEEP_REFERENCES decodes are kept,
+    keyed by the file's identity (path, size, modification time) and the indices: notebook 20's child checks the
+    same frames of a clip once per device, and decodes them once."""
+    import os
+
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns, ref, tuple(needed))
+    if key not in _REFERENCES:
+        _REFERENCES[key] = dict(zip(needed, (_luma(f) for f in read_frames(path, needed, ref, "cpu"))))
+        while len(_REFERENCES) > KEEP_REFERENCES:
+            _REFERENCES.pop(next(iter(_REFERENCES)))
+    return _REFERENCES[key]
+
+
 def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameCheck:
     n = video_info(path).num_frames
     positions = _positions(len(indices), max_frames)
     needed = sorted({j for p in positions for j in (indices[p] - 1, indices[p], indices[p] + 1) if 0 <= j < n})
-    refs = dict(zip(needed, (_luma(f) for f in read_frames(path, needed, ref, "cpu"))))
+    refs = _reference_lumas(path, needed, ref)
     wrong, off_colour, alike, worst = [], [], 0, float("inf")
     for p in positions:
         i = indices[p]

@@ -149,6 +149,22 @@ def _measure(job: Job, clips: list[str]) -> dict:
     }
 
 
+def _warm(job: dict) -> dict:
+    """A child's warm-up before its first job (`child.serve_all`): its backend's library and the reference
+    library imported, the CUDA context and a decoder made, by reading frame 0 of the job's clip with each."""
+    import torch
+
+    job = Job(**job)
+    t = time.perf_counter()
+    frames = read_frames(job.clip, [0], job.backend, job.device)
+    if Device.parse(job.device).is_cuda:
+        torch.cuda.synchronize(job.device)
+    ref = exactness.reference_backend(job.clip, job.backend)
+    if ref is not None:
+        read_frames(job.clip, [0], ref, "cpu")
+    return {"shape": list(frames.shape), "reference": ref, "seconds": time.perf_counter() - t}
+
+
 def run_job(job: Job, timeout: float = 600) -> dict:
     """Run `job` in a fresh child process; return one result row (failures become rows too: 'status' is one of
     `child.OUTCOMES`)."""
@@ -257,11 +273,12 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
 def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> list[dict]:
     """Run `jobs` and return one row each, in order (failures are rows too). A job its backend refuses before
     decoding (`why_unavailable`) needs no process; the others run in one child process per backend, which serves
-    that backend's jobs one after another, its CPU jobs and its GPU jobs (`child.serve`): no library shares a
+    that backend's jobs one after another, its CPU jobs and its GPU jobs (`child.serve_all`): no library shares a
     process with another, and the library's import, the reference library's (`exactness`), its CUDA context and
-    its decoders are made once, not once per job or per device (on the H200 a child's start, with PyTorch's and
-    TorchCodec's imports, took 4-10 s: `served_s` of its first job). A
-    child that crashes loses the job it was on; a new one serves the rest. `progress`: a bar on stderr
+    its decoders are made once, not once per job or per device. The children start side by side before any job
+    runs, each warmed on its first job's clip (`_warm`), then measure one at a time: on the H200 a child's start,
+    with PyTorch's and TorchCodec's imports, took 4-10 s, paid once for all of them ('warm_s' of a backend's first
+    row). A child that crashes loses the job it was on; a new one serves the rest. `progress`: a bar on stderr
     (`progress_bar`). Notebook 20."""
 
     def head(job):
@@ -277,16 +294,21 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> lis
             groups.setdefault(job.backend, []).append(k)
     bar = progress_bar(len(jobs), "bench", progress)
     bar.update(sum(r is not None for r in rows))
-    for backend, ks in groups.items():
-        bar.set_postfix_str(backend)
-        answers = child.serve(
-            child.python("-m", "playbook_utils.bench", "--serve"),
-            [dataclasses.asdict(jobs[k]) for k in ks],
-            timeout=timeout,
-            env=child_env(),
-            on_answer=lambda request, answer: bar.update(1),
-        )
-        for k, answer in zip(ks, answers):
+
+    def on_answer(request, answer):
+        bar.set_postfix_str(request["backend"])
+        bar.update(1)
+
+    answers = child.serve_all(
+        child.python("-m", "playbook_utils.bench", "--serve"),
+        {b: [dataclasses.asdict(jobs[k]) for k in ks] for b, ks in groups.items()},
+        warm={b: {"warm": dataclasses.asdict(jobs[ks[0]])} for b, ks in groups.items()},
+        timeout=timeout,
+        env=child_env(),
+        on_answer=on_answer,
+    )
+    for b, ks in groups.items():
+        for k, answer in zip(ks, answers[b]):
             rows[k] = {**head(jobs[k]), **answer}
     bar.close()
     return rows
@@ -354,7 +376,7 @@ def main(argv=None) -> int:
         child.reply(_child, Job(**json.loads(args.child)))
         return 0
     if args.serve:  # one backend's jobs, one JSON line each on stdin, answered in order
-        child.serve_requests(lambda request: _child(Job(**request)))
+        child.serve_requests(lambda request: _child(Job(**request)), warm=_warm)
         return 0
     unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + [
         b for b in args.backends.split(",") if b not in BACKENDS

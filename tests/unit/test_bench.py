@@ -77,6 +77,9 @@ def test_run_all_serves_each_backends_jobs_from_one_process_in_order(tmp_path, c
     assert all(r["served_s"] > 0 for r in rows if r["status"] != "unavailable")
     assert set(rows[4]["phases_s"]) == {"first_call", "frame_check", "warmup", "measured"}
     assert rows[4]["served_s"] >= sum(rows[4]["phases_s"].values())
+    # each backend's child was started and warmed before any job ran (its first row says how long that took)
+    assert rows[0]["warm"]["status"] == "ok" and rows[1]["warm"]["status"] == "ok" and rows[0]["warm_s"] > 0
+    assert "warm" not in rows[3] and "warm" not in rows[4]
 
 
 @pytest.mark.media

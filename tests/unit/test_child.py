@@ -17,3 +17,40 @@ def test_call_all_returns_each_childs_answer_or_how_it_failed():
     assert answers["died"]["status"] == "crashed" and "exit 3" in answers["died"]["error"]
     assert "boom" in answers["died"]["error"]
     assert answers["hung"]["status"] == "timeout"
+
+
+SERVER = (
+    "import os, sys, time\n"
+    "from playbook_utils import child\n"
+    "def warm(w):\n"
+    "    if w == 'die':\n"
+    "        os._exit(5)\n"
+    "    t = time.time()\n"
+    "    time.sleep(1.0)\n"  # a start-up
+    "    return {'warmed': w, 'window': [t, time.time()], 'pid': os.getpid()}\n"
+    "def handle(r):\n"
+    "    return {'twice': 2 * r['n'], 'pid': os.getpid(), 'at': time.time()}\n"
+    "child.serve_requests(handle, warm=warm)"
+)
+
+
+def test_serve_all_warms_every_child_side_by_side_then_serves_each_key_in_turn():
+    groups = {"a": [{"n": 1}, {"n": 2}], "b": [{"n": 3}], "c": [{"n": 4}]}
+    got = child.serve_all(
+        child.python("-c", SERVER),
+        groups,
+        warm={"a": {"warm": "a"}, "b": {"warm": "b"}, "c": {"warm": "die"}},
+        timeout=60,
+    )
+    assert {k: [a["twice"] for a in v] for k, v in got.items()} == {"a": [2, 4], "b": [6], "c": [8]}
+    # one child per key serves all its requests, and the warmed child is the one that serves them
+    assert got["a"][0]["warm"]["pid"] == got["a"][0]["pid"] == got["a"][1]["pid"] != got["b"][0]["pid"]
+    # the warm-ups ran side by side, before any request: their windows overlap, and every request came after them
+    (a0, a1), (b0, b1) = got["a"][0]["warm"]["window"], got["b"][0]["warm"]["window"]
+    assert max(a0, b0) < min(a1, b1) and max(a1, b1) <= got["a"][0]["at"]
+    assert got["a"][0]["warm_s"] >= 1.0 and got["b"][0]["warm"]["warmed"] == "b"
+    # the keys were served in turn: b's request after a's last
+    assert got["a"][1]["at"] <= got["b"][0]["at"] <= got["c"][0]["at"]
+    # a child that died warming up is a failed warm-up, not a failed request: a new child serves c
+    assert got["c"][0]["status"] == "ok" and got["c"][0]["warm"]["status"] == "crashed"
+    assert "exit 5" in got["c"][0]["warm"]["error"] and got["a"][0]["warm"]["status"] == "ok"

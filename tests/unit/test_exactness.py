@@ -88,3 +88,24 @@ def test_the_right_frame_in_other_colours_is_not_exact(footage):
     assert check.wrong == [] and check.off_colour == [0, 1, 2] and check.exact is False
     assert exactness.FLOOR_DB < check.lowest_db < exactness.AGREE_DB
     assert "not the same pixels" in check.detail
+
+
+def test_the_reference_decode_is_kept_for_the_same_frames_of_the_same_file(footage, tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    calls = []
+    real = exactness.read_frames
+    monkeypatch.setattr(exactness, "read_frames", lambda p, i, b, d: calls.append((str(p), b)) or real(p, i, b, d))
+    copy = shutil.copy(footage, tmp_path / "copy.mp4")
+    want = [3, 17, 31]
+    got = read_frames(copy, want, "torchcodec")
+    first = exactness.check_frames(copy, want, got, "torchcodec")
+    again = exactness.check_frames(copy, want, got, "torchcodec")  # the same frames checked again: no decode
+    assert first == again and first.exact and len(calls) == 1
+    exactness.check_frames(copy, [4, 17], read_frames(copy, [4, 17], "torchcodec"), "torchcodec")  # other frames
+    assert len(calls) == 2
+    # the file replaced by another under the same name (a new modification time): decoded again, and judged anew
+    shutil.copy(media.make_clip(tmp_path / "other.mp4", "h264", 160, 96, num_frames=40, gop=15), copy)
+    os.utime(copy, ns=(os.stat(copy).st_atime_ns, os.stat(copy).st_mtime_ns + 10**9))
+    assert exactness.check_frames(copy, want, got, "torchcodec").exact is False and len(calls) == 3
