@@ -67,7 +67,8 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
     input on `device`) and the step (forward, backward, optimizer; on CUDA with bfloat16 autocast, synchronized
     before the clock stops). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median),
     'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during
-    the steps, above what was held before; None on the CPU), 'batch_mb' (the model input's bytes)}."""
+    the steps, above what was held before; None on the CPU), 'batch_mb' (the model input's bytes), 'batch_videos'
+    and 'batch_dtype' (its first dimension and its element type)}."""
     import torch
 
     cuda = str(device).startswith("cuda")
@@ -75,7 +76,7 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
     model = model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     prepare = prepare or (lambda b: b.to(device))
-    waits, times, sizes, batch_mb = [], [], [], None
+    waits, times, sizes, batch_mb, batch_shape = [], [], [], None, (None, None)
     held = 0
     for n in range(warmup + steps):
         if n == warmup:
@@ -99,7 +100,7 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
             waits.append(t1 - t0)
             times.append(t2 - t1)
             sizes.append(x.shape[0])
-            batch_mb = x.numel() * x.element_size() / 2**20
+            batch_mb, batch_shape = x.numel() * x.element_size() / 2**20, (x.shape[0], str(x.dtype).split(".")[-1])
     wall = time.perf_counter() - begin
     return {
         "steps": steps,
@@ -110,6 +111,8 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
         "samples_per_s": sum(sizes) / wall,
         "peak_mem_mb": (torch.cuda.max_memory_allocated(device) - held) / 2**20 if cuda else None,
         "batch_mb": batch_mb,
+        "batch_videos": batch_shape[0],
+        "batch_dtype": batch_shape[1],
     }
 
 

@@ -249,8 +249,9 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     if live["peak_mem_mb"] is not None:
         lines.append(
             f"peak GPU memory of a step, above what was held before it: {live['peak_mem_mb']:,.0f} MB with the "
-            f"loader, {held['peak_mem_mb']:,.0f} MB on held batches; the model's input is {live['batch_mb']:.0f} MB "
-            "a batch"
+            f"loader, {held['peak_mem_mb']:,.0f} MB on held batches; the model's input is {live['batch_mb']:.1f} MB "
+            f"a batch"
+            + (f" ({live['batch_videos']} videos as {live['batch_dtype']})" if live.get("batch_dtype") else "")
         )
     return lines
 

@@ -19,6 +19,7 @@ def test_the_model_takes_frame_pairs_of_patches_and_trains():
     r = train_step.train_steps(model, batches, steps=3, device="cpu", warmup=1)
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters())), "the optimizer stepped"
     assert r["steps"] == 3 and r["peak_mem_mb"] is None and r["batch_mb"] == pytest.approx(x.numel() * 4 / 2**20)
+    assert (r["batch_videos"], r["batch_dtype"]) == (2, "float32")
 
 
 def test_the_processor_view_counts_patches_and_merged_tokens():
@@ -62,10 +63,13 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
     # the H200's run: +0.2% inside a 0.3% spread had read "within the spread of 0%"
     small = {**r, "step_cost_pct": 0.16, "spread_pct": 0.29}
     assert "+0.2%: within the spread of 0.3%" in words.training_step_lines(small, "torchcodec x16 threads", "cuda")[2]
-    gpu = {**r, "with_loader": {**base, "peak_mem_mb": 900.0}, "held": {**base, "peak_mem_mb": 850.0},
+    gpu = {**r, "with_loader": {**base, "peak_mem_mb": 900.0, "batch_videos": 2, "batch_dtype": "float16"},
+           "held": {**base, "peak_mem_mb": 850.0},
            "step_cost_pct": 12.0, "within_spread": False}  # fmt: skip
     lines = words.training_step_lines(gpu, "torchcodec x16 threads", "cuda")
     assert "more than the spread" in lines[2] and "900 MB with the loader, 850 MB on held batches" in lines[3]
+    # the batch's size with what it holds: 21's smoke run printed "4 MB a batch" beside "4.3 MB as float32" a video
+    assert lines[3].endswith("the model's input is 12.0 MB a batch (2 videos as float16)")
     assert "enlarged" in words.processor_line(train_step.processor_view(4, 144, 256), 144, 256)
 
 
