@@ -68,11 +68,23 @@ class Verdict:
     margin_pct: float | None  # how much higher the best is than the runner-up, in % of the runner-up
     spread_pct: float | None  # the larger of the two measurements' spreads
     tied: bool  # margin inside the spread (or no spread known: see `rank`)
+    # when tied: the entries after the runner-up tied with the best too, each (label, rate, the best's margin over it
+    # in % as `margin_pct`, its spread): a margin not larger than the larger of its spread and the first two's
+    also_tied: tuple = ()
 
     def sentence(self, unit: str = "frames/s", what: str = "the fastest") -> str:
         """One line for a notebook: the winner, its margin and the spread, or that the first two are tied."""
         if self.runner_up is None:
             return f"{self.best}: {_number(self.best_value)} {unit} (the only one measured, so nothing to compare)"
+        if self.tied and self.also_tied:
+            names = [self.best, self.runner_up, *(t[0] for t in self.also_tied)]
+            values = [self.best_value, self.runner_up_value, *(t[1] for t in self.also_tied)]
+            spread = max(self.spread_pct or 0, *(t[3] or 0 for t in self.also_tied))
+            return (
+                f"{', '.join(names[:-1])} and {names[-1]} are tied here: {' vs '.join(_number(v) for v in values)} "
+                f"{unit}, the first {percent(self.also_tied[-1][2])} ahead of the last against a spread of "
+                f"{percent(spread)} of the measurements"
+            )
         if self.tied:
             spread = "an unknown spread" if self.spread_pct is None else f"a spread of {percent(self.spread_pct)}"
             return (
@@ -116,4 +128,10 @@ def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
     spreads = [s for s in (bs, rs) if s is not None]
     spread = max(spreads) if spreads else None
     tied = (margin <= spread) if spread is not None else unknown_spread_ties
-    return Verdict(b, bv, r, rv, margin, spread, tied)
+    also = []
+    for label, (value, s) in ordered[2:] if tied and spread is not None else ():
+        ahead = 100 * (bv / value - 1) if value > 0 else float("inf")  # the best's margin over it, as `margin`
+        if s is None or ahead > max(spread, s):
+            break
+        also.append((label, value, ahead, s))
+    return Verdict(b, bv, r, rv, margin, spread, tied, tuple(also))

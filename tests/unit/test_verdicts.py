@@ -69,3 +69,17 @@ def test_a_small_spread_keeps_its_decimal():
     v = verdicts.rank([("a", 104.0, 0.4), ("b", 100.0, 0.3)])
     assert not v.tied and "4.0% ahead of b" in v.sentence() and "a spread of 0.4%" in v.sentence()
     assert verdicts.percent(12.4) == "12%" and verdicts.percent(None) == "0.0%" and verdicts.percent(9.96) == "10%"
+
+
+def test_a_third_entry_inside_the_spread_is_named_in_the_tie():
+    # the H200's smoke run: pynvvideocodec 466 (spread 20%), torchcodec 424 (13%), DALI 400 (3%) were "two tied"
+    v = verdicts.rank(
+        [("pynvvideocodec", 466, 20.0), ("torchcodec", 424, 13.0), ("dali", 400, 3.0), ("spdl", 174, 3.0)]
+    )
+    assert v.tied and [t[0] for t in v.also_tied] == ["dali"]
+    assert v.sentence().startswith("pynvvideocodec, torchcodec and dali are tied here: 466 vs 424 vs 400 frames/s")
+    assert "the first 17% ahead of the last against a spread of 20%" in v.sentence()
+    # not tied: no third is named; tied, but the third is further off than any spread: the two alone
+    assert verdicts.rank([("a", 200, 1.0), ("b", 100, 1.0), ("c", 99, 1.0)]).also_tied == ()
+    two = verdicts.rank([("a", 100, 5.0), ("b", 98, 5.0), ("c", 80, 5.0)])
+    assert two.tied and two.also_tied == () and two.sentence().startswith("a and b are tied here")
