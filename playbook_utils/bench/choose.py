@@ -184,7 +184,7 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                     "spread_pct": g.get("frames_per_s_spread_pct"),
                     "how": f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, "
                     f"strategy='uniform', k={k})",
-                    "source": "notebook 21, GPU threads",
+                    "source": f"notebook 21, a GpuLoader with {g['threads']} threads",
                 }
             )
     elif workload == "sequential":
