@@ -247,10 +247,17 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
         else:
             fallback = full[f.best]
     sentence, chosen = v.sentence(what="the best choice"), v.best
-    if v.tied and v.runner_up in pool:
-        chosen, why = tie_break(pool[v.best], pool[v.runner_up])
+    tied = [k for k in (v.runner_up, *(t[0] for t in v.also_tied)) if k in pool] if v.tied else []
+    why = None
+    for k in tied:  # the tie rule over every candidate tied with the fastest, not the first two alone
+        winner, reason = tie_break(pool[chosen], pool[k])
+        if winner != chosen or why is None:
+            why = reason
+        chosen = winner
+    if tied:
         sentence += f"; {chosen} is taken by the tie rule: {why}"
-    other = v.runner_up if chosen == v.best else v.best
+    # the runner-up: the fastest of the others (the fastest of all, where the tie rule took another)
+    other = v.best if chosen != v.best else v.runner_up
     return {
         **pool[chosen],
         "verdict": v.as_dict(),

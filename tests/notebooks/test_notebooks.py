@@ -199,8 +199,9 @@ def test_24_vlm_path_is_exact_from_shards_and_the_bucket(smoke_run):
     assert all(x["psnr_db"] is None or x["psnr_db"] > 30 for x in r["resize"]["rows"])  # None: identical (inf)
 
 
+@pytest.mark.parametrize("cores", [2, 16])
 @pytest.mark.parametrize("smoke", [True, False], ids=["smoke", "full"])
-def test_21_gpu_loaders_get_epochs_with_a_steady_window(smoke):
+def test_21_gpu_loaders_get_epochs_with_a_steady_window(smoke, cores):
     # the GPU cells never run in CI: their sizes are checked here (a smoke run on the H200 once had 4 videos = 1
     # batch of 4, all of it warm-up; later, 96-video epochs let a 64-thread loader decode most of its epoch before
     # the clock started). Every loader's epoch, sized as the notebook sizes it, must leave a steady window.
@@ -208,8 +209,8 @@ def test_21_gpu_loaders_get_epochs_with_a_steady_window(smoke):
 
     nb = nbformat.read(run_notebooks.NOTEBOOK_DIR / "21_training_loader_benchmarks.ipynb", as_version=4)
     cell = next(c.source for c in nb.cells if c.cell_type == "code" and "\nWARMUP_BATCHES = " in "\n" + c.source)
-    constants = [line for line in cell.splitlines() if re.match(r"[A-Z_]+ = ", line) and "cores" not in line]
-    ns = {"SMOKE": smoke}
+    constants = [line for line in cell.splitlines() if re.match(r"[A-Z_]+ = ", line)]
+    ns = {"SMOKE": smoke, "cores": cores}
     exec("\n".join(constants), ns)
     warm, batch = ns["WARMUP_BATCHES"] * ns["BATCH"], ns["BATCH"]
     specs = [{"kind": "gpu", "threads": t} for t in [*ns["GPU_THREADS"], *ns["MORE_THREADS"]]]

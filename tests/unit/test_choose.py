@@ -184,6 +184,15 @@ def test_a_tie_is_broken_by_the_stated_rule_and_says_so():
         "are tied here" in rec["sentence"]
         and "pyav on cpu is taken by the tie rule: the simpler dependency" in rec["sentence"]
     )
+    # three tied (the third inside the spread too): the rule runs over all of them, and the runner-up is the fastest
+    # of the others (a 2-core smoke run had recommended pyav with 'runner-up: pyav', the verdict's second)
+    rows = [_row("torchcodec", "cpu", "a.mp4", 105, 20), _row("decord", "cpu", "a.mp4", 101, 20),
+            _row("pyav", "cpu", "a.mp4", 97, 20)]  # fmt: skip
+    rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
+    assert rec["backend"] == "pyav" and rec["runner_up"]["backend"] == "torchcodec"
+    assert rec["sentence"].startswith("torchcodec on cpu, decord on cpu and pyav on cpu are tied here")
+    assert rec["sentence"].endswith("pyav on cpu is taken by the tie rule: the simpler dependency (in the order "
+                                    "pyav, torchcodec, spdl, pynvvideocodec, dali, decord)")  # fmt: skip
     # no spread measured (one run each, as 21 in smoke mode): a 6% margin decides nothing, the rule does (on the
     # H200 22 had called decord 'the best choice' this way, against the TorchCodec its own tree put first)
     rows = [_row("decord", "cpu", "a.mp4", 142, None), _row("torchcodec", "cpu", "a.mp4", 134, None)]
