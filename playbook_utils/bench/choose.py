@@ -322,8 +322,10 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     if forward:
         names = ", ".join(forward[:5]) + (f" and {len(forward) - 5} more" if len(forward) > 5 else "")
         note += (
-            f" {len(forward)} of your files ({names}) are of that kind: this code would hand them neighbouring "
-            "frames. Read them with the playbook's call above, or keep them out of this loader"
+            f" {len(forward)} of your files ({names}) {'is' if len(forward) == 1 else 'are'} of that kind: this code "
+            f"would hand {'it' if len(forward) == 1 else 'them'} neighbouring frames. Read "
+            f"{'it' if len(forward) == 1 else 'them'} with the playbook's call above, or keep "
+            f"{'it' if len(forward) == 1 else 'them'} out of this loader"
         )
     return code, note
 

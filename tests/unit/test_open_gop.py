@@ -130,3 +130,6 @@ def test_the_code_to_paste_names_the_readers_files_it_would_read_wrong(open_gop_
     assert "get_batch" in code and f"{len(open_gop_clips)} of your files" in note and "closed.mp4" not in note
     assert all(n in note for n in list(open_gop_clips)[:5]) and "neighbouring frames" in note
     assert "of your files" not in choose.code_to_paste(rec, "uniform16", {"closed.mp4": infos["closed.mp4"]})[1]
+    one = next(iter(open_gop_clips))  # one such file is named in the singular (the H200 smoke run: "1 ... are")
+    note = choose.code_to_paste(rec, "uniform16", {one: infos[one], "closed.mp4": infos["closed.mp4"]})[1]
+    assert f"1 of your files ({one}) is of that kind: this code would hand it neighbouring frames" in note
