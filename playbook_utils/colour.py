@@ -41,9 +41,13 @@ def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bi
     y_span, y_black, c_span = RANGES[colour_range]
     y_gain, y_off, c_gain = 255 / y_span, -y_black * 255 / y_span, 255 / c_span
     cr_r, cb_b = 2 * (1 - kr), 2 * (1 - kb)
-    chroma_cols = torch.tensor([[0.0, cr_r], [-kb * cb_b / kg, -kr * cr_r / kg], [cb_b, 0.0]], device=y.device)
-    chroma = torch.stack((u, v), 1).to(torch.float32).sub_(128 * scale)  # (N, 2, h, w), at the chroma's size
-    rgb = torch.einsum("oc,nchw->nohw", chroma_cols * (c_gain / scale), chroma)
+    # at the chroma's size, by elementwise products: a matrix product (einsum) would run on cuBLAS, whose workspace
+    # each decoding thread gets for itself and keeps (on the H200 a PyNvVideoCodec GpuLoader stopped early left
+    # 64 MiB allocated with no tensor alive)
+    g = c_gain / scale
+    cb = u.to(torch.float32).sub_(128 * scale).mul_(g)  # (N, h, w)
+    cr = v.to(torch.float32).sub_(128 * scale).mul_(g)
+    rgb = torch.stack((cr * cr_r, cb * (-kb * cb_b / kg) + cr * (-kr * cr_r / kg), cb * cb_b), 1)
     if rgb.shape[-2:] != y.shape[-2:]:  # bilinear is linear: upsampling the chroma's terms = upsampling the chroma
         rgb = F.interpolate(rgb, size=tuple(y.shape[-2:]), mode="bilinear", align_corners=False)
     luma = y.to(torch.float32).mul_(y_gain / scale).add_(y_off)
