@@ -17,7 +17,7 @@ import time
 
 from playbook_utils import child
 from playbook_utils.bench.verdicts import percent, spread_pct
-from playbook_utils.decoders import child_env, read_frames, video_info, why_unavailable
+from playbook_utils.decoders import check_libraries, child_env, read_frames, video_info, why_unavailable
 
 LIBRARIES = ("pyav", "torchcodec", "decord", "spdl")  # the CPU libraries that decode H.264/HEVC here
 TARGET_PCT = 90  # an adapter should reach this share of the command line where its library can
@@ -170,6 +170,7 @@ def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 
     one at a time (`child.serve_all`). A library that is not installed, or refuses the file, answers
     'unavailable' with the reason. Notebook 20."""
     out = {}
+    check_libraries(libraries)  # the import checks side by side
     for lib in libraries:
         why = why_unavailable(lib, "cpu", path)
         if why:

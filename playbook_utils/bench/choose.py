@@ -16,7 +16,7 @@ from collections import Counter
 from playbook_utils import recipes
 from playbook_utils.bench import verdicts
 from playbook_utils.bench.loader_bench import trusted
-from playbook_utils.decoders import adapter, traits, why_unavailable
+from playbook_utils.decoders import adapter, check_libraries, traits, why_unavailable
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
@@ -68,6 +68,7 @@ def coverage(paths: dict, devices, backends) -> dict:
     """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend would refuse before
     decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
     limits)."""
+    check_libraries(backends)  # the libraries' import checks side by side, not one after another
     out = {}
     for d in devices:
         for b in backends:

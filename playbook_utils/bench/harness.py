@@ -27,7 +27,15 @@ from pathlib import Path
 from playbook_utils import child, env, media, sampling
 from playbook_utils.bench import exactness, verdicts
 from playbook_utils.bench.monitor import UtilizationMonitor
-from playbook_utils.decoders import BACKENDS, child_env, read_frames, reads_forward, video_info, why_unavailable
+from playbook_utils.decoders import (
+    BACKENDS,
+    check_libraries,
+    child_env,
+    read_frames,
+    reads_forward,
+    video_info,
+    why_unavailable,
+)
 from playbook_utils.device import Device
 
 WORKLOADS = {
@@ -286,6 +294,7 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> lis
 
     rows: list = [None] * len(jobs)
     groups: dict = {}
+    check_libraries(sorted({job.backend for job in jobs}))  # the import checks side by side
     for k, job in enumerate(jobs):
         why = why_unavailable(job.backend, job.device, job.clip)
         if why:

@@ -41,6 +41,7 @@ __all__ = [
     "as_stored",
     "available",
     "check_indices",
+    "check_libraries",
     "child_env",
     "file_identity",
     "frame_size",
@@ -91,6 +92,12 @@ def reads_forward(backend: str, device="cpu", path=None) -> bool:
         return adapter(backend).forward_only(video_info(path), Device.parse(device).kind) is not None
     except DecodeError:
         return False
+
+
+def check_libraries(backends=BACKENDS) -> None:
+    """Check that each backend's library imports, all side by side (`base.check_imports`): before a loop that
+    asks `why_unavailable` of every backend, so that their child processes overlap."""
+    base.check_imports(adapter(b).IMPORT for b in backends)
 
 
 def available(device="cpu") -> list[str]:

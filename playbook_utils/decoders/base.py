@@ -177,6 +177,18 @@ def importable(name: str) -> tuple[bool, str | None]:
     return info["importable"], info["error"]
 
 
+def check_imports(names) -> None:
+    """`importable` for several modules side by side, each in its own child process: a caller about to ask about
+    every library (notebooks 20-22) waits for the slowest import instead of their sum (on the H200 six libraries
+    one after another took 10-14 s). The answers are kept as `importable` keeps them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = [n for n in dict.fromkeys(names) if n and n not in _vouched()]
+    if len(todo) > 1:
+        with ThreadPoolExecutor(len(todo)) as pool:
+            list(pool.map(importable, todo))
+
+
 def child_env() -> dict:
     """os.environ plus the libraries this process has already seen import cleanly, for the child processes that
     measure one backend (bench jobs, notebook 21's loaders): they skip a second check, which costs a Python

@@ -531,3 +531,31 @@ def test_isolated_reads_the_stream_asked_for(unusual):
     frames = read_frames_isolated(unusual["two"], [17, 2], backend="pyav", stream=0)
     assert tuple(frames.shape) == (2, 3, 144, 256)
     assert [media.read_stamp(f) for f in as_stored(frames, video_info(unusual["two"], stream=0))] == [17, 2]
+
+
+def test_the_libraries_import_checks_run_side_by_side_and_are_kept(monkeypatch):
+    import threading
+    import time
+
+    from playbook_utils.decoders import base
+
+    windows, calls, lock = {}, [], threading.Lock()
+
+    def check(name):  # a child process importing a library, as env.check_import runs one
+        start = time.time()
+        time.sleep(0.3)
+        with lock:
+            windows[name] = (start, time.time())
+            calls.append(name)
+        return {
+            "importable": name != "fake_broken_lib",
+            "error": "ImportError: boom" if name == "fake_broken_lib" else None,
+        }
+
+    monkeypatch.setattr(base.env, "check_import", check)
+    base.check_imports(["fake_lib_a", "fake_lib_b", "fake_broken_lib", "fake_lib_a"])
+    assert sorted(calls) == ["fake_broken_lib", "fake_lib_a", "fake_lib_b"]  # each once
+    assert max(s for s, _ in windows.values()) < min(e for _, e in windows.values())  # all at once
+    # the answers are kept: asking again starts no child
+    assert base.importable("fake_broken_lib") == (False, "ImportError: boom") and base.importable("fake_lib_b")[0]
+    assert len(calls) == 3
