@@ -694,6 +694,26 @@ def damage_mp4(src, path, how: str) -> Path:
     return Path(path)
 
 
+def unusual_clips(directory) -> dict[str, Path]:
+    """{'rot': a clip whose display matrix turns it 90 degrees, 'two': a file of two video streams, the second
+    FFmpeg's best} in `directory`, made once with the ffmpeg command-line tool (`rotate_display`,
+    `mux_video_streams`); files already there are used as they are, so that a machine without the tool (the GPU
+    machine) can be given them. {} where they are neither there nor makeable. The sources tests read them from
+    every kind of source."""
+    directory = Path(directory)
+    out = {n: directory / f"{n}.mp4" for n in ("rot", "two")}
+    if all(p.exists() for p in out.values()):
+        return out
+    if ffmpeg_cli() is None:
+        return {}
+    directory.mkdir(parents=True, exist_ok=True)
+    base = make_clip(directory / "base.mp4", "h264", 320, 180, num_frames=24, gop=12, bframes=0)
+    first = make_clip(directory / "first.mp4", "h264", 256, 144, num_frames=18, gop=6, bframes=0)
+    mux_video_streams(out["two"], [first, base], best=1)
+    rotate_display(base, out["rot"], 90)
+    return out
+
+
 def mux_video_streams(path, sources, best: int = 1) -> Path:
     """An MP4 holding the video stream of each of `sources`, in order, stream `best` flagged as the default
     one, which makes it FFmpeg's best video stream (notebook 23, the correctness matrix)."""

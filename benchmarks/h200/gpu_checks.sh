@@ -4,8 +4,11 @@
 # tags, decoders reused across files) and 30 (open-GOP clips read forward on NVDEC: tests/unit/test_open_gop.py),
 # in one call. Carry .gpu_media, made on the CPU beforehand:
 #   bash benchmarks/h200/make_mixed_folder.sh && .venv/bin/python benchmarks/h200/gpu_pixels.py make .gpu_media/colour
+#   .venv/bin/python -c "from playbook_utils import media; media.unusual_clips('.gpu_media/unusual')"
 source /tmp/gpu-env.sh
 export PLAYBOOK_MEDIA_DIR=/tmp/media
+# the rotated and two-stream clips of the sources tests (26), made on the CPU: media.unusual_clips
+[ -d .gpu_media/unusual ] && export PLAYBOOK_UNUSUAL_CLIPS="$(pwd)/.gpu_media/unusual"
 echo "commit $(cat .gpu_media/COMMIT 2>/dev/null || echo unknown)"
 # SKIP_PIXELS=1: not the pixel matrix (when notebook 20 in full mode runs it in the same session)
 [ -n "${SKIP_PIXELS:-}" ] || timeout ${PIXELS_LIMIT:-240} python3 benchmarks/h200/gpu_pixels.py run .gpu_media/colour .gpu_media/videos "$OUT/gpu_pixels.json" 2>&1 \

@@ -88,21 +88,18 @@ def test_access_patterns_cost_what_they_say(bucket):
 @pytest.fixture(scope="module")
 def unusual_remote(bucket, tmp_path_factory):
     """A clip whose display matrix turns it 90 degrees and a file of two video streams, on disk, in a local tar
-    shard and in the bucket (made with the ffmpeg tool)."""
+    shard and in the bucket (made with the ffmpeg tool, or made beforehand: $PLAYBOOK_UNUSUAL_CLIPS, a folder of
+    `media.unusual_clips`, for the GPU machine, which has no ffmpeg)."""
     import io
+    import os
     import tarfile
 
-    if not media.ffmpeg_cli():
-        pytest.skip("needs the ffmpeg command-line tool")
     from playbook_utils import objectstore
 
     d = tmp_path_factory.mktemp("unusual_remote")
-    base = media.make_clip(d / "base.mp4", "h264", 320, 180, num_frames=24, gop=12, bframes=0)
-    first = media.make_clip(d / "first.mp4", "h264", 256, 144, num_frames=18, gop=6, bframes=0)
-    files = {
-        "rot": media.rotate_display(base, d / "rot.mp4", 90),
-        "two": media.mux_video_streams(d / "two.mp4", [first, base], best=1),
-    }
+    files = media.unusual_clips(os.environ.get("PLAYBOOK_UNUSUAL_CLIPS") or d)
+    if not files:
+        pytest.skip("needs the ffmpeg command-line tool (or $PLAYBOOK_UNUSUAL_CLIPS: a folder of media.unusual_clips)")
     shard = d / "u.tar"
     with tarfile.open(shard, "w") as t:
         for name, path in files.items():
