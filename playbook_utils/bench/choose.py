@@ -87,14 +87,30 @@ def realistic_clips(clip_info: dict) -> dict:
 def decision_tree(rows, clip_info: dict) -> dict:
     """{(device, codec, GOP class, workload): verdict dict} over the frame-exact rows of a bench table: which
     backend was fastest for each measured case, its margin over the runner-up and whether that is inside the
-    spread (`verdicts.rank`)."""
+    spread (`verdicts.rank`). Where a case holds several clips, backends are compared on the clips every one of
+    them read (each by its mean rate over them, its largest spread), not one backend's best clip against another's
+    (on the H200 a TorchCodec row on the open-GOP file had stood against a PyNvVideoCodec row on the closed one);
+    'clips' names them."""
     cases: dict = {}
     for r in rows:
         info = clip_info.get(r["clip"])
         if info and r.get("status") == "ok" and r.get("exact"):
             key = (r["device"], info["codec"], gop_class(info["gop"]), r["workload"])
-            cases.setdefault(key, []).append((r["backend"], r["fps"], r.get("rate_spread_pct")))
-    return {k: verdicts.rank(v).as_dict() for k, v in sorted(cases.items())}
+            cases.setdefault(key, []).append(r)
+    out = {}
+    for key, rs in sorted(cases.items()):
+        by_backend: dict = {}
+        for r in rs:
+            by_backend.setdefault(r["backend"], []).append(r)
+        common = set.intersection(*({r["clip"] for r in mine} for mine in by_backend.values()))
+        entries = []
+        for b, mine in by_backend.items():
+            mine = [r for r in mine if r["clip"] in common] or mine  # no clip in common: each its own
+            spreads = [r["rate_spread_pct"] for r in mine if r.get("rate_spread_pct") is not None]
+            entries.append((b, sum(r["fps"] for r in mine) / len(mine), max(spreads) if spreads else None))
+        clips = sorted(common) or sorted({r["clip"] for r in rs})
+        out[key] = {**verdicts.rank(entries).as_dict(), "clips": clips}
+    return out
 
 
 def _how_cpu(backend: str, sweep, k: int | None) -> str:

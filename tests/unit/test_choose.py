@@ -50,6 +50,18 @@ def test_the_tree_names_a_winner_per_case_and_calls_ties():
     short = tree[("cpu", "h264", "short GOP (<= 60)", "uniform16")]
     assert (short["best"], short["runner_up"], short["tied"]) == ("pyav", "torchcodec", False)
     assert tree[("cpu", "h264", "long GOP (> 60)", "uniform16")]["tied"] is True
+    # two clips in one case: backends compared on the clips all of them read, not each on its best one (the H200's
+    # tree had put TorchCodec on the open-GOP file against PyNvVideoCodec on the closed one)
+    info = {"closed.mp4": {"codec": "hevc", "gop": 30}, "open.mp4": {"codec": "hevc", "gop": 60}}
+    rows = [_row("torchcodec", "cuda", "closed.mp4", 290, 4), _row("torchcodec", "cuda", "open.mp4", 296, 4),
+            _row("pynvvideocodec", "cuda", "closed.mp4", 239, 2), _row("pynvvideocodec", "cuda", "open.mp4", 136, 1),
+            _row("dali", "cuda", "closed.mp4", 300, 1)]  # fmt: skip
+    case = choose.decision_tree(rows, info)[("cuda", "hevc", "short GOP (<= 60)", "uniform16")]
+    assert case["clips"] == ["closed.mp4"] and (case["best"], case["runner_up"]) == ("dali", "torchcodec")
+    both = choose.decision_tree(rows[:4], info)[("cuda", "hevc", "short GOP (<= 60)", "uniform16")]
+    assert (
+        both["clips"] == ["closed.mp4", "open.mp4"] and both["best_value"] == 293 and both["runner_up_value"] == 187.5
+    )
 
 
 def test_the_recommendation_weighs_coverage_against_speed_and_reports_its_runner_up():
