@@ -338,11 +338,10 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     forward = sorted(n for n, i in (infos or {}).items() if adapter(rec["backend"]).forward_only(i, kind))
     if forward:
         names = ", ".join(forward[:5]) + (f" and {len(forward) - 5} more" if len(forward) > 5 else "")
+        is_, it = ("is", "it") if len(forward) == 1 else ("are", "them")
         note += (
-            f" {len(forward)} of your files ({names}) {'is' if len(forward) == 1 else 'are'} of that kind: this code "
-            f"would hand {'it' if len(forward) == 1 else 'them'} neighbouring frames. Read "
-            f"{'it' if len(forward) == 1 else 'them'} with the playbook's call above, or keep "
-            f"{'it' if len(forward) == 1 else 'them'} out of this loader"
+            f" {len(forward)} of your files ({names}) {is_} of that kind: this code would hand {it} neighbouring "
+            f"frames. Read {it} with the playbook's call above, or keep {it} out of this loader"
         )
     return code, note
 

@@ -14,6 +14,7 @@ file's picture from a reused decoder, is a failure too, reported apart from wron
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from playbook_utils.decoders import read_frames, video_info, why_unavailable
 from playbook_utils.media import StampError, read_stamp
@@ -107,8 +108,6 @@ def _reference_lumas(path, needed: list[int], ref: str) -> dict:
     """{index: luma} of `ref`'s CPU decode of `needed` frames of `path`. The last KEEP_REFERENCES decodes are kept,
     keyed by the file's identity (path, size, modification time) and the indices: notebook 20's child checks the
     same frames of a clip once per device, and decodes them once."""
-    import os
-
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns, ref, tuple(needed))
     if key not in _REFERENCES:

@@ -149,10 +149,12 @@ def sweep_label(row: dict, total: int, workers: bool = True) -> str:
     return name
 
 
-def gpu_specs(clip, device: str, threads, process_layouts, dali_ok: bool) -> tuple[list[dict], list[str]]:
+def gpu_specs(
+    clip, device: str, threads, process_layouts, dali_skip: str | None = None
+) -> tuple[list[dict], list[str]]:
     """The GPU-side loaders notebook 21 measures on `clip`: a `GpuLoader` per GPU backend and thread count, a
-    `GpuProcessLoader` per (processes, threads), and DALI's reader where `dali_ok`. Returns (specs, notes), a
-    note for each backend that refuses the clip."""
+    `GpuProcessLoader` per (processes, threads), and DALI's reader where DALI takes the clip, unless `dali_skip`
+    says why not (a note then). Returns (specs, notes), a note for each backend that refuses the clip."""
     specs, notes = [], []
     for b in ("pynvvideocodec", "torchcodec"):
         why = why_unavailable(b, device, clip)
@@ -164,7 +166,9 @@ def gpu_specs(clip, device: str, threads, process_layouts, dali_ok: bool) -> tup
             {"kind": "gpu", "backend": b, "processes": p, "threads": t, "loader": f"{b} {p} processes x{t} threads"}
             for p, t in process_layouts
         ]
-    if dali_ok and why_unavailable("dali", device, clip) is None:
+    if dali_skip:
+        notes.append(f"dali experimental reader: {dali_skip}")
+    elif why_unavailable("dali", device, clip) is None:
         specs.append(
             {
                 "kind": "dali",

@@ -101,7 +101,9 @@ def check_libraries(backends=BACKENDS) -> None:
 
 
 def available(device="cpu") -> list[str]:
-    """The backends that can decode on `device` on this machine (import checked in a child process)."""
+    """The backends that can decode on `device` on this machine (each import checked in a child process, all side
+    by side: `check_libraries`)."""
+    check_libraries()
     return [b for b in BACKENDS if why_unavailable(b, device) is None]
 
 

@@ -388,3 +388,15 @@ def test_the_gpu_data_wait_runs_over_ten_look_aheads_in_full_mode():
     assert loader_bench.wait_steps_for(spec, 4, smoke=False) == 160  # 640 videos of 4 a step
     assert loader_bench.wait_steps_for(spec, 4, smoke=True) == 4
     assert loader_bench.wait_steps_for({"kind": "gpu", "threads": 1}, 4, smoke=False) == 12
+
+
+@pytest.mark.media
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the notes of a machine without CUDA")
+def test_gpu_specs_note_each_loader_left_out_and_why(tmp_path):
+    # on this machine (no CUDA) every GPU backend refuses the clip with its reason; DALI's reader left out on purpose
+    # (21 in smoke mode) says so, and otherwise only a DALI that takes the clip adds a spec
+    clip = media.make_clip(tmp_path / "c.mp4", "h264", 96, 64, num_frames=8)
+    specs, notes = loader_bench.gpu_specs(clip, "cuda", [4], (), "measured in full mode only")
+    assert specs == [] and notes[-1] == "dali experimental reader: measured in full mode only"
+    assert [n.split(":")[0] for n in notes[:2]] == ["pynvvideocodec", "torchcodec"]
+    assert all(not n.startswith("dali") for n in loader_bench.gpu_specs(clip, "cuda", [4], ())[1])
