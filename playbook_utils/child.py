@@ -262,6 +262,63 @@ def serve_all(
     return out
 
 
+class Spares:
+    """Children started ahead and warmed side by side, each to serve one request and end: for measurements that
+    each need a fresh process (notebook 21's GPU-side loaders) without paying each one's start-up in turn.
+
+    `start(key, warm, count)` starts `count` children of `argv` and sends each the warm-up `warm` (a `serve_all`
+    warm request's body: libraries imported, a CUDA context made); `ready()` waits until every one has answered it.
+    `call(key, request)` hands `request` to a warmed child of `key` (one request, then its stdin is closed and it
+    ends) and returns its answer with 'warm_s', its start-up; None when no warmed child of `key` is left, or its
+    warm-up failed (that child is ended): the caller then runs the request in a fresh child, whose own failure is the
+    one to report. `close()` ends the children not used (a child also ends when this process does: its stdin
+    closes)."""
+
+    def __init__(self, argv: list[str], env: dict | None = None, timeout: float = 300):
+        self.argv, self.env, self.timeout = argv, env, timeout
+        self.idle: dict = {}  # key: [[server, warm answer or None], ...]
+
+    def start(self, key, warm, count: int = 1) -> None:
+        for _ in range(count):
+            server = _Server(self.argv, self.env)
+            server.send([{"warm": warm}])
+            self.idle.setdefault(key, []).append([server, None])
+
+    def _warmed(self, entry) -> dict:
+        import time
+
+        if entry[1] is None:
+            found, _ = entry[0].next(self.timeout)
+            entry[1] = {**found, "warm_s": round(time.perf_counter() - entry[0].started, 3)}
+        return entry[1]
+
+    def ready(self) -> dict:
+        """Wait for every child's warm-up; returns {key: [its children's warm-up answers]}."""
+        return {key: [self._warmed(e) for e in entries] for key, entries in self.idle.items()}
+
+    def call(self, key, request: dict, timeout: float | None = None) -> dict | None:
+        entries = self.idle.get(key) or []
+        while entries:
+            entry = entries.pop(0)
+            warm = self._warmed(entry)
+            if warm.get("status") != "ok":
+                entry[0].proc.kill()
+                entry[0].close()
+                continue
+            server = entry[0]
+            server.send([request], last=True)
+            found, _ = server.next(timeout or self.timeout)
+            server.close()
+            return {**found, "warm_s": warm["warm_s"]}
+        return None
+
+    def close(self) -> None:
+        for entries in self.idle.values():
+            for server, _ in entries:
+                server.close()
+        self.idle = {}
+
+
 def serve_requests(handle, warm=None) -> None:
     """The child's side of `serve`: answer each JSON line of stdin with `reply(handle, request)`; a request that
     holds the key 'warm' (`serve_all`'s) with `reply(warm, request['warm'])`."""

@@ -320,7 +320,7 @@ def make_loader(
     )
 
 
-def close_loader(loader) -> list[int]:
+def close_loader(loader, now: bool = False) -> list[int]:
     """End the worker processes of a loader from `make_loader` (or of a `distributed.ShardedLoader`) now, even
     mid-epoch with batches in flight; each worker finishes the batch in hand and exits cleanly. Returns the
     workers' exit codes: 0 each, a negative code is the signal that ended one (notebook 23).
@@ -328,11 +328,27 @@ def close_loader(loader) -> list[int]:
     Workers persist between epochs (`persistent_workers`), so breaking out of an epoch leaves them running
     until the loader is dropped; `close_loader` stops them without waiting for that. Iterating the loader
     again starts new workers.
+
+    `now`: the workers are ended at once (SIGTERM, exit code -15) instead of finishing the batch in hand, which
+    is dropped: for a measurement that is over (notebook 21's sweep, where a worker decoding a 1080p video on one
+    thread took seconds to finish it). The loader must not be iterated while its workers are ended, and must
+    not pin memory (a pinning thread reads what an ended worker may have half written).
     """
     inner = getattr(loader, "loader", loader)  # a ShardedLoader holds its DataLoader as .loader
     it = getattr(inner, "_iterator", None)
     if it is None or not hasattr(it, "_shutdown_workers"):
         return []
+    if now and not getattr(it, "_shutdown", True) and not hasattr(it, "_pin_memory_thread"):
+        import torch.utils.data._utils as data_utils
+
+        if it._worker_pids_set:  # no longer watched: an ended worker is no failure to report
+            data_utils.signal_handling._remove_worker_pids(id(it))
+            it._worker_pids_set = False
+        for w in it._workers:
+            if w.is_alive():
+                w.terminate()
+        for w in it._workers:
+            w.join(timeout=5)
     it._shutdown_workers()
     inner._iterator = None
     return [w.exitcode for w in it._workers]

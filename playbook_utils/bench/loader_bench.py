@@ -4,6 +4,7 @@ GPU-side loaders against the NVDEC ceiling (notebook 21). The loaders themselves
 only runs and judges them.
 
     python -m playbook_utils.bench.loader_bench SPEC_JSON   (the child of `measure_isolated`)
+    python -m playbook_utils.bench.loader_bench --serve     (a child of `warm_children`: specs on stdin)
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from playbook_utils import child, loaders, media
 from playbook_utils.bench import nvdec, verdicts, words
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
-from playbook_utils.decoders import child_env, video_info, why_unavailable
+from playbook_utils.decoders import child_env, read_frames, video_info, why_unavailable
 from playbook_utils.device import Device
 from playbook_utils.errors import DecodeError
 from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
@@ -86,7 +87,7 @@ def sweep_workers(
             continue
         finally:
             closing = time.perf_counter()
-            loaders.close_loader(dl)  # its workers exit now, cleanly, not when the loader is collected
+            loaders.close_loader(dl, now=True)  # its workers end now, their batches in hand dropped: it is measured
             closing = time.perf_counter() - closing
         threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
         took = time.perf_counter() - began  # the workers' start, the prefetched batches, the steps, the stop
@@ -196,12 +197,16 @@ def measure_gpu_loaders(
     clip, codec: str, specs, items_for, ceiling: dict | None, common: dict, log=print
 ) -> list[dict]:
     """Each spec in its own process (`measure_isolated`, with `common` arguments: device, batch_size, chunk,
-    warmup_batches, min_window_s) over `items_for(n)` distinct files, n sized by `steady_epoch` for the spec's
-    look-ahead so that its rate is a steady one; each row judged against `ceiling` (`nvdec.against_ceiling`) with
-    what NVML saw inside the steady window. Returns the rows; a failure is a line (notebook 21)."""
+    warmup_batches, min_window_s; the processes started and warmed side by side first, `warm_children`) over
+    `items_for(n)` distinct files, n sized by `steady_epoch` for the spec's look-ahead so that its rate is a steady
+    one; each row judged against `ceiling` (`nvdec.against_ceiling`) with what NVML saw inside the steady window.
+    Returns the rows; a failure is a line (notebook 21)."""
     frames_per_item = max(1, video_info(clip).num_frames)
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
+    if len(specs) > 1:  # their children start side by side, then measure one at a time
+        warm_s = warm_children(specs, common["device"], clip)
+        log(f"  {len(specs)} children, one per loader, started and warmed side by side in {warm_s:.1f} s")
     for spec in specs:
         warm = common.get("warmup_batches", 0) * common.get("batch_size", 1)
         n = steady_epoch(spec_lookahead(spec), warm, common.get("min_window_s", 0.0), items_per_s)
@@ -775,6 +780,59 @@ def _run_spec(spec: dict) -> dict:
     return result
 
 
+def _warm_child(w: dict) -> dict:
+    """A `warm_children` child's warm-up: PyTorch and the loader's library imported, the CUDA context made, and
+    (but for DALI's reader, whose pipeline is built per epoch) a decoder made by reading frame 0 of `w['clip']`."""
+    import torch
+
+    t = time.perf_counter()
+    device = Device.parse(w["device"])
+    if w["kind"] == "dali":
+        import nvidia.dali  # noqa: F401
+
+        torch.zeros(1, device=w["device"])
+    else:
+        read_frames(w["clip"], [0], w["backend"], w["device"])
+    if device.is_cuda:
+        torch.cuda.synchronize(w["device"])
+    return {"seconds": time.perf_counter() - t}
+
+
+_spares: child.Spares | None = None  # the warmed children `measure_isolated` takes first (`warm_children`)
+
+
+def _child_key(spec: dict) -> str:
+    return f"{spec['kind']}:{spec['backend']}"
+
+
+def warm_children(specs, device: str, clips, timeout: float = 300) -> float:
+    """Start a child for each of `specs` (`measure_isolated` specs, without their paths) now, side by side, and
+    wait until each has imported its library, made its CUDA context and read frame 0 of its clip (`clips`: one
+    path, or {backend: path}); `measure_isolated` then hands each spec of the same kind and backend to one of them
+    instead of starting a child of its own. Each still measures one loader in a process of its own; only the
+    start-ups overlap (on the H200 each took 5-10 s, one after another). Children left unused stay until
+    `end_children`. Returns the seconds the warm-up took, side by side (notebook 21)."""
+    global _spares
+    if _spares is None:
+        _spares = child.Spares(child.python("-m", "playbook_utils.bench.loader_bench", "--serve"), child_env(), timeout)
+    began = time.perf_counter()
+    for spec in specs:
+        clip = clips.get(spec["backend"]) if isinstance(clips, dict) else clips
+        _spares.start(
+            _child_key(spec), {"kind": spec["kind"], "backend": spec["backend"], "device": device, "clip": str(clip)}
+        )
+    _spares.ready()
+    return time.perf_counter() - began
+
+
+def end_children() -> None:
+    """End the children `warm_children` started that no measurement took."""
+    global _spares
+    if _spares is not None:
+        _spares.close()
+        _spares = None
+
+
 def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     """Measure a GPU-side loader in a fresh child process; return the child's answer (notebook 21): 'status'
     ('ok', or one of the failures of `child.OUTCOMES`, with 'error'), and for 'ok' the measurement.
@@ -787,9 +845,14 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     The result also says how busy NVDEC, the SMs and the process's CPU were while the clock ran
     ('utilization', sampled every 0.1 s: `monitor.UtilizationMonitor`).
     Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
-    both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs.
+    both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs. Where
+    `warm_children` left a child of the spec's kind and backend waiting, that child measures it: it has done
+    nothing yet but import, make its CUDA context and read one frame of a clip.
     """
     spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
+    warmed = _spares.call(_child_key(spec), spec, timeout) if _spares is not None else None
+    if warmed is not None:  # a child `warm_children` started and warmed beforehand
+        return warmed
     return child.call(
         child.python("-m", "playbook_utils.bench.loader_bench", json.dumps(spec)), timeout=timeout, env=child_env()
     )
@@ -810,4 +873,7 @@ def measure_until_steady(spec: dict, items_for, n: int, min_window_s: float, tri
 
 
 if __name__ == "__main__":  # the child of `measure_isolated`: a failure is reported as data
-    child.reply(_run_spec, json.loads(sys.argv[1]))
+    if sys.argv[1:] == ["--serve"]:  # a child of `warm_children`: its warm-up, then one spec, on stdin
+        child.serve_requests(_run_spec, warm=_warm_child)
+    else:
+        child.reply(_run_spec, json.loads(sys.argv[1]))

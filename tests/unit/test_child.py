@@ -54,3 +54,22 @@ def test_serve_all_warms_every_child_side_by_side_then_serves_each_key_in_turn()
     # a child that died warming up is a failed warm-up, not a failed request: a new child serves c
     assert got["c"][0]["status"] == "ok" and got["c"][0]["warm"]["status"] == "crashed"
     assert "exit 5" in got["c"][0]["warm"]["error"] and got["a"][0]["warm"]["status"] == "ok"
+
+
+def test_spares_warm_side_by_side_and_each_serves_one_request_then_ends():
+    spares = child.Spares(child.python("-c", SERVER), timeout=60)
+    spares.start("a", "a", count=2)
+    spares.start("b", "die")
+    warmed = spares.ready()
+    # the warm-ups overlapped: each slept 1 s, and the two of key a ran side by side
+    (a0, a1), (b0, b1) = (w["window"] for w in warmed["a"])
+    assert max(a0, b0) < min(a1, b1) and warmed["b"][0]["status"] == "crashed"
+    first, second = spares.call("a", {"n": 1}), spares.call("a", {"n": 2})
+    # one request per child: two requests of key a, two children, each the one that warmed up
+    assert (first["twice"], second["twice"]) == (2, 4) and first["pid"] != second["pid"]
+    assert {first["pid"], second["pid"]} == {w["pid"] for w in warmed["a"]} and first["warm_s"] >= 1.0
+    # none left of key a, and key b's only child died warming up: the caller runs those in a fresh child
+    assert spares.call("a", {"n": 3}) is None and spares.call("b", {"n": 4}) is None
+    spares.start("c", "c")
+    spares.close()  # a child no request took ends with its stdin
+    assert spares.call("c", {"n": 5}) is None

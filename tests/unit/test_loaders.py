@@ -90,6 +90,20 @@ def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
 
 
 @pytest.mark.media
+def test_a_warmed_child_measures_a_loader_once_and_a_fresh_child_the_rest(paths):
+    spec = {"kind": "gpu", "backend": "pyav", "threads": 1, "device": "cpu", "batch_size": 1}
+    try:
+        warm_s = loader_bench.warm_children([spec], "cpu", paths[0])
+        first = loader_bench.measure_isolated({**spec, "paths": [paths[0]] * 6})
+        again = loader_bench.measure_isolated({**spec, "paths": [paths[0]] * 6})
+    finally:
+        loader_bench.end_children()
+    # the warmed child took the first spec (its start-up is in warm_s, not in the call); the second got its own
+    assert warm_s > 0 and first["status"] == again["status"] == "ok" and first["warm_s"] > 0 and "warm_s" not in again
+    assert first["frames"] == first["items"] * 96 and first["lookahead_items"] == again["lookahead_items"] == 2
+
+
+@pytest.mark.media
 def test_isolated_measurement_reports_rates_and_failures_as_data(paths, tmp_path):
     r = loader_bench.measure_isolated(
         {"kind": "gpu", "backend": "pyav", "threads": 1, "paths": [paths[0]] * 12, "device": "cpu", "batch_size": 1}
@@ -311,6 +325,30 @@ def _new_threads(before: set, within_s: float = 5.0) -> list:
     while set(threading.enumerate()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
     return sorted(t.name for t in set(threading.enumerate()) - before)
+
+
+@pytest.mark.media
+def test_closing_now_ends_the_workers_mid_batch_without_a_failure_reported(paths, capfd):
+    """A measurement that is over ends its workers at once (close_loader(now=True)): each ended by SIGTERM, the
+    parent's watch over them lifted first (no "DataLoader worker ... is killed by signal" raised later), no
+    process left behind, and a new loader works after it."""
+    import time
+
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    dl = loaders.make_loader([paths[1], paths[0]] * 8, backend="pyav", batch_size=2, num_workers=2, k=48)
+    it = iter(dl)
+    next(it)
+    workers = list(it._workers)
+    del it
+    assert loaders.close_loader(dl, now=True) == [-15, -15] == [w.exitcode for w in workers]
+    time.sleep(0.5)  # a SIGCHLD the parent still watched would raise in the next statement
+    again = loaders.make_loader([paths[0]] * 2, backend="pyav", batch_size=1, num_workers=1, k=4)
+    assert next(iter(again)).shape[:2] == (1, 4)
+    loaders.close_loader(again)
+    assert _spawned_workers(before) == []
+    assert "killed by signal" not in capfd.readouterr().err
 
 
 @pytest.mark.media
