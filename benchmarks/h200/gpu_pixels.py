@@ -30,6 +30,8 @@ def main() -> None:
     clips = media.colour_clips(colour_dir, smoke=False)
     rows = pixels.run(clips, gpu, device, [0, 3, 5], rounds=3) if clips else []
     summary = pixels.summary(rows)
+    # the rows kept before anything is printed: on 2026-12-04 a verdict line raised, and the matrix was lost
+    out.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1, default=str))
     print("\n".join(pixels.verdict_lines(summary)))
     for r in rows:
         if r["status"] == "ok" and not r["agrees"]:

@@ -149,13 +149,14 @@ def _row(backend, device, clip, round_, answer) -> dict:
 
 
 def summary(rows) -> dict:
-    """{backend on device: {'clips', 'agree', 'worst_db', 'median_db', 'disagree': {clip: worst dB},
+    """{backend on device: {'clips', 'agree', 'worst_db', 'median_db' (over the clips that differed at all: None
+    when none did), 'identical' (reads whose every frame was the reference's), 'disagree': {clip: worst dB},
     'refused': {clip: reason}, 'failed': {clip: error}}} over the rows of `run`: what a table or a verdict needs."""
     out: dict = {}
     for r in rows:
         s = out.setdefault(
             f"{r['backend']} on {r['device']}",
-            {"clips": set(), "agree": set(), "dbs": [], "disagree": {}, "refused": {}, "failed": {}},
+            {"clips": set(), "agree": set(), "dbs": [], "identical": 0, "disagree": {}, "refused": {}, "failed": {}},
         )
         s["clips"].add(r["clip"])
         if r["status"] == "unavailable":
@@ -165,6 +166,8 @@ def summary(rows) -> dict:
         else:
             if r["psnr_db"] is not None:
                 s["dbs"].append(r["psnr_db"])
+            else:  # every frame of the clip identical to the reference
+                s["identical"] += 1
             if r["agrees"]:
                 s["agree"].add(r["clip"])
             else:
@@ -192,6 +195,8 @@ def verdict_lines(summ: dict) -> list[str]:
         if s["disagree"]:
             worst = ", ".join(f"{c} {db:.1f} dB" for c, db in s["disagree"].items())
             head += f"DISAGREES on {len(s['disagree'])} of {read} clips ({worst})"
+        elif s["worst_db"] is None:  # no frame differed from the reference at all: no dB to give
+            head += f"agrees on all {read} clips it read (every frame identical to the reference)"
         else:
             head += (
                 f"agrees on all {read} clips it read (worst frame {s['worst_db']:.1f} dB, median {s['median_db']:.1f})"

@@ -59,6 +59,23 @@ def test_every_cpu_library_agrees_with_the_tags_and_the_threshold_has_teeth(tmp_
     assert lines[0].startswith(f"pyav on cpu: agrees on all {len(clips)} clips") and "not measured" in lines[2]
 
 
+def test_verdicts_of_a_backend_whose_every_frame_was_identical_give_no_decibels():
+    """On the H200 (2026-12-04) a backend that read every colour clip bit for bit like the reference had no dB
+    to print, and the verdict line raised TypeError on None: such a read says so instead."""
+
+    def row(backend, clip, db, agrees=True):
+        return {"backend": backend, "device": "cuda", "clip": clip, "status": "ok", "psnr_db": db, "agrees": agrees}
+
+    rows = [row("pyav", c, None) for c in ("a", "b")] + [row("torchcodec", "a", 48.0), row("torchcodec", "b", None)]
+    rows += [row("dali", "a", 22.5, agrees=False), row("dali", "b", 47.0)]
+    summ = pixels.summary(rows)
+    assert summ["pyav on cuda"]["worst_db"] is None and summ["pyav on cuda"]["identical"] == 2
+    lines = pixels.verdict_lines(summ)
+    assert lines[0] == "pyav on cuda: agrees on all 2 clips it read (every frame identical to the reference)"
+    assert lines[1] == "torchcodec on cuda: agrees on all 2 clips it read (worst frame 48.0 dB, median 48.0)"
+    assert lines[2] == "dali on cuda: DISAGREES on 1 of 2 clips (a 22.5 dB)"
+
+
 def test_dali_keeps_a_pipeline_per_picture_its_decoder_was_made_for():
     # one coded size (1088 rows), two display sizes: two pipelines, so no decoder is reused across the crop
     from types import SimpleNamespace
