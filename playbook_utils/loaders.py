@@ -282,6 +282,7 @@ def make_loader(
     start_method: str | None = None,
     timeout_s: float = 600.0,
     decoder_threads: int | None = None,
+    prefetch_factor: int | None = None,
     **dataset_kwargs,
 ):
     """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
@@ -301,6 +302,7 @@ def make_loader(
     persist between epochs; a script that builds the loader needs the `if __name__ == "__main__":` guard, as on
     macOS and Windows.
     A worker that delivers no batch for `timeout_s` seconds raises RuntimeError instead of hanging.
+    `prefetch_factor`: batches each worker decodes ahead (the DataLoader's default, 2, where None).
     Each worker's PyAV and TorchCodec decoders use `decoder_threads` threads, by default the cores divided
     among the workers: a decoder left to its default takes every core, so N workers would run N x cores
     threads (notebook 10 measures what the extra frame threads cost at each seek).
@@ -317,6 +319,7 @@ def make_loader(
         pin_memory=pin_memory,
         collate_fn=collate,
         **worker_options(num_workers, start_method, timeout_s, decoder_threads),
+        **({"prefetch_factor": prefetch_factor} if prefetch_factor and num_workers > 0 else {}),
     )
 
 

@@ -46,6 +46,7 @@ def sweep_workers(
     device: str = "cpu",
     log=print,
     budget_s: float | None = None,
+    prefetch: int | None = None,
 ) -> tuple[list, list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
     training step (`measure_loader`), the most workers first. Returns (rows, stuck, unmeasured): a configuration
@@ -53,7 +54,8 @@ def sweep_workers(
     sweep goes on. With `budget_s`, each configuration's measurement is capped at its share of the budget (at
     most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
     are not started (each backend's first, with the most workers, always runs): they are listed in `unmeasured`.
-    Each row also holds 'config_s', the configuration's wall time with its workers' start and stop, and 'close_s',
+    `prefetch`: batches each worker decodes ahead (`make_loader`'s `prefetch_factor`; DataLoader's 2 where None),
+    none of them measured. Each row also holds 'config_s', the configuration's wall time with its workers' start and stop, and 'close_s',
     the stop's share (`measure_loader` gives the start's and the prefetched batches'). `log` gets
     one line per configuration. Notebook 21."""
     configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
@@ -78,7 +80,9 @@ def sweep_workers(
             continue
         mine, refused = files[b]
         began = time.perf_counter()
-        dl = loaders.make_loader(mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size, timeout_s=timeout_s)
+        dl = loaders.make_loader(
+            mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size, timeout_s=timeout_s, prefetch_factor=prefetch
+        )
         try:
             r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
         except RuntimeError as e:  # DataLoader's timeout (a worker that stopped delivering), or a worker that died
@@ -206,7 +210,11 @@ def measure_gpu_loaders(
     rows = []
     if len(specs) > 1:  # their children start side by side, then measure one at a time
         warm_s = warm_children(specs, common["device"], clip)
-        log(f"  {len(specs)} children, one per loader, started and warmed side by side in {warm_s:.1f} s")
+        extra = _spares.waiting() - len(specs)
+        log(
+            f"  {len(specs)} children, one per loader below, started and warmed side by side in {warm_s:.1f} s"
+            + (f" (with {extra} for the runs after them)" if extra > 0 else "")
+        )
     for spec in specs:
         warm = common.get("warmup_batches", 0) * common.get("batch_size", 1)
         n = steady_epoch(spec_lookahead(spec), warm, common.get("min_window_s", 0.0), items_per_s)
@@ -805,29 +813,53 @@ def _child_key(spec: dict) -> str:
     return f"{spec['kind']}:{spec['backend']}"
 
 
-def warm_children(specs, device: str, clips, timeout: float = 300) -> float:
-    """Start a child for each of `specs` (`measure_isolated` specs, without their paths) now, side by side, and
-    wait until each has imported its library, made its CUDA context and read frame 0 of its clip (`clips`: one
-    path, or {backend: path}); `measure_isolated` then hands each spec of the same kind and backend to one of them
-    instead of starting a child of its own. Each still measures one loader in a process of its own; only the
-    start-ups overlap (on the H200 each took 5-10 s, one after another). Children left unused stay until
-    `end_children`. Returns the seconds the warm-up took, side by side (notebook 21)."""
+def warm_children(specs, device: str, clips, later: bool = False, timeout: float = 300) -> float:
+    """Start a child for each of `specs` (`measure_isolated` specs, without their paths) side by side, each
+    importing its library, making its CUDA context and reading frame 0 of a clip (`clips`: one path, or a list of
+    which each backend takes the first it can read; a spec whose backend takes none gets no child), and return
+    once every one has warmed up, so that no start-up runs beside a measurement. `later`: not now but with the
+    next call's children (those of runs that follow them, started in the same slot). `measure_isolated` then hands
+    each spec of the same kind and backend to one of them instead of starting a child of its own: each still
+    measures one loader in a process of its own; only the start-ups overlap (on the H200 each took 5-10 s, one
+    after another). Children left unused stay until `end_children`. Returns the seconds the warm-up took."""
     global _spares
     if _spares is None:
         _spares = child.Spares(child.python("-m", "playbook_utils.bench.loader_bench", "--serve"), child_env(), timeout)
-    began = time.perf_counter()
     for spec in specs:
-        clip = clips.get(spec["backend"]) if isinstance(clips, dict) else clips
-        _spares.start(
-            _child_key(spec), {"kind": spec["kind"], "backend": spec["backend"], "device": device, "clip": str(clip)}
+        clip = (
+            clips
+            if isinstance(clips, (str, Path))
+            else next((p for p in clips if why_unavailable(spec["backend"], device, p) is None), None)
         )
+        if clip is not None:
+            _deferred.append((_child_key(spec), {**spec, "device": device, "clip": str(clip)}))
+    if later:
+        return 0.0
+    began = time.perf_counter()
+    while _deferred:
+        _spares.start(*_deferred.pop(0))
     _spares.ready()
     return time.perf_counter() - began
 
 
+_deferred: list = []  # (key, warm-up) of the children `warm_children(later=True)` left for the next call
+
+
+def gpu_clips(paths, count: int) -> list[tuple[str, str]]:
+    """(codec, path) of the clips notebook 21 measures its GPU-side loaders on: of each H.264 and HEVC kind
+    (codec, closed or open GOP), in the order first met, the clip with the shortest first GOP; the first `count`."""
+    kinds: dict = {}
+    for p in paths:
+        i = video_info(p)
+        if i.codec in ("h264", "hevc"):
+            kinds.setdefault((i.codec, i.open_gop), []).append((i.gop_lengths[0], str(p)))
+    return [(codec, min(found)[1]) for (codec, _), found in list(kinds.items())[:count]]
+
+
 def end_children() -> None:
-    """End the children `warm_children` started that no measurement took."""
+    """End the children `warm_children` started that no measurement took (and forget those left for later)."""
     global _spares
+    _deferred.clear()
     if _spares is not None:
         _spares.close()
         _spares = None
