@@ -81,7 +81,14 @@ def sweep_workers(
         mine, refused = files[b]
         began = time.perf_counter()
         dl = loaders.make_loader(
-            mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size, timeout_s=timeout_s, prefetch_factor=prefetch
+            mine,
+            backend=b,
+            batch_size=batch,
+            num_workers=w,
+            k=k,
+            size=size,
+            timeout_s=timeout_s,
+            prefetch_factor=prefetch,
         )
         try:
             r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
