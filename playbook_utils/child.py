@@ -174,6 +174,13 @@ class _Server:
             if found:
                 return found[0], True
 
+    def warmed(self, timeout: float) -> tuple[dict, bool]:
+        """`next`: the answer to the warm-up request sent first, with 'warm_s', the seconds since the child started."""
+        import time
+
+        found, ok = self.next(timeout)
+        return {**found, "warm_s": round(time.perf_counter() - self.started, 3)}, ok
+
     def close(self) -> None:
         """Close its stdin and wait for it to end (killed after 30 s)."""
         try:
@@ -240,16 +247,13 @@ def serve_all(
     Returns {key: [answer, ...]}; each key's first answer also holds 'warm_s', its child's start and warm-up
     (run side by side with the others'), and 'warm', the answer to the warm request (a failed warm-up is no
     failure of the requests: a child that died of it is replaced when its turn comes)."""
-    import time
-
     servers = {k: _Server(argv, env) for k in groups}
     warmed = {}
     for k, s in servers.items():
         s.send([warm[k]] if warm and k in warm else [])
     for k, s in servers.items():
         if warm and k in warm:
-            found, ok = s.next(timeout)
-            warmed[k] = {**found, "warm_s": round(time.perf_counter() - s.started, 3)}
+            warmed[k], ok = s.warmed(timeout)
             if not ok:
                 servers[k] = None
     out = {}
@@ -285,11 +289,8 @@ class Spares:
             self.idle.setdefault(key, []).append([server, None])
 
     def _warmed(self, entry) -> dict:
-        import time
-
         if entry[1] is None:
-            found, _ = entry[0].next(self.timeout)
-            entry[1] = {**found, "warm_s": round(time.perf_counter() - entry[0].started, 3)}
+            entry[1], _ = entry[0].warmed(self.timeout)
         return entry[1]
 
     def waiting(self) -> int:

@@ -55,9 +55,9 @@ def sweep_workers(
     most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
     are not started (each backend's first, with the most workers, always runs): they are listed in `unmeasured`.
     `prefetch`: batches each worker decodes ahead (`make_loader`'s `prefetch_factor`; DataLoader's 2 where None),
-    none of them measured. Each row also holds 'config_s', the configuration's wall time with its workers' start and stop, and 'close_s',
-    the stop's share (`measure_loader` gives the start's and the prefetched batches'). `log` gets
-    one line per configuration. Notebook 21."""
+    none of them measured. Each row also holds 'config_s', the configuration's wall time with its workers' start
+    and stop, and 'close_s', the stop's share (`measure_loader` gives the start's and the prefetched batches').
+    `log` gets one line per configuration. Notebook 21."""
     configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
     if budget_s is not None:
         max_s = min(max_s, budget_s / max(1, len(configs)))
@@ -215,13 +215,14 @@ def measure_gpu_loaders(
     frames_per_item = max(1, video_info(clip).num_frames)
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
-    if len(specs) > 1:  # their children start side by side, then measure one at a time
+    if specs:  # their children (and any left for later runs) start side by side, then measure one at a time
+        extra = len(_deferred)
         warm_s = warm_children(specs, common["device"], clip)
-        extra = _spares.waiting() - len(specs)
-        log(
-            f"  {len(specs)} children, one per loader below, started and warmed side by side in {warm_s:.1f} s"
-            + (f" (with {extra} for the runs after them)" if extra > 0 else "")
-        )
+        if len(specs) + extra > 1:
+            log(
+                f"  {len(specs)} children, one per loader below, started and warmed side by side in {warm_s:.1f} s"
+                + (f" (with {extra} for the runs after them)" if extra else "")
+            )
     for spec in specs:
         warm = common.get("warmup_batches", 0) * common.get("batch_size", 1)
         n = steady_epoch(spec_lookahead(spec), warm, common.get("min_window_s", 0.0), items_per_s)
@@ -814,6 +815,7 @@ def _warm_child(w: dict) -> dict:
 
 
 _spares: child.Spares | None = None  # the warmed children `measure_isolated` takes first (`warm_children`)
+_deferred: list = []  # (key, warm-up) of the children `warm_children(later=True)` left for the next call
 
 
 def _child_key(spec: dict) -> str:
@@ -847,9 +849,6 @@ def warm_children(specs, device: str, clips, later: bool = False, timeout: float
         _spares.start(*_deferred.pop(0))
     _spares.ready()
     return time.perf_counter() - began
-
-
-_deferred: list = []  # (key, warm-up) of the children `warm_children(later=True)` left for the next call
 
 
 def gpu_clips(paths, count: int) -> list[tuple[str, str]]:
