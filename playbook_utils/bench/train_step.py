@@ -17,6 +17,7 @@ import time
 
 from playbook_utils import loaders, sampling, transforms
 from playbook_utils.bench import verdicts
+from playbook_utils.bench.loader_bench import DRAINED_WAIT
 
 TEMPORAL_PATCH = sampling.QWEN_FRAME_FACTOR  # frames per patch, as Qwen2-VL's vision tower takes them
 
@@ -61,14 +62,24 @@ def processor_view(k: int, height: int, width: int, max_pixels: int | None = Non
     }
 
 
-def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lr: float = 1e-4) -> dict:
+def train_steps(
+    model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lr: float = 1e-4, lookahead: int = 0
+) -> dict:
     """Train `model` on `steps` batches drawn from the iterator `batches`, after `warmup` untimed ones. Per step:
     the wait (time in `next(batches)`, then `prepare(batch)`, which turns a loader's batch into the model's float
     input on `device`) and the step (forward, backward, optimizer; on CUDA with bfloat16 autocast, synchronized
-    before the clock stops). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median),
-    'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during
-    the steps, above what was held before; None on the CPU), 'batch_mb' (the model input's bytes), 'batch_videos'
-    and 'batch_dtype' (its first dimension and its element type)}."""
+    before the clock stops). A loader that decodes ahead (`lookahead`: the batches it has in flight before the first
+    step, `lookahead_batches` of `gpu_batches` and `cpu_batches`) has them ready before any step could wait, so the
+    clock starts only after they are drawn too, at the first later step that waited for the loader (longer than
+    `loader_bench.DRAINED_WAIT` of the step before), or one more look-ahead on, where it keeps up: the rule of
+    `loader_bench.measure_loader`. On the H200's smoke run of 2026-12-04 the clock had started after 2 steps, and
+    all 6 videos drawn were among the 8 the loader had started before the first step: 106 videos/s and a 6% wait,
+    neither the loader's. Fewer steps are measured where the batches end first ('why' says so; none measured
+    raises RuntimeError). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median),
+    'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during the
+    steps, above what was held before them; None on the CPU), 'batch_mb' (the model input's bytes), 'batch_videos'
+    and 'batch_dtype' (its first dimension and its element type), 'lookahead_batches', 'skipped_batches' (drawn
+    before the clock), 'why'}."""
     import torch
 
     cuda = str(device).startswith("cuda")
@@ -77,16 +88,18 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     prepare = prepare or (lambda b: b.to(device))
     waits, times, sizes, batch_mb, batch_shape = [], [], [], None, (None, None)
-    held = 0
-    for n in range(warmup + steps):
-        if n == warmup:
+    skip, held, begin, n, last_step = warmup + lookahead, 0, None, 0, 0.0
+    while len(times) < steps:
+        if n == skip:
             sync()
             if cuda:
                 torch.cuda.reset_peak_memory_stats(device)
                 held = torch.cuda.memory_allocated(device)
-            begin = time.perf_counter()
         t0 = time.perf_counter()
-        x = prepare(next(batches))
+        try:
+            x = prepare(next(batches))
+        except StopIteration:
+            break
         sync()
         t1 = time.perf_counter()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
@@ -96,14 +109,22 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
         opt.step()
         sync()
         t2 = time.perf_counter()
-        if n >= warmup:
+        waited = t1 - t0 > max(1e-3, DRAINED_WAIT * last_step)
+        if begin is None and n >= skip and (not lookahead or waited or n >= skip + lookahead):
+            begin = t0
+        if begin is not None:
             waits.append(t1 - t0)
             times.append(t2 - t1)
             sizes.append(x.shape[0])
             batch_mb, batch_shape = x.numel() * x.element_size() / 2**20, (x.shape[0], str(x.dtype).split(".")[-1])
+        last_step, n = t2 - t1, n + 1
+    if not times:
+        raise RuntimeError(
+            f"train_steps: the batches ended after {n}, before the {skip} of warm-up and look-ahead were drawn"
+        )
     wall = time.perf_counter() - begin
     return {
-        "steps": steps,
+        "steps": len(times),
         "step_s": statistics.median(times),
         "step_spread_pct": verdicts.spread_pct(times),
         "wait_s": statistics.median(waits),
@@ -113,6 +134,9 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
         "batch_mb": batch_mb,
         "batch_videos": batch_shape[0],
         "batch_dtype": batch_shape[1],
+        "lookahead_batches": lookahead,
+        "skipped_batches": n - len(times),
+        "why": None if len(times) == steps else f"the batches ended after {len(times)} measured steps of {steps}",
     }
 
 
@@ -130,7 +154,8 @@ def held_batches(batches, count: int, prepare):
 def with_and_without_decoding(make_batches, prepare, make_model, steps: int, device: str, held: int = 4, warmup=2):
     """The same training, twice, from the same initial weights: on batches a loader decodes while the model trains
     (`make_batches()`: a fresh iterator over the loader's batches, closed afterwards), then on `held` of its
-    batches decoded beforehand and held on `device` (`prepare` as `train_steps`' for both). Returns
+    batches decoded beforehand and held on `device` (`prepare` as `train_steps`' for both; the loader's run starts
+    its clock after the look-ahead `make_batches.lookahead_batches` is drawn, where it says one). Returns
     {'with_loader', 'held' (each `train_steps`' dict), 'step_cost_pct' (the step's time with the loader against
     without, in %), 'spread_pct' (the larger of the two step spreads), 'within_spread'}: what decoding beside the
     step takes from the step itself."""
@@ -138,14 +163,14 @@ def with_and_without_decoding(make_batches, prepare, make_model, steps: int, dev
 
     prepare = prepare or (lambda b: b.to(device))  # as `train_steps`: batches that are model-ready already
 
-    def run(batches, prep):
+    def run(batches, prep, lookahead=0):
         torch.manual_seed(0)
         try:
-            return train_steps(make_model(), batches, steps, device, prep, warmup)
+            return train_steps(make_model(), batches, steps, device, prep, warmup, lookahead=lookahead)
         finally:
             getattr(batches, "close", lambda: None)()
 
-    live = run(make_batches(), prepare)
+    live = run(make_batches(), prepare, getattr(make_batches, "lookahead_batches", 0))
     source = make_batches()
     try:
         kept = held_batches(source, held, prepare)
@@ -175,6 +200,7 @@ def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int
             paths, backend=backend, threads=threads, batch_size=batch_size, size=size, strategy="uniform", k=k
         )
 
+    batches.lookahead_batches = -(-2 * threads // batch_size)  # GpuLoader keeps 2 x threads videos in flight
     return batches
 
 
@@ -191,6 +217,7 @@ def cpu_batches(paths, backend: str, workers: int, batch_size: int, k: int, **lo
         finally:
             loaders.close_loader(dl)
 
+    batches.lookahead_batches = workers * (loader_kwargs.get("prefetch_factor") or 2)  # each worker's prefetch
     return batches
 
 

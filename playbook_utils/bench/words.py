@@ -235,9 +235,17 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     def step(x):
         return f"step {1e3 * x['step_s']:.0f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} videos/s"
 
+    drawn = live.get("skipped_batches")
+    clock = (
+        f"; its clock started after the first {drawn} batches (warm-up, and the {live['lookahead_batches']} it had "
+        "decoded ahead)"
+        if live.get("lookahead_batches")
+        else ""
+    )
     lines = [
         f"with {loader} decoding beside it: {step(live)}, waiting for data {100 * live['wait_fraction']:.0f}% of "
-        f"the time (the median step waited {1e3 * live['wait_s']:.1f} ms)",
+        f"the time (the median step waited {1e3 * live['wait_s']:.1f} ms{clock})"
+        + (f"; {live['why']}" if live.get("why") else ""),
         f"the same batches decoded beforehand, held on {device}: {step(held)}",
         f"decoding beside the step changes the step's own time by {r['step_cost_pct']:+.1f}%: "
         + (

@@ -63,6 +63,12 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
     # the H200's run: +0.2% inside a 0.3% spread had read "within the spread of 0%"
     small = {**r, "step_cost_pct": 0.16, "spread_pct": 0.29}
     assert "+0.2%: within the spread of 0.3%" in words.training_step_lines(small, "torchcodec x16 threads", "cuda")[2]
+    # a loader that decoded ahead: where its clock started, and fewer steps than asked, said
+    ahead = {**r, "with_loader": {**base, "lookahead_batches": 8, "skipped_batches": 11, "why": "the batches ended"}}
+    first = words.training_step_lines(ahead, "torchcodec x4 threads", "cuda")[0]
+    assert first.endswith(
+        "clock started after the first 11 batches (warm-up, and the 8 it had decoded ahead)); the batches ended"
+    )
     gpu = {**r, "with_loader": {**base, "peak_mem_mb": 900.0, "batch_videos": 2, "batch_dtype": "float16"},
            "held": {**base, "peak_mem_mb": 850.0},
            "step_cost_pct": 12.0, "within_spread": False}  # fmt: skip
@@ -80,3 +86,31 @@ def test_batches_that_are_model_ready_need_no_prepare():
         lambda: iter([x] * 8), None, lambda: train_step.tiny_video_model(dim=16, layers=1, heads=2), 2, "cpu", held=2
     )
     assert r["with_loader"]["steps"] == r["held"]["steps"] == 2
+
+
+def test_the_clock_starts_after_a_loaders_look_ahead_is_drawn():
+    """A loader with 6 batches decoded before the first step, then 50 ms per batch: counted from the second step,
+    as before, its first steps drew ready batches and the wait came out far below the loader's; with its
+    look-ahead named, the clock starts at the first step that waited for it, and the wait is the loader's."""
+    model = train_step.tiny_video_model(dim=16, layers=1, heads=2)
+    x = torch.rand(1, 2, 3, 28, 28)
+
+    def ahead(ready=6):
+        for _ in range(ready):
+            yield x
+        while True:
+            time.sleep(0.05)
+            yield x
+
+    old = train_step.train_steps(model, ahead(), steps=4, device="cpu", warmup=2)
+    new = train_step.train_steps(model, ahead(), steps=4, device="cpu", warmup=2, lookahead=6)
+    assert old["wait_s"] < 0.01 and old["skipped_batches"] == 2
+    assert new["wait_s"] >= 0.045 and new["skipped_batches"] == 8 and new["steps"] == 4 and new["why"] is None
+    # batches that end early: the steps measured so far, and why; none measured is an error
+    short = train_step.train_steps(model, iter([x] * 5), steps=4, device="cpu", warmup=2)
+    assert short["steps"] == 3 and "ended after 3 measured steps of 4" in short["why"]
+    with pytest.raises(RuntimeError, match="ended after 2"):
+        train_step.train_steps(model, iter([x] * 2), steps=4, device="cpu", warmup=2)
+    # the loaders' own look-ahead, in batches, as with_and_without_decoding reads it
+    assert train_step.gpu_batches([], "torchcodec", 4, 1, (28, 28), 4).lookahead_batches == 8
+    assert train_step.cpu_batches([], "pyav", 3, 2, 4, prefetch_factor=1).lookahead_batches == 3
