@@ -237,8 +237,8 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
 
     drawn = live.get("skipped_batches")
     clock = (
-        f"; its clock started after the first {drawn} batches (warm-up, and the {live['lookahead_batches']} it had "
-        "decoded ahead)"
+        f"; its clock started after the first {drawn} batches: the warm-up and the {live['lookahead_batches']} it "
+        "had decoded ahead"
         if live.get("lookahead_batches")
         else ""
     )

@@ -67,7 +67,7 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
     ahead = {**r, "with_loader": {**base, "lookahead_batches": 8, "skipped_batches": 11, "why": "the batches ended"}}
     first = words.training_step_lines(ahead, "torchcodec x4 threads", "cuda")[0]
     assert first.endswith(
-        "clock started after the first 11 batches (warm-up, and the 8 it had decoded ahead)); the batches ended"
+        "clock started after the first 11 batches: the warm-up and the 8 it had decoded ahead); the batches ended"
     )
     gpu = {**r, "with_loader": {**base, "peak_mem_mb": 900.0, "batch_videos": 2, "batch_dtype": "float16"},
            "held": {**base, "peak_mem_mb": 850.0},
