@@ -16,6 +16,7 @@ import dataclasses
 import importlib.metadata
 import os
 import re
+import sys
 import threading
 from functools import lru_cache
 
@@ -157,23 +158,46 @@ def library_version(distribution: str) -> str | None:
 # --------------------------------------------------------------------------- does the library import here
 
 PROBED_ENV = "PLAYBOOK_IMPORTS_PROBED"  # import names a parent process checked successfully (`child_env`)
+# a file of the import names checked successfully in this run of the notebooks (`run_notebooks` sets it per run):
+# each notebook's kernel is a new process, and repeating the checks cost 20-30 s of the H200's 5-minute smoke run
+RECORD_ENV = "PLAYBOOK_IMPORTS_RECORD"
 _probed_ok: set[str] = set()
+_record_lock = threading.Lock()
+
+
+def _recorded() -> set[str]:
+    """The import names an earlier process of this run checked successfully with this Python (`RECORD_ENV`)."""
+    record = os.environ.get(RECORD_ENV)
+    try:
+        lines = open(record).read().splitlines() if record else []
+    except OSError:
+        return set()
+    return {name for name, _, python in (line.partition("\t") for line in lines) if python == sys.executable}
+
+
+def _record(name: str) -> None:
+    record = os.environ.get(RECORD_ENV)
+    if record:
+        with _record_lock, open(record, "a") as f:  # one short line per write: appends do not interleave
+            f.write(f"{name}\t{sys.executable}\n")
 
 
 def _vouched() -> set[str]:
-    """The import names a parent process passed on as checked (`child_env`)."""
-    return set(filter(None, os.environ.get(PROBED_ENV, "").split(",")))
+    """The import names a parent process passed on as checked (`child_env`), or an earlier notebook of this run
+    recorded (`RECORD_ENV`)."""
+    return set(filter(None, os.environ.get(PROBED_ENV, "").split(","))) | _recorded()
 
 
 @lru_cache(maxsize=None)
 def importable(name: str) -> tuple[bool, str | None]:
     """(True, None) when the module `name` imports cleanly here, else (False, the error): checked once per process,
     in a child process (`env.check_import`), so that a library that crashes on import cannot take this one with it."""
-    if name in _vouched():  # a measuring child: its parent's check stands
+    if name in _vouched():  # a measuring child, or a later notebook of the run: the earlier check stands
         return True, None
     info = env.check_import(name)
     if info["importable"]:
         _probed_ok.add(name)
+        _record(name)
     return info["importable"], info["error"]
 
 

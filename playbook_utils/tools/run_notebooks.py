@@ -39,6 +39,7 @@ from pathlib import Path
 from playbook_utils import env
 from playbook_utils.bench.harness import PROGRESS_FILE
 from playbook_utils.bench.verdicts import percent
+from playbook_utils.decoders import base
 from playbook_utils.tools import setup_env
 from playbook_utils.tools.results import reference_numbers
 
@@ -844,6 +845,11 @@ def main(argv=None) -> int:
             return 2
         mark(output)
         print(started, *([moved] if moved else []), *notes, sep="\n", flush=True)
+        # the libraries' import checks, made once for the run: each kernel (and lane) inherits where they are kept
+        record = output / "logs" / "imports-checked.txt"
+        record.parent.mkdir(exist_ok=True)
+        record.unlink(missing_ok=True)
+        os.environ[base.RECORD_ENV] = str(record.resolve())
     if args.lanes > 1:
         rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)
     else:
@@ -851,6 +857,8 @@ def main(argv=None) -> int:
         for nb in notebooks:
             progress.start(nb)
             rows.append(_run_here(nb, output, args, caps, machine))
+    if not args.row_file:
+        os.environ.pop(base.RECORD_ENV, None)  # the record is this run's
     if args.row_file:  # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:

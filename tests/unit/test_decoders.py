@@ -1,5 +1,7 @@
 """read_frames on the CPU backends: exact frames, clear refusals, our own errors."""
 
+import sys
+
 import pytest
 import torch
 
@@ -317,6 +319,37 @@ def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch
         assert base.importable("av") == (True, None)  # the child: no second check
         with pytest.raises(AssertionError, match="probed decord"):
             base.importable("decord")  # not vouched for: checked as usual
+    finally:
+        base.importable.cache_clear()
+
+
+def test_a_later_notebook_of_the_run_trusts_the_imports_an_earlier_one_checked(monkeypatch, tmp_path):
+    from playbook_utils import env
+    from playbook_utils.decoders import base
+
+    record = tmp_path / "imports-checked.txt"
+    monkeypatch.setenv(base.RECORD_ENV, str(record))
+    monkeypatch.delenv(base.PROBED_ENV, raising=False)
+    monkeypatch.setattr(base, "_probed_ok", set())
+    monkeypatch.setattr(env, "check_import", lambda name: {"importable": name == "av", "version": None,
+                                                           "error": None if name == "av" else "ImportError: planted"})
+    base.importable.cache_clear()
+    try:  # the first notebook's kernel checks both; only the import that worked is recorded
+        assert base.importable("av") == (True, None) and base.importable("decord")[0] is False
+        assert record.read_text().splitlines() == [f"av\t{sys.executable}"]
+
+        def no_probe(name):
+            raise AssertionError(f"probed {name} again")
+
+        monkeypatch.setattr(env, "check_import", no_probe)
+        base.importable.cache_clear()  # the next notebook: a new process
+        assert base.importable("av") == (True, None)  # no second check
+        with pytest.raises(AssertionError, match="probed decord"):
+            base.importable("decord")  # its failure was not recorded: checked again
+        record.write_text("av\t/another/python\n")  # a check made by another Python does not count here
+        base.importable.cache_clear()
+        with pytest.raises(AssertionError, match="probed av"):
+            base.importable("av")
     finally:
         base.importable.cache_clear()
 

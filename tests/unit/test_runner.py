@@ -111,6 +111,32 @@ def test_a_cell_that_hangs_fails_its_notebook_and_the_run_goes_on(tmp_path):
     assert rows["91_good.ipynb"]["status"] == "passed"
 
 
+CHECKS = """from playbook_utils.decoders import base
+assert base.importable("json") == (True, None)   # checked in a child process, and recorded for the run"""
+TRUSTS = """import json, pathlib
+from playbook_utils.decoders import base
+def no_check(name):
+    raise AssertionError(f"{name} checked again")
+base.env.check_import = no_check
+pathlib.Path(OUTPUT_DIR, "91_trusts.json").write_text(json.dumps({"headline": {"json": base.importable("json")[0]}}))"""
+
+
+def test_a_library_import_is_checked_once_per_run_not_once_per_notebook(tmp_path):
+    from playbook_utils.decoders import base
+
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    _write_nb(nbs / "90_checks.ipynb", CHECKS + "\n" + GOOD.replace("90_good", "90_checks"))
+    _write_nb(nbs / "91_trusts.ipynb", TRUSTS)
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
+    assert json.loads((out / "91_trusts.json").read_text())["headline"] == {"json": True}
+    assert (out / "logs" / "imports-checked.txt").read_text().split("\t")[0] == "json"
+    assert base.RECORD_ENV not in os.environ  # the record was the run's: nothing after it trusts it
+    # a new run starts a new record: its first notebook checks again
+    _write_nb(nbs / "90_checks.ipynb", TRUSTS.replace("91_trusts", "90_checks"))
+    assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90"]) == 1
+
+
 def test_param_values_are_python_literals_where_they_parse():
     assert run_notebooks.parse_params(
         [
