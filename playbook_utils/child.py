@@ -201,13 +201,16 @@ def serve(
     env: dict | None = None,
     on_answer=None,
     server: _Server | None = None,
+    keep: list | None = None,
 ) -> list[dict]:
     """Send `requests` to one child `argv` (one JSON line each on its stdin; it answers one line per request, in
     order) and return one answer per request. Each request gets `timeout` seconds; `on_answer(request, answer)`
     is called as each answer arrives (a progress bar). When the child dies or runs out of time, the request it
     was on gets a 'crashed' or 'timeout' answer and a new child serves the rest. Each answer gets 'served_s': the
     seconds since the answer before it (for a child's first, since the child was started: its start-up is in it,
-    unless `server`, a child `serve_all` started and warmed beforehand, serves them: then since they were sent)."""
+    unless `server`, a child `serve_all` started and warmed beforehand, serves them: then since they were sent).
+    `keep`: a list to which the child is appended, still running and waiting for more, once it has answered every
+    request (`serve_all`'s `servers` hands it more later); without it the child ends."""
     import time
 
     results: list[dict] = []
@@ -217,7 +220,8 @@ def serve(
         proc = _Server(argv, env) if fresh else server
         server = None
         last = proc.started if fresh else time.perf_counter()
-        proc.send(pending, last=True)
+        proc.send(pending, last=keep is None)
+        ok = True
         while pending:
             found, ok = proc.next(timeout)
             now = time.perf_counter()
@@ -228,7 +232,10 @@ def serve(
             pending.pop(0)
             if not ok:
                 break
-        proc.close()
+        if ok and not pending and keep is not None:
+            keep.append(proc)
+        else:
+            proc.close()
     return results
 
 
@@ -239,6 +246,7 @@ def serve_all(
     timeout: float = 300,
     env: dict | None = None,
     on_answer=None,
+    kept: dict | None = None,
 ) -> dict:
     """`serve` for several children, one per key of `groups` ({key: [request, ...]}), each key's requests served
     in turn, one child at a time, so that no two measure at once. All the children are started first, side by
@@ -246,24 +254,40 @@ def serve_all(
     measured yet, their start-ups overlap instead of adding up (six backends' children took 4-10 s each on the H200).
     Returns {key: [answer, ...]}; each key's first answer also holds 'warm_s', its child's start and warm-up
     (run side by side with the others'), and 'warm', the answer to the warm request (a failed warm-up is no
-    failure of the requests: a child that died of it is replaced when its turn comes)."""
-    servers = {k: _Server(argv, env) for k in groups}
+    failure of the requests: a child that died of it is replaced when its turn comes).
+
+    `kept` ({key: child}): children an earlier call left running; a key found there is served by its child (no
+    start, no warm-up), and every child that answered all its requests is put back, still running, for a later
+    call (those no later call takes end with this process, or with `close_kept`). Without it each child ends."""
+    reused = {k for k in groups if kept and k in kept and kept[k].proc.poll() is None}  # still running
+    servers = {k: kept.pop(k) if k in reused else _Server(argv, env) for k in groups}
     warmed = {}
     for k, s in servers.items():
-        s.send([warm[k]] if warm and k in warm else [])
+        if k not in reused:
+            s.send([warm[k]] if warm and k in warm else [])
     for k, s in servers.items():
-        if warm and k in warm:
+        if warm and k in warm and k not in reused:
             warmed[k], ok = s.warmed(timeout)
             if not ok:
                 servers[k] = None
     out = {}
     for k, requests in groups.items():
-        answers = serve(argv, requests, timeout=timeout, env=env, on_answer=on_answer, server=servers.pop(k))
+        left: list | None = [] if kept is not None else None
+        answers = serve(argv, requests, timeout=timeout, env=env, on_answer=on_answer, server=servers.pop(k), keep=left)
+        if left:
+            kept[k] = left[0]
         if answers and k in warmed:
             answers[0]["warm_s"] = warmed[k].pop("warm_s")
             answers[0]["warm"] = warmed[k]
         out[k] = answers
     return out
+
+
+def close_kept(kept: dict) -> None:
+    """End the children `serve_all` kept running (`kept`), and forget them."""
+    for server in kept.values():
+        server.close()
+    kept.clear()
 
 
 class Spares:

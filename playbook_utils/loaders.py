@@ -366,6 +366,18 @@ START_METHOD = "forkserver"  # how loader workers start (make_loader explains wh
 FORKSERVER_PRELOAD = ("torch", "playbook_utils.loaders")  # what the forkserver imports once for every worker
 
 
+def start_worker_server() -> None:
+    """Start the forkserver that `make_loader`'s workers are forked from (`START_METHOD`) now, without waiting for
+    it: its import of FORKSERVER_PRELOAD (PyTorch: 2-4 s) then runs beside whatever comes before the first loader
+    with workers, instead of inside that loader's time to its first batch (notebook 21's first configuration)."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    if START_METHOD == "forkserver":
+        multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+        forkserver.ensure_running()
+
+
 def worker_options(
     num_workers: int, start_method: str | None = None, timeout_s: float = 600.0, decoder_threads: int | None = None
 ) -> dict:

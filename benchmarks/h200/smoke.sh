@@ -3,9 +3,10 @@
 # The folder is .gpu_media/videos (ignored: carry .gpu_media), made on the CPU with the ffmpeg command line.
 repo=$(pwd)
 source /tmp/gpu-env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.max.video --format=csv,noheader
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c "import PyNvVideoCodec, torchcodec, av, papermill; print('libs', PyNvVideoCodec.__version__, torchcodec.__version__, av.__version__)"
 echo "commit $(cat "$repo/.gpu_media/COMMIT" 2>/dev/null || echo unknown)"
+export PLAYBOOK_COMMIT="$(cat "$repo/.gpu_media/COMMIT" 2>/dev/null)"   # the copy that travels has no history
 mkdir -p /tmp/rd && cd /tmp/rd && rm -rf out && cp -r "$repo/.gpu_media/videos" ./videos
 start=$(date +%s)
 timeout ${SMOKE_LIMIT:-540} python3 -m playbook_utils.tools.run_notebooks --pattern '2[0-2]*' --video-dir videos --output out 2>&1 | tee $OUT/smoke_console.txt

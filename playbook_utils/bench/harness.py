@@ -278,7 +278,10 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
     return bar
 
 
-def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> list[dict]:
+_kept: dict = {}  # {backend: its child, still running}: left by `run_all(keep=True)` for the next call
+
+
+def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: bool = False) -> list[dict]:
     """Run `jobs` and return one row each, in order (failures are rows too). A job its backend refuses before
     decoding (`why_unavailable`) needs no process; the others run in one child process per backend, which serves
     that backend's jobs one after another, its CPU jobs and its GPU jobs (`child.serve_all`): no library shares a
@@ -287,7 +290,9 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> lis
     runs, each warmed on its first job's clip (`_warm`), then measure one at a time: on the H200 a child's start,
     with PyTorch's and TorchCodec's imports, took 4-10 s, paid once for all of them ('warm_s' of a backend's first
     row). A child that crashes loses the job it was on; a new one serves the rest. `progress`: a bar on stderr
-    (`progress_bar`). Notebook 20."""
+    (`progress_bar`). `keep`: the children stay, each waiting for its backend's jobs of the next call (notebook
+    20's thread scaling, after its table: 5-7 s of start-up less on the H200); that call ends them unless it keeps
+    them too. Notebook 20."""
 
     def head(job):
         return {**dataclasses.asdict(job), "clip": Path(job.clip).name}
@@ -315,7 +320,10 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600) -> lis
         timeout=timeout,
         env=child_env(),
         on_answer=on_answer,
+        kept=_kept,
     )
+    if not keep:
+        child.close_kept(_kept)
     for b, ks in groups.items():
         for k, answer in zip(ks, answers[b]):
             rows[k] = {**head(jobs[k]), **answer}

@@ -1,4 +1,5 @@
 import csv
+import dataclasses
 import json
 
 import pytest
@@ -80,6 +81,19 @@ def test_run_all_serves_each_backends_jobs_from_one_process_in_order(tmp_path, c
     # each backend's child was started and warmed before any job ran (its first row says how long that took)
     assert rows[0]["warm"]["status"] == "ok" and rows[1]["warm"]["status"] == "ok" and rows[0]["warm_s"] > 0
     assert "warm" not in rows[3] and "warm" not in rows[4]
+
+
+@pytest.mark.media
+def test_run_all_keeps_its_children_for_the_next_call_when_asked(clip):
+    job = harness.Job("pyav", "cpu", "uniform16", str(clip), min_time=0.1)
+    first = harness.run_all([job, dataclasses.replace(job, backend="torchcodec")], progress=False, keep=True)
+    procs = {b: s.proc for b, s in harness._kept.items()}
+    assert sorted(procs) == ["pyav", "torchcodec"] and all(p.poll() is None for p in procs.values())
+    later = harness.run_all([dataclasses.replace(job, threads=2)], progress=False)  # pyav's jobs only
+    # served by the kept child: a fresh one would have been warmed first, and its first row would say so
+    assert first[0]["warm"]["status"] == "ok" and "warm" not in later[0]
+    assert later[0]["status"] == "ok" and later[0]["threads"] == 2 and later[0]["exact"] is True
+    assert harness._kept == {} and all(p.poll() is not None for p in procs.values())  # none kept: both ended
 
 
 @pytest.mark.media

@@ -73,3 +73,30 @@ def test_spares_warm_side_by_side_and_each_serves_one_request_then_ends():
     spares.start("c", "c")
     spares.close()  # a child no request took ends with its stdin
     assert spares.call("c", {"n": 5}) is None
+
+
+def test_serve_all_keeps_its_children_for_a_later_call_when_asked():
+    kept: dict = {}
+    argv = child.python("-c", SERVER)
+    first = child.serve_all(
+        argv, {"a": [{"n": 1}], "b": [{"n": 2}]}, warm={"a": {"warm": "a"}, "b": {"warm": "b"}}, timeout=60, kept=kept
+    )
+    assert sorted(kept) == ["a", "b"] and all(s.proc.poll() is None for s in kept.values())  # still running
+    kept["b"].proc.kill()  # one dies while it waits
+    kept["b"].proc.wait()
+    later = child.serve_all(
+        argv,
+        {"a": [{"n": 3}, {"n": 4}], "b": [{"n": 5}]},
+        warm={"a": {"warm": "a"}, "b": {"warm": "b"}},
+        timeout=60,
+        kept=kept,
+    )
+    # a's child served both calls, with no second warm-up; b's dead child was replaced by a fresh, warmed one
+    assert later["a"][0]["pid"] == later["a"][1]["pid"] == first["a"][0]["pid"] and "warm" not in later["a"][0]
+    assert [a["twice"] for a in later["a"]] == [6, 8] and later["b"][0]["twice"] == 10
+    assert later["b"][0]["pid"] != first["b"][0]["pid"] and later["b"][0]["warm"]["status"] == "ok"
+    procs = [s.proc for s in kept.values()]
+    child.close_kept(kept)
+    assert kept == {} and all(p.poll() is not None for p in procs)  # ended
+    # without `kept` a child ends once its requests are answered
+    assert child.serve_all(argv, {"c": [{"n": 6}]}, timeout=60)["c"][0]["twice"] == 12

@@ -331,8 +331,15 @@ def test_a_later_notebook_of_the_run_trusts_the_imports_an_earlier_one_checked(m
     monkeypatch.setenv(base.RECORD_ENV, str(record))
     monkeypatch.delenv(base.PROBED_ENV, raising=False)
     monkeypatch.setattr(base, "_probed_ok", set())
-    monkeypatch.setattr(env, "check_import", lambda name: {"importable": name == "av", "version": None,
-                                                           "error": None if name == "av" else "ImportError: planted"})
+    monkeypatch.setattr(
+        env,
+        "check_import",
+        lambda name: {
+            "importable": name == "av",
+            "version": None,
+            "error": None if name == "av" else "ImportError: planted",
+        },
+    )
     base.importable.cache_clear()
     try:  # the first notebook's kernel checks both; only the import that worked is recorded
         assert base.importable("av") == (True, None) and base.importable("decord")[0] is False

@@ -53,6 +53,20 @@ def test_loader_batches_and_wait_measurement(paths):
 
 
 @pytest.mark.media
+def test_the_workers_server_started_ahead_is_the_one_the_loader_forks_from(paths):
+    import os
+    from multiprocessing import forkserver
+
+    loaders.start_worker_server()  # returns at once; the server imports PyTorch in the background
+    pid = forkserver._forkserver._forkserver_pid
+    assert pid is not None and os.waitpid(pid, os.WNOHANG) == (0, 0)  # running
+    dl = loaders.make_loader(paths, backend="pyav", batch_size=2, num_workers=1, k=4)
+    assert next(iter(dl)).shape == (2, 4, 3, 144, 256)
+    assert forkserver._forkserver._forkserver_pid == pid  # no second server
+    loaders.close_loader(dl)
+
+
+@pytest.mark.media
 def test_skip_policy_finishes_the_epoch_and_lists_bad_files(paths, tmp_path):
     empty = tmp_path / "empty.mp4"
     empty.write_bytes(b"")
