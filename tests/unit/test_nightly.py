@@ -415,17 +415,14 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
 @pytest.mark.notebook
 def test_the_full_run_in_parts_covers_every_notebook_once_and_stamps_the_code(tmp_path, capsys, monkeypatch):
     """31: the parts of the H200 run: every notebook in exactly one part, a notebook that reads another's output
-    after it (22 after 20 and 21), --part with --pattern refused, and the part's rows stamped with the commit."""
+    in its part or a later one (22 after 20 and 21), --part with --pattern refused, and the part's rows stamped with the commit."""
     import fnmatch
 
     names = sorted(p.name for p in (nightly.ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     owner = {n: [k for k, pats in nightly.PARTS.items() if any(fnmatch.fnmatch(n, p) for p in pats)] for n in names}
     assert all(len(parts) == 1 for parts in owner.values()), owner
-    assert (
-        owner["22_choosing_a_loader.ipynb"]
-        == owner["20_decode_benchmarks.ipynb"]
-        == owner["21_training_loader_benchmarks.ipynb"]
-    )
+    reads = owner["22_choosing_a_loader.ipynb"][0]  # 22 runs in the part of 20 and 21, or in a later one
+    assert reads >= owner["20_decode_benchmarks.ipynb"][0] and reads >= owner["21_training_loader_benchmarks.ipynb"][0]
     assert nightly.main(["--part", "1", "--pattern", "0*"]) == nightly.EXIT_USAGE
     assert "give one" in capsys.readouterr().err
     nbformat = pytest.importorskip("nbformat")
