@@ -51,7 +51,7 @@ loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_worker
 ''')
 
 _TORCHCODEC = Template('''import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import $data_imports
 from torchcodec.decoders import VideoDecoder
 
 
@@ -74,7 +74,7 @@ class VideoClips(Dataset):
         return decoder.get_frames_at($uniform).data
 
 
-loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)$worker_note
+$driver
 ''')
 
 _DECORD = Template('''import decord
@@ -173,7 +173,7 @@ class VideoClips(Dataset):
         return nv12_to_rgb(nv12.squeeze(-1) if nv12.dim() == 4 else nv12, h, w, self.matrix)
 
 
-clips = VideoClips(paths)  # batches: [clips[i] for i in order], in the training process
+$driver
 ''')
 
 RECIPES = {
@@ -211,6 +211,28 @@ RECIPES = {
 }
 
 
+# a GPU recipe's loader: threads in the training process, as the playbook's GpuLoader measured (no DataLoader
+# workers: each would make its own CUDA context, and its tensors would cross processes)
+_DECODE_AHEAD = Template('''from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+
+def decode_ahead(clips, order, threads=$threads):
+    """clips[i] for each i of `order`, in that order, decoded by `threads` threads in the training process, with
+    at most 2 x threads videos in flight (each holds its K frames in GPU memory)."""
+    with ThreadPoolExecutor(threads) as pool:
+        pending = deque()
+        for i in order:
+            pending.append(pool.submit(clips.__getitem__, i))
+            if len(pending) == 2 * threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+loader = decode_ahead(VideoClips(paths), torch.randperm(len(paths)).tolist())  # one epoch, shuffled''')
+
+
 def entry(backend: str, device: str) -> dict:
     """`RECIPES`' entry for `backend` on `device` ('cuda:1' counts as 'cuda'); KeyError naming what exists where
     there is none."""
@@ -221,17 +243,26 @@ def entry(backend: str, device: str) -> dict:
     return RECIPES[key]
 
 
-def recipe(backend: str, device: str = "cpu", k: int = 16, workers: int = 4, threads: int = 0) -> str:
+def recipe(
+    backend: str, device: str = "cpu", k: int = 16, workers: int = 4, threads: int = 0, gpu_threads: int = 4
+) -> str:
     """The code of `RECIPES[(backend, device)]` with K frames per video, `workers` DataLoader processes and, for
     TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0, the adapter's: as many as FFmpeg likes). A
-    GPU recipe runs in the training process (workers 0). KeyError names what exists where there is none (`entry`)."""
+    GPU recipe decodes in the training process with `gpu_threads` threads, 2 x gpu_threads videos ahead, as the
+    playbook's `GpuLoader` does (`decode_ahead`). KeyError names what exists where there is none (`entry`)."""
     template = entry(backend, device)["template"]
     gpu = str(device).startswith("cuda")
+    driver = (
+        _DECODE_AHEAD.substitute(threads=gpu_threads)
+        if gpu
+        else f"loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers={workers})"
+    )
     return template.substitute(
         k=k,
-        workers=0 if gpu else workers,
         device=device if gpu else "cpu",
         threads_line="" if gpu else f"\n            num_ffmpeg_threads={threads},  # 0: as many as FFmpeg likes",
-        worker_note="  # CUDA decoding in the training process" if gpu else "",
         uniform=_UNIFORM,
+        workers=workers,
+        driver=driver,
+        data_imports="Dataset" if gpu else "DataLoader, Dataset",
     )

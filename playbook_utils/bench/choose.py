@@ -315,8 +315,9 @@ def tie_break(a: dict, b: dict) -> tuple[str, str]:
 
 def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) -> tuple[str | None, str]:
     """(code, note): the library's own `Dataset` for the recommended backend and device (`recipes.recipe`), with
-    K from `workload` ('uniformK'; 16 otherwise, said in the note) and the worker count the recommendation was
-    measured with (the machine's cores where it names none); (None, why) where there is no recipe for it.
+    K from `workload` ('uniformK'; 16 otherwise, said in the note) and the worker count (CPU; the machine's cores
+    where it names none) or decoding threads (GPU; 4 where it names none) the recommendation was measured with;
+    (None, why) where there is no recipe for it.
     `infos` ({name: probe} of the reader's files): the note names those the playbook's adapter reads only forward
     from frame 0 (open GOP), which this code, seeking, would read wrong."""
     if rec is None:
@@ -325,16 +326,21 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     k = int(m.group(1)) if m else 16
     w = re.search(r"num_workers=(\d+)", rec["how"])
     workers = int(w.group(1)) if w else len(os.sched_getaffinity(0))
+    t = re.search(r"\bthreads=(\d+)", rec["how"])
+    threads = int(t.group(1)) if t else 4
     try:
-        code = recipes.recipe(rec["backend"], rec["device"], k=k, workers=workers)
+        code = recipes.recipe(rec["backend"], rec["device"], k=k, workers=workers, gpu_threads=threads)
     except KeyError as e:
         return None, f"{e.args[0]}: use the playbook's call above, or the library notebook's recipe"
     caveat = recipes.entry(rec["backend"], rec["device"])["caveat"]
-    note = f"{rec['backend']} on {rec['device']}, K = {k}" + (f", {workers} workers" if rec["device"] == "cpu" else "")
+    on_gpu = str(rec["device"]).startswith("cuda")
+    note = f"{rec['backend']} on {rec['device']}, K = {k}, " + (
+        f"{threads} decoding threads" if on_gpu else f"{workers} workers"
+    )
     if not m:
         note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"
     note = f"{note}. Not in this code but in the playbook's adapter: {caveat}."
-    kind = "cuda" if str(rec["device"]).startswith("cuda") else "cpu"
+    kind = "cuda" if on_gpu else "cpu"
     forward = sorted(n for n, i in (infos or {}).items() if adapter(rec["backend"]).forward_only(i, kind))
     if forward:
         names = ", ".join(forward[:5]) + (f" and {len(forward) - 5} more" if len(forward) > 5 else "")

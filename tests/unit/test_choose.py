@@ -168,6 +168,14 @@ def test_the_code_to_paste_is_the_recommended_librarys_with_the_measured_setting
     code, note = choose.code_to_paste(rec, "uniform8")
     assert "from torchcodec.decoders import VideoDecoder" in code and "num_workers=6" in code and "k=8" in code
     assert note.startswith("torchcodec on cpu, K = 8, 6 workers") and "refuses variable-frame-rate" in note
+    gpu = {
+        "backend": "torchcodec",
+        "device": "cuda",
+        "how": "loaders.GpuLoader(paths, backend='torchcodec', threads=8)",
+    }
+    code, note = choose.code_to_paste(gpu, "uniform16")  # the measured threads, not DataLoader workers
+    assert "def decode_ahead(clips, order, threads=8)" in code and "DataLoader" not in code
+    assert note.startswith("torchcodec on cuda, K = 16, 8 decoding threads")
     code, note = choose.code_to_paste({**rec, "backend": "dali", "device": "cuda"}, "sequential")
     assert code is None and "no recipe for dali on cuda" in note
     assert choose.code_to_paste(None, "uniform16") == (None, "no recommendation, so no code")

@@ -2,6 +2,10 @@
 (by their stamps: the frames `sampling.uniform` picks), for a clip with B-frames, a Matroska file and K larger
 than the frame count; the GPU recipes the same on a GPU."""
 
+import threading
+import time
+import types
+
 import pytest
 import torch
 
@@ -23,9 +27,7 @@ def clips(tmp_path_factory):
 def _run(backend, device, paths, k):
     namespace = {"paths": [str(p) for p in paths]}
     exec(compile(recipes.recipe(backend, device, k=k, workers=0), f"<recipe {backend} {device}>", "exec"), namespace)
-    assert isinstance(
-        namespace.get("loader", namespace.get("clips")), (torch.utils.data.DataLoader, torch.utils.data.Dataset)
-    )
+    assert isinstance(namespace["loader"], (torch.utils.data.DataLoader, types.GeneratorType))
     return namespace["VideoClips"](paths, k=k)
 
 
@@ -64,5 +66,42 @@ def test_every_gpu_recipe_returns_the_frames_asked_for(backend, device, clips):
 def test_a_recipe_that_does_not_exist_names_those_that_do():
     with pytest.raises(KeyError, match="no recipe for dali on cuda; there are: pyav on cpu"):
         recipes.recipe("dali", "cuda")
-    assert "num_workers=0" in recipes.recipe("torchcodec", "cuda:0", workers=8)
+    assert "DataLoader" not in recipes.recipe("torchcodec", "cuda:0", workers=8)  # threads in the training process
     assert 'device="cuda:0"' in recipes.recipe("torchcodec", "cuda:0")
+
+
+def test_a_gpu_recipes_threads_deliver_every_video_once_with_a_bounded_look_ahead(clips):
+    # the GPU recipes' loader (decode_ahead) is plain Python around the Dataset: run here with TorchCodec's
+    # Dataset on the CPU in place of CUDA, its __getitem__ watched for how many videos are in flight at once
+    if why_unavailable("torchcodec", "cpu"):
+        pytest.skip(why_unavailable("torchcodec", "cpu"))
+    paths = [str(p) for p in clips] * 4
+    code = recipes.recipe("torchcodec", "cuda", k=5, gpu_threads=2).replace('device="cuda"', 'device="cpu"')
+    namespace = {"paths": paths}
+    exec(compile(code, "<recipe torchcodec, its GPU loader on the CPU>", "exec"), namespace)
+    ds_type, lock, inside, most, started = namespace["VideoClips"], threading.Lock(), [0], [0], [0]
+    real = ds_type.__getitem__
+
+    def watched(self, i):
+        with lock:
+            inside[0] += 1
+            started[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.05)  # long enough for the threads to overlap
+            return i, real(self, i)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    ds_type.__getitem__ = watched
+    got, ahead = [], 0
+    for item in namespace["loader"]:  # a slow training step: the threads run ahead of it, up to the bound
+        got.append(item)
+        time.sleep(0.1)
+        ahead = max(ahead, started[0] - len(got))
+    assert ahead + 1 == 2 * 2  # at most 2 x threads videos in flight: the one the step holds and those begun after it
+    assert sorted(i for i, _ in got) == list(range(len(paths)))  # every video once, in a shuffled order
+    for i, frames in got:
+        assert [media.read_stamp(f) for f in frames] == sampling.uniform(media.probe(paths[i]).num_frames, 5)
+    assert most[0] == 2  # its 2 threads decoded side by side, and no more at once
