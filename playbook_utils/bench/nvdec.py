@@ -295,7 +295,11 @@ def ceiling(
                     f"{decoder} {processes} processes x {threads} threads: "
                     + (
                         f"{row['fps']:,.0f} frames/s, NVDEC utilization median "
-                        + (f"{util}%" if util is not None else f"not measured ({row['nvdec_util_samples']} samples)")
+                        + (
+                            f"{util}%"
+                            if util is not None
+                            else f"not measured ({row['nvdec_util_samples']} samples, {MIN_SAMPLES} needed)"
+                        )
                         if row["fps"]
                         else f"failed: {row['error']}"
                     )

@@ -78,8 +78,8 @@ def train_steps(
     raises RuntimeError). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median),
     'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during the
     steps, above what was held before them; None on the CPU), 'batch_mb' (the model input's bytes), 'batch_videos'
-    and 'batch_dtype' (its first dimension and its element type), 'lookahead_batches', 'skipped_batches' (drawn
-    before the clock), 'why'}."""
+    and 'batch_dtype' (its first dimension and its element type), 'warmup_batches', 'lookahead_batches',
+    'skipped_batches' (drawn before the clock: the warm-up, the look-ahead, and those until a step waited), 'why'}."""
     import torch
 
     cuda = str(device).startswith("cuda")
@@ -134,6 +134,7 @@ def train_steps(
         "batch_mb": batch_mb,
         "batch_videos": batch_shape[0],
         "batch_dtype": batch_shape[1],
+        "warmup_batches": warmup,
         "lookahead_batches": lookahead,
         "skipped_batches": n - len(times),
         "why": None if len(times) == steps else f"the batches ended after {len(times)} measured steps of {steps}",

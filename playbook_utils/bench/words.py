@@ -235,11 +235,13 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     def step(x):
         return f"step {1e3 * x['step_s']:.0f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} videos/s"
 
-    drawn = live.get("skipped_batches")
+    drawn, ahead = live.get("skipped_batches") or 0, live.get("lookahead_batches") or 0
+    warm = live.get("warmup_batches", drawn - ahead)
+    more = drawn - warm - ahead
     clock = (
-        f"; its clock started after the first {drawn} batches: the warm-up and the {live['lookahead_batches']} it "
-        "had decoded ahead"
-        if live.get("lookahead_batches")
+        f"; its clock started after the first {drawn} batches: {warm} of warm-up, the {ahead} it had decoded ahead"
+        + (f" and {more} more until a step waited for it" if more > 0 else "")
+        if ahead
         else ""
     )
     lines = [
