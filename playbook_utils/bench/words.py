@@ -4,6 +4,7 @@ notebook's cell only calls them and a wording fix lands in one place. Nothing he
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -43,7 +44,10 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
             "SMs",
             f"the SMs, busy {sm:.0f}% of the time (colour conversion, resize, normalization; NVDEC {nvdec:.0f}%)",
         )
-    cores = f"; the process used {cpu / 100:.1f} cores" if cpu is not None else ""
+    have = len(os.sched_getaffinity(0))
+    cores = f"; the process used {cpu / 100:.1f} of {have} cores" if cpu is not None else ""
+    if cpu is not None and cpu / 100 < have / 2:  # nothing busy: the decodes in flight were too few (21 on the H200)
+        cores += ", so not the CPU either: too few decodes in flight to keep any of them busy"
     return "host side", f"the host side: neither NVDEC ({nvdec:.0f}%) nor the SMs ({sm:.0f}%) were busy{cores}"
 
 
