@@ -31,7 +31,8 @@ def busy_words(u: dict | None) -> str:
 def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
     """(label, sentence): what held a GPU-side loader back. NVDEC busy at least `busy_pct` of the time means the
     engines; else the SMs busy that long mean the GPU work each frame needs beyond decoding; neither means the
-    host side (Python scheduling, demuxing, the calls into the decoders). Where the window was too short for
+    host side (Python scheduling, demuxing, the calls into the decoders), and where most cores were idle as well,
+    too few decodes in flight to keep anything busy. Where the window was too short for
     utilization samples to mean anything, 'unknown' with that reason."""
     u = row.get("utilization") or {}
     nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
