@@ -210,7 +210,7 @@ def serve(
     seconds since the answer before it (for a child's first, since the child was started: its start-up is in it,
     unless `server`, a child `serve_all` started and warmed beforehand, serves them: then since they were sent).
     `keep`: a list to which the child is appended, still running and waiting for more, once it has answered every
-    request (`serve_all`'s `servers` hands it more later); without it the child ends."""
+    request (`serve_all`'s `kept` hands it more later); without it the child ends."""
     import time
 
     results: list[dict] = []

@@ -168,9 +168,12 @@ _record_lock = threading.Lock()
 def _recorded() -> set[str]:
     """The import names an earlier process of this run checked successfully with this Python (`RECORD_ENV`)."""
     record = os.environ.get(RECORD_ENV)
+    if not record:
+        return set()
     try:
-        lines = open(record).read().splitlines() if record else []
-    except OSError:
+        with open(record) as f:
+            lines = f.read().splitlines()
+    except OSError:  # none written yet, or the run's folder gone: nothing vouched for
         return set()
     return {name for name, _, python in (line.partition("\t") for line in lines) if python == sys.executable}
 
@@ -178,8 +181,11 @@ def _recorded() -> set[str]:
 def _record(name: str) -> None:
     record = os.environ.get(RECORD_ENV)
     if record:
-        with _record_lock, open(record, "a") as f:  # one short line per write: appends do not interleave
-            f.write(f"{name}\t{sys.executable}\n")
+        try:
+            with _record_lock, open(record, "a") as f:  # one short line per write: appends do not interleave
+                f.write(f"{name}\t{sys.executable}\n")
+        except OSError:  # a record that cannot be written costs the next notebook a check, nothing more
+            pass
 
 
 def _vouched() -> set[str]:
