@@ -520,6 +520,12 @@ def steady_rate(
 DRAINED_WAIT = 0.1
 
 
+def found_empty(wait_s: float, step_s: float) -> bool:
+    """Whether a step that waited `wait_s` for its batch, after a step of `step_s`, found the loader's look-ahead
+    empty (`DRAINED_WAIT`): where `measure_loader` and `train_step.train_steps` start their clocks."""
+    return wait_s > max(1e-3, DRAINED_WAIT * step_s)
+
+
 def measure_loader(
     loader,
     step_s: float,
@@ -574,7 +580,7 @@ def measure_loader(
             got = next(it)
         except StopIteration:
             break
-        waited = clock() - t0 > max(1e-3, DRAINED_WAIT * step_s)
+        waited = found_empty(clock() - t0, step_s)
         got = got.to(device, non_blocking=True)
         if Device.parse(device).is_cuda:
             import torch

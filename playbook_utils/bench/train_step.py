@@ -17,7 +17,7 @@ import time
 
 from playbook_utils import loaders, sampling, transforms
 from playbook_utils.bench import verdicts
-from playbook_utils.bench.loader_bench import DRAINED_WAIT
+from playbook_utils.bench.loader_bench import found_empty, spec_lookahead
 
 TEMPORAL_PATCH = sampling.QWEN_FRAME_FACTOR  # frames per patch, as Qwen2-VL's vision tower takes them
 
@@ -70,8 +70,8 @@ def train_steps(
     input on `device`) and the step (forward, backward, optimizer; on CUDA with bfloat16 autocast, synchronized
     before the clock stops). A loader that decodes ahead (`lookahead`: the batches it has in flight before the first
     step, `lookahead_batches` of `gpu_batches` and `cpu_batches`) has them ready before any step could wait, so the
-    clock starts only after they are drawn too, at the first later step that waited for the loader (longer than
-    `loader_bench.DRAINED_WAIT` of the step before), or one more look-ahead on, where it keeps up: the rule of
+    clock starts only after they are drawn too, at the first later step that found its look-ahead empty
+    (`loader_bench.found_empty`), or one more look-ahead on, where it keeps up: the rule of
     `loader_bench.measure_loader`. On the H200's smoke run of 2026-12-04 the clock had started after 2 steps, and
     all 6 videos drawn were among the 8 the loader had started before the first step: 106 videos/s and a 6% wait,
     neither the loader's. Fewer steps are measured where the batches end first ('why' says so; none measured
@@ -109,7 +109,7 @@ def train_steps(
         opt.step()
         sync()
         t2 = time.perf_counter()
-        waited = t1 - t0 > max(1e-3, DRAINED_WAIT * last_step)
+        waited = found_empty(t1 - t0, last_step)
         if begin is None and n >= skip and (not lookahead or waited or n >= skip + lookahead):
             begin = t0
         if begin is not None:
@@ -201,7 +201,7 @@ def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int
             paths, backend=backend, threads=threads, batch_size=batch_size, size=size, strategy="uniform", k=k
         )
 
-    batches.lookahead_batches = -(-2 * threads // batch_size)  # GpuLoader keeps 2 x threads videos in flight
+    batches.lookahead_batches = -(-spec_lookahead({"kind": "gpu", "threads": threads}) // batch_size)
     return batches
 
 

@@ -857,11 +857,10 @@ def main(argv=None) -> int:
         for nb in notebooks:
             progress.start(nb)
             rows.append(_run_here(nb, output, args, caps, machine))
-    if not args.row_file:
-        os.environ.pop(base.RECORD_ENV, None)  # the record is this run's
     if args.row_file:  # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:
+        os.environ.pop(base.RECORD_ENV, None)  # the record is this run's
         summary = write_summary(rows, output, args.mode, machine)
         setup_env.write_constraints(
             output, machine["libraries"], f"installed for this {args.mode} run of {machine['date_utc']} UTC"
