@@ -215,6 +215,8 @@ def serve(
 
     results: list[dict] = []
     pending = list(requests)
+    if not pending and server is not None and keep is not None:  # started and warmed for a later call
+        keep.append(server)
     while pending:
         fresh = server is None
         proc = _Server(argv, env) if fresh else server

@@ -4,7 +4,6 @@ and `read_frames` through the adapter, so that what an adapter costs, and what i
 both measured.
 
     python -m playbook_utils.bench.anchor LIBRARY PATH REPEATS [FIRST]   (one library, one answer)
-    python -m playbook_utils.bench.anchor --serve   (the child of `library_rates`: requests on stdin)
 """
 
 from __future__ import annotations
@@ -163,12 +162,21 @@ def _warm(library: str, path: str) -> dict:
     return {"shape": list(read_frames(path, [0], library).shape)}
 
 
-def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 600, first: int | None = None) -> dict:
+def library_rates(
+    path,
+    libraries=LIBRARIES,
+    repeats: int = 3,
+    timeout: float = 600,
+    first: int | None = None,
+    kept: dict | None = None,
+) -> dict:
     """{library: the child's answer}: each library's bare loop and its adapter decoding every frame of `path` (or
     its `first` frames, as notebook 20's smoke mode reads) to RGB, in a child process of its own (no two
     libraries' FFmpegs in one process). The children start and import their library side by side, then measure
     one at a time (`child.serve_all`). A library that is not installed, or refuses the file, answers
-    'unavailable' with the reason. Notebook 20."""
+    'unavailable' with the reason. The children are the benchmark harness's (`python -m playbook_utils.bench
+    --serve`): with `kept` (`harness.kept()`, after `harness.start_children`), the table's children, already
+    started and warmed, measure the anchor too, and stay for the table. Notebook 20."""
     out = {}
     check_libraries(libraries)  # the import checks side by side
     for lib in libraries:
@@ -177,11 +185,12 @@ def library_rates(path, libraries=LIBRARIES, repeats: int = 3, timeout: float = 
             out[lib] = {"status": "unavailable", "error": why}
     todo = [lib for lib in libraries if lib not in out]
     answers = child.serve_all(
-        child.python("-m", "playbook_utils.bench.anchor", "--serve"),
-        {lib: [{"library": lib, "path": str(path), "repeats": repeats, "first": first}] for lib in todo},
-        warm={lib: {"warm": [lib, str(path)]} for lib in todo},
+        child.python("-m", "playbook_utils.bench", "--serve"),
+        {lib: [{"anchor": [lib, str(path), repeats, first]}] for lib in todo},
+        warm={lib: {"warm": {"anchor": [lib, str(path)]}} for lib in todo},
         timeout=timeout,
         env=child_env(),
+        kept=kept,
     )
     return {lib: out[lib] if lib in out else answers[lib][0] for lib in libraries}
 
@@ -235,10 +244,5 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
     return lines
 
 
-if __name__ == "__main__":  # the child of `library_rates`: a failure is reported as data
-    if sys.argv[1:] == ["--serve"]:
-        child.serve_requests(
-            lambda r: _child(r["library"], r["path"], r["repeats"], r["first"]), warm=lambda a: _warm(*a)
-        )
-    else:
-        child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)
+if __name__ == "__main__":  # one library's anchor in a process of its own: a failure is reported as data
+    child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)

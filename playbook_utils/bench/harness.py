@@ -157,11 +157,26 @@ def _measure(job: Job, clips: list[str]) -> dict:
     }
 
 
+def _serve_one(request: dict) -> dict:
+    """A serving child's answer to one request: a job (`_child`), or notebook 20's anchor of one library
+    (`anchor._child`, request {'anchor': [library, path, repeats, first]}), measured in the same child."""
+    if "anchor" in request:
+        from playbook_utils.bench import anchor
+
+        return anchor._child(*request["anchor"])
+    return _child(Job(**request))
+
+
 def _warm(job: dict) -> dict:
     """A child's warm-up before its first job (`child.serve_all`): its backend's library and the reference
-    library imported, the CUDA context and a decoder made, by reading frame 0 of the job's clip with each."""
+    library imported, the CUDA context and a decoder made, by reading frame 0 of the job's clip with each
+    (an anchor's warm-up, {'anchor': [library, path]}: its library, frame 0)."""
     import torch
 
+    if "anchor" in job:
+        from playbook_utils.bench import anchor
+
+        return anchor._warm(*job["anchor"])
     job = Job(**job)
     t = time.perf_counter()
     frames = read_frames(job.clip, [0], job.backend, job.device)
@@ -281,6 +296,34 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
 _kept: dict = {}  # {backend: its child, still running}: left by `run_all(keep=True)` for the next call
 
 
+def kept() -> dict:
+    """{backend: its child, still running}: the children `start_children` or `run_all(keep=True)` left for the
+    next call (`anchor.library_rates` takes them too)."""
+    return _kept
+
+
+def start_children(jobs: list[Job], timeout: float = 600) -> float:
+    """Start the children `run_all(jobs)` will use, one per backend with a job it can run, side by side, and wait
+    until each has warmed up on its first job's clip; they stay (`kept`) for `run_all` and for what runs before it
+    in the same children (notebook 20's anchor): one start-up of all of them, not one per call. Returns the
+    seconds it took."""
+    began = time.perf_counter()
+    first: dict = {}
+    for job in jobs:
+        if job.backend not in first and not why_unavailable(job.backend, job.device, job.clip):
+            first[job.backend] = job
+    check_libraries(sorted({job.backend for job in jobs}))  # the import checks side by side
+    child.serve_all(
+        child.python("-m", "playbook_utils.bench", "--serve"),
+        {b: [] for b in first if b not in _kept},
+        warm={b: {"warm": dataclasses.asdict(j)} for b, j in first.items()},
+        timeout=timeout,
+        env=child_env(),
+        kept=_kept,
+    )
+    return time.perf_counter() - began
+
+
 def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: bool = False) -> list[dict]:
     """Run `jobs` and return one row each, in order (failures are rows too). A job its backend refuses before
     decoding (`why_unavailable`) needs no process; the others run in one child process per backend, which serves
@@ -393,7 +436,7 @@ def main(argv=None) -> int:
         child.reply(_child, Job(**json.loads(args.child)))
         return 0
     if args.serve:  # one backend's jobs, one JSON line each on stdin, answered in order
-        child.serve_requests(lambda request: _child(Job(**request)), warm=_warm)
+        child.serve_requests(_serve_one, warm=_warm)
         return 0
     unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + [
         b for b in args.backends.split(",") if b not in BACKENDS

@@ -47,13 +47,15 @@ def sweep_workers(
     log=print,
     budget_s: float | None = None,
     prefetch: int | None = None,
+    first_of: int | None = None,
 ) -> tuple[list, list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
     training step (`measure_loader`), the most workers first. Returns (rows, stuck, unmeasured): a configuration
     whose workers deliver no batch within `timeout_s`, or die, is recorded in `stuck` with its error and the
     sweep goes on. With `budget_s`, each configuration's measurement is capped at its share of the budget (at
     most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
-    are not started (each backend's first, with the most workers, always runs): they are listed in `unmeasured`.
+    are not started (each backend's first, with the most workers, always runs; with `first_of`, only the first
+    `first_of` backends' first: put the likeliest winners first, `ranked_by_table`): they are listed in `unmeasured`.
     `prefetch`: batches each worker decodes ahead (`make_loader`'s `prefetch_factor`; DataLoader's 2 where None),
     none of them measured. Each row also holds 'config_s', the configuration's wall time with its workers' start
     and stop, and 'close_s', the stop's share (`measure_loader` gives the start's and the prefetched batches').
@@ -75,6 +77,7 @@ def sweep_workers(
         if b not in files:
             continue
         first = not any(r["backend"] == b for r in rows) and not any(x["backend"] == b for x in stuck)
+        first = first and (first_of is None or list(files).index(b) < first_of)
         if budget_s is not None and time.perf_counter() - start > budget_s and not first:
             unmeasured.append({"backend": b, "workers": w})
             continue
@@ -129,9 +132,42 @@ def sweep_workers(
         log(
             f"not measured, the sweep's {budget_s:.0f} s having been spent: "
             + ", ".join(f"{u['backend']} x{u['workers']}" for u in unmeasured)
+            + (
+                f" (past the budget, only the first {first_of} libraries' first configuration runs)"
+                if first_of is not None and any(u["backend"] not in {r["backend"] for r in rows} for u in unmeasured)
+                else ""
+            )
         )
     rows.sort(key=lambda r: (backends.index(r["backend"]), r["workers"]))
     return rows, stuck, unmeasured
+
+
+def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
+    """(`backends` in the order of notebook 20's table in the same output folder `out`, fastest first, and a line
+    saying so; None when there is no such table for the same `video_dir`): each backend's mean rate of K = 16
+    sampled frames on the CPU, one caller, frame-exact rows only. A backend the table did not measure goes last.
+    Notebook 21's smoke sweep starts with the likeliest winners and measures the first two (`sweep_workers`'
+    `first_of`)."""
+    out = Path(out)
+    try:
+        n20 = json.loads((out / "20_decode_benchmarks.json").read_text())
+        rows = json.loads((out / "20_bench" / "bench.json").read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        return list(backends), None
+    if n20.get("video_dir") != video_dir:
+        return list(backends), None
+    rates: dict = {}
+    for r in rows:
+        if (r.get("status"), r.get("device"), r.get("workload"), r.get("exact")) == ("ok", "cpu", "uniform16", True):
+            rates.setdefault(r["backend"], []).append(r["fps"])
+    mean = {b: sum(v) / len(v) for b, v in rates.items() if b in backends}
+    if not mean:
+        return list(backends), None
+    ordered = sorted(backends, key=lambda b: -mean.get(b, -1.0))
+    said = "notebook 20's table, K = 16 sampled frames on the CPU, one caller: " + ", ".join(
+        f"{b} {mean[b]:,.0f} frames/s" if b in mean else f"{b} not measured there" for b in ordered
+    )
+    return ordered, said
 
 
 def wait_curves(rows: list[dict], total: int) -> dict:

@@ -152,21 +152,27 @@ def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, o
     out[slot] = frames
 
 
-def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float, barrier, queue) -> None:
-    """`threads` warmed-up decoders in this process; all processes start together at `barrier`."""
+def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float, ready, go, queue) -> None:
+    """`threads` warmed-up decoders in this process: it reports at the `ready` barrier once every one has decoded
+    its warm-up pass, then waits for `go` (the processes of one run start their window together)."""
     import threading
 
-    ready, start, window = threading.Semaphore(0), threading.Event(), [0.0]
+    warmed, start, window = threading.Semaphore(0), threading.Event(), [0.0]
     counts: list = [0] * threads
     workers = [
-        threading.Thread(target=_raw_thread, args=(decoder, path, gpu, ready, start, window, counts, k))
+        threading.Thread(target=_raw_thread, args=(decoder, path, gpu, warmed, start, window, counts, k))
         for k in range(threads)
     ]
     for w in workers:
         w.start()
     for _ in workers:
-        ready.acquire()  # every decoder created and warmed up before the clock starts
-    barrier.wait()
+        warmed.acquire()  # every decoder created and warmed up before the clock starts
+    try:
+        ready.wait()
+    except Exception:  # the parent gave up on this run (a broken barrier): nothing to measure
+        start.set()
+        return
+    go.wait()
     window[0] = time.perf_counter() + seconds
     start.set()
     for w in workers:
@@ -175,8 +181,51 @@ def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float
     queue.put({"frames": sum(c for c in counts if isinstance(c, int)), "error": errors[0] if errors else None})
 
 
+READY_TIMEOUT_S = 180  # a run whose decoders are not all warmed up by then fails ('did not start')
+
+
+def _start(path, processes: int, threads: int, seconds: float, gpu: int, decoder: str) -> dict:
+    """Start the `processes` of one `saturate` run; they make and warm up their decoders, then wait (`_ready`,
+    then `saturate`'s go). Several runs can start side by side (`ceiling`): their start-ups, a Python with
+    PyTorch and a CUDA context each (5-10 s on the H200), overlap instead of adding up."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    run = {"queue": ctx.Queue(), "ready": ctx.Barrier(processes + 1), "go": ctx.Event(), "warmed": None}
+    run["children"] = [
+        ctx.Process(
+            target=_raw_process,
+            args=(decoder, str(path), gpu, threads, seconds, run["ready"], run["go"], run["queue"]),
+            daemon=True,
+        )
+        for _ in range(processes)
+    ]
+    for c in run["children"]:
+        c.start()
+    return run
+
+
+def _ready(run: dict, timeout: float = READY_TIMEOUT_S) -> bool:
+    """Wait until every process of a started run has warmed up its decoders (once; later calls return at once)."""
+    if run["warmed"] is None:
+        try:
+            run["ready"].wait(timeout=timeout)
+            run["warmed"] = True
+        except Exception:
+            run["warmed"] = False
+            for c in run["children"]:
+                c.kill()
+    return run["warmed"]
+
+
 def saturate(
-    path, processes: int = 7, threads: int = 1, seconds: float = 3.0, gpu: int = 0, decoder: str = "pynvvideocodec"
+    path,
+    processes: int = 7,
+    threads: int = 1,
+    seconds: float = 3.0,
+    gpu: int = 0,
+    decoder: str = "pynvvideocodec",
+    started: dict | None = None,
 ) -> dict:
     """Raw NVDEC decode of `path` by processes x threads concurrent decoders of `decoder` (one of DECODERS) for
     `seconds` (notebook 20).
@@ -184,34 +233,23 @@ def saturate(
     Each decoder is created and warmed up (one whole pass) before the clock starts; then every decoder
     loops over the clip (PyNvVideoCodec: its demuxer and decoder, NV12 left in GPU memory; TorchCodec: its CUDA
     `VideoDecoder`, RGB in GPU memory) and counts only frames decoded inside the common time window. NVML's
-    decoder utilization is sampled every 50 ms meanwhile. Returns {'fps', 'frames', 'processes', 'threads',
+    decoder utilization is sampled every 50 ms meanwhile. `started`: this run's processes, started and warmed
+    beforehand (`_start`, `ceiling`), else they start now. Returns {'fps', 'frames', 'processes', 'threads',
     'decoder', 'nvdec_util_median', 'nvdec_util_p90', 'nvdec_util_samples', 'video_clock_mhz', 'error'}.
     """
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    queue, barrier = ctx.Queue(), ctx.Barrier(processes + 1)
-    children = [
-        ctx.Process(target=_raw_process, args=(decoder, str(path), gpu, threads, seconds, barrier, queue), daemon=True)
-        for _ in range(processes)
-    ]
-    for c in children:
-        c.start()
+    run = started or _start(path, processes, threads, seconds, gpu, decoder)
     nvml = env.nvml_handle(gpu)
     util, clock = [], []
-    try:
-        barrier.wait(timeout=180)
-    except Exception:
-        for c in children:
-            c.kill()
+    if not _ready(run):
         return {
             "fps": None,
             "frames": 0,
             "processes": processes,
             "threads": threads,
             "decoder": decoder,
-            "error": "decoders did not start within 180 s",
+            "error": f"decoders did not start within {READY_TIMEOUT_S} s",
         }
+    run["go"].set()
     t0 = time.perf_counter()
     t_end = t0 + seconds
     while time.perf_counter() < t_end:
@@ -222,8 +260,8 @@ def saturate(
             nv, h = nvml
             util.append(nv.nvmlDeviceGetDecoderUtilization(h)[0])
             clock.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_VIDEO))
-    results = [queue.get(timeout=120) for _ in children]
-    for c in children:
+    results = [run["queue"].get(timeout=120) for _ in run["children"]]
+    for c in run["children"]:
         c.join(timeout=30)
     frames = sum(r["frames"] for r in results)
     errors = sorted({r["error"] for r in results if r["error"]})
@@ -252,6 +290,21 @@ def _layouts(configs, decoders) -> list[tuple[int, int, str]]:
     return [tuple(c) if len(c) == 3 else (*c, d) for c in configs for d in ((None,) if len(c) == 3 else decoders)]
 
 
+AHEAD_PROCESSES = 24  # processes of several runs started side by side at most (each a CUDA context and its decoders)
+
+
+def _batch(todo: list, k: int) -> list[int]:
+    """The runs of `todo` (processes, threads, decoder) from the k-th on whose processes start together: as many as
+    fit in AHEAD_PROCESSES, at least one."""
+    out, total = [], 0
+    for j in range(k, len(todo)):
+        if out and total + todo[j][0] > AHEAD_PROCESSES:
+            break
+        out.append(j)
+        total += todo[j][0]
+    return out
+
+
 def usable_decoders(device: str = "cuda") -> tuple[str, ...]:
     """The DECODERS whose library can decode on `device` here (their adapters answer `why_unavailable`)."""
     return tuple(d for d in DECODERS if why_unavailable(d, device) is None)
@@ -271,7 +324,10 @@ def ceiling(
     ('levelled', `levelled`: not False). Otherwise the rate is only a lower bound of what the engines can do.
     Utilization alone is not enough: it is the share of time a decoder was busy, not of what the engines can do,
     and more sessions at once still raised the rate at 99% (H200, 1080p H.264: 28 raw decoders 4,076 frames/s at
-    99%, a loader with 64 threads 4,169). Introduced in notebook 20.
+    99%, a loader with 64 threads 4,169). The runs' processes start side by side, up to AHEAD_PROCESSES at a
+    time, and every decoder of a batch has warmed up before the first run measures: the runs measure one after
+    another, but their start-ups overlap (37 runs each started on its own took 499 s of notebook 20 on the H200,
+    most of it start-up). Introduced in notebook 20.
     """
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
@@ -286,8 +342,15 @@ def ceiling(
     for phase, layouts in enumerate((configs, if_unsaturated)):
         if phase and saturated(best_of()):
             break  # more concurrency only where the planned layouts did not show the engines' limit
-        for processes, threads, decoder in _layouts(layouts, decoders or ("pynvvideocodec",)):
-            row = saturate(path, processes, threads, seconds, gpu, decoder)
+        todo = _layouts(layouts, decoders or ("pynvvideocodec",))
+        ahead: dict = {}
+        for k, (processes, threads, decoder) in enumerate(todo):
+            if k not in ahead:  # the next runs' processes start side by side, up to AHEAD_PROCESSES of them
+                for j in _batch(todo, k):
+                    ahead[j] = _start(path, todo[j][0], todo[j][1], seconds, gpu, todo[j][2])
+                for j in _batch(todo, k):
+                    _ready(ahead[j])  # every decoder of the batch warmed up before the first measures
+            row = saturate(path, processes, threads, seconds, gpu, decoder, started=ahead.pop(k))
             rows.append(row)
             if log:
                 util = row["nvdec_util_median"]

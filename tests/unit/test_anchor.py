@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from playbook_utils import media
+from playbook_utils import child, media
 from playbook_utils.bench import anchor
 
 CLI = {"fps": 100.0, "spread_pct": 2.0, "startup_s": 0.1, "startup_pct": 3.3, "version": "ffmpeg version 5.1"}
@@ -97,3 +97,23 @@ def test_a_command_line_that_is_no_anchor_is_not_used_as_one():
     assert "no anchor" in lines[0] and not any("at the anchor" in x or "of the command line" in x for x in lines)
     assert lines[1].endswith("no adapter cost measurable within the 30% spread")
     assert lines[2].endswith("-19% against it, more than the 5.0% spread")
+
+
+@pytest.mark.media
+def test_the_anchor_measures_in_the_tables_children_which_stay_for_the_table(tmp_path):
+    from playbook_utils.bench import harness
+
+    clip = media.make_clip(tmp_path / "c.mp4", "h264", 256, 144, num_frames=24)
+    jobs = [harness.Job("pyav", "cpu", "sequential", str(clip), 1, 0.05)]
+    try:
+        harness.start_children(jobs)
+        pid = harness.kept()["pyav"].proc.pid
+        got = anchor.library_rates(clip, libraries=("pyav",), repeats=1, kept=harness.kept())
+        assert got["pyav"]["status"] == "ok" and got["pyav"]["frames"] == 24
+        assert harness.kept()["pyav"].proc.pid == pid  # the same child, still waiting for the table
+        row = harness.run_all(jobs, progress=False, keep=True)[0]
+        assert row["status"] == "ok" and row["exact"] and harness.kept()["pyav"].proc.pid == pid
+    finally:
+        procs = [s.proc for s in harness.kept().values()]
+        child.close_kept(harness.kept())
+        assert all(p.poll() is not None for p in procs)

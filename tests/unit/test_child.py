@@ -100,3 +100,18 @@ def test_serve_all_keeps_its_children_for_a_later_call_when_asked():
     assert kept == {} and all(p.poll() is not None for p in procs)  # ended
     # without `kept` a child ends once its requests are answered
     assert child.serve_all(argv, {"c": [{"n": 6}]}, timeout=60)["c"][0]["twice"] == 12
+
+
+def test_serve_all_with_no_request_starts_and_warms_children_for_a_later_call():
+    kept: dict = {}
+    argv = child.python("-c", SERVER)
+    assert child.serve_all(argv, {"a": [], "b": []}, warm={"a": {"warm": "a"}, "b": {"warm": "b"}}, kept=kept) == {
+        "a": [],
+        "b": [],
+    }
+    assert sorted(kept) == ["a", "b"] and all(s.proc.poll() is None for s in kept.values())  # warmed, waiting
+    pids = {k: s.proc.pid for k, s in kept.items()}
+    later = child.serve_all(argv, {"a": [{"n": 1}], "b": [{"n": 2}]}, warm={"a": {"warm": "a"}}, kept=kept)
+    # the children started before served the requests, with no warm-up answer mistaken for a request's
+    assert {k: (v[0]["pid"], v[0]["twice"]) for k, v in later.items()} == {"a": (pids["a"], 2), "b": (pids["b"], 4)}
+    child.close_kept(kept)

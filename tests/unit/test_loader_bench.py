@@ -412,3 +412,46 @@ def test_gpu_specs_note_each_loader_left_out_and_why(tmp_path):
     assert specs == [] and notes[-1] == "dali experimental reader: measured in full mode only"
     assert [n.split(":")[0] for n in notes[:2]] == ["pynvvideocodec", "torchcodec"]
     assert all(not n.startswith("dali") for n in loader_bench.gpu_specs(clip, "cuda", [4], ())[1])
+
+
+def test_past_its_budget_the_sweep_measures_the_first_of_only_the_first_libraries(monkeypatch, tmp_path):
+    import time
+
+    monkeypatch.setattr(loader_bench, "accepted", lambda paths, b: (list(paths), {}))
+    monkeypatch.setattr(loader_bench.loaders, "make_loader", lambda paths, backend, **kw: backend)
+    monkeypatch.setattr(loader_bench.loaders, "close_loader", lambda dl, now=False: [])
+
+    def measure(dl, step_s, steps, device="cpu", max_seconds=None):
+        time.sleep(0.05)  # each configuration takes longer than the whole budget below
+        row = {"samples_per_s": 1.0, "wait_fraction": 0.5, "wait_s_per_step": 0.1, "steps": steps}
+        return {**row, "stopped_by_time": False, "first_batch_s": 0.0, "prefetched_s": 0.0, "steady": True}
+
+    monkeypatch.setattr(loader_bench, "measure_loader", measure)
+    args = (["a.mp4", "b.mp4"], ["x", "y", "z"], [4, 2], 16, 1, 0.0, 4, 5.0)
+    rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=lambda m: None)
+    assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 4), ("z", 4)]  # each library's first
+    rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=lambda m: None, first_of=2)
+    assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 4)]
+    assert [(u["backend"], u["workers"]) for u in left] == [("z", 4), ("x", 2), ("y", 2), ("z", 2)]
+
+
+def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_path):
+    import json
+
+    assert loader_bench.ranked_by_table(["pyav", "spdl"], tmp_path, None) == (["pyav", "spdl"], None)  # no table
+    (tmp_path / "20_bench").mkdir()
+    (tmp_path / "20_decode_benchmarks.json").write_text(json.dumps({"video_dir": "/v"}))
+    row = {"status": "ok", "device": "cpu", "workload": "uniform16", "exact": True}
+    rows = [
+        {**row, "backend": "pyav", "fps": 100.0},
+        {**row, "backend": "torchcodec", "fps": 150.0},
+        {**row, "backend": "torchcodec", "fps": 250.0},
+        {**row, "backend": "pyav", "device": "cuda", "fps": 900.0},  # not a CPU row
+        {**row, "backend": "spdl", "fps": 999.0, "exact": False},  # not exact: no rate
+    ]
+    (tmp_path / "20_bench" / "bench.json").write_text(json.dumps({"rows": rows}))
+    order, said = loader_bench.ranked_by_table(["pyav", "spdl", "torchcodec"], tmp_path, "/v")
+    assert order == ["torchcodec", "pyav", "spdl"]
+    assert said.endswith("torchcodec 200 frames/s, pyav 100 frames/s, spdl not measured there")
+    # a table of other files orders nothing
+    assert loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/w") == (["pyav", "torchcodec"], None)

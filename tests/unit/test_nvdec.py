@@ -82,7 +82,8 @@ def fake_saturate(monkeypatch, fps: dict, util: dict) -> list:
     list of the layouts it was asked for."""
     ran = []
 
-    def fake(path, processes, threads, seconds, gpu, decoder):
+    def fake(path, processes, threads, seconds, gpu, decoder, started=None):
+        assert started == ("started", processes, threads, decoder)  # its processes were started ahead, for it
         ran.append((processes, threads, decoder))
         return {
             "fps": fps[(processes, threads)],
@@ -93,7 +94,19 @@ def fake_saturate(monkeypatch, fps: dict, util: dict) -> list:
         }
 
     monkeypatch.setattr(nvdec, "saturate", fake)
+    monkeypatch.setattr(nvdec, "_start", lambda path, p, t, seconds, gpu, d: ("started", p, t, d))
+    monkeypatch.setattr(nvdec, "_ready", lambda run: True)
     return ran
+
+
+def test_the_runs_of_a_ceiling_start_side_by_side_in_batches_of_at_most_ahead_processes():
+    todo = [(1, 1, "a"), (1, 4, "a"), (4, 2, "a"), (7, 1, "a"), (7, 2, "a"), (7, 1, "b"), (7, 2, "b"), (30, 1, "a")]
+    batches, k = [], 0
+    while k < len(todo):
+        batches.append(nvdec._batch(todo, k))
+        k = batches[-1][-1] + 1
+    assert batches == [[0, 1, 2, 3, 4], [5, 6], [7]]  # 20 processes, then 14, then one run larger than the cap alone
+    assert all(sum(todo[j][0] for j in b) <= nvdec.AHEAD_PROCESSES for b in batches[:-1])
 
 
 def test_more_concurrency_only_where_the_planned_layouts_left_the_engines_idle(monkeypatch):
