@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from playbook_utils import child, env, media, sampling
-from playbook_utils.bench import exactness, verdicts
+from playbook_utils.bench import anchor, exactness, timing, verdicts
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.decoders import (
     BACKENDS,
@@ -80,13 +80,7 @@ def _child(job: Job) -> dict:
     one call to the next: each call pays what a loader pays when it moves on to another video.
     """
     with tempfile.TemporaryDirectory(prefix="bench-") as folder:
-        clips = []
-        for k in range(4):
-            link = Path(folder) / f"clip{k}{Path(job.clip).suffix}"
-            link.symlink_to(Path(job.clip).resolve())
-            video_info(link)  # probe each name now, not inside a timed call
-            clips.append(str(link))
-        return _measure(job, clips)
+        return _measure(job, timing.other_names(job.clip, folder))
 
 
 def _measure(job: Job, clips: list[str]) -> dict:
@@ -161,8 +155,6 @@ def _serve_one(request: dict) -> dict:
     """A serving child's answer to one request: a job (`_child`), or notebook 20's anchor of one library
     (`anchor._child`, request {'anchor': [library, path, repeats, first]}), measured in the same child."""
     if "anchor" in request:
-        from playbook_utils.bench import anchor
-
         return anchor._child(*request["anchor"])
     return _child(Job(**request))
 
@@ -174,8 +166,6 @@ def _warm(job: dict) -> dict:
     import torch
 
     if "anchor" in job:
-        from playbook_utils.bench import anchor
-
         return anchor._warm(*job["anchor"])
     job = Job(**job)
     t = time.perf_counter()
