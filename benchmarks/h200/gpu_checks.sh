@@ -13,6 +13,8 @@ echo "commit $(cat .gpu_media/COMMIT 2>/dev/null || echo unknown)"
 # SKIP_PIXELS=1: not the pixel matrix (when notebook 20 in full mode runs it in the same session)
 [ -n "${SKIP_PIXELS:-}" ] || timeout ${PIXELS_LIMIT:-240} python3 benchmarks/h200/gpu_pixels.py run .gpu_media/colour .gpu_media/videos "$OUT/gpu_pixels.json" 2>&1 \
   | tee "$OUT/gpu_pixels.txt"
+# issue 30's matrix: stamped open-GOP clips, three kinds of read, every GPU backend (about a minute)
+timeout ${OPEN_GOP_LIMIT:-150} python3 benchmarks/h200/open_gop_matrix.py "$OUT/open_gop_matrix.json" /tmp/og 2>&1 | tee "$OUT/open_gop_matrix.txt"
 # the whole output kept, and every failure named in the summary (-rfEs): on 12-03 a tail of 40 lines lost three names
 timeout ${TESTS_LIMIT:-300} python3 -m pytest -p no:cacheprovider -q -m gpu -rfEs tests/unit > "$OUT/gpu_tests.txt" 2>&1
 grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" "$OUT/gpu_tests.txt"
