@@ -290,7 +290,7 @@ def _layouts(configs, decoders) -> list[tuple[int, int, str]]:
     return [tuple(c) if len(c) == 3 else (*c, d) for c in configs for d in ((None,) if len(c) == 3 else decoders)]
 
 
-AHEAD_PROCESSES = 24  # processes of several runs started side by side at most (each a CUDA context and its decoders)
+AHEAD_PROCESSES = 48  # processes of several runs started side by side at most (each a CUDA context and its decoders)
 
 
 def _batch(todo: list, k: int) -> list[int]:
@@ -311,7 +311,14 @@ def usable_decoders(device: str = "cuda") -> tuple[str, ...]:
 
 
 def ceiling(
-    path, configs=SWEEP, seconds: float = 3.0, gpu: int = 0, log=None, decoders=None, if_unsaturated=()
+    path,
+    configs=SWEEP,
+    seconds: float = 3.0,
+    gpu: int = 0,
+    log=None,
+    decoders=None,
+    if_unsaturated=(),
+    started: dict | None = None,
 ) -> dict:
     """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads), each run
     with every decoder library of `decoders` (default: `usable_decoders()`, so no library's decoder is taken
@@ -327,7 +334,8 @@ def ceiling(
     99%, a loader with 64 threads 4,169). The runs' processes start side by side, up to AHEAD_PROCESSES at a
     time, and every decoder of a batch has warmed up before the first run measures: the runs measure one after
     another, but their start-ups overlap (37 runs each started on its own took 499 s of notebook 20 on the H200,
-    most of it start-up). Introduced in notebook 20.
+    most of it start-up). `started`: the processes of the first run, started and warmed beforehand (`ceilings`,
+    which starts the runs of several clips side by side). Introduced in notebook 20.
     """
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
@@ -343,7 +351,7 @@ def ceiling(
         if phase and saturated(best_of()):
             break  # more concurrency only where the planned layouts did not show the engines' limit
         todo = _layouts(layouts, decoders or ("pynvvideocodec",))
-        ahead: dict = {}
+        ahead: dict = {0: started} if started is not None and phase == 0 else {}
         for k, (processes, threads, decoder) in enumerate(todo):
             if k not in ahead:  # the next runs' processes start side by side, up to AHEAD_PROCESSES of them
                 for j in _batch(todo, k):
@@ -464,11 +472,19 @@ def ceilings(
         if not out[name]["fps"]:
             continue
         b = out[name]["best"]
-        layout = ((b["processes"], b["threads"], b["decoder"]),)
-        for other in [o for o in others if infos[o].codec == infos[name].codec and o not in out]:
+        layout = (b["processes"], b["threads"], b["decoder"])
+        todo = [o for o in others if infos[o].codec == infos[name].codec and o not in out]
+        ahead: dict = {}
+        for k, other in enumerate(todo):
+            if other not in ahead:  # the next clips' runs start side by side, as a sweep's do (`ceiling`)
+                batch = [todo[k + j] for j in _batch([layout] * (len(todo) - k), 0)]
+                for o in batch:
+                    ahead[o] = _start(clips[o], layout[0], layout[1], seconds, gpu, layout[2])
+                for o in batch:
+                    _ready(ahead[o])
             if log:
-                log(f"{other}: {layout[0][2]}, layout {layout[0][0]} x {layout[0][1]}")
-            out[other] = ceiling(clips[other], layout, seconds, gpu, step)
+                log(f"{other}: {layout[2]}, layout {layout[0]} x {layout[1]}")
+            out[other] = ceiling(clips[other], (layout,), seconds, gpu, step, started=ahead.pop(other))
     return out
 
 

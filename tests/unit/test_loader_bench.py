@@ -89,12 +89,16 @@ def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path
 def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
     calls = []
 
-    def fake(path, configs, seconds, gpu, log, if_unsaturated=()):
+    def fake(path, configs, seconds, gpu, log, if_unsaturated=(), started=None):
         calls.append((path, tuple(configs), tuple(if_unsaturated)))
+        # the other clip's run was started ahead for it, with the layout it is asked for
+        assert started is None or (path, *configs[0]) == started, (path, configs, started)
         best = {"processes": 7, "threads": 2, "decoder": "torchcodec", "nvdec_util_median": 90}
         return {"fps": 1000.0, "best": best, "saturated": False, "implied_fps": 1111.1, "rows": [best]}
 
     monkeypatch.setattr(nvdec, "ceiling", fake)
+    monkeypatch.setattr(nvdec, "_start", lambda path, p, t, seconds, gpu, d: (path, p, t, d))
+    monkeypatch.setattr(nvdec, "_ready", lambda run: True)
 
     class Info:
         def __init__(self, codec):

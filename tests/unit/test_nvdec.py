@@ -99,7 +99,8 @@ def fake_saturate(monkeypatch, fps: dict, util: dict) -> list:
     return ran
 
 
-def test_the_runs_of_a_ceiling_start_side_by_side_in_batches_of_at_most_ahead_processes():
+def test_the_runs_of_a_ceiling_start_side_by_side_in_batches_of_at_most_ahead_processes(monkeypatch):
+    monkeypatch.setattr(nvdec, "AHEAD_PROCESSES", 24)
     todo = [(1, 1, "a"), (1, 4, "a"), (4, 2, "a"), (7, 1, "a"), (7, 2, "a"), (7, 1, "b"), (7, 2, "b"), (30, 1, "a")]
     batches, k = [], 0
     while k < len(todo):
