@@ -29,12 +29,6 @@ CLIPS = {
 }
 
 
-def around_keyframes(info) -> list[int]:
-    """Out of order, repeated, and on both sides of every keyframe after the first."""
-    near = sorted({k + d for k in info.keyframes[1:] for d in (-2, -1, 0, 1, 2) if 0 <= k + d < info.num_frames})
-    return [info.num_frames - 1, *reversed(near), 0, near[0], near[0]]
-
-
 def build(folder: Path) -> dict:
     out = {}
     for name, kw in CLIPS.items():
@@ -62,7 +56,7 @@ def main() -> int:
     for name, (path, info) in clips.items():
         n = info.num_frames
         cases[f"{name} / matrix request"] = (path, matrix.request_for(n))
-        cases[f"{name} / around keyframes"] = (path, around_keyframes(info))
+        cases[f"{name} / around keyframes"] = (path, matrix.around_keyframes(info))
         cases[f"{name} / whole clip"] = (path, list(range(n)))
     backends = [b for b in BACKENDS if why_unavailable(b, device) is None]
     print(

@@ -284,6 +284,7 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
 
 
 _kept: dict = {}  # {backend: its child, still running}: left by `run_all(keep=True)` for the next call
+_SERVE = child.python("-m", "playbook_utils.bench", "--serve")  # a child serving one backend's jobs (`main`)
 
 
 def kept() -> dict:
@@ -298,20 +299,31 @@ def start_children(jobs: list[Job], timeout: float = 600) -> float:
     in the same children (notebook 20's anchor): one start-up of all of them, not one per call. Returns the
     seconds it took."""
     began = time.perf_counter()
-    first: dict = {}
-    for job in jobs:
-        if job.backend not in first and not why_unavailable(job.backend, job.device, job.clip):
-            first[job.backend] = job
-    check_libraries(sorted({job.backend for job in jobs}))  # the import checks side by side
+    groups, _ = _by_backend(jobs)
     child.serve_all(
-        child.python("-m", "playbook_utils.bench", "--serve"),
-        {b: [] for b in first if b not in _kept},
-        warm={b: {"warm": dataclasses.asdict(j)} for b, j in first.items()},
+        _SERVE,
+        {b: [] for b in groups if b not in _kept},
+        warm={b: {"warm": dataclasses.asdict(jobs[ks[0]])} for b, ks in groups.items()},
         timeout=timeout,
         env=child_env(),
         kept=_kept,
     )
     return time.perf_counter() - began
+
+
+def _by_backend(jobs: list[Job]) -> tuple[dict, dict]:
+    """({backend: the indices of its jobs it can run}, {index: why its backend refuses that job before decoding}),
+    the libraries' import checks made side by side first (`run_all`, `start_children`)."""
+    check_libraries(sorted({job.backend for job in jobs}))
+    groups: dict = {}
+    refused: dict = {}
+    for k, job in enumerate(jobs):
+        why = why_unavailable(job.backend, job.device, job.clip)
+        if why:
+            refused[k] = why
+        else:
+            groups.setdefault(job.backend, []).append(k)
+    return groups, refused
 
 
 def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: bool = False) -> list[dict]:
@@ -331,14 +343,9 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: 
         return {**dataclasses.asdict(job), "clip": Path(job.clip).name}
 
     rows: list = [None] * len(jobs)
-    groups: dict = {}
-    check_libraries(sorted({job.backend for job in jobs}))  # the import checks side by side
-    for k, job in enumerate(jobs):
-        why = why_unavailable(job.backend, job.device, job.clip)
-        if why:
-            rows[k] = {**head(job), "status": "unavailable", "error": why}
-        else:
-            groups.setdefault(job.backend, []).append(k)
+    groups, refused = _by_backend(jobs)
+    for k, why in refused.items():
+        rows[k] = {**head(jobs[k]), "status": "unavailable", "error": why}
     bar = progress_bar(len(jobs), "bench", progress)
     bar.update(sum(r is not None for r in rows))
 
@@ -347,7 +354,7 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: 
         bar.update(1)
 
     answers = child.serve_all(
-        child.python("-m", "playbook_utils.bench", "--serve"),
+        _SERVE,
         {b: [dataclasses.asdict(jobs[k]) for k in ks] for b, ks in groups.items()},
         warm={b: {"warm": dataclasses.asdict(jobs[ks[0]])} for b, ks in groups.items()},
         timeout=timeout,

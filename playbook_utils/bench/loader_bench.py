@@ -142,22 +142,29 @@ def sweep_workers(
     return rows, stuck, unmeasured
 
 
+def notebook20_table(out, video_dir) -> tuple[dict, list] | None:
+    """(notebook 20's results, the rows of its table) as 20 wrote them into the output folder `out`, or None when
+    it did not, or measured other files than `video_dir` (notebook 21's smoke sweep, notebook 22)."""
+    out = Path(out)
+    try:
+        n20 = json.loads((out / "20_decode_benchmarks.json").read_text())
+        rows = json.loads((out / "20_bench" / "bench.json").read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return (n20, rows) if n20.get("video_dir") == video_dir else None
+
+
 def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
     """(`backends` in the order of notebook 20's table in the same output folder `out`, fastest first, and a line
     saying so; None when there is no such table for the same `video_dir`): each backend's mean rate of K = 16
     sampled frames on the CPU, one caller, frame-exact rows only. A backend the table did not measure goes last.
     Notebook 21's smoke sweep starts with the likeliest winners and measures the first two (`sweep_workers`'
     `first_of`)."""
-    out = Path(out)
-    try:
-        n20 = json.loads((out / "20_decode_benchmarks.json").read_text())
-        rows = json.loads((out / "20_bench" / "bench.json").read_text())["rows"]
-    except (OSError, ValueError, KeyError):
-        return list(backends), None
-    if n20.get("video_dir") != video_dir:
+    found = notebook20_table(out, video_dir)
+    if found is None:
         return list(backends), None
     rates: dict = {}
-    for r in rows:
+    for r in found[1]:
         if (r.get("status"), r.get("device"), r.get("workload"), r.get("exact")) == ("ok", "cpu", "uniform16", True):
             rates.setdefault(r["backend"], []).append(r["fps"])
     mean = {b: sum(v) / len(v) for b, v in rates.items() if b in backends}

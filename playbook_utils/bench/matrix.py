@@ -153,6 +153,15 @@ def request_for(num_frames: int) -> list[int]:
     return [n - 1, 0, n // 2, 5, n // 2, n // 3, 2 * n // 3 + 1, 1, n - 2]
 
 
+def around_keyframes(info) -> list[int]:
+    """Out of order, repeated, and on both sides of every keyframe after the first (where the leading pictures of
+    open GOP are): the request of the open-GOP reads (tests/unit/test_open_gop.py, benchmarks/h200/open_gop_matrix.py).
+    `info`: the clip's `decoders.video_info`."""
+    n = info.num_frames
+    near = sorted({k + d for k in info.keyframes[1:] for d in (-2, -1, 0, 1, 2) if 0 <= k + d < n})
+    return [n - 1, *reversed(near), 0, near[0], near[0]]
+
+
 def outcome(result: dict, wanted: list[int]) -> str:
     """One word and a reason for one backend on one file."""
     if result["status"] == "ok":

@@ -305,6 +305,15 @@ def _batch(todo: list, k: int) -> list[int]:
     return out
 
 
+def _start_ready(runs: list, seconds: float, gpu: int) -> list[dict]:
+    """Start the processes of `runs` ((path, processes, threads, decoder) each) side by side, and return them once
+    every decoder of every run has warmed up: none measures while another starts (`ceiling`, `ceilings`)."""
+    started = [_start(path, p, t, seconds, gpu, d) for path, p, t, d in runs]
+    for run in started:
+        _ready(run)
+    return started
+
+
 def usable_decoders(device: str = "cuda") -> tuple[str, ...]:
     """The DECODERS whose library can decode on `device` here (their adapters answer `why_unavailable`)."""
     return tuple(d for d in DECODERS if why_unavailable(d, device) is None)
@@ -354,10 +363,8 @@ def ceiling(
         ahead: dict = {0: started} if started is not None and phase == 0 else {}
         for k, (processes, threads, decoder) in enumerate(todo):
             if k not in ahead:  # the next runs' processes start side by side, up to AHEAD_PROCESSES of them
-                for j in _batch(todo, k):
-                    ahead[j] = _start(path, todo[j][0], todo[j][1], seconds, gpu, todo[j][2])
-                for j in _batch(todo, k):
-                    _ready(ahead[j])  # every decoder of the batch warmed up before the first measures
+                batch = _batch(todo, k)
+                ahead.update(zip(batch, _start_ready([(path, *todo[j]) for j in batch], seconds, gpu)))
             row = saturate(path, processes, threads, seconds, gpu, decoder, started=ahead.pop(k))
             rows.append(row)
             if log:
@@ -478,10 +485,7 @@ def ceilings(
         for k, other in enumerate(todo):
             if other not in ahead:  # the next clips' runs start side by side, as a sweep's do (`ceiling`)
                 batch = [todo[k + j] for j in _batch([layout] * (len(todo) - k), 0)]
-                for o in batch:
-                    ahead[o] = _start(clips[o], layout[0], layout[1], seconds, gpu, layout[2])
-                for o in batch:
-                    _ready(ahead[o])
+                ahead.update(zip(batch, _start_ready([(clips[o], *layout) for o in batch], seconds, gpu)))
             if log:
                 log(f"{other}: {layout[2]}, layout {layout[0]} x {layout[1]}")
             out[other] = ceiling(clips[other], (layout,), seconds, gpu, step, started=ahead.pop(other))

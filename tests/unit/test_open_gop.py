@@ -3,6 +3,7 @@
 import pytest
 
 from playbook_utils import decoders, media
+from playbook_utils.bench import matrix
 from playbook_utils.decoders import adapter, video_info
 
 pytestmark = pytest.mark.media
@@ -26,12 +27,6 @@ def open_gop_clips(tmp_path_factory):
     return made
 
 
-def _hard_indices(info) -> list[int]:
-    """Out of order, repeated, and on both sides of every keyframe (where the leading pictures of open GOP are)."""
-    around = sorted({k + d for k in info.keyframes[1:] for d in (-2, -1, 0, 1, 2)})
-    return [info.num_frames - 1, *reversed(around), 0, around[0], around[0]]
-
-
 def test_decord_reads_open_gop_forward_and_exactly_where_its_seeks_go_wrong(open_gop_clips):
     if adapter("decord").why_unavailable("cpu") is not None:
         pytest.skip(adapter("decord").why_unavailable("cpu"))
@@ -44,7 +39,7 @@ def test_decord_reads_open_gop_forward_and_exactly_where_its_seeks_go_wrong(open
         info = video_info(path)
         assert adapter("decord").why_unavailable("cpu", info) is None and decoders.reads_forward("decord", "cpu", path)
         assert not decoders.reads_forward("pyav", "cpu", path)  # PyAV seeks right on these clips
-        idx = _hard_indices(info)
+        idx = matrix.around_keyframes(info)
         got = media.read_stamps(decoders.read_frames(path, idx, backend="decord"))
         assert got == idx, (name, [(i, g) for i, g in zip(idx, got) if i != g])
         # the row has teeth: decord's own batched reads, which seek, return other frames on these clips
@@ -86,7 +81,7 @@ def test_torchcodec_forward_read_takes_a_frame_table_with_one_keyframe_and_is_ex
         assert adapter("torchcodec").forward_only(info, "cpu")
         table = json.loads(tc.frame_mappings(info, forward=True))["frames"]
         assert [f["key_frame"] for f in table] == [1] + [0] * (info.num_frames - 1)
-        idx = _hard_indices(info)
+        idx = matrix.around_keyframes(info)
         assert media.read_stamps(decoders.read_frames(path, idx, backend="torchcodec")) == idx, name
         assert tc.cached_decoder(str(path), "cpu", info.stream, info) is tc.cached_decoder(
             str(path), "cpu", info.stream, info
@@ -111,7 +106,7 @@ def test_the_gpu_forward_read_is_exact_on_open_gop(open_gop_clips, monkeypatch, 
             other[name] = adapter(backend).why_unavailable("cuda", info)
             continue
         assert adapter(backend).forward_only(info, "cuda"), name
-        idx = _hard_indices(info)
+        idx = matrix.around_keyframes(info)
         got = media.read_stamps(decoders.read_frames(path, idx, backend=backend, device="cuda").cpu())
         wrong[name] = [(i, g) for i, g in zip(idx, got) if i != g]
     assert len(wrong) >= 2 and not any(wrong.values()), (wrong, other)
