@@ -54,6 +54,13 @@ def test_every_library_is_timed_against_its_own_bare_loop(tmp_path):
     if shutil.which("ffmpeg"):
         cli = anchor.cli_rate(clip, n, repeats=1)
         assert cli["fps"] > 0 and 0 < cli["startup_s"] and cli["version"].startswith("ffmpeg")
+        # the rate leaves the command's start-up out: the whole command's time, less the start-up, for n frames
+        whole_s = n / cli["fps_with_startup"]
+        if whole_s > cli["startup_s"]:
+            assert (
+                cli["fps"] == pytest.approx(n / (whole_s - cli["startup_s"])) and cli["fps"] > cli["fps_with_startup"]
+            )
+        assert cli["startup_pct"] == pytest.approx(100 * cli["startup_s"] / whole_s)
 
 
 @pytest.mark.media
