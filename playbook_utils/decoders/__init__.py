@@ -261,7 +261,13 @@ def read(
         else:
             with src.local_path() as tmp:
                 frames = ad.read(tmp, idx, device, found)
-    except (DecodeError, BackendUnavailable):
+    except BackendUnavailable as e:
+        if e.path == src.name:
+            raise
+        # named as the reader named it: an adapter that refuses at read time knows only what it was handed (a
+        # spooled copy's temporary path, or none for bytes)
+        raise BackendUnavailable(src.name, e.cause, e.backend or backend) from e
+    except DecodeError:
         raise
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
         raise DecodeError(src.name, f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}", backend) from e

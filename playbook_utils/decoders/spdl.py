@@ -17,6 +17,7 @@ from functools import lru_cache
 from playbook_utils import child, colour
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
+from playbook_utils.errors import BackendUnavailable, describe
 
 _EXT = {"cpu": "_libspdl", "cuda": "_libspdl_cuda"}
 
@@ -65,17 +66,18 @@ class Spdl(base.Adapter):
         return f"spdl-io's {what} did not load: {found['error'][:240]}"
 
     def read(self, path: str, indices: list[int], device: Device, info):
-        return _read(str(path), indices, device, info)
+        return _read(str(path), indices, device, info, name=str(path))
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
         """`read` of an open binary file object: SPDL demuxes from the bytes in memory (notebook 24)."""
-        return _read(fileobj.read(), indices, device, info)
+        return _read(fileobj.read(), indices, device, info, name=getattr(fileobj, "name", None))
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
         """`read` at `size` (H, W): FFmpeg's scale filter (bilinear) on the CPU, NVDEC's output scaling on CUDA.
         `source`: a path or an open binary file object (notebook 24)."""
+        name = getattr(source, "name", None) if hasattr(source, "read") else str(source)
         src = source.read() if hasattr(source, "read") else str(source)
-        return _read(src, indices, device, info, size=tuple(size))
+        return _read(src, indices, device, info, size=tuple(size), name=name)
 
 
 @lru_cache(maxsize=None)
@@ -113,9 +115,10 @@ def _frames_cpu(src, wanted: list[int], size=None):
     return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)  # (N, H, W, 3) -> (N, 3, H, W)
 
 
-def _frames_cuda(src, wanted: list[int], device: Device, info, size=None):
+def _frames_cuda(src, wanted: list[int], device: Device, info, size=None, name=None):
     """NVDEC: one window per run of wanted frames in one GOP, from its keyframe's time to the last wanted
-    frame's; frame j of a window's output is frame keyframe + j."""
+    frame's; frame j of a window's output is frame keyframe + j. A window that comes back short is never indexed:
+    in an open-GOP file it is a `BackendUnavailable` naming the window (`_open_gop_shortfall`), elsewhere an error."""
     import spdl.io
     import torch
 
@@ -130,12 +133,33 @@ def _frames_cuda(src, wanted: list[int], device: Device, info, size=None):
         groups.setdefault(key_of[t], []).append(t)
     for k, ts in groups.items():
         packets = spdl.io.demux_video(src, timestamp=(times[k], times[ts[-1]] + half))
-        out = _nvdec_rgb(packets, cfg, info, size)
+        try:
+            out = _nvdec_rgb(packets, cfg, info, size)
+        except Exception as e:
+            if info.open_gop and "No frames were decoded" in str(e):
+                raise _open_gop_shortfall(name, k, ts[-1], describe(e)[:160]) from e
+            raise
         if out.shape[0] < ts[-1] - k + 1:
+            if info.open_gop:
+                raise _open_gop_shortfall(name, k, ts[-1], f"{out.shape[0]} of its {ts[-1] - k + 1} frames came back")
             raise RuntimeError(f"NVDEC returned {out.shape[0]} frames for frames {k}..{ts[-1]}")
         for t in ts:
             got[t] = out[t - k]
     return torch.stack([got[t] for t in wanted])
+
+
+def _open_gop_shortfall(name, first: int, last: int, what: str) -> BackendUnavailable:
+    """The refusal for an open-GOP file whose NVDEC window came back short: a valid file this path cannot read
+    exactly, so `BackendUnavailable` (a skip policy does not count it as damage), never a frame taken by position
+    from a short window. Seen on the H200 (SPDL 0.8.0, `benchmarks/h200/open_gop_matrix.py`, 2026-12-04): on
+    stamped 256x144 open-GOP MP4s (H.264 GOP 12, HEVC GOP 12 and 48) every kind of read, whole clips included, where
+    the open-GOP MKVs and the x265 1080p clips read exactly."""
+    return BackendUnavailable(
+        name,
+        f"SPDL's NVDEC path cannot read this open-GOP file exactly: the window of frames {first}..{last} "
+        f"({what}); read it with TorchCodec or PyNvVideoCodec on CUDA, or SPDL on the CPU",
+        "spdl",
+    )
 
 
 # SPDL's NV12 -> RGB kernel: its `coeff` for each matrix (its default, 1, is BT.709 whatever the file says)
@@ -161,11 +185,11 @@ def _nvdec_rgb(packets, cfg, info, size=None):
     return colour.nv12_to_rgb(spdl.io.to_torch(nv12), h, w, matrix, rng)
 
 
-def _read(src, indices: list[int], device: Device, info, size=None):
+def _read(src, indices: list[int], device: Device, info, size=None, name=None):
     _load()
     wanted = sorted(set(indices))
     if device.is_cuda:
-        frames = _frames_cuda(src, wanted, device, info, size)
+        frames = _frames_cuda(src, wanted, device, info, size, name)
     else:
         frames = _frames_cpu(src, wanted, size)
     return base.in_order(frames, wanted, indices)

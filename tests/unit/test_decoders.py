@@ -599,3 +599,26 @@ def test_the_libraries_import_checks_run_side_by_side_and_are_kept(monkeypatch):
     # the answers are kept: asking again starts no child
     assert base.importable("fake_broken_lib") == (False, "ImportError: boom") and base.importable("fake_lib_b")[0]
     assert len(calls) == 3
+
+
+def test_a_refusal_at_read_time_names_the_file_as_the_reader_named_it(smoke_media, monkeypatch):
+    """An adapter that refuses a file only once it reads it (SPDL's NVDEC on some open-GOP files) knows the path it
+    was handed: a spooled copy's temporary path, or none for bytes. The refusal the reader sees names their file."""
+    import io
+
+    from playbook_utils.decoders import adapter
+
+    path = next(iter(smoke_media.values()))
+    pyav = type(adapter("pyav"))
+
+    def refuse(self, where, indices, device, info):
+        raise BackendUnavailable(None if not isinstance(where, str) else "/tmp/spool-1234.mp4", "no such path", "pyav")
+
+    monkeypatch.setattr(pyav, "read", refuse)
+    monkeypatch.setattr(pyav, "read_file", None)  # so bytes are spooled to a temporary file and read()
+    data = open(path, "rb").read()
+    for src, name in ((path, str(path)), (io.BytesIO(data), "<file-like BytesIO>"), (data, f"<{len(data)} bytes>")):
+        with pytest.raises(BackendUnavailable) as e:
+            read_frames(src, [0], backend="pyav")
+        assert "/tmp/spool-1234" not in str(e.value) and e.value.cause == "no such path" and e.value.backend == "pyav"
+        assert e.value.path == name, (e.value.path, name)

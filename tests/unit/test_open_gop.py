@@ -67,8 +67,8 @@ def _read_forward_everywhere(monkeypatch, name: str, kind: str) -> None:
 
 
 def test_torchcodec_forward_read_takes_a_frame_table_with_one_keyframe_and_is_exact(open_gop_clips, monkeypatch):
-    """TorchCodec's forward-only read, the one its CUDA path will take on open GOP once the H200 proves it: a frame
-    table that flags only the first frame as a keyframe, so VideoDecoder never seeks into a later GOP."""
+    """TorchCodec's forward-only read, the one its CUDA path takes on open-GOP HEVC (FORWARD_ON, proven on the H200):
+    a frame table that flags only the first frame as a keyframe, so VideoDecoder never seeks into a later GOP."""
     import json
 
     from playbook_utils.decoders import torchcodec as tc
@@ -91,7 +91,7 @@ def test_torchcodec_forward_read_takes_a_frame_table_with_one_keyframe_and_is_ex
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["torchcodec", "pynvvideocodec"])
 def test_the_gpu_forward_read_is_exact_on_open_gop(open_gop_clips, monkeypatch, backend):
-    """The proof FORWARD_ON = ('cuda',) waits for (issue 30): on NVDEC, every open-GOP clip read forward, with
+    """The proof behind FORWARD_ON = ('cuda',) (issue 30): on NVDEC, every open-GOP clip read forward, with
     out-of-order, repeated and keyframe-boundary indices, returns exactly the frames asked for (clips the backend
     refuses for another trait, such as PyNvVideoCodec's MKV, are named and left out)."""
     import torch
@@ -128,3 +128,78 @@ def test_the_code_to_paste_names_the_readers_files_it_would_read_wrong(open_gop_
     one = next(iter(open_gop_clips))  # one such file is named in the singular (the H200 smoke run: "1 ... are")
     note = choose.code_to_paste(rec, "uniform16", {one: infos[one], "closed.mp4": infos["closed.mp4"]})[1]
     assert f"1 of your files ({one}) is of that kind: this code would hand it neighbouring frames" in note
+
+
+class _FakeSpdlIo:
+    """What `decoders.spdl._frames_cuda` calls of spdl.io, for a machine without NVDEC: the file's timestamps and
+    a demux by time window (the windows asked for are recorded)."""
+
+    def __init__(self, num_frames: int):
+        self.times, self.windows = [i / 24 for i in range(num_frames)], []
+
+    def demux_video(self, src, timestamp=None):
+        import types
+
+        if timestamp is not None:
+            self.windows.append(timestamp)
+        return types.SimpleNamespace(get_timestamps=lambda: list(self.times))
+
+    def cuda_config(self, device_index=0):
+        return device_index
+
+
+@pytest.mark.parametrize("failure", ["short window", "no frames"])
+def test_spdl_cuda_refuses_an_open_gop_file_it_cannot_read_exactly_and_never_indexes_a_short_window(
+    open_gop_clips, monkeypatch, failure
+):
+    """On the H200 (SPDL 0.8.0, open_gop_matrix.py) NVDEC windows starting at a later keyframe of some open-GOP MP4s
+    came back one frame short, or SPDL raised "No frames were decoded". Frames taken by position from a short
+    window would be neighbours of the ones asked for; a raw error would count a valid file as broken. Such a file
+    is refused by name (BackendUnavailable, which a skip policy does not count as damage); the same shortfall in a
+    closed-GOP file stays an error."""
+    import dataclasses
+    import sys
+    import types
+
+    import torch
+
+    from playbook_utils.decoders import spdl as spdl_adapter
+    from playbook_utils.device import Device
+    from playbook_utils.errors import BackendUnavailable
+
+    name, path = next((n, p) for n, p in open_gop_clips.items() if n.endswith(".mp4"))
+    info = video_info(path)
+    assert info.open_gop and len(info.keyframes) > 1
+    fake = _FakeSpdlIo(info.num_frames)
+    package = types.ModuleType("spdl")
+    package.io = fake
+    monkeypatch.setitem(sys.modules, "spdl", package)
+    monkeypatch.setitem(sys.modules, "spdl.io", fake)
+    monkeypatch.setattr(spdl_adapter, "_load", lambda: None)
+
+    def nvdec(packets, cfg, info, size=None):  # the window of the second GOP comes back short
+        first = fake.times.index(fake.windows[-1][0])
+        if first == 0:
+            return torch.zeros((info.keyframes[1], 3, 8, 8), dtype=torch.uint8)
+        if failure == "no frames":
+            raise RuntimeError("[INTERNAL ASSERTION FAILED] No frames were decoded. (decoder.cpp:744)")
+        return torch.zeros((1, 3, 8, 8), dtype=torch.uint8)
+
+    monkeypatch.setattr(spdl_adapter, "_nvdec_rgb", nvdec)
+    second = info.keyframes[1]
+    wanted = [0, second, second + 1]
+    with pytest.raises(BackendUnavailable) as refused:
+        spdl_adapter.ADAPTER.read(str(path), wanted, Device("cuda"), info)
+    e = refused.value
+    assert e.path == str(path) and e.backend == "spdl"
+    assert "open-GOP" in e.cause and f"frames {second}..{second + 1}" in e.cause and "TorchCodec" in e.cause
+    assert ("1 of its 2 frames" if failure == "short window" else "No frames were decoded") in e.cause
+    # read from bytes, the file's name still in the refusal (read_file hands SPDL the bytes, not the path)
+    with open(path, "rb") as f, pytest.raises(BackendUnavailable) as from_bytes:
+        spdl_adapter.ADAPTER.read_file(f, wanted, Device("cuda"), info)
+    assert from_bytes.value.path == str(path)
+    closed = dataclasses.replace(info, open_gop=False)
+    with pytest.raises(RuntimeError, match="NVDEC returned|No frames were decoded"):
+        spdl_adapter.ADAPTER.read(str(path), wanted, Device("cuda"), closed)
+    # a read inside the first GOP, whose window came back whole, is served
+    assert spdl_adapter.ADAPTER.read(str(path), [0, 1], Device("cuda"), info).shape[0] == 2
