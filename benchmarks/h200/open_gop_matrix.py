@@ -43,6 +43,12 @@ def build(folder: Path) -> dict:
     return out
 
 
+def _commit_file() -> str | None:
+    """The commit written on the CPU before the tree travelled (.gpu_media/COMMIT: the copy has no history)."""
+    found = Path(".gpu_media/COMMIT")
+    return found.read_text().strip() if found.exists() else None
+
+
 def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__)
@@ -80,7 +86,7 @@ def main() -> int:
         json.dumps(
             {
                 "device": device,
-                "commit": os.environ.get("PLAYBOOK_COMMIT"),
+                "commit": os.environ.get("PLAYBOOK_COMMIT") or _commit_file(),
                 "seconds": round(time.perf_counter() - t0, 1),
                 "table": table,
                 "wrong": len(wrong),

@@ -27,7 +27,7 @@ def open_gop_clips(tmp_path_factory):
     return made
 
 
-def test_decord_reads_open_gop_forward_and_exactly_where_its_seeks_go_wrong(open_gop_clips):
+def test_decord_reads_open_gop_forward_and_exactly_where_its_seeks_go_wrong(open_gop_clips, monkeypatch):
     if adapter("decord").why_unavailable("cpu") is not None:
         pytest.skip(adapter("decord").why_unavailable("cpu"))
     import torch
@@ -50,6 +50,13 @@ def test_decord_reads_open_gop_forward_and_exactly_where_its_seeks_go_wrong(open
         stamps = media.read_stamps(torch.from_dlpack(seeking.to_dlpack()).permute(0, 3, 1, 2))
         wrong_by_seeking += sum(s != i for s, i in zip(stamps, unique))
         assert decord_adapter._forward(decord.VideoReader(str(path)), [5]).shape[0] == 1
+        whole = list(range(info.num_frames))  # every frame: one get_batch call from the first
+        got = media.read_stamps(decord_adapter._forward(decord.VideoReader(str(path)), whole).permute(0, 3, 1, 2))
+        assert got == whole, (name, [(i, g) for i, g in zip(whole, got) if i != g])
+        for run in (7, 12):  # runs that end inside a GOP and runs that start on a keyframe (GOP 12 and 24, 48)
+            monkeypatch.setattr(decord_adapter, "FORWARD_RUN", run)
+            got = media.read_stamps(decord_adapter._forward(decord.VideoReader(str(path)), unique).permute(0, 3, 1, 2))
+            assert got == unique, (name, run, [(i, g) for i, g in zip(unique, got) if i != g])
     assert wrong_by_seeking > 0
 
 
