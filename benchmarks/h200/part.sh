@@ -12,7 +12,7 @@ tag=${n//[^0-9A-Za-z]/_}
 rm -rf "/tmp/parts/repo$tag" && mkdir -p "/tmp/parts/repo$tag" \
   && tar -C "$(pwd)" --exclude=./.gpu --exclude=./.git -cf - . | tar -C "/tmp/parts/repo$tag" -xf - || exit 1
 repo=/tmp/parts/repo$tag
-source /tmp/gpu-env.sh
+source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: this machine has no install (a fresh one?)"; exit 1; }
 export PLAYBOOK_MEDIA_DIR=/tmp/media PLAYBOOK_COMMIT="$(cat "$repo/.gpu_media/COMMIT" 2>/dev/null)"
 if [ -d "$repo/.gpu_media/colour" ]; then mkdir -p /tmp/media/full && cp -rn "$repo/.gpu_media/colour" /tmp/media/full/; fi
 rm -f "/tmp/parts/DONE$tag" "/tmp/parts/RC$tag"

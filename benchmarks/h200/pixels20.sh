@@ -5,7 +5,7 @@
 # Issue 27's executed notebook on the GPU (every backend's colours against the file's tags, on the CPU and on
 # CUDA) in a few minutes, where notebook 20 in full mode takes more than 20 (2026-12-04).
 repo=$(pwd)
-source /tmp/gpu-env.sh
+source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: this machine has no install (a fresh one?)"; exit 1; }
 export PLAYBOOK_MEDIA_DIR=/tmp/media PLAYBOOK_COMMIT="$(cat "$repo/.gpu_media/COMMIT" 2>/dev/null)"
 mkdir -p /tmp/media/smoke/colour && cp -r "$repo/.gpu_media/colour_smoke/." /tmp/media/smoke/colour/
 mkdir -p /tmp/p20s && cd /tmp/p20s && rm -rf out
