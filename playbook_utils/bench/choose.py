@@ -174,6 +174,22 @@ def one_caller_candidates(
     return out
 
 
+def not_measured(nb21: dict, workload: str) -> str | None:
+    """A line naming the CPU libraries notebook 21's worker sweep left unmeasured for `workload` (its budget spent
+    before their turn; in smoke mode only the first two run), which `loader_candidates` therefore cannot rank; None
+    when it measured every library it had, or the workload is not its 'uniformK'."""
+    k, measured = nb21.get("k"), {x["backend"] for x in nb21.get("sweep", [])}
+    if not k or workload != f"uniform{k}":
+        return None
+    left = sorted({u["backend"] for u in nb21.get("unmeasured", [])} - measured)
+    if not left:
+        return None
+    return (
+        f"not ranked here: {', '.join(left)} on the CPU, which notebook 21's worker sweep did not measure (its time "
+        "budget was spent first); section 3's one-caller table shows how they compare there"
+    )
+
+
 def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[dict]:
     """Candidates from notebook 21's whole loaders on this machine for `workload`: the CPU worker sweep and the
     GPU threads for K sampled frames ('uniformK' with 21's K), or the GPU-side loaders of every frame

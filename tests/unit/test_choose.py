@@ -129,6 +129,14 @@ def test_loader_candidates_read_notebook_21():
     seq = choose.loader_candidates(nb21, "sequential", "hevc", ["cpu", "cuda"])
     assert [c["how"] for c in seq] == ["loaders.GpuLoader(paths, backend='torchcodec', threads=16)"]
     assert choose.loader_candidates(nb21, "clips4x8s2", "h264", ["cpu", "cuda"]) == []
+    # a library the sweep left unmeasured is named, never silently missing from the ranking
+    assert choose.not_measured(nb21, "uniform16") is None
+    nb21["unmeasured"] = [{"backend": "spdl", "workers": 2}, {"backend": "torchcodec", "workers": 2}]
+    line = choose.not_measured(nb21, "uniform16")
+    assert line.startswith("not ranked here: spdl, torchcodec on the CPU") and "one-caller table" in line
+    assert choose.not_measured(nb21, "sequential") is None
+    nb21["unmeasured"].append({"backend": "pyav", "workers": 4})  # measured with another worker count
+    assert "pyav" not in choose.not_measured(nb21, "uniform16")
 
 
 def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
