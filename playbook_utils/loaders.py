@@ -131,18 +131,20 @@ class VideoClipDataset:
         self.k, self.clip_len, self.stride, self.seed, self.size = k, clip_len, stride, seed, size
         self.max_frame_pixels, self.max_item_bytes = max_frame_pixels, max_item_bytes
         self._reference = None
+        self._refused: dict = {}  # (i, backend, device): why that route entry refused video i when it read it
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def backend_for(self, i: int) -> tuple[str, str]:
         """(backend, device) of the first route entry that accepts video i (`why_unavailable`: its codec, its
-        traits, the library here); `BackendUnavailable` naming every entry's reason where none does."""
+        traits, the library here; and not refused by it when read, `read`); `BackendUnavailable` naming every
+        entry's reason where none does."""
         if len(self.route) == 1:
             return self.route[0]
         reasons = []
         for b, d in self.route:
-            why = why_unavailable(b, d, self.paths[i])
+            why = self._refused.get((i, b, d)) or why_unavailable(b, d, self.paths[i])
             if why is None:
                 return b, d
             reasons.append(f"{b} on {d}: {why}")
@@ -150,10 +152,22 @@ class VideoClipDataset:
 
     def read(self, i: int, idx: list[int], entry: tuple[str, str] | None = None):
         """Frames `idx` of video i, read by its route entry (`backend_for`, or `entry` where the caller already
-        chose it) and moved to this dataset's device where that entry decodes elsewhere."""
-        backend, device = entry or self.backend_for(i)
-        frames = read_frames(self.paths[i], idx, backend=backend, device=device)
-        return frames.to(self.device) if device != self.device else frames
+        chose it) and moved to this dataset's device where that entry decodes elsewhere. An entry that refuses
+        the file only when it reads it (`BackendUnavailable` from the read: SPDL's NVDEC on some open-GOP files,
+        say) passes it to the next entry of the route, and is not asked for that file again."""
+        entry = entry or self.backend_for(i)
+        while True:
+            if len(self.route) > 1 and (i, *entry) in self._refused:
+                entry = self.backend_for(i)
+            backend, device = entry
+            try:
+                frames = read_frames(self.paths[i], idx, backend=backend, device=device)
+            except BackendUnavailable as e:
+                if len(self.route) == 1:
+                    raise
+                self._refused[(i, backend, device)] = f"refused when read: {e.cause}"
+                continue
+            return frames.to(self.device) if device != self.device else frames
 
     def indices(self, i: int) -> list[int]:
         """The frames item i reads; `DecodeError` for a file that cannot be read or is too short for the clip."""

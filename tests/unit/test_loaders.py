@@ -753,3 +753,37 @@ def test_a_route_reads_each_file_with_the_first_backend_that_takes_it(paths):
     assert loaders.parse_route(["torchcodec@cuda", "pyav@cpu"], "cuda") == [("torchcodec", "cuda"), ("pyav", "cpu")]
     with pytest.raises(ValueError, match="at least one"):
         loaders.parse_route([], "cpu")
+
+
+@pytest.mark.media
+def test_a_route_passes_on_a_file_its_first_entry_refuses_only_when_it_reads_it(paths, monkeypatch):
+    """Some refusals come only from the read (SPDL's NVDEC windows on some open-GOP files, TorchCodec's silent
+    CPU fallback): the route hands such a file to its next entry, asks the refusing one no more for it, and says
+    which entry read it; a dataset of one backend raises the refusal, and a route none of whose entries reads
+    the file names every entry's reason."""
+    from playbook_utils.decoders import adapter
+    from playbook_utils.errors import BackendUnavailable
+
+    pyav, refused_file, calls = type(adapter("pyav")), str(paths[0]), []
+    original = pyav.read
+
+    def read(self, path, indices, device, info):
+        calls.append(str(path))
+        if str(path) == refused_file:
+            raise BackendUnavailable(path, "cannot read this one exactly", "pyav")
+        return original(self, path, indices, device, info)
+
+    monkeypatch.setattr(pyav, "read", read)
+    ds = loaders.VideoClipDataset(paths, backend=("pyav@cpu", "torchcodec@cpu"), k=6)
+    assert ds.backend_for(0) == ("pyav", "cpu")  # nothing says so before the read
+    for _ in range(2):
+        assert [media.read_stamp(f) for f in ds[0]] == ds.indices(0)
+    assert calls.count(refused_file) == 1 and ds.backend_for(0) == ("torchcodec", "cpu")
+    assert ds.backend_for(1) == ("pyav", "cpu") and [media.read_stamp(f) for f in ds[1]] == ds.indices(1)
+    # a GpuLoader-style caller that chose the entry beforehand, chunk by chunk, is moved on as well
+    assert ds.read(0, [0, 1], ("pyav", "cpu")).shape[0] == 2 and calls.count(refused_file) == 1
+    with pytest.raises(BackendUnavailable, match="cannot read this one exactly"):
+        loaders.VideoClipDataset(paths, backend="pyav", k=6)[0]
+    both = loaders.VideoClipDataset(paths, backend=("pyav@cpu", "pyav@cpu"), k=6)
+    with pytest.raises(BackendUnavailable, match=r"no backend of the route takes it \(pyav on cpu: refused when read"):
+        both[0]
