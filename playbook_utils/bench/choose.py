@@ -368,6 +368,18 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     return code, note
 
 
+def mix_rate(rec: dict | None, n_files: int) -> float | None:
+    """The rate a route is expected to deliver over the reader's files, computed (not measured) from the two rates
+    measured alone: the recommended path reads the `rec['accepted']` files it takes, the fallback the rest, each
+    file in the time its reader takes per frame, so the mix runs at n / (n_fast / fast + n_rest / rest) (files of
+    similar length). None without a fallback."""
+    fb = (rec or {}).get("fallback")
+    if not fb or not rec.get("fps") or not fb.get("fps") or n_files <= 0:
+        return None
+    fast, rest = rec["accepted"], n_files - rec["accepted"]
+    return n_files / (fast / rec["fps"] + rest / fb["fps"])
+
+
 def route_call(rec: dict | None) -> str | None:
     """The recommended call as a route (`loaders.VideoClipDataset`'s backend sequence) where the recommendation
     refuses some files and has a fallback that takes them: the fast path reads every file it accepts, the fallback

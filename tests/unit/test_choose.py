@@ -195,6 +195,11 @@ def test_a_recommendation_that_refuses_files_becomes_a_route_with_its_fallback()
     assert choose.route_call(rec) == "loaders.GpuLoader(paths, backend=('torchcodec@cuda', 'pyav@cpu'), threads=16)"
     assert choose.route_call({**rec, "fallback": None}) is None
     assert choose.route_call({**rec, "how": "loaders.dali_loader(paths)"}) is None
+    # the mix's expected rate: 3 files at 300 frames/s and 1 at 30 take 3/300 + 1/30 s per frame of each file
+    rec.update(fps=300.0, accepted=3)
+    rec["fallback"]["fps"] = 30.0
+    assert choose.mix_rate(rec, 4) == pytest.approx(4 / (3 / 300 + 1 / 30))
+    assert 30 < choose.mix_rate(rec, 4) < 300 and choose.mix_rate({**rec, "fallback": None}, 4) is None
 
 
 def test_a_tie_is_broken_by_the_stated_rule_and_says_so():
