@@ -295,6 +295,64 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     assert nv.decoder_for(str(b), 0, taller) is not kept and made == [str(a), str(b), str(b)]
 
 
+def test_pynvvideocodec_forward_pass_goes_on_where_the_last_chunk_stopped(tmp_path, monkeypatch):
+    """The open-GOP forward read, chunk after chunk as a GpuLoader reads every frame of a video, decodes each frame
+    once with one decoder (it had started over from frame 0 for every chunk), keeps the frames the decoder handed
+    out past a chunk's end for the next one, starts afresh for a chunk behind it or another file, and returns the
+    frames asked for. A stand-in PyNvVideoCodec whose decoder hands frames out two packets late, as NVDEC does."""
+    import contextlib
+    import sys
+    import types
+
+    from playbook_utils.decoders import pynvvideocodec as nv
+
+    n, made, decoded = 20, [], []
+
+    def nv12(i):  # a 4x4 NV12 picture whose luma is the frame's index
+        return torch.cat([torch.full((4, 4), i, dtype=torch.uint8), torch.full((2, 4), 128, dtype=torch.uint8)])
+
+    class Decoder:
+        def __init__(self, **kwargs):
+            self.waiting = []
+            made.append(kwargs)
+
+        def Decode(self, packet):  # noqa: N802 (PyNvVideoCodec's name)
+            if packet is None:  # the end-of-stream packet: flush
+                out, self.waiting = self.waiting, []
+                return [nv12(i) for i in out]
+            decoded.append(packet)
+            self.waiting.append(packet)
+            out = self.waiting[:-2]  # two frames held back
+            self.waiting = self.waiting[-2:]
+            return [nv12(i) for i in out]
+
+    class Demuxer:
+        def __iter__(self):
+            return iter(range(n))
+
+        def GetNvCodecId(self):  # noqa: N802
+            return 4
+
+    fake = types.SimpleNamespace(
+        CreateDemuxer=lambda path: Demuxer(), CreateDecoder=lambda **kw: Decoder(**kw), PacketData=lambda: None
+    )
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", fake)
+    monkeypatch.setattr(nv, "_local", type(nv._local)())
+    monkeypatch.setattr(torch.cuda, "device", lambda gpu: contextlib.nullcontext())
+    monkeypatch.setattr(nv, "_rgb", lambda surfaces, info: torch.stack([t[0, 0] for t in surfaces]))
+    a, b = tmp_path / "a.mp4", tmp_path / "b.mp4"
+    a.write_bytes(b"x")
+    b.write_bytes(b"y")
+    got = [nv._forward(str(a), list(range(s, min(n, s + 6))), 0, None).tolist() for s in range(0, n, 6)]
+    assert sum(got, []) == list(range(n))
+    assert len(made) == 1 and decoded == list(range(n))  # one decoder, every frame decoded once
+    assert nv._forward(str(a), [3, 5], 0, None).tolist() == [3, 5] and len(made) == 2  # behind it: afresh
+    assert nv._forward(str(a), [7, 9], 0, None).tolist() == [7, 9] and len(made) == 2  # ahead: goes on
+    assert nv._forward(str(b), [8], 0, None).tolist() == [8] and len(made) == 3  # another file: afresh
+    with pytest.raises(RuntimeError, match="forward pass gave 20 frames; asked up to 25"):
+        nv._forward(str(a), [18, 25], 0, None)
+
+
 def test_a_measuring_child_trusts_only_the_imports_its_parent_probed(monkeypatch):
     from playbook_utils import env
     from playbook_utils.decoders import base
