@@ -7,6 +7,8 @@ the same distinct copies, one video after another on 1 thread and on THREADS thr
     decode   + every packet decoded (NV12 left in the decoder's surfaces): the raw loop of the NVDEC ceiling
     copy     + each surface copied out (`torch.from_dlpack(f).clone()`), as `_forward` keeps frames
     adapter  `read_frames(..., "pynvvideocodec", "cuda")`: the copies converted to RGB (`_forward` in full)
+    chunks   the same in chunks of 64 frames, as `GpuLoader` reads every frame: before `_ForwardPass` each chunk
+             started a new pass from frame 0 with a new decoder (940 frames decoded for 300); now it goes on
 
 Each line: frames/s over the videos read and seconds per video. Usage:
     python3 benchmarks/h200/diag_pynvc_forward.py CLIP [COPIES] [THREADS]   (default 24 copies, 16 threads)
@@ -27,9 +29,13 @@ from playbook_utils.decoders import read_frames, video_info
 def part(path: str, how: str) -> int:
     import PyNvVideoCodec as nvc
 
-    if how == "adapter":
+    if how in ("adapter", "chunks"):
         n = video_info(path).num_frames
-        return read_frames(path, list(range(n)), "pynvvideocodec", "cuda").shape[0]
+        step = 64 if how == "chunks" else n
+        return sum(
+            read_frames(path, list(range(a, min(n, a + step))), "pynvvideocodec", "cuda").shape[0]
+            for a in range(0, n, step)
+        )
     demuxer = nvc.CreateDemuxer(path)
     dec = nvc.CreateDecoder(gpuid=0, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0, usedevicememory=True)
     if how == "open":
@@ -53,7 +59,7 @@ def main() -> int:
         for p in paths:
             video_info(p)  # probed before any clock
         part(paths[0], "adapter")  # the CUDA context, the library's first decoder
-        for how in ("open", "decode", "copy", "adapter"):
+        for how in ("open", "decode", "copy", "adapter", "chunks"):
             for t in (1, threads):
                 todo = paths[: max(4, copies // (4 if t == 1 else 1))]
                 t0 = time.perf_counter()
