@@ -184,8 +184,9 @@ def not_measured(nb21: dict, workload: str) -> str | None:
     left = sorted({u["backend"] for u in nb21.get("unmeasured", [])} - measured)
     if not left:
         return None
+    who = "the short run's" if nb21.get("short") else "notebook 21's"
     return (
-        f"not ranked here: {', '.join(left)} on the CPU, which notebook 21's worker sweep did not measure (its time "
+        f"not ranked here: {', '.join(left)} on the CPU, which {who} worker sweep did not measure (its time "
         "budget was spent first); section 3's one-caller table shows how they compare there"
     )
 
@@ -195,6 +196,7 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     GPU threads for K sampled frames ('uniformK' with 21's K), or the GPU-side loaders of every frame
     ('sequential'); [] where 21 measured nothing for this workload."""
     k, out = nb21.get("k"), []
+    who = "a short run here" if nb21.get("short") else "notebook 21"  # `loader_bench.short_whole_loaders`
     if k and workload == f"uniform{k}":
         for b in sorted({x["backend"] for x in nb21.get("sweep", [])}):
             w = max((x for x in nb21["sweep"] if x["backend"] == b), key=lambda x: x["samples_per_s"])
@@ -205,7 +207,7 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                     "fps": k * w["samples_per_s"],
                     "spread_pct": w.get("samples_per_s_spread_pct"),
                     "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k})",
-                    "source": f"notebook 21, a DataLoader with {w['workers']} workers",
+                    "source": f"{who}, a DataLoader with {w['workers']} workers",
                 }
             )
         for g in nb21.get("gpu_sampled", []):
@@ -217,7 +219,7 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                     "spread_pct": g.get("frames_per_s_spread_pct"),
                     "how": f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, "
                     f"strategy='uniform', k={k})",
-                    "source": f"notebook 21, a GpuLoader with {g['threads']} threads",
+                    "source": f"{who}, a GpuLoader with {g['threads']} threads",
                 }
             )
     elif workload == "sequential":

@@ -10,15 +10,17 @@ only runs and judges them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from playbook_utils import child, loaders, media
 from playbook_utils.bench import nvdec, verdicts, words
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
-from playbook_utils.decoders import child_env, read_frames, video_info, why_unavailable
+from playbook_utils.decoders import available, child_env, read_frames, video_info, why_unavailable
 from playbook_utils.device import Device
 from playbook_utils.errors import DecodeError
 from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
@@ -156,25 +158,82 @@ def notebook20_table(out, video_dir) -> tuple[dict, list] | None:
 
 def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
     """(`backends` in the order of notebook 20's table in the same output folder `out`, fastest first, and a line
-    saying so; None when there is no such table for the same `video_dir`): each backend's mean rate of K = 16
-    sampled frames on the CPU, one caller, frame-exact rows only. A backend the table did not measure goes last.
+    saying so; None when there is no such table for the same `video_dir`): `ranked_by_rows` of that table.
     Notebook 21's smoke sweep starts with the likeliest winners and measures the first two (`sweep_workers`'
     `first_of`)."""
     found = notebook20_table(out, video_dir)
     if found is None:
         return list(backends), None
+    return ranked_by_rows(backends, found[1], "notebook 20's table")
+
+
+def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
+    """(`backends` ordered by a one-caller table's `rows`, fastest first, and a line naming `source`; None when the
+    rows rate none of them): each backend's mean rate of K = 16 sampled frames on the CPU, frame-exact rows only.
+    A backend the table did not measure goes last."""
     rates: dict = {}
-    for r in found[1]:
+    for r in rows:
         if (r.get("status"), r.get("device"), r.get("workload"), r.get("exact")) == ("ok", "cpu", "uniform16", True):
             rates.setdefault(r["backend"], []).append(r["fps"])
     mean = {b: sum(v) / len(v) for b, v in rates.items() if b in backends}
     if not mean:
         return list(backends), None
     ordered = sorted(backends, key=lambda b: -mean.get(b, -1.0))
-    said = "notebook 20's table, K = 16 sampled frames on the CPU, one caller: " + ", ".join(
+    said = f"{source}, K = 16 sampled frames on the CPU, one caller: " + ", ".join(
         f"{b} {mean[b]:,.0f} frames/s" if b in mean else f"{b} not measured there" for b in ordered
     )
     return ordered, said
+
+
+# The short run of notebook 21's whole loaders that notebook 22 makes when 21 did not measure the reader's files:
+# 21's smoke settings (one worker per core, a 20 ms step, 24 videos' worth of steps, the first two CPU libraries of
+# 22's table past a 30 s budget; on a GPU, TorchCodec's and PyNvVideoCodec's sampled-frames GpuLoader of 4 threads)
+SHORT = {"step_s": 0.02, "steps_videos": 24, "max_s": 5, "budget_s": 30, "libraries": 2, "gpu_threads": 4, "videos": 8}
+CPU_SWEPT = ("pyav", "decord", "torchcodec", "spdl")  # the CPU libraries notebook 21's worker sweep takes
+
+
+def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -> dict:
+    """Notebook 21's whole loaders of K sampled frames, measured short (`SHORT`) on the files `base`, for notebook
+    22 when 21 has not measured them: the CPU worker sweep (`sweep_workers`, the libraries in the order of the
+    one-caller table `rows`, `ranked_by_rows`) and, on a GPU, the sampled-frames `GpuLoader`s (`measure_until_steady`),
+    over distinct copies in `folder`. Returns what 21 writes of them, for `choose.loader_candidates`: {'k',
+    'sweep', 'stuck', 'unmeasured', 'gpu_sampled', 'short': True}."""
+    cores = len(os.sched_getaffinity(0))
+    batch = 1 if cores >= 8 else 2  # as notebook 21 in smoke mode
+    steps = SHORT["steps_videos"] // batch
+    sizes = Counter((video_info(p).height, video_info(p).width) for p in base)
+    size = sizes.most_common(1)[0][0] if len(sizes) > 1 else None
+    backends = [b for b in available("cpu") if b in CPU_SWEPT]
+    backends, said = ranked_by_rows(backends, rows, "the table above")
+    log("the CPU libraries in the order of " + said if said else f"the CPU libraries: {', '.join(backends)}")
+    paths = epoch_items(base, batch * (whole_rounds(steps, cores) + 2 + cores + 2), folder)
+    loaders.start_worker_server()
+    sweep, stuck, unmeasured = sweep_workers(
+        paths, backends, [cores], k, batch, SHORT["step_s"], steps, SHORT["max_s"], size, 120, device, log=log,
+        budget_s=SHORT["budget_s"], prefetch=1, first_of=SHORT["libraries"],
+    )  # fmt: skip
+    gpu = []
+    for b in ("pynvvideocodec", "torchcodec") if device.startswith("cuda") else ():
+        takes = [p for p in base if why_unavailable(b, device, p) is None]
+        if not takes:
+            log(f"{b}: not measured: it takes none of the files ({why_unavailable(b, device, base[0])})")
+            continue
+        t = SHORT["gpu_threads"]
+        n = max(SHORT["videos"], steady_epoch(2 * t, batch, batch_size=batch))
+        spec = {"kind": "gpu", "backend": b, "threads": t, "device": device, "batch_size": batch,
+                "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
+        r, n = measure_until_steady(spec, lambda n, takes=takes: epoch_items(takes, n, folder), n, 0.0)
+        if r["status"] != "ok" or not r["steady"]:
+            log(f"{b} x{t} threads, K={k}: " + (f"failed: {r['error'][:140]}" if r["status"] != "ok" else
+                                               f"no steady rate: {r['why']}"))  # fmt: skip
+            continue
+        gpu.append(
+            {"loader": f"{b} x{t} threads", "backend": b, "threads": t, "videos_per_s": r["frames_per_s"] / k, **r}
+        )
+        log(
+            f"{b} x{t} threads, K={k}: {r['frames_per_s'] / k:6.1f} videos/s ({r['frames_per_s']:,.0f} frames/s, {n} videos)"
+        )
+    return {"k": k, "sweep": sweep, "stuck": stuck, "unmeasured": unmeasured, "gpu_sampled": gpu, "short": True}
 
 
 def wait_curves(rows: list[dict], total: int) -> dict:

@@ -459,3 +459,30 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
     assert said.endswith("torchcodec 200 frames/s, pyav 100 frames/s, spdl not measured there")
     # a table of other files orders nothing
     assert loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/w") == (["pyav", "torchcodec"], None)
+
+
+@pytest.mark.media
+def test_a_short_run_of_21s_loaders_for_22_measures_the_tables_first_two_libraries(tmp_path, monkeypatch):
+    """Notebook 22 without 21 (the workshop path): whole loaders measured short on the reader's files, the CPU
+    libraries in the order of 22's one-caller table, what 21 would have written of them, read as 21's are."""
+    from playbook_utils import media
+    from playbook_utils.bench import choose
+    from playbook_utils.decoders import available
+
+    if not {"pyav", "torchcodec"} <= set(available("cpu")):
+        pytest.skip("needs PyAV and TorchCodec")
+    monkeypatch.setitem(loader_bench.SHORT, "max_s", 1)
+    monkeypatch.setitem(loader_bench.SHORT, "budget_s", 1)
+    clips = [media.make_clip(tmp_path / f"{c}.mp4", "h264", 96, 64, num_frames=32, gop=8) for c in "ab"]
+    row = {"status": "ok", "device": "cpu", "workload": "uniform16", "exact": True}
+    table = [{**row, "backend": "torchcodec", "fps": 200.0}, {**row, "backend": "pyav", "fps": 100.0}]
+    said = []
+    got = loader_bench.short_whole_loaders(clips, 16, "cpu", tmp_path / "epoch", rows=table, log=said.append)
+    assert got["short"] and got["k"] == 16 and got["gpu_sampled"] == [] and not got["stuck"]
+    assert [r["backend"] for r in got["sweep"]] == ["torchcodec", "pyav"]  # the table's first two
+    assert all(r["samples_per_s"] > 0 for r in got["sweep"])
+    assert {u["backend"] for u in got["unmeasured"]} == set(available("cpu")) & {"decord", "spdl"}
+    assert said[0].startswith("the CPU libraries in the order of the table above")
+    cands = choose.loader_candidates(got, "uniform16", "h264", ["cpu"])
+    assert {c["backend"] for c in cands} == {"torchcodec", "pyav"}
+    assert all(c["source"].startswith("a short run here") for c in cands)
