@@ -365,7 +365,8 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
         is_, it = ("is", "it") if len(forward) == 1 else ("are", "them")
         note += (
             f" {len(forward)} of your files ({names}) {is_} of that kind: this code would hand {it} neighbouring "
-            f"frames. Read {it} with the playbook's call above, or keep {it} out of this loader"
+            f"frames. Read {it} with the playbook's call above (whose rates these are: it reads {it} exactly), or keep "
+            f"{it} out of this loader."
         )
     return code, note
 

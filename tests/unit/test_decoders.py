@@ -667,9 +667,9 @@ def test_a_refusal_at_read_time_names_the_file_as_the_reader_named_it(smoke_medi
     from playbook_utils.decoders import adapter
 
     path = next(iter(smoke_media.values()))
-    pyav = type(adapter("pyav"))
+    pyav = adapter("pyav")  # patched on the instance, where an earlier test's monkeypatch may leave a bound method
 
-    def refuse(self, where, indices, device, info):
+    def refuse(where, indices, device, info):
         raise BackendUnavailable(None if not isinstance(where, str) else "/tmp/spool-1234.mp4", "no such path", "pyav")
 
     monkeypatch.setattr(pyav, "read", refuse)

@@ -764,14 +764,14 @@ def test_a_route_passes_on_a_file_its_first_entry_refuses_only_when_it_reads_it(
     from playbook_utils.decoders import adapter
     from playbook_utils.errors import BackendUnavailable
 
-    pyav, refused_file, calls = type(adapter("pyav")), str(paths[0]), []
-    original = pyav.read
+    pyav, refused_file, calls = adapter("pyav"), str(paths[0]), []
+    original = pyav.read  # on the instance: an earlier test's monkeypatch may leave the method bound there
 
-    def read(self, path, indices, device, info):
+    def read(path, indices, device, info):
         calls.append(str(path))
         if str(path) == refused_file:
             raise BackendUnavailable(path, "cannot read this one exactly", "pyav")
-        return original(self, path, indices, device, info)
+        return original(path, indices, device, info)
 
     monkeypatch.setattr(pyav, "read", read)
     ds = loaders.VideoClipDataset(paths, backend=("pyav@cpu", "torchcodec@cpu"), k=6)
