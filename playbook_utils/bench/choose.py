@@ -191,6 +191,19 @@ def not_measured(nb21: dict, workload: str) -> str | None:
     )
 
 
+def one_thread_count(nb21: dict, workload: str) -> str | None:
+    """A line saying that the GPU loaders of K sampled frames were measured at one thread count only (21 in smoke
+    mode, and 22's short run, take 4), so a rate there is no loader's best; None where they were measured at
+    several, or at none."""
+    k, counts = nb21.get("k"), sorted({g["threads"] for g in nb21.get("gpu_sampled", [])})
+    if not k or workload != f"uniform{k}" or len(counts) != 1:
+        return None
+    return (
+        f"the GPU loaders were measured with {counts[0]} decoding threads only: more threads may deliver more "
+        "(notebook 21 in full mode measures several)"
+    )
+
+
 def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[dict]:
     """Candidates from notebook 21's whole loaders on this machine for `workload`: the CPU worker sweep and the
     GPU threads for K sampled frames ('uniformK' with 21's K), or the GPU-side loaders of every frame

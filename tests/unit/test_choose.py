@@ -137,6 +137,12 @@ def test_loader_candidates_read_notebook_21():
     assert choose.not_measured(nb21, "sequential") is None
     nb21["unmeasured"].append({"backend": "pyav", "workers": 4})  # measured with another worker count
     assert "pyav" not in choose.not_measured(nb21, "uniform16")
+    # one thread count of the GPU loaders is said (smoke mode's 4), several are not
+    assert choose.one_thread_count(nb21, "uniform16").startswith(
+        "the GPU loaders were measured with 16 decoding threads only"
+    )
+    nb21["gpu_sampled"].append({"backend": "torchcodec", "threads": 32, "frames_per_s": 500.0})
+    assert choose.one_thread_count(nb21, "uniform16") is None and choose.one_thread_count(nb21, "sequential") is None
 
 
 def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
