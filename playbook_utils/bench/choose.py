@@ -355,10 +355,7 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
         return None, "no recommendation, so no code"
     m = re.fullmatch(r"uniform(\d+)", workload)
     k = int(m.group(1)) if m else 16
-    w = re.search(r"num_workers=(\d+)", rec["how"])
-    workers = int(w.group(1)) if w else len(os.sched_getaffinity(0))
-    t = re.search(r"\bthreads=(\d+)", rec["how"])
-    threads = int(t.group(1)) if t else 4
+    workers, threads = settings(rec)
     try:
         code = recipes.recipe(rec["backend"], rec["device"], k=k, workers=workers, gpu_threads=threads)
     except KeyError as e:
@@ -384,6 +381,21 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     return code, note
 
 
+def settings(rec: dict) -> tuple[int, int]:
+    """(DataLoader workers, GPU decoding threads) of a recommended call (`rec['how']`): what it was measured with,
+    else every core and 4 threads."""
+    w = re.search(r"num_workers=(\d+)", rec["how"])
+    t = re.search(r"\bthreads=(\d+)", rec["how"])
+    return (int(w.group(1)) if w else len(os.sched_getaffinity(0))), (int(t.group(1)) if t else 4)
+
+
+def route_of(rec: dict | None) -> tuple | None:
+    """The route ('backend@device' of the recommendation, then of its fallback) where the recommendation refuses
+    some files and has a fallback (`route_call`'s backends); None otherwise."""
+    fb = (rec or {}).get("fallback")
+    return (f"{rec['backend']}@{rec['device']}", f"{fb['backend']}@{fb['device']}") if fb else None
+
+
 def mix_rate(rec: dict | None, n_files: int) -> float | None:
     """The rate a route is expected to deliver over the reader's files, computed (not measured) from the two rates
     measured alone: the recommended path reads the `rec['accepted']` files it takes, the fallback the rest, each
@@ -401,8 +413,7 @@ def route_call(rec: dict | None) -> str | None:
     refuses some files and has a fallback that takes them: the fast path reads every file it accepts, the fallback
     the rest, frames on the recommended loader's device. None without a fallback, or for a call that takes no
     backend (DALI's loader)."""
-    fb = (rec or {}).get("fallback")
-    if not fb or "backend=" not in rec["how"]:
+    route = route_of(rec)
+    if route is None or "backend=" not in rec["how"]:
         return None
-    route = (f"{rec['backend']}@{rec['device']}", f"{fb['backend']}@{fb['device']}")
     return re.sub(r"backend='[^']+'", f"backend={route!r}", rec["how"], count=1)

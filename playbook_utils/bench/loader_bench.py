@@ -22,7 +22,7 @@ from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
 from playbook_utils.decoders import available, child_env, read_frames, video_info, why_unavailable
 from playbook_utils.device import Device
-from playbook_utils.errors import DecodeError
+from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
 
 
@@ -234,6 +234,49 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
             f"{b} x{t} threads, K={k}: {r['frames_per_s'] / k:6.1f} videos/s ({r['frames_per_s']:,.0f} frames/s, {n} videos)"
         )
     return {"k": k, "sweep": sweep, "stuck": stuck, "unmeasured": unmeasured, "gpu_sampled": gpu, "short": True}
+
+
+def short_route(route, base, k: int, device: str, folder, workers: int = 2, threads: int = 4) -> dict:
+    """A route (a backend sequence, `loaders.parse_route`: each file read by the first entry that takes it) measured
+    as one loader of K sampled frames over the files `base`, so that the mix is read in the share of files each
+    entry takes, with the short run's settings (`SHORT`): a `make_loader` of `workers` workers against the 20 ms
+    step where the route's first entry decodes on the CPU, else a `GpuLoader` of `threads` threads flat out in a
+    process of its own. Returns {'frames_per_s', 'spread_pct', 'read_by': {entry: files of `base`}, 'status', 'why'}
+    (status 'ok' or 'failed', with the reason). Notebook 22, where its recommendation is a route."""
+    entries = loaders.parse_route(list(route), device)
+    route = [f"{b}@{d}" for b, d in entries]
+    read_by: dict = {}
+    for p in base:  # the entry that reads each file, as the route's dataset chooses it (`backend_for`)
+        entry = next((f"{b}@{d}" for b, d in entries if why_unavailable(b, d, p) is None), "none")
+        read_by[entry] = read_by.get(entry, 0) + 1
+    if "none" in read_by:
+        return {"status": "failed", "why": "no entry of the route takes some of the files", "read_by": read_by}
+    cores = len(os.sched_getaffinity(0))
+    batch = 1 if cores >= 8 else 2  # as the short run
+    try:
+        if route[0].endswith("@cpu"):
+            steps = SHORT["steps_videos"] // batch
+            paths = epoch_items(base, batch * (whole_rounds(steps, workers) + 2 + workers + 2), folder)
+            dl = loaders.make_loader(
+                paths, backend=route, batch_size=batch, num_workers=workers, k=k, prefetch_factor=1
+            )
+            try:
+                r = measure_loader(dl, SHORT["step_s"], steps, device="cpu", max_seconds=SHORT["max_s"])
+            finally:
+                loaders.close_loader(dl, now=True)
+            rate, spread = k * r["samples_per_s"], r.get("samples_per_s_spread_pct")
+        else:
+            spec = {"kind": "gpu", "backend": route, "threads": threads, "device": device, "batch_size": batch,
+                    "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
+            n = max(SHORT["videos"], steady_epoch(2 * threads, batch, batch_size=batch))
+            r, _ = measure_until_steady(spec, lambda n: epoch_items(base, n, folder), n, 0.0)
+            if r.get("status") != "ok" or not r.get("steady"):
+                return {"status": "failed", "why": r.get("error") or r.get("why"), "read_by": read_by}
+            rate, spread = r["frames_per_s"], r.get("frames_per_s_spread_pct")
+    except (RuntimeError, ValueError, DecodeError, BackendUnavailable) as e:  # a loader that stopped delivering,
+        # delivered nothing to measure, or met a file it cannot read
+        return {"status": "failed", "why": f"{type(e).__name__}: {str(e)[:200]}", "read_by": read_by}
+    return {"status": "ok", "frames_per_s": rate, "spread_pct": spread, "read_by": read_by, "why": None}
 
 
 def wait_curves(rows: list[dict], total: int) -> dict:

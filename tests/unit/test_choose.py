@@ -201,6 +201,10 @@ def test_a_recommendation_that_refuses_files_becomes_a_route_with_its_fallback()
     assert choose.route_call(rec) == "loaders.GpuLoader(paths, backend=('torchcodec@cuda', 'pyav@cpu'), threads=16)"
     assert choose.route_call({**rec, "fallback": None}) is None
     assert choose.route_call({**rec, "how": "loaders.dali_loader(paths)"}) is None
+    assert (
+        choose.route_of(rec) == ("torchcodec@cuda", "pyav@cpu") and choose.route_of({**rec, "fallback": None}) is None
+    )
+    assert choose.settings(rec)[1] == 16 and choose.settings({"how": "make_loader(paths, num_workers=3)"}) == (3, 4)
     # the mix's expected rate: 3 files at 300 frames/s and 1 at 30 take 3/300 + 1/30 s per frame of each file
     rec.update(fps=300.0, accepted=3)
     rec["fallback"]["fps"] = 30.0

@@ -486,3 +486,21 @@ def test_a_short_run_of_21s_loaders_for_22_measures_the_tables_first_two_librari
     cands = choose.loader_candidates(got, "uniform16", "h264", ["cpu"])
     assert {c["backend"] for c in cands} == {"torchcodec", "pyav"}
     assert all(c["source"].startswith("a short run here") for c in cands)
+
+
+@pytest.mark.media
+def test_a_route_is_measured_as_one_loader_over_the_files_each_entry_takes(tmp_path, monkeypatch):
+    """22's route, measured: DALI's CPU decoder takes VP9 only, so the route (dali, pyav) reads the VP9 clip with
+    DALI and the H.264 one with PyAV, in one loader; the shares are said beside the rate."""
+    from playbook_utils import media
+    from playbook_utils.decoders import why_unavailable
+
+    monkeypatch.setitem(loader_bench.SHORT, "max_s", 1)
+    smoke = media.default_media(smoke=True)
+    files = [smoke["vp9_144p_gop12.webm"], smoke["h264_144p_gop12.mp4"]]
+    got = loader_bench.short_route(("dali@cpu", "pyav@cpu"), files, 8, "cpu", tmp_path / "epoch")
+    dali = why_unavailable("dali", "cpu", files[0]) is None
+    assert got["read_by"] == ({"dali@cpu": 1, "pyav@cpu": 1} if dali else {"pyav@cpu": 2})
+    assert got["status"] == "ok" and got["frames_per_s"] > 0, got
+    nobody = loader_bench.short_route(("dali@cpu",), [files[1]], 8, "cpu", tmp_path / "epoch")
+    assert nobody["status"] == "failed" and nobody["read_by"] == {"none": 1}
