@@ -174,12 +174,18 @@ def one_caller_candidates(
     return out
 
 
+def _sampled_k(nb21: dict, workload: str) -> int | None:
+    """Notebook 21's K where `workload` is its 'uniformK' (K sampled frames per video), else None."""
+    k = nb21.get("k")
+    return k if k and workload == f"uniform{k}" else None
+
+
 def not_measured(nb21: dict, workload: str) -> str | None:
     """A line naming the CPU libraries notebook 21's worker sweep left unmeasured for `workload` (its budget spent
     before their turn; in smoke mode only the first two run), which `loader_candidates` therefore cannot rank; None
     when it measured every library it had, or the workload is not its 'uniformK'."""
-    k, measured = nb21.get("k"), {x["backend"] for x in nb21.get("sweep", [])}
-    if not k or workload != f"uniform{k}":
+    measured = {x["backend"] for x in nb21.get("sweep", [])}
+    if not _sampled_k(nb21, workload):
         return None
     left = sorted({u["backend"] for u in nb21.get("unmeasured", [])} - measured)
     if not left:
@@ -195,8 +201,8 @@ def one_thread_count(nb21: dict, workload: str) -> str | None:
     """A line saying that the GPU loaders of K sampled frames were measured at one thread count only (21 in smoke
     mode, and 22's short run, take 4), so a rate there is no loader's best; None where they were measured at
     several, or at none."""
-    k, counts = nb21.get("k"), sorted({g["threads"] for g in nb21.get("gpu_sampled", [])})
-    if not k or workload != f"uniform{k}" or len(counts) != 1:
+    counts = sorted({g["threads"] for g in nb21.get("gpu_sampled", [])})
+    if not _sampled_k(nb21, workload) or len(counts) != 1:
         return None
     return (
         f"the GPU loaders were measured with {counts[0]} decoding threads only: more threads may deliver more "
@@ -208,9 +214,9 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     """Candidates from notebook 21's whole loaders on this machine for `workload`: the CPU worker sweep and the
     GPU threads for K sampled frames ('uniformK' with 21's K), or the GPU-side loaders of every frame
     ('sequential'); [] where 21 measured nothing for this workload."""
-    k, out = nb21.get("k"), []
+    k, out = _sampled_k(nb21, workload), []
     who = "a short run here" if nb21.get("short") else "notebook 21"  # `loader_bench.short_whole_loaders`
-    if k and workload == f"uniform{k}":
+    if k:
         for b in sorted({x["backend"] for x in nb21.get("sweep", [])}):
             w = max((x for x in nb21["sweep"] if x["backend"] == b), key=lambda x: x["samples_per_s"])
             out.append(

@@ -192,6 +192,21 @@ SHORT = {"step_s": 0.02, "steps_videos": 24, "max_s": 5, "budget_s": 30, "librar
 CPU_SWEPT = ("pyav", "decord", "torchcodec", "spdl")  # the CPU libraries notebook 21's worker sweep takes
 
 
+def _short_batch() -> int:
+    """Videos per batch of the short run: notebook 21's in smoke mode (1 on 8 cores or more, else 2)."""
+    return 1 if len(os.sched_getaffinity(0)) >= 8 else 2
+
+
+def _short_sampled(backend, files, k: int, device: str, folder, threads: int, batch: int) -> tuple[dict, int]:
+    """A `GpuLoader` of K sampled frames (`backend`: a library, or a route) over distinct copies of `files` in
+    `folder`, measured flat out in its own process (`measure_until_steady`) with the short run's epoch: (its
+    result, the epoch's size)."""
+    spec = {"kind": "gpu", "backend": backend, "threads": threads, "device": device, "batch_size": batch,
+            "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
+    n = max(SHORT["videos"], steady_epoch(2 * threads, batch, batch_size=batch))
+    return measure_until_steady(spec, lambda n: epoch_items(files, n, folder), n, 0.0)
+
+
 def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -> dict:
     """Notebook 21's whole loaders of K sampled frames, measured short (`SHORT`) on the files `base`, for notebook
     22 when 21 has not measured them: the CPU worker sweep (`sweep_workers`, the libraries in the order of the
@@ -199,7 +214,7 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
     over distinct copies in `folder`. Returns what 21 writes of them, for `choose.loader_candidates`: {'k',
     'sweep', 'stuck', 'unmeasured', 'gpu_sampled', 'short': True}."""
     cores = len(os.sched_getaffinity(0))
-    batch = 1 if cores >= 8 else 2  # as notebook 21 in smoke mode
+    batch = _short_batch()
     steps = SHORT["steps_videos"] // batch
     sizes = Counter((video_info(p).height, video_info(p).width) for p in base)
     size = sizes.most_common(1)[0][0] if len(sizes) > 1 else None
@@ -219,10 +234,7 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
             log(f"{b}: not measured: it takes none of the files ({why_unavailable(b, device, base[0])})")
             continue
         t = SHORT["gpu_threads"]
-        n = max(SHORT["videos"], steady_epoch(2 * t, batch, batch_size=batch))
-        spec = {"kind": "gpu", "backend": b, "threads": t, "device": device, "batch_size": batch,
-                "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
-        r, n = measure_until_steady(spec, lambda n, takes=takes: epoch_items(takes, n, folder), n, 0.0)
+        r, n = _short_sampled(b, takes, k, device, folder, t, batch)
         if r["status"] != "ok" or not r["steady"]:
             log(f"{b} x{t} threads, K={k}: " + (f"failed: {r['error'][:140]}" if r["status"] != "ok" else
                                                f"no steady rate: {r['why']}"))  # fmt: skip
@@ -251,8 +263,7 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
         read_by[entry] = read_by.get(entry, 0) + 1
     if "none" in read_by:
         return {"status": "failed", "why": "no entry of the route takes some of the files", "read_by": read_by}
-    cores = len(os.sched_getaffinity(0))
-    batch = 1 if cores >= 8 else 2  # as the short run
+    batch = _short_batch()
     try:
         if route[0].endswith("@cpu"):
             steps = SHORT["steps_videos"] // batch
@@ -266,10 +277,7 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
                 loaders.close_loader(dl, now=True)
             rate, spread = k * r["samples_per_s"], r.get("samples_per_s_spread_pct")
         else:
-            spec = {"kind": "gpu", "backend": route, "threads": threads, "device": device, "batch_size": batch,
-                    "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
-            n = max(SHORT["videos"], steady_epoch(2 * threads, batch, batch_size=batch))
-            r, _ = measure_until_steady(spec, lambda n: epoch_items(base, n, folder), n, 0.0)
+            r, _ = _short_sampled(route, base, k, device, folder, threads, batch)
             if r.get("status") != "ok" or not r.get("steady"):
                 return {"status": "failed", "why": r.get("error") or r.get("why"), "read_by": read_by}
             rate, spread = r["frames_per_s"], r.get("frames_per_s_spread_pct")

@@ -24,6 +24,15 @@ _CHUNK = 8
 _local = threading.local()
 
 
+def _held(name: str) -> dict:
+    """This thread's {GPU: ...} of `name`: the decoders `decoder_for` keeps, the forward passes `_forward` keeps."""
+    held = getattr(_local, name, None)
+    if held is None:
+        held = {}
+        setattr(_local, name, held)
+    return held
+
+
 def _wrong(trait: str, what: str) -> base.KnownWrong:
     return base.known_wrong(
         trait, f"PyNvVideoCodec cannot be trusted with {trait} video: {what}", ("cuda",), seen="2.2.4"
@@ -76,7 +85,7 @@ class PyNvVideoCodec(base.Adapter):
                 return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
             except Exception:
                 # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
-                getattr(_local, "decoders", {}).pop(gpu, None)
+                _held("decoders").pop(gpu, None)
                 return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
         except Exception as e:
             if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
@@ -100,9 +109,7 @@ def decoder_for(path: str, gpu_id: int, info=None):
     for another file of the same `reuse_key` (`info`, the file's probe), or new."""
     import PyNvVideoCodec as nvc
 
-    cache = getattr(_local, "decoders", None)
-    if cache is None:
-        cache = _local.decoders = {}
+    cache = _held("decoders")
     key = (path, base.file_identity(path))
     held_key, held_reuse, dec = cache.get(gpu_id, (None, None, None))
     if dec is not None and held_key == key:
@@ -160,9 +167,7 @@ def _forward(path: str, unique: list[int], gpu: int, info):
     18% busy (2026-12-04)."""
     import torch
 
-    passes = getattr(_local, "forward", None)
-    if passes is None:
-        passes = _local.forward = {}
+    passes = _held("forward")
     key = (path, base.file_identity(path))
     run = passes.pop(gpu, None)
     if run is None or run.key != key or unique[0] < run.first_available:
