@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 from playbook_utils import recipes
-from playbook_utils.bench import verdicts
+from playbook_utils.bench import loader_bench, verdicts
 from playbook_utils.bench.loader_bench import trusted
 from playbook_utils.decoders import adapter, check_libraries, traits, why_unavailable
 
@@ -412,6 +412,40 @@ def mix_rate(rec: dict | None, n_files: int) -> float | None:
         return None
     fast, rest = rec["accepted"], n_files - rec["accepted"]
     return n_files / (fast / rec["fps"] + rest / fb["fps"])
+
+
+def route_report(rec: dict, files: list, workload: str, device: str, folder, measure: bool = True):
+    """(the lines notebook 22 prints under a recommendation that refuses some of the reader's `files` and has a
+    fallback, the route measured or None): the route's call, and its rate measured as one loader over `files`
+    (`loader_bench.short_route`, where `measure` and the workload samples K frames), else the rate computed from
+    the two rates measured alone (`mix_rate`), said to be computed. ([], None) where there is no route."""
+    call = route_call(rec)
+    if call is None:
+        return [], None
+    lines = ["  or both in one loader, each file read by the first that takes it (a route):", f"    {call}"]
+    m, ran = re.fullmatch(r"uniform(\d+)", workload), None
+    if measure and m:  # the mix measured as one loader, short
+        workers, threads = settings(rec)
+        ran = loader_bench.short_route(route_of(rec), files, int(m.group(1)), device, folder, workers, threads)
+    if ran and ran["status"] == "ok":
+        spread = "" if ran["spread_pct"] is None else f" (spread {ran['spread_pct']:.0f}%)"
+        lines.append(
+            f"  measured here as one loader, short: {ran['frames_per_s']:,.0f} frames/s{spread}, files read by "
+            + ", ".join(f"{e} {n}" for e, n in ran["read_by"].items())
+        )
+        return lines, ran
+    mix, rest = mix_rate(rec, len(files)), len(files) - rec["accepted"]
+    lines.append(
+        "  that mix is not measured as one loader here"
+        + (f" ({ran['why']})" if ran else "")
+        + (
+            f"; from the two rates measured alone and the share of files each reads ({rec['accepted']} and {rest}), "
+            f"it would deliver about {mix:,.0f} frames/s (files of similar length)"
+            if mix
+            else ""
+        )
+    )
+    return lines, ran
 
 
 def route_call(rec: dict | None) -> str | None:

@@ -264,3 +264,36 @@ def test_the_main_kind_of_file_is_the_most_common_and_a_tie_takes_the_largest_fr
     assert group == ("hevc", "1920x1080", "short GOP (<= 60)") and "the most pixels per frame" in said
     assert choose.main_group({"a": p("vp9", 320, 180)})[1].endswith("(1 files)")
     assert choose.main_group({}) == (None, "no readable file")
+
+
+def test_the_route_report_gives_the_measured_mix_or_says_it_is_computed(monkeypatch):
+    """22's lines under a recommendation that refuses some files: the route, its rate measured as one loader
+    (`loader_bench.short_route`, stood in for here), or, unmeasured, the rate computed from the two alone."""
+    from playbook_utils.bench import loader_bench
+
+    rec = {"backend": "torchcodec", "device": "cuda", "how": "loaders.GpuLoader(paths, backend='torchcodec', threads=8)",
+           "fps": 300.0, "accepted": 3, "fallback": {"backend": "pyav", "device": "cpu", "how": "x", "fps": 30.0}}  # fmt: skip
+    asked = []
+
+    def short_route(route, files, k, device, folder, workers, threads):
+        asked.append((route, k, threads))
+        return {
+            "status": "ok",
+            "frames_per_s": 120.0,
+            "spread_pct": 5.0,
+            "read_by": {"torchcodec@cuda": 3, "pyav@cpu": 1},
+        }
+
+    monkeypatch.setattr(loader_bench, "short_route", short_route)
+    files = ["a", "b", "c", "d"]
+    lines, ran = choose.route_report(rec, files, "uniform16", "cuda", "/tmp")
+    assert lines[1] == "    loaders.GpuLoader(paths, backend=('torchcodec@cuda', 'pyav@cpu'), threads=8)"
+    assert (
+        lines[2]
+        == "  measured here as one loader, short: 120 frames/s (spread 5%), files read by torchcodec@cuda 3, pyav@cpu 1"
+    )
+    assert ran["frames_per_s"] == 120.0 and asked == [(("torchcodec@cuda", "pyav@cpu"), 16, 8)]
+    lines, ran = choose.route_report(rec, files, "sequential", "cuda", "/tmp")  # every frame: not measured here
+    assert ran is None and lines[2].startswith("  that mix is not measured as one loader here; from the two rates")
+    assert f"about {4 / (3 / 300 + 1 / 30):,.0f} frames/s" in lines[2] and len(asked) == 1
+    assert choose.route_report({**rec, "fallback": None}, files, "uniform16", "cuda", "/tmp") == ([], None)
