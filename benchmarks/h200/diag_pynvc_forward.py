@@ -41,11 +41,19 @@ def part(path: str, how: str) -> int:
     if how == "open":
         return 0
     count, kept = 0, []
-    for packet in list(demuxer) + [nvc.PacketData()]:
-        for f in dec.Decode(packet):
+
+    def take(frames):
+        nonlocal count
+        for f in frames:
             count += 1
             if how == "copy":
                 kept.append(torch.from_dlpack(f).clone())
+
+    # each packet decoded as the demuxer hands it out, as nvdec.py's ceiling does: on 2026-12-04 (sixth session) a
+    # list of the demuxer's packets, decoded afterwards, gave no frame (likeliest: the demuxer reuses its packet)
+    for packet in demuxer:
+        take(dec.Decode(packet))
+    take(dec.Decode(nvc.PacketData()))  # end of stream: flush
     torch.cuda.synchronize()
     return count
 
@@ -68,7 +76,8 @@ def main() -> int:
                 s = time.perf_counter() - t0
                 print(
                     f"{how:8s} {t:2d} thread(s): {len(todo):3d} videos in {s:6.2f} s, {s / len(todo) * t:6.3f} s a video "
-                    f"per thread" + (f", {frames / s:8,.0f} frames/s" if frames else ""),
+                    f"per thread, {frames:6d} frames"
+                    + (f", {frames / s:8,.0f} frames/s" if frames else " (none decoded)"),
                     flush=True,
                 )
     return 0

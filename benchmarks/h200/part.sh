@@ -4,7 +4,7 @@
 # part (22 reads 20's and 21's output there; the summary keeps every part's rows, each stamped with machine, date
 # and commit). wait_part.sh N (or the same pattern) collects it. Run from the project root after the install, with
 # .gpu_media/COMMIT written on the CPU (git rev-parse HEAD > .gpu_media/COMMIT) and carried; .gpu_media/colour, where
-# carried, holds 20's colour clips (the machine has no ffmpeg to make them).
+# carried, holds 20's colour clips (the machine has no ffmpeg to make them). PARTS_FROM: see below.
 # It runs from a copy of the tree: a later call re-sends the working tree, which must not change the running code.
 n=${1:?usage: part.sh N|PATTERN}
 if [[ $n =~ ^[0-9]$ ]]; then pick=(--part "$n"); else pick=(--pattern "$n"); fi
@@ -15,6 +15,12 @@ repo=/tmp/parts/repo$tag
 source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: this machine has no install (a fresh one?)"; exit 1; }
 export PLAYBOOK_MEDIA_DIR=/tmp/media PLAYBOOK_COMMIT="$(cat "$repo/.gpu_media/COMMIT" 2>/dev/null)"
 if [ -d "$repo/.gpu_media/colour" ]; then mkdir -p /tmp/media/full && cp -rn "$repo/.gpu_media/colour" /tmp/media/full/; fi
+# PARTS_FROM=results/h200/DATE/parts: the earlier parts' output, run in another session (22 reads 20's and 21's),
+# copied into the run's folder first, its summary included, so the merged summary keeps their rows
+if [ -n "$PARTS_FROM" ]; then
+  [ -d "$repo/$PARTS_FROM" ] || { echo "PARTS_FROM=$PARTS_FROM: no such folder in the tree"; exit 1; }
+  mkdir -p /tmp/parts/out && cp -rn "$repo/$PARTS_FROM/." /tmp/parts/out/ && echo "earlier parts from $PARTS_FROM"
+fi
 rm -f "/tmp/parts/DONE$tag" "/tmp/parts/RC$tag"
 setsid nohup bash -c "cd $repo && date -u > /tmp/parts/START$tag && python3 -m playbook_utils.tools.nightly ${pick[*]} \
   --device cuda --output /tmp/parts/out > /tmp/parts/console$tag.txt 2>&1; echo \$? > /tmp/parts/RC$tag; \

@@ -504,3 +504,32 @@ def test_a_route_is_measured_as_one_loader_over_the_files_each_entry_takes(tmp_p
     assert got["status"] == "ok" and got["frames_per_s"] > 0, got
     nobody = loader_bench.short_route(("dali@cpu",), [files[1]], 8, "cpu", tmp_path / "epoch")
     assert nobody["status"] == "failed" and nobody["read_by"] == {"none": 1}
+
+
+def test_ceilings_sweep_once_and_run_the_other_codec_where_it_levelled(monkeypatch):
+    calls = []
+    layouts = ((1, 1), (7, 2), (7, 4), (16, 4))
+
+    def fake(path, configs, seconds, gpu, log, if_unsaturated=(), started=None):
+        calls.append((path, tuple(configs), tuple(if_unsaturated)))
+        rows = [
+            {"processes": p, "threads": t, "decoder": "nv", "fps": 100.0 * p * t, "nvdec_util_median": 99}
+            for p, t in configs
+        ]
+        return {"fps": rows[-1]["fps"], "best": rows[-1], "saturated": True, "implied_fps": None, "rows": rows}
+
+    monkeypatch.setattr(nvdec, "ceiling", fake)
+
+    class Info:
+        def __init__(self, codec):
+            self.codec, self.width, self.height, self.bit_rate = codec, 1920, 1080, 8_000_000
+
+    infos = {"h.mp4": Info("h264"), "v.mp4": Info("hevc")}
+    nvdec.ceilings(
+        {n: n for n in infos}, infos, ["h.mp4", "v.mp4"], [], layouts[:3], 1.0, if_unsaturated=((7, 4), (16, 4))
+    )
+    # the whole sweep on the first codec's clip; the second runs the best layout (7 x 4) and the one below it, and
+    # more decoders (16 x 4) only where those do not saturate, as the first did
+    assert calls == [("h.mp4", layouts[:3], ((7, 4), (16, 4))), ("v.mp4", ((7, 2), (7, 4)), ((16, 4),))]
+    assert nvdec.where_it_levelled(fake("x", layouts, 1, 0, None)) == ((7, 4), (16, 4))
+    assert nvdec.where_it_levelled(fake("x", ((4, 2),), 1, 0, None)) == ((4, 2),)  # nothing below: the best alone
