@@ -50,12 +50,12 @@ class VideoClips(Dataset):
 loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)
 ''')
 
-_TORCHCODEC = Template('''import torch
+_TORCHCODEC = Template('''${frame_table_imports}import torch
 from torch.utils.data import $data_imports
 from torchcodec.decoders import VideoDecoder
 
 
-class VideoClips(Dataset):
+${frame_table}class VideoClips(Dataset):
     """$k evenly spaced frames of each video, uint8 (K, 3, H, W), decoded by TorchCodec on $device."""
 
     def __init__(self, paths, k=$k, device="$device"):
@@ -64,11 +64,10 @@ class VideoClips(Dataset):
     def __len__(self):
         return len(self.paths)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i):$prelude
         decoder = VideoDecoder(
             str(self.paths[i]),
-            device=self.device,
-            seek_mode="exact",  # frame indices from the file's index, not estimated from the frame rate$threads_line
+            device=self.device,$how
         )
         n, k = decoder.metadata.num_frames, self.k
         return decoder.get_frames_at($uniform).data
@@ -76,6 +75,46 @@ class VideoClips(Dataset):
 
 $driver
 ''')
+
+_EXACT = """
+            seek_mode="exact",  # frame indices from the file's index, not estimated from the frame rate"""
+_FORWARD_PRELUDE = """
+        forward, table = frame_table(self.paths[i])"""
+_FORWARD = """
+            # open-GOP HEVC: one forward pass from frame 0; the others: frame indices from the file's index
+            **({"custom_frame_mappings": table} if forward else {"seek_mode": "exact"}),"""
+
+# TorchCodec on NVDEC, for a folder with open-GOP HEVC: such a file is read by one forward pass from its first frame
+# (a frame table whose only keyframe is frame 0, so the decoder never seeks into a later GOP), as the playbook's
+# adapter does (`decoders.torchcodec.frame_mappings`); the others seek as above
+_FRAME_TABLE_IMPORTS = """import json
+
+import av  # the packets' timestamps, read without decoding (pip install av)
+"""
+_FRAME_TABLE = '''def frame_table(path):
+    """(whether `path` is open-GOP HEVC, TorchCodec's custom_frame_mappings with frame 0 its only keyframe). After
+    a seek into open-GOP HEVC TorchCodec on NVDEC returned neighbouring frames (notebook 12; its seeks in open-GOP
+    H.264 were exact): such a file is read by one forward pass from its first frame."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        hevc = stream.codec_context.name == "hevc"
+        packets = [  # decode order; a discarded packet is hidden by an MP4 edit list, never shown
+            (p.pts, p.is_keyframe) for p in container.demux(stream) if p.size and p.pts is not None and not p.is_discard
+        ]
+    open_gop, key = False, None
+    for j, (pts, is_key) in enumerate(packets):
+        if is_key and j:
+            key = pts
+        elif key is not None and pts < key:  # decoded after a keyframe, shown before it: open GOP
+            open_gop = True
+    pts = sorted(p for p, _ in packets)
+    gaps = [b - a for a, b in zip(pts, pts[1:])] or [1]
+    durations = gaps + gaps[-1:]
+    frames = [{"pts": p, "duration": d, "key_frame": int(j == 0)} for j, (p, d) in enumerate(zip(pts, durations))]
+    return hevc and open_gop, json.dumps({"frames": frames})
+
+
+'''
 
 _DECORD = Template('''import decord
 import torch
@@ -211,6 +250,10 @@ RECIPES = {
 }
 
 
+# the recipes that read open-GOP files by one forward pass from frame 0 when asked (`recipe(open_gop=True)`)
+FORWARD_ONLY = {("torchcodec", "cuda")}
+
+
 # a GPU recipe's loader: threads in the training process, as the playbook's GpuLoader measured (no DataLoader
 # workers: each would make its own CUDA context, and its tensors would cross processes)
 _DECODE_AHEAD = Template('''from collections import deque
@@ -244,14 +287,24 @@ def entry(backend: str, device: str) -> dict:
 
 
 def recipe(
-    backend: str, device: str = "cpu", k: int = 16, workers: int = 4, threads: int = 0, gpu_threads: int = 4
+    backend: str,
+    device: str = "cpu",
+    k: int = 16,
+    workers: int = 4,
+    threads: int = 0,
+    gpu_threads: int = 4,
+    open_gop: bool = False,
 ) -> str:
     """The code of `RECIPES[(backend, device)]` with K frames per video, `workers` DataLoader processes and, for
     TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0, the adapter's: as many as FFmpeg likes). A
     GPU recipe decodes in the training process with `gpu_threads` threads, 2 x gpu_threads videos ahead, as the
-    playbook's `GpuLoader` does (`decode_ahead`). KeyError names what exists where there is none (`entry`)."""
+    playbook's `GpuLoader` does (`decode_ahead`). `open_gop` (TorchCodec on CUDA: FORWARD_ONLY): each file that
+    the playbook's adapter reads forward (open-GOP HEVC) is read so too, by one forward pass from frame 0, with a
+    frame table from its packets (`frame_table`, PyAV); without it the code seeks, and returns neighbouring frames
+    of such files. KeyError names what exists where there is none (`entry`)."""
     template = entry(backend, device)["template"]
     gpu = str(device).startswith("cuda")
+    forward = open_gop and (backend, "cuda" if gpu else "cpu") in FORWARD_ONLY
     driver = (
         _DECODE_AHEAD.substitute(threads=gpu_threads)
         if gpu
@@ -260,7 +313,11 @@ def recipe(
     return template.substitute(
         k=k,
         device=device if gpu else "cpu",
-        threads_line="" if gpu else f"\n            num_ffmpeg_threads={threads},  # 0: as many as FFmpeg likes",
+        frame_table_imports=_FRAME_TABLE_IMPORTS if forward else "",
+        frame_table=_FRAME_TABLE if forward else "",
+        prelude=_FORWARD_PRELUDE if forward else "",
+        how=(_FORWARD if forward else _EXACT)
+        + ("" if gpu else f"\n            num_ffmpeg_threads={threads},  # 0: as many as FFmpeg likes"),
         uniform=_UNIFORM,
         workers=workers,
         driver=driver,

@@ -356,35 +356,44 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     where it names none) or decoding threads (GPU; 4 where it names none) the recommendation was measured with;
     (None, why) where there is no recipe for it.
     `infos` ({name: probe} of the reader's files): the note names those the playbook's adapter reads only forward
-    from frame 0 (open GOP), which this code, seeking, would read wrong."""
+    from frame 0 (open GOP), which this code, seeking, would read wrong; where the recipe can read them so too
+    (`recipes.FORWARD_ONLY`: TorchCodec on CUDA), the code does, and the note says so instead."""
     if rec is None:
         return None, "no recommendation, so no code"
     m = re.fullmatch(r"uniform(\d+)", workload)
     k = int(m.group(1)) if m else 16
     workers, threads = settings(rec)
+    on_gpu = str(rec["device"]).startswith("cuda")
+    kind = "cuda" if on_gpu else "cpu"
+    forward = sorted(n for n, i in (infos or {}).items() if adapter(rec["backend"]).forward_only(i, kind))
+    in_code = bool(forward) and (rec["backend"], kind) in recipes.FORWARD_ONLY
     try:
-        code = recipes.recipe(rec["backend"], rec["device"], k=k, workers=workers, gpu_threads=threads)
+        code = recipes.recipe(
+            rec["backend"], rec["device"], k=k, workers=workers, gpu_threads=threads, open_gop=in_code
+        )
     except KeyError as e:
         return None, f"{e.args[0]}: use the playbook's call above, or the library notebook's recipe"
     caveat = recipes.entry(rec["backend"], rec["device"])["caveat"]
-    on_gpu = str(rec["device"]).startswith("cuda")
     note = f"{rec['backend']} on {rec['device']}, K = {k}, " + (
         f"{threads} decoding threads" if on_gpu else f"{workers} workers"
     )
     if not m:
         note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"
-    note = f"{note}. Not in this code but in the playbook's adapter: {caveat}."
-    kind = "cuda" if on_gpu else "cpu"
-    forward = sorted(n for n, i in (infos or {}).items() if adapter(rec["backend"]).forward_only(i, kind))
-    if forward:
-        names = ", ".join(forward[:5]) + (f" and {len(forward) - 5} more" if len(forward) > 5 else "")
-        is_, it = ("is", "it") if len(forward) == 1 else ("are", "them")
-        note += (
-            f" {len(forward)} of your files ({names}) {is_} of that kind: this code would hand {it} neighbouring "
-            f"frames. Read {it} with the playbook's call above (whose rates these are: it reads {it} exactly), or keep "
-            f"{it} out of this loader."
+    if not forward:
+        return code, f"{note}. Not in this code but in the playbook's adapter: {caveat}."
+    names = ", ".join(forward[:5]) + (f" and {len(forward) - 5} more" if len(forward) > 5 else "")
+    is_, it = ("is", "it") if len(forward) == 1 else ("are", "them")
+    if in_code:
+        return code, (
+            f"{note}. {len(forward)} of your files ({names}) {is_} open GOP, where TorchCodec on NVDEC returned "
+            f"neighbouring frames after a seek (notebook 12): this code reads {it} by one forward pass from frame 0 "
+            f"(`frame_table`, which needs PyAV for the packets' timestamps), as the playbook's adapter does."
         )
-    return code, note
+    return code, (
+        f"{note}. Not in this code but in the playbook's adapter: {caveat}. {len(forward)} of your files ({names}) "
+        f"{is_} of that kind: this code would hand {it} neighbouring frames. Read {it} with the playbook's call above "
+        f"(whose rates these are: it reads {it} exactly), or keep {it} out of this loader."
+    )
 
 
 def settings(rec: dict) -> tuple[int, int]:

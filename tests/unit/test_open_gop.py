@@ -137,6 +137,29 @@ def test_the_code_to_paste_names_the_readers_files_it_would_read_wrong(open_gop_
     assert f"1 of your files ({one}) is of that kind: this code would hand it neighbouring frames" in note
 
 
+def test_the_code_to_paste_for_torchcodec_on_nvdec_reads_the_readers_open_gop_files_forward(open_gop_clips, tmp_path):
+    # where the recipe can read open-GOP files as the adapter does (TorchCodec on CUDA), 22's code does, and its
+    # note names the files it reads so instead of warning about them; with no such file, the plain recipe
+    from playbook_utils.bench import choose
+
+    infos = {n: video_info(p) for n, p in open_gop_clips.items()}
+    closed = media.make_clip(tmp_path / "closed.mp4", width=256, height=144, num_frames=24, closed_gop=True)
+    infos["closed.mp4"] = video_info(closed)
+    rec = {
+        "backend": "torchcodec",
+        "device": "cuda",
+        "how": "loaders.GpuLoader(paths, backend='torchcodec', threads=8)",
+    }
+    code, note = choose.code_to_paste(rec, "uniform16", infos)
+    forward = sorted(n for n, i in infos.items() if adapter("torchcodec").forward_only(i, "cuda"))
+    assert forward == ["hevc_gop12.mp4", "hevc_gop24.mkv"]  # open-GOP HEVC: its H.264 seeks were exact on NVDEC
+    assert "def frame_table" in code and "threads=8" in code
+    assert f"2 of your files ({', '.join(forward)}) are open GOP" in note and "reads them by one forward pass" in note
+    assert "closed.mp4" not in note and "would hand" not in note
+    code, note = choose.code_to_paste(rec, "uniform16", {"closed.mp4": infos["closed.mp4"]})
+    assert "frame_table" not in code and "Not in this code but in the playbook's adapter" in note
+
+
 class _FakeSpdlIo:
     """What `decoders.spdl._frames_cuda` calls of spdl.io, for a machine without NVDEC: the file's timestamps and
     a demux by time window (the windows asked for are recorded)."""

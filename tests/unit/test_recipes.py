@@ -2,6 +2,7 @@
 (by their stamps: the frames `sampling.uniform` picks), for a clip with B-frames, a Matroska file and K larger
 than the frame count; the GPU recipes the same on a GPU."""
 
+import json
 import threading
 import time
 import types
@@ -61,6 +62,59 @@ def test_every_gpu_recipe_returns_the_frames_asked_for(backend, device, clips):
     want = sampling.uniform(media.probe(path).num_frames, 5)
     got = ds[0]
     assert got.is_cuda and [media.read_stamp(f) for f in got.cpu()] == want
+
+
+@pytest.fixture(scope="module")
+def open_gop_clips(tmp_path_factory):
+    d = tmp_path_factory.mktemp("recipes_open_gop")
+    made = [
+        media.make_clip(d / "h264_open.mp4", "h264", 256, 144, num_frames=96, gop=12, bframes=3, closed_gop=False),
+        media.make_clip(d / "hevc_open.mkv", "hevc", 256, 144, num_frames=96, gop=24, bframes=3, closed_gop=False),
+        media.make_clip(d / "hevc_open.mp4", "hevc", 256, 144, num_frames=72, gop=12, bframes=3, closed_gop=False),
+    ]
+    assert all(media.probe(p).open_gop for p in made)
+    return made
+
+
+def _forward_recipe(device, k, threads=4):
+    """TorchCodec's CUDA recipe for a folder with open-GOP files, its device replaced by `device` (the CPU here)."""
+    code = recipes.recipe("torchcodec", "cuda", k=k, gpu_threads=threads, open_gop=True)
+    return code if device == "cuda" else code.replace('device="cuda"', f'device="{device}"')
+
+
+def test_the_open_gop_recipe_reads_open_gop_hevc_forward_and_the_others_by_seeking(clips, open_gop_clips):
+    # TorchCodec's CUDA recipe with open_gop: a frame table from the packets (PyAV) whose only keyframe is frame 0
+    # for open-GOP HEVC (one forward pass, as the playbook's adapter reads it on NVDEC), the file's own index for
+    # the others; run on the CPU here, the frames checked by their stamps; the frame table is checked on every file
+    if why_unavailable("torchcodec", "cpu"):
+        pytest.skip(why_unavailable("torchcodec", "cpu"))
+    code = _forward_recipe("cpu", 5)
+    assert "frame_table" in code and "import av" in code and "frame_table" not in recipes.recipe("torchcodec", "cuda")
+    assert recipes.recipe("torchcodec", "cpu", open_gop=True) == recipes.recipe("torchcodec", "cpu")  # seeks are exact
+    namespace = {"paths": []}
+    exec(compile(code, "<recipe torchcodec cuda, open GOP, on the CPU>", "exec"), namespace)
+    for path in [*open_gop_clips, clips[0]]:
+        forward, table = namespace["frame_table"](path)
+        frames = json.loads(table)["frames"]
+        info = media.probe(path)
+        assert forward == (info.open_gop and info.codec == "hevc") and len(frames) == info.num_frames, path.name
+        assert [f["key_frame"] for f in frames] == [1] + [0] * (info.num_frames - 1)
+        for k in (5, 16, 40):
+            got = namespace["VideoClips"]([path], k=k)[0]
+            assert [media.read_stamp(f) for f in got] == sampling.uniform(info.num_frames, k), (path.name, k)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_open_gop_recipe_is_exact_on_nvdec(open_gop_clips):
+    if why_unavailable("torchcodec", "cuda"):
+        pytest.skip(why_unavailable("torchcodec", "cuda"))
+    namespace = {"paths": []}
+    exec(compile(_forward_recipe("cuda", 16), "<recipe torchcodec cuda, open GOP>", "exec"), namespace)
+    for path in open_gop_clips:
+        got = namespace["VideoClips"]([path], k=16)[0]
+        want = sampling.uniform(media.probe(path).num_frames, 16)
+        assert got.is_cuda and [media.read_stamp(f) for f in got.cpu()] == want, path.name
 
 
 def test_a_recipe_that_does_not_exist_names_those_that_do():
