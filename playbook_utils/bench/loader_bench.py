@@ -784,10 +784,16 @@ def whole_rounds(steps: int, workers: int) -> int:
     return -(-max(1, steps) // w) * w
 
 
+def dali_sequences(paths, sequence_length: int) -> int:
+    """The sequences DALI's video reader makes of `paths` (`loaders.dali_loader`: consecutive, non-overlapping,
+    the last partial one of each file dropped): the frames of each file // `sequence_length`."""
+    return sum(video_info(p).num_frames // sequence_length for p in paths)
+
+
 def _epoch_length(loader) -> int | None:
     """How many items `loader` holds in an epoch, where it says (`GpuLoader` its dataset, `GpuProcessLoader` its
-    paths), else None."""
-    for attr in ("ds", "paths"):
+    paths, `_DaliVideos` its sequences), else None."""
+    for attr in ("ds", "paths", "sequences"):
         held = getattr(loader, attr, None)
         if held is not None:
             try:
@@ -892,10 +898,14 @@ class _DaliVideos:
     look-ahead, in sequences: the pipeline's prefetch queue of batches, the batch being built and the reader's
     own batch ahead."""
 
-    def __init__(self, iterator, batch_size: int, prefetch: int = 2):
+    def __init__(self, iterator, batch_size: int, prefetch: int = 2, sequences: int | None = None):
         self.iterator = iterator
         self.batch_size = batch_size
         self.lookahead = (prefetch + 2) * batch_size
+        # the epoch's sequences, where known (`_epoch_length`): measure_flat_out then stops once its window is
+        # steady, as it does a GpuLoader, instead of reading to the end (on the H200, 12-04: a 108 s window for a
+        # reader at a tenth of the ceiling, whose epoch had been sized for the ceiling)
+        self.sequences = range(sequences) if sequences else None
 
     def __iter__(self):
         return (out[0]["video"] for out in self.iterator)
@@ -906,14 +916,17 @@ def _run_spec(spec: dict) -> dict:
     if spec["kind"] == "dali":
 
         def make():
+            length = spec.get("sequence_length", 32)
             return _DaliVideos(
                 dali_loader(
                     spec["paths"],
-                    sequence_length=spec.get("sequence_length", 32),
+                    sequence_length=length,
                     batch_size=spec["batch_size"],
                     device_id=spec.get("device_id", 0),
                 ),
                 spec["batch_size"],
+                # whole batches: the loader drops the last partial one
+                sequences=dali_sequences(spec["paths"], length) // spec["batch_size"] * spec["batch_size"],
             )
     elif spec.get("processes", 1) > 1:
 

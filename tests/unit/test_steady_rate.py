@@ -187,3 +187,24 @@ def test_rows_above_the_ceiling_or_not_steady_are_not_the_best():
     ]
     best = loader_bench.best_gpu_loaders(rows, {"a.mp4": {"fps": 4460.0, "saturated": True}})["a.mp4"]
     assert best["loader"] == "x16" and best["pct_of_ceiling"] == 85.0 and best["rows_not_results"] == 2
+
+
+def test_dalis_reader_says_its_epoch_so_a_run_stops_once_steady(tmp_path):
+    # DALI's reader, seen through _DaliVideos, tells measure_flat_out how many sequences its epoch holds (the frames
+    # of each file // the sequence length, in whole batches): a run then stops after its window as a GpuLoader's
+    # does, where it read to the end of an epoch sized for the NVDEC ceiling (on the H200: a 108 s window)
+    from playbook_utils import media
+
+    clips = [media.make_clip(tmp_path / f"c{i}.mp4", "h264", 64, 48, num_frames=n) for i, n in enumerate((70, 100))]
+    assert loader_bench.dali_sequences(clips, 32) == 2 + 3
+    replay = Replay(simulate(400, 8), 8, 400)
+
+    def batches():  # the DALI iterator's shape: one dict per batch, its 'video' the batch's sequences
+        for videos in replay:
+            yield [{"video": videos}]
+
+    dali = loader_bench._DaliVideos(batches(), batch_size=4, sequences=400)
+    assert loader_bench._epoch_length(dali) == 400 and dali.lookahead == 16
+    r = loader_bench.measure_flat_out(dali, warmup_batches=4, min_window_s=1.0, clock=replay.clock)
+    assert r["stopped_early"] and r["steady"] and r["epoch_items"] < 400 - 16
+    assert loader_bench._epoch_length(loader_bench._DaliVideos(iter(()), batch_size=4)) is None
