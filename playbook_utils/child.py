@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 
-from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, last_line
+from playbook_utils.errors import BackendUnavailable, DecodeError, clipped, first_line, last_line
 
 OUTCOMES = ("ok", "unavailable", "error", "crashed", "timeout")
 OURS = ("DecodeError", "BackendUnavailable")  # the exception names `errors` defines
@@ -38,12 +38,12 @@ def answer(fn, *args, **kwargs) -> dict:
     except (BackendUnavailable, DecodeError) as e:
         return {
             "status": "unavailable" if isinstance(e, BackendUnavailable) else "error",
-            "error": f"{type(e).__name__}: {e}"[:400],
+            "error": clipped(f"{type(e).__name__}: {e}"),
             "cause": e.cause,
             "exception": type(e).__name__,
         }
     except BaseException as e:  # a library's own exception, reported as data
-        message = f"{type(e).__name__}: {first_line(e)}"[:400]
+        message = clipped(f"{type(e).__name__}: {first_line(e)}")
         return {"status": "error", "error": message, "cause": message, "exception": type(e).__name__}
     out = dict(result) if isinstance(result, dict) else {"result": result}
     return {"status": "ok", "error": None, **out}
@@ -76,7 +76,7 @@ def _died(run_or_error, timeout: float) -> dict:
         return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
     return {
         "status": "crashed",
-        "error": f"the child process died (exit {run_or_error.returncode}): {last_line(run_or_error.stderr)[:300]}",
+        "error": f"the child process died (exit {run_or_error.returncode}): {clipped(last_line(run_or_error.stderr), 300)}",
     }
 
 

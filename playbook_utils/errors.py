@@ -118,6 +118,16 @@ def first_line(text, default: str = "") -> str:
     return (str(text).strip().splitlines() or [default])[0]
 
 
+def clipped(text: str, limit: int = 400) -> str:
+    """`text` cut to at most `limit` characters at a word's end, with ' (...)' where it was cut: a long library
+    message kept readable where a child process reports it."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 6].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return f"{cut} (...)"
+
+
 def last_line(text, default: str = "no output") -> str:
     """The last line of `text` (a dead child's stderr ends with its cause); `default` when it is empty."""
     return (str(text).strip().splitlines() or [default])[-1]

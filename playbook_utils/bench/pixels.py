@@ -11,6 +11,7 @@ come out 26-30 dB away. `controls` measures both on the reader's machine, so the
 
 from __future__ import annotations
 
+import re
 import statistics
 import tempfile
 from pathlib import Path
@@ -181,6 +182,15 @@ def summary(rows) -> dict:
     return out
 
 
+def _by_reason(why: dict) -> str:
+    """'clip, clip (reason); clip (reason)': the clips of `why` ({clip: reason}) grouped by their reason, each
+    reason said once, without the file's path and backend that an adapter's refusal starts with."""
+    groups: dict = {}
+    for clip, w in why.items():
+        groups.setdefault(re.sub(r"^\w+: \S+ \[\w+\]: ", "", str(w)), []).append(clip)
+    return "; ".join(f"{', '.join(clips)} ({w})" for w, clips in groups.items())
+
+
 def verdict_lines(summ: dict) -> list[str]:
     """One line per backend: agrees on every clip it read (with its worst and median dB), or which clips it
     disagrees on and by how much, and what it refused."""
@@ -202,8 +212,8 @@ def verdict_lines(summ: dict) -> list[str]:
                 f"agrees on all {read} clips it read (worst frame {s['worst_db']:.1f} dB, median {s['median_db']:.1f})"
             )
         if s["refused"]:
-            head += f"; refused {len(s['refused'])}: " + "; ".join(f"{c} ({w})" for c, w in s["refused"].items())
+            head += f"; refused {len(s['refused'])}: " + _by_reason(s["refused"])
         if s["failed"]:
-            head += f"; FAILED {len(s['failed'])}: " + "; ".join(f"{c} ({w})" for c, w in s["failed"].items())
+            head += f"; FAILED {len(s['failed'])}: " + _by_reason(s["failed"])
         lines.append(head)
     return lines

@@ -76,6 +76,24 @@ def test_verdicts_of_a_backend_whose_every_frame_was_identical_give_no_decibels(
     assert lines[2] == "dali on cuda: DISAGREES on 1 of 2 clips (a 22.5 dB)"
 
 
+def test_refusals_with_one_reason_say_it_once_and_a_childs_long_message_is_cut_at_a_word():
+    """On the H200 (2026-12-04) DALI refused 4 colour clips with one reason, printed 4 times with its file's path,
+    and each cut mid-word at 400 characters by the child that reported it."""
+    from playbook_utils.errors import clipped
+
+    why = "BackendUnavailable: /tmp/c/{}.mp4 [dali]: DALI's decoders are cached per process. Read it in another process"
+    rows = [{"backend": "dali", "device": "cuda", "clip": "a", "status": "ok", "psnr_db": 47.0, "agrees": True}]
+    rows += [{"backend": "dali", "device": "cuda", "clip": c, "status": "unavailable", "error": why.format(c)}
+             for c in ("b", "c")]  # fmt: skip
+    rows.append({"backend": "dali", "device": "cuda", "clip": "d", "status": "unavailable", "error": "10-bit"})
+    line = pixels.verdict_lines(pixels.summary(rows))[0]
+    assert line.endswith(
+        "refused 3: b, c (DALI's decoders are cached per process. Read it in another process); d (10-bit)"
+    )
+    long = "Error: " + "word " * 200
+    assert len(clipped(long)) <= 400 and clipped(long).endswith("word (...)") and clipped("short") == "short"
+
+
 def test_dali_keeps_a_pipeline_per_picture_its_decoder_was_made_for():
     # one coded size (1088 rows), two display sizes: two pipelines, so no decoder is reused across the crop
     from types import SimpleNamespace
