@@ -158,18 +158,26 @@ def notebook20_table(out, video_dir) -> tuple[dict, list] | None:
 
 def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
     """(`backends` in the order of notebook 20's table in the same output folder `out`, fastest first, and a line
-    saying so; None when there is no such table for the same `video_dir`): `ranked_by_rows` of that table.
+    saying so; without such a table for the same `video_dir`, in the H200 reference's order (`CPU_SWEPT`) and
+    None): `ranked_by_rows` of that table.
     Notebook 21's smoke sweep starts with the likeliest winners and measures the first two (`sweep_workers`'
     `first_of`)."""
     found = notebook20_table(out, video_dir)
     if found is None:
-        return list(backends), None
+        return reference_order(backends), None
     return ranked_by_rows(backends, found[1], "notebook 20's table")
+
+
+def reference_order(backends) -> list:
+    """`backends` in the order of the H200 reference's CPU table (`CPU_SWEPT`), any other library after them: the
+    order of notebook 21's sweep where no table measured here ranks them."""
+    return sorted(backends, key=lambda b: CPU_SWEPT.index(b) if b in CPU_SWEPT else len(CPU_SWEPT))
 
 
 def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
     """(`backends` ordered by a one-caller table's `rows`, fastest first, and a line naming `source`; None when the
-    rows rate none of them): each backend's mean rate of K = 16 sampled frames on the CPU, frame-exact rows only.
+    rows rate none of them, in `reference_order`): each backend's mean rate of K = 16 sampled frames on the CPU,
+    frame-exact rows only.
     A backend the table did not measure goes last."""
     rates: dict = {}
     for r in rows:
@@ -177,7 +185,7 @@ def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
             rates.setdefault(r["backend"], []).append(r["fps"])
     mean = {b: sum(v) / len(v) for b, v in rates.items() if b in backends}
     if not mean:
-        return list(backends), None
+        return reference_order(backends), None
     ordered = sorted(backends, key=lambda b: -mean.get(b, -1.0))
     said = f"{source}, K = 16 sampled frames on the CPU, one caller: " + ", ".join(
         f"{b} {mean[b]:,.0f} frames/s" if b in mean else f"{b} not measured there" for b in ordered
@@ -189,7 +197,10 @@ def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
 # 21's smoke settings (one worker per core, a 20 ms step, 24 videos' worth of steps, the first two CPU libraries of
 # 22's table past a 30 s budget; on a GPU, TorchCodec's and PyNvVideoCodec's sampled-frames GpuLoader of 4 threads)
 SHORT = {"step_s": 0.02, "steps_videos": 24, "max_s": 5, "budget_s": 30, "libraries": 2, "gpu_threads": 4, "videos": 8}
-CPU_SWEPT = ("pyav", "decord", "torchcodec", "spdl")  # the CPU libraries notebook 21's worker sweep takes
+# the CPU libraries notebook 21's worker sweep takes, in the order it takes them where no table of notebook 20 ranks
+# them here: that of the H200's full-mode 20 (2026-12-04, K = 16 sampled frames of realistic 1080p on the CPU, one
+# caller: TorchCodec 16-17 frames/s, PyAV 10-11, decord 11, SPDL 5-6)
+CPU_SWEPT = ("torchcodec", "pyav", "decord", "spdl")
 
 
 def _short_batch() -> int:
@@ -220,7 +231,11 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
     size = sizes.most_common(1)[0][0] if len(sizes) > 1 else None
     backends = [b for b in available("cpu") if b in CPU_SWEPT]
     backends, said = ranked_by_rows(backends, rows, "the table above")
-    log("the CPU libraries in the order of " + said if said else f"the CPU libraries: {', '.join(backends)}")
+    log(
+        "the CPU libraries in the order of " + said
+        if said
+        else f"the CPU libraries: {', '.join(backends)} (in the order of the H200's reference, CPU_SWEPT)"
+    )
     paths = epoch_items(base, batch * (whole_rounds(steps, cores) + 2 + cores + 2), folder)
     loaders.start_worker_server()
     sweep, stuck, unmeasured = sweep_workers(
