@@ -188,12 +188,19 @@ def not_measured(nb21: dict, workload: str) -> str | None:
     if not _sampled_k(nb21, workload):
         return None
     left = sorted({u["backend"] for u in nb21.get("unmeasured", [])} - measured)
+    gpu = sorted({g["backend"] for g in nb21.get("gpu_sampled", [])})
     if not left:
         return None
     who = "the short run's" if nb21.get("short") else "notebook 21's"
+    on_gpu = (
+        f"; on the GPU only {' and '.join(gpu)} {'are' if len(gpu) > 1 else 'is'} measured as a whole loader (a "
+        "GpuLoader of sampled frames)"
+        if gpu
+        else ""
+    )
     return (
-        f"not ranked here: {', '.join(left)} on the CPU, which {who} worker sweep did not measure (its time "
-        "budget was spent first); section 3's one-caller table shows how they compare there"
+        f"not ranked here: {' and '.join(left)} on the CPU, which {who} worker sweep did not measure (its time "
+        f"budget was spent first){on_gpu}; section 3's one-caller table shows how the others compare there"
     )
 
 

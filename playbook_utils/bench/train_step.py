@@ -75,7 +75,7 @@ def train_steps(
     `loader_bench.measure_loader`. On the H200's smoke run of 2026-12-04 the clock had started after 2 steps, and
     all 6 videos drawn were among the 8 the loader had started before the first step: 106 videos/s and a 6% wait,
     neither the loader's. Fewer steps are measured where the batches end first ('why' says so; none measured
-    raises RuntimeError). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median),
+    raises RuntimeError). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median), 'wait_mean_s',
     'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during the
     steps, above what was held before them; None on the CPU), 'batch_mb' (the model input's bytes), 'batch_videos'
     and 'batch_dtype' (its first dimension and its element type), 'warmup_batches', 'lookahead_batches',
@@ -128,6 +128,7 @@ def train_steps(
         "step_s": statistics.median(times),
         "step_spread_pct": verdicts.spread_pct(times),
         "wait_s": statistics.median(waits),
+        "wait_mean_s": sum(waits) / len(waits),
         "wait_fraction": sum(waits) / wall,
         "samples_per_s": sum(sizes) / wall,
         "peak_mem_mb": (torch.cuda.max_memory_allocated(device) - held) / 2**20 if cuda else None,

@@ -92,13 +92,18 @@ class Verdict:
                 f"{_number(self.runner_up_value)} {unit}, a {percent(self.margin_pct)} margin against {spread} "
                 f"of the measurements"
             )
+        margin, spread = percent(self.margin_pct), percent(self.spread_pct)
+        for digits in (1, 2):  # a margin beyond the spread never reads as equal to it ("20% ... more than ... 20%")
+            if margin != spread or self.spread_pct is None:
+                break
+            margin, spread = f"{self.margin_pct:.{digits}f}%", f"{self.spread_pct:.{digits}f}%"
         head = (
-            f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {percent(self.margin_pct)} ahead of "
+            f"{self.best} is {what} here: {_number(self.best_value)} {unit}, {margin} ahead of "
             f"{self.runner_up} ({_number(self.runner_up_value)})"
         )
         if self.spread_pct is None:
             return f"{head}; no spread was measured (one run each), so this margin is not tested against the noise"
-        return f"{head}, more than a spread of {percent(self.spread_pct)} of the measurements"
+        return f"{head}, more than a spread of {spread} of the measurements"
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

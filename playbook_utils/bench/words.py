@@ -48,8 +48,11 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
     have = len(os.sched_getaffinity(0))
     cores = f"; the process used {cpu / 100:.1f} of {have} cores" if cpu is not None else ""
     if cpu is not None and cpu / 100 < have / 2:  # nothing busy: the decodes in flight were too few (21 on the H200)
-        cores += ", so not the CPU either: too few decodes in flight to keep any of them busy"
-    return "host side", f"the host side: neither NVDEC ({nvdec:.0f}%) nor the SMs ({sm:.0f}%) were busy{cores}"
+        cores += ", the others idle: too few decodes in flight to keep any of them busy"
+    return "host side", (
+        f"the host side (its threads and their calls into the decoder): neither NVDEC ({nvdec:.0f}%) nor the SMs "
+        f"({sm:.0f}%) were busy{cores}"
+    )
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -237,8 +240,8 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     of a step (notebook 21)."""
     live, held = r["with_loader"], r["held"]
 
-    def step(x):
-        return f"step {1e3 * x['step_s']:.0f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} videos/s"
+    def step(x):  # one decimal: the cost below is computed from these times, and reads from them
+        return f"step {1e3 * x['step_s']:.1f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} videos/s"
 
     drawn, ahead = live.get("skipped_batches") or 0, live.get("lookahead_batches") or 0
     warm = live.get("warmup_batches", drawn - ahead)
@@ -251,7 +254,9 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     )
     lines = [
         f"with {loader} decoding beside it: {step(live)}, waiting for data {100 * live['wait_fraction']:.0f}% of "
-        f"the time (the median step waited {1e3 * live['wait_s']:.1f} ms{clock})"
+        f"the time (over {live.get('steps', '?')} steps: a step waited "
+        + (f"{1e3 * live['wait_mean_s']:.1f} ms on average, the median one " if live.get("wait_mean_s") else "")
+        + f"{1e3 * live['wait_s']:.1f} ms{clock})"
         + (f"; {live['why']}" if live.get("why") else ""),
         f"the same batches decoded beforehand, held on {device}: {step(held)}",
         f"decoding beside the step changes the step's own time by {r['step_cost_pct']:+.1f}%: "

@@ -60,6 +60,11 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
          "within_spread": True}  # fmt: skip
     lines = words.training_step_lines(r, "pyav x4 workers", "cpu")
     assert len(lines) == 3 and "within the spread of 5.0%, so no cost is measurable" in lines[2]
+    # the H200's smoke copy: "84% of the time (the median step waited 2.4 ms" beside an 11 ms step, and "+48%"
+    # from steps printed as 11 and 7 ms: the mean wait and the steps it is over, the steps to a tenth of a ms
+    skewed = {**r, "with_loader": {**base, "steps": 4, "wait_mean_s": 0.053, "wait_s": 0.0024, "step_s": 0.0108}}
+    first = words.training_step_lines(skewed, "torchcodec x4 threads", "cuda")[0]
+    assert "step 10.8 ms" in first and "(over 4 steps: a step waited 53.0 ms on average, the median one 2.4 ms" in first
     # the H200's run: +0.2% inside a 0.3% spread had read "within the spread of 0%"
     small = {**r, "step_cost_pct": 0.16, "spread_pct": 0.29}
     assert "+0.2%: within the spread of 0.3%" in words.training_step_lines(small, "torchcodec x16 threads", "cuda")[2]

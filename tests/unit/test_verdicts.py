@@ -83,3 +83,10 @@ def test_a_third_entry_inside_the_spread_is_named_in_the_tie():
     assert verdicts.rank([("a", 200, 1.0), ("b", 100, 1.0), ("c", 99, 1.0)]).also_tied == ()
     two = verdicts.rank([("a", 100, 5.0), ("b", 98, 5.0), ("c", 80, 5.0)])
     assert two.tied and two.also_tied == () and two.sentence().startswith("a and b are tied here")
+
+
+def test_a_margin_beyond_the_spread_never_reads_as_equal_to_it():
+    # the H200's 20: "1,086 frames/s, 20% ahead of ... (905), more than a spread of 20%" (20.0 against 19.5)
+    line = verdicts.rank([("a", 1086, 19.5), ("b", 905, 19.5)]).sentence()
+    assert "20.0% ahead of b (905), more than a spread of 19.5%" in line
+    assert "25% ahead" in verdicts.rank([("a", 1000, 3.0), ("b", 800, 2.0)]).sentence()
