@@ -1038,15 +1038,22 @@ def warm_children(specs, device: str, clips, later: bool = False, timeout: float
     return time.perf_counter() - began
 
 
+# the kinds of clip (codec, open GOP) notebook 21 measures its GPU-side loaders on, the commonest first: H.264 as
+# most cameras and phones write it, then HEVC as x265 writes it by default (open GOP), then the others
+GPU_CLIP_KINDS = (("h264", False), ("hevc", True), ("hevc", False), ("h264", True))
+
+
 def gpu_clips(paths, count: int) -> list[tuple[str, str]]:
     """(codec, path) of the clips notebook 21 measures its GPU-side loaders on: of each H.264 and HEVC kind
-    (codec, closed or open GOP), in the order first met, the clip with the shortest first GOP; the first `count`."""
+    (codec, closed or open GOP) present, in the order of GPU_CLIP_KINDS, the clip with the shortest first GOP; the
+    first `count`."""
     kinds: dict = {}
     for p in paths:
         i = video_info(p)
         if i.codec in ("h264", "hevc"):
-            kinds.setdefault((i.codec, i.open_gop), []).append((i.gop_lengths[0], str(p)))
-    return [(codec, min(found)[1]) for (codec, _), found in list(kinds.items())[:count]]
+            kinds.setdefault((i.codec, bool(i.open_gop)), []).append((i.gop_lengths[0], str(p)))
+    order = [k for k in GPU_CLIP_KINDS if k in kinds]
+    return [(codec, min(kinds[(codec, o)])[1]) for codec, o in order[:count]]
 
 
 def end_children() -> None:

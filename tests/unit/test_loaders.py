@@ -121,9 +121,14 @@ def test_a_warmed_child_measures_a_loader_once_and_a_fresh_child_the_rest(paths)
 
 
 @pytest.mark.media
-def test_the_gpu_loaders_clips_are_the_shortest_gop_of_each_kind(paths):
+def test_the_gpu_loaders_clips_are_the_shortest_gop_of_each_kind(paths, tmp_path):
     kinds = loader_bench.gpu_clips(paths, 3)
     assert kinds == [("h264", str(paths[0])), ("hevc", str(paths[1]))] and loader_bench.gpu_clips(paths, 1) == kinds[:1]
+    # the commonest kinds first: open-GOP HEVC (x265's default) before closed, whatever the order of the files
+    made = {g: media.make_clip(tmp_path / f"hevc_{g}.mp4", "hevc", 128, 72, num_frames=24, gop=12, bframes=2,
+                               closed_gop=(g == "closed")) for g in ("closed", "open")}  # fmt: skip
+    both = loader_bench.gpu_clips([made["closed"], made["open"], paths[0]], 2)
+    assert both == [("h264", str(paths[0])), ("hevc", str(made["open"]))]
 
 
 @pytest.mark.media
