@@ -118,7 +118,11 @@ def sweep_workers(
                 **r,
             }
         )
-        cut = f", {r['steps']} steps in the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
+        cut = (
+            f", {r['steps']} steps: the {max_s:.3g} s cap stopped it at the end of its round"
+            if r["stopped_by_time"]
+            else ""
+        )
         cut += (
             f"; {took:.0f} s in all: {r['first_batch_s']:.0f} s to the first batch, {r['prefetched_s']:.0f} s of "
             f"warm-up and prefetched batches, {_secs(took - r['first_batch_s'] - r['prefetched_s'] - closing)} "

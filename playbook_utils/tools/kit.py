@@ -360,7 +360,8 @@ class Notebook:
             print(
                 f"skipped here ({len(self.results.skipped)}): "
                 + "; ".join(line.split(":")[0] for line in self.results.skipped)
-                + f". What the text above says of them {where}"
+                + f". What the text above says of {'that part' if len(self.results.skipped) == 1 else 'those parts'} "
+                + where
             )
         self.results.headline = headline
         self.results.data.update(checks=self.checks, figures=self.figures)
