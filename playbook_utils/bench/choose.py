@@ -188,9 +188,9 @@ def not_measured(nb21: dict, workload: str) -> str | None:
     if not _sampled_k(nb21, workload):
         return None
     left = sorted({u["backend"] for u in nb21.get("unmeasured", [])} - measured)
-    gpu = sorted({g["backend"] for g in nb21.get("gpu_sampled", [])})
     if not left:
         return None
+    gpu = sorted({g["backend"] for g in nb21.get("gpu_sampled", [])})
     who = "the short run's" if nb21.get("short") else "notebook 21's"
     on_gpu = (
         f"; on the GPU only {' and '.join(gpu)} {'are' if len(gpu) > 1 else 'is'} measured as a whole loader (a "

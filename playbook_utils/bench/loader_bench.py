@@ -178,6 +178,14 @@ def reference_order(backends) -> list:
     return sorted(backends, key=lambda b: CPU_SWEPT.index(b) if b in CPU_SWEPT else len(CPU_SWEPT))
 
 
+def order_line(backends, said: str | None, missing: str) -> str:
+    """The line saying in which order the CPU sweep takes `backends`: `said` (`ranked_by_rows`' line) where a table
+    ranked them, else the H200 reference's order, with `missing` saying why no table here did."""
+    if said:
+        return "the CPU libraries in the order of " + said
+    return f"the CPU libraries: {', '.join(backends)} ({missing}: in the order of the H200's reference, CPU_SWEPT)"
+
+
 def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
     """(`backends` ordered by a one-caller table's `rows`, fastest first, and a line naming `source`; None when the
     rows rate none of them, in `reference_order`): each backend's mean rate of K = 16 sampled frames on the CPU,
@@ -235,11 +243,7 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
     size = sizes.most_common(1)[0][0] if len(sizes) > 1 else None
     backends = [b for b in available("cpu") if b in CPU_SWEPT]
     backends, said = ranked_by_rows(backends, rows, "the table above")
-    log(
-        "the CPU libraries in the order of " + said
-        if said
-        else f"the CPU libraries: {', '.join(backends)} (in the order of the H200's reference, CPU_SWEPT)"
-    )
+    log(order_line(backends, said, "no one-caller rate of them above"))
     paths = epoch_items(base, batch * (whole_rounds(steps, cores) + 2 + cores + 2), folder)
     loaders.start_worker_server()
     sweep, stuck, unmeasured = sweep_workers(

@@ -254,10 +254,8 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     )
     lines = [
         f"with {loader} decoding beside it: {step(live)}, waiting for data {100 * live['wait_fraction']:.0f}% of "
-        f"the time (over {live.get('steps', '?')} steps: a step waited "
-        + (f"{1e3 * live['wait_mean_s']:.1f} ms on average, the median one " if live.get("wait_mean_s") else "")
-        + f"{1e3 * live['wait_s']:.1f} ms{clock})"
-        + (f"; {live['why']}" if live.get("why") else ""),
+        f"the time (over {live['steps']} steps: a step waited {1e3 * live['wait_mean_s']:.1f} ms on average, the "
+        f"median one {1e3 * live['wait_s']:.1f} ms{clock})" + (f"; {live['why']}" if live.get("why") else ""),
         f"the same batches decoded beforehand, held on {device}: {step(held)}",
         f"decoding beside the step changes the step's own time by {r['step_cost_pct']:+.1f}%: "
         + (

@@ -459,6 +459,11 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
     assert said.endswith("torchcodec 200 frames/s, pyav 100 frames/s, spdl not measured there")
     # a table of other files orders nothing: the H200 reference's order
     assert loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/w") == (["torchcodec", "pyav"], None)
+    assert loader_bench.order_line(order, said, "x") == "the CPU libraries in the order of " + said
+    assert loader_bench.order_line(["torchcodec", "pyav"], None, "no table of notebook 20 here") == (
+        "the CPU libraries: torchcodec, pyav (no table of notebook 20 here: in the order of the H200's reference, "
+        "CPU_SWEPT)"
+    )
 
 
 @pytest.mark.media

@@ -55,7 +55,7 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
     from playbook_utils.bench import words
 
     base = {"step_s": 0.1, "step_spread_pct": 5.0, "samples_per_s": 20.0, "wait_s": 0.002, "wait_fraction": 0.02,
-            "peak_mem_mb": None, "batch_mb": 12.0}  # fmt: skip
+            "peak_mem_mb": None, "batch_mb": 12.0, "steps": 30, "wait_mean_s": 0.002}  # fmt: skip
     r = {"with_loader": base, "held": {**base, "step_s": 0.098}, "step_cost_pct": 2.0, "spread_pct": 5.0,
          "within_spread": True}  # fmt: skip
     lines = words.training_step_lines(r, "pyav x4 workers", "cpu")
