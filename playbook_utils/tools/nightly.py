@@ -6,6 +6,7 @@
     python -m playbook_utils.tools.nightly --compare-only part1/ part2/ --report-dir merged/
     python -m playbook_utils.tools.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
     python -m playbook_utils.tools.nightly --part 1 --output nightly/h200   # then --part 2, 3 and 4 (PARTS)
+    python -m playbook_utils.tools.nightly --adopt nightly/h200             # that run becomes results/h200's
 
 By default the notebooks run through `playbook_utils.tools.run_notebooks` (full mode) into
 `nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
@@ -43,6 +44,7 @@ import argparse
 import datetime
 import fnmatch
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -445,6 +447,17 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     return md, js
 
 
+def _merged_rows(before: dict, after: dict) -> list[dict]:
+    """`after`'s notebook rows, and those of `before` (an earlier summary.json) that `after` did not redo, each
+    stamped with the machine (date, commit) it ran on."""
+    redone = {r["notebook"] for r in after["notebooks"]}
+    kept = [
+        {"machine": before.get("machine", {}), **r} for r in before.get("notebooks", []) if r["notebook"] not in redone
+    ]
+    ran = [{"machine": after.get("machine", {}), **r} for r in after["notebooks"]]
+    return sorted(kept + ran, key=lambda r: r["notebook"])
+
+
 def _merge_summary(output: Path, before: dict | None) -> None:
     """After a partial run into a folder that already had a summary: keep the earlier rows the run did not redo."""
     if not before or not (output / "summary.json").exists():
@@ -453,12 +466,29 @@ def _merge_summary(output: Path, before: dict | None) -> None:
     if before.get("mode") != after.get("mode"):
         print(f"nightly: {output}/summary.json held a {before.get('mode')}-mode run; replaced, not merged")
         return
-    redone = {r["notebook"] for r in after["notebooks"]}
-    kept = [
-        {"machine": before.get("machine", {}), **r} for r in before.get("notebooks", []) if r["notebook"] not in redone
-    ]
-    rows = sorted(kept + after["notebooks"], key=lambda r: r["notebook"])
-    run_notebooks.write_summary(rows, output, after["mode"], after.get("machine", {}))
+    run_notebooks.write_summary(_merged_rows(before, after), output, after["mode"], after.get("machine", {}))
+
+
+def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
+    """Make a part's run (a `--part` output folder, e.g. one `benchmarks/h200/wait_part.sh` brought back) the
+    reference for its notebooks: each notebook's files in `part` (those named NN_..., its executed copy, JSON,
+    figures and tables) replace the reference's files of that notebook number, and the reference's summary keeps
+    its other rows, each with the machine, date and commit it ran on (issue 31: the H200 reference, rebuilt one
+    part at a time). The mode must match. Returns the notebooks adopted."""
+    after, before = _read_json(part / "summary.json"), _read_json(reference / "summary.json")
+    if after.get("mode") != before.get("mode"):
+        raise NightlyError(
+            f"{_shown(part)} holds a {after.get('mode')}-mode run, {_shown(reference)} a {before.get('mode')}-mode one"
+        )
+    numbers = sorted({r["notebook"].split("_")[0] + "_" for r in after["notebooks"]})
+    for prefix in numbers:
+        for old in reference.glob(prefix + "*"):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        for new in part.glob(prefix + "*"):
+            (shutil.copytree if new.is_dir() else shutil.copy2)(new, reference / new.name)
+    machine = max((before.get("machine", {}), after.get("machine", {})), key=lambda m: m.get("date_utc") or "")
+    run_notebooks.write_summary(_merged_rows(before, after), reference, before["mode"], machine)
+    return [r["notebook"] for r in after["notebooks"]]
 
 
 # The full run in parts, each meant to take under 20 minutes of notebook time on one H200, run one after another
@@ -570,7 +600,21 @@ def main(argv=None) -> int:
         + "; ".join(f"{k}: {' '.join(v)}" for k, v in PARTS.items())
         + " (the next part's notebooks read the earlier parts' output there). Not with --pattern",
     )
+    ap.add_argument(
+        "--adopt",
+        metavar="PART_DIR",
+        help="make this folder's run (one --part's output) the reference for its notebooks: their files replace "
+        "those in --baseline, whose summary keeps its other rows with their machine, date and commit",
+    )
     args = ap.parse_args(argv)
+    if args.adopt:
+        try:
+            done = adopt(Path(args.adopt), Path(args.baseline))
+        except NightlyError as e:
+            print(f"nightly: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"nightly: {', '.join(done)} from {args.adopt} now the reference in {args.baseline}")
+        return EXIT_OK
     if args.part:
         if args.pattern:
             print("nightly: error: --part and --pattern both choose the notebooks: give one", file=sys.stderr)

@@ -440,3 +440,31 @@ def test_the_full_run_in_parts_covers_every_notebook_once_and_stamps_the_code(tm
     assert nightly.main(["--part", "1", "--notebooks", str(nbs), "--output", str(out), "--baseline", str(base)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["machine"]["commit"] == "abc123" and "code abc123" in (out / "summary.md").read_text()
+
+
+def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_with_their_machine(tmp_path, capsys):
+    """31: a part run in one session becomes the reference for its notebooks; the other notebooks' rows and files
+    stay, each row stamped with the machine and date it ran on."""
+    ref = _folder(tmp_path / "ref", BASE)
+    (ref / "10_old_figure.png").write_bytes(b"old")
+    (ref / "00_figure.png").write_bytes(b"kept")
+    part = _folder(tmp_path / "part", {"10_pyav": {**BASE["10_pyav"], "cpu_sequential_fps": 1234.0}})
+    summary = json.loads((part / "summary.json").read_text())
+    summary["machine"].update(date_utc="2000-02-02 00:00", commit="abc123")
+    (part / "summary.json").write_text(json.dumps(summary))
+    (part / "10_new_figure.png").write_bytes(b"new")
+    (part / "10_bench").mkdir()
+    (part / "10_bench" / "bench.csv").write_text("x\n")
+    assert nightly.main(["--adopt", str(part), "--baseline", str(ref)]) == 0
+    assert "10_pyav.ipynb" in capsys.readouterr().out
+    assert not (ref / "10_old_figure.png").exists() and (ref / "10_new_figure.png").read_bytes() == b"new"
+    assert (ref / "10_bench" / "bench.csv").exists() and (ref / "00_figure.png").read_bytes() == b"kept"
+    assert json.loads((ref / "10_pyav.json").read_text())["headline"]["cpu_sequential_fps"] == 1234.0
+    rows = {r["notebook"]: r for r in json.loads((ref / "summary.json").read_text())["notebooks"]}
+    assert rows["10_pyav.ipynb"]["machine"]["commit"] == "abc123"
+    assert rows["00_hardware_and_environment.ipynb"]["machine"]["date_utc"] == "2000-01-01 00:00"
+    text = (ref / "summary.md").read_text()
+    assert "00_hardware_and_environment.ipynb ran on:" in text and "2000-01-01" in text
+    smoke = _folder(tmp_path / "smoke", {"10_pyav": BASE["10_pyav"]}, mode="smoke")
+    assert nightly.main(["--adopt", str(smoke), "--baseline", str(ref)]) == nightly.EXIT_USAGE
+    assert "smoke-mode run" in capsys.readouterr().err and (ref / "10_new_figure.png").exists()
