@@ -46,8 +46,9 @@ def block_rates(amounts, seconds, blocks: int = 4) -> list[float]:
 
 
 def _number(value: float) -> str:
-    """A rate for a sentence: whole numbers with thousands separators from 10 up, 2 significant digits below."""
-    return f"{value:,.0f}" if abs(value) >= 9.5 else f"{value:.2g}"
+    """A rate for a sentence: whole numbers with thousands separators from 10 up, 2 significant digits below, a
+    trailing zero kept (1.0, not 1, beside 1.2)."""
+    return f"{value:,.0f}" if abs(value) >= 9.5 else f"{value:#.2g}"
 
 
 def percent(value: float | None) -> str:

@@ -495,9 +495,8 @@ def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
 # into the same folder: a part's notebooks may read an earlier part's output (22 reads 20 and 21), and the
 # folder's summary keeps every part's rows, each stamped with its machine, date and commit (a part run on another
 # machine, in another session, reads the earlier parts' output copied into that folder first: `benchmarks/h200/
-# part.sh` with PARTS_FROM). 20 and 21 each take a part of their own: on the H200 of 2026-12-04 notebook 20 had taken
-# 21 minutes to its section 5 (NVDEC ceilings 7.3 of them, its table 7.0; one sweep instead of one per codec since,
-# and 2 rounds of its colour check instead of 3), and 21 takes about 20.
+# part.sh` with PARTS_FROM). 20 and 21 each take a part of their own: on the H200 of 2026-12-04 notebook 20 took
+# 20 min 18 s in full mode (99 s of it reading frame stamps, a tenth of that since), and 21 takes about 20.
 PARTS = {
     "1": ("00*", "01*", "1*"),
     "2": ("20*",),
