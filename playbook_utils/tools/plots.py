@@ -131,15 +131,19 @@ def grouped_bars(
 
 def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | None = None, ylim=None):
     """One line with markers per entry of `series` ({label: (xs, ys)}); `reference` ({label: (xs, ys)})
-    draws dashed lines (perfect scaling, a ceiling). The legend sits outside the axes. Returns the figure
+    draws dashed lines (perfect scaling, a ceiling), each in the colour of the series whose label its own ends
+    with ('perfect scaling, torchcodec on cpu'), else grey. The legend sits outside the axes. Returns the figure
     (notebooks 20, 21)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    colours = {}
     for label, (xs, ys) in series.items():
-        ax.plot(xs, ys, marker="o", label=label)
+        (line,) = ax.plot(xs, ys, marker="o", label=label)
+        colours[label] = line.get_color()
     for label, (xs, ys) in (reference or {}).items():
-        ax.plot(xs, ys, ls="--", color="gray", label=label)
+        mine = [c for k, c in colours.items() if label.endswith(k)]
+        ax.plot(xs, ys, ls="--", color=mine[0] if mine else "gray", alpha=0.6 if mine else 1.0, label=label)
     ticks = sorted({x for xs, _ in series.values() for x in xs})
     if ticks and all(float(x).is_integer() for x in ticks) and len(ticks) <= 12:
         ax.set_xticks(ticks)  # counts (threads, workers, ranks): no fractional ticks
