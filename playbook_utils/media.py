@@ -81,15 +81,22 @@ def _stamp_luma(y: np.ndarray, index: int) -> None:
             y[row * ch : (row + 1) * ch, b * cw : (b + 1) * cw] = _WHITE if bit else _BLACK
 
 
+def _layout(frame) -> tuple[int, int, bool]:
+    """(H, W, channels first) of a frame: HWC or CHW RGB, or (H, W) gray."""
+    shape = tuple(frame.shape)
+    if len(shape) not in (2, 3):
+        raise StampError(f"expected an (H, W), (H, W, 3) or (3, H, W) frame, got shape {shape}")
+    chw = len(shape) == 3 and shape[0] == 3 and shape[2] != 3
+    return (shape[1], shape[2], True) if chw else (shape[0], shape[1], False)
+
+
 def _to_luma(frame, rows: int | None = None, cols: int | None = None) -> np.ndarray:
-    """A float (H, W) luma plane from a frame: HWC or CHW RGB, or (H, W) gray; numpy or torch. `rows` and `cols`:
+    """A float (H, W) luma plane from a frame in any layout `_layout` takes; numpy or torch. `rows` and `cols`:
     only the top-left rows x cols of the picture, cut before the copy from the GPU and the conversion (a stamp
     fills the top sixth: reading one from a whole 1080p frame took 10 ms, most of it converting pixels it never
     looks at)."""
-    shape = tuple(frame.shape)
-    chw = len(shape) == 3 and shape[0] == 3 and shape[2] != 3
-    cut = (slice(None),) if chw else ()
-    frame = frame[cut + (slice(0, rows), slice(0, cols))]
+    shape, chw = tuple(frame.shape), _layout(frame)[2]
+    frame = frame[((slice(None),) if chw else ()) + (slice(0, rows), slice(0, cols))]
     if hasattr(frame, "detach"):  # a torch tensor, possibly on the GPU
         frame = frame.detach().cpu().numpy()
     a = np.asarray(frame)
@@ -103,16 +110,6 @@ def _to_luma(frame, rows: int | None = None, cols: int | None = None) -> np.ndar
     return 0.299 * a[..., 0] + 0.587 * a[..., 1] + 0.114 * a[..., 2]
 
 
-def _frame_size(frame) -> tuple[int, int]:
-    """(H, W) of a frame in any layout `_to_luma` takes."""
-    shape = tuple(frame.shape)
-    if len(shape) not in (2, 3):
-        raise StampError(f"expected an (H, W), (H, W, 3) or (3, H, W) frame, got shape {shape}")
-    if len(shape) == 3 and shape[0] == 3 and shape[2] != 3:
-        return shape[1], shape[2]
-    return shape[0], shape[1]
-
-
 def read_stamp(frame) -> int:
     """Return the frame index stamped into `frame` by `make_clip`.
 
@@ -121,7 +118,7 @@ def read_stamp(frame) -> int:
     Raises `StampError` when the code and its complement disagree, so a damaged, rotated or foreign
     frame is never read as a wrong index. Introduced in notebook 01.
     """
-    ch, cw = _stamp_cells(*_frame_size(frame))
+    ch, cw = _stamp_cells(*_layout(frame)[:2])
     y = _to_luma(frame, 2 * ch, STAMP_BITS * cw)  # the two rows of cells only
     # Sample the middle half of each cell: robust to ringing at cell edges and to resizing.
     means = np.empty((2, STAMP_BITS), dtype=np.float32)
