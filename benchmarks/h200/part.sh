@@ -20,6 +20,9 @@ if [ -d "$repo/.gpu_media/colour" ]; then mkdir -p /tmp/media/full && cp -rn "$r
 if [ -n "$PARTS_FROM" ]; then
   [ -d "$repo/$PARTS_FROM" ] || { echo "PARTS_FROM=$PARTS_FROM: no such folder in the tree"; exit 1; }
   mkdir -p /tmp/parts/out && cp -rn "$repo/$PARTS_FROM/." /tmp/parts/out/ && echo "earlier parts from $PARTS_FROM"
+  # the runner's marker (.playbook-run) is not committed with a part's folder: without it the runner refuses a
+  # folder holding a summary.json it did not make (seen on 12-04, eighth session). This one the runner made.
+  [ -e /tmp/parts/out/.playbook-run ] || : > /tmp/parts/out/.playbook-run
 fi
 rm -f "/tmp/parts/DONE$tag" "/tmp/parts/RC$tag"
 setsid nohup bash -c "cd $repo && date -u > /tmp/parts/START$tag && python3 -m playbook_utils.tools.nightly ${pick[*]} \

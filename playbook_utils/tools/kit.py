@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import io
+import json
 import os
 import re
 import sys
@@ -135,6 +136,23 @@ def _for_reading(value):
     if isinstance(value, (list, tuple)):
         return [_for_reading(v) for v in value]
     return value
+
+
+def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).resolve().parents[2]) -> str:
+    """Where the claims about the sections `skipped` here (lines 'section: why') were measured: the H200
+    reference copy of notebook `stem`, unless it has none or skipped some of them too (its JSON says which)."""
+    reference = Path("results") / "h200" / f"{stem}.ipynb"
+    if not (root / reference).exists():
+        return "has no executed reference copy yet: read it as what to check where those parts run"
+    try:
+        theirs = json.loads((root / reference.with_suffix(".json")).read_text()).get("skipped") or []
+    except (OSError, ValueError, AttributeError):
+        theirs = []
+    mine = {line.split(":")[0] for line in skipped}
+    also = [line for line in theirs if isinstance(line, str) and line.split(":")[0] in mine]
+    if also:
+        return f"was not measured on the reference machine either ({reference} skipped it too: {'; '.join(also)})"
+    return f"was measured on the reference machine: {reference}"
 
 
 class Notebook:
@@ -347,16 +365,10 @@ class Notebook:
         there were none, unless given), the checks and the figures; print the sections skipped here (with where
         the text's claims about them were measured), its path and the headline; then fail the notebook if a
         check or a `section` failed."""
-        import json
 
         headline.setdefault("exact", all(self.checks.values()) if self.checks else None)
         if self.results.skipped:  # a takeaway above that rests on a skipped section was measured elsewhere
-            reference = Path("results") / "h200" / f"{self.results.stem}.ipynb"
-            where = (
-                f"was measured on the reference machine: {reference}"
-                if (Path(__file__).resolve().parents[2] / reference).exists()
-                else "has no executed reference copy yet: read it as what to check where those parts run"
-            )
+            where = reference_for(self.results.stem, self.results.skipped)
             print(
                 f"skipped here ({len(self.results.skipped)}): "
                 + "; ".join(line.split(":")[0] for line in self.results.skipped)

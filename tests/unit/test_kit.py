@@ -193,3 +193,16 @@ def test_the_printed_headline_is_rounded_and_the_file_keeps_every_digit():
         "b": [0.1235, "x", 3],
         "c": None,
     }
+
+
+def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_not(tmp_path):
+    skipped = ["scaling efficiency: only one world size ran (1)", "a GPU part: DEVICE='cpu'"]
+    assert "no executed reference copy yet" in kit.reference_for("90_x", skipped, root=tmp_path)
+    ref = tmp_path / "results" / "h200"
+    ref.mkdir(parents=True)
+    (ref / "90_x.ipynb").write_text("{}")
+    (ref / "90_x.json").write_text(json.dumps({"skipped": ["other part: why"]}))
+    assert kit.reference_for("90_x", skipped, root=tmp_path).startswith("was measured on the reference machine:")
+    (ref / "90_x.json").write_text(json.dumps({"skipped": ["scaling efficiency: one GPU there"]}))
+    line = kit.reference_for("90_x", skipped, root=tmp_path)
+    assert line.startswith("was not measured on the reference machine either") and "one GPU there" in line

@@ -411,6 +411,18 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
     assert report["library_changes"] == {} and "Library versions changed" not in (run / "report.md").read_text()
 
 
+def test_one_build_stamped_with_and_without_its_local_tag_is_no_change():
+    # notebook 00 stamps torch.__version__ (2.11.0+cu130), the runner the package's metadata (2.11.0): seen on the
+    # H200 on 12-04, where every regression of 30 was put down to a torch 'change' that was not one
+    assert nightly.library_changes({"torch": "2.11.0+cu130", "av": "19.0.2"}, {"torch": "2.11.0", "av": "19.0.2"}) == {}
+    assert nightly.library_changes({"torch": "2.11.0+cpu"}, {"torch": "2.11.0+cu130"}) == {
+        "torch": "2.11.0+cpu -> 2.11.0+cu130"
+    }
+    assert nightly.library_changes({"torch": "2.11.0+cu130"}, {"torch": "2.13.0"}) == {
+        "torch": "2.11.0+cu130 -> 2.13.0"
+    }
+
+
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_the_full_run_in_parts_covers_every_notebook_once_and_stamps_the_code(tmp_path, capsys, monkeypatch):
