@@ -215,6 +215,98 @@ class VideoClips(Dataset):
 $driver
 ''')
 
+# DALI: one pipeline per kind of picture (its video decoder keeps the display size of the first file it read: on
+# the H200 one pipeline shared by files of the same coded size but another display size returned the wrong
+# picture, 17-20 dB), fed each file's bytes and the frames wanted (notebook 14's recipe); PyAV reads the frame
+# count and the picture's kind from the container, without decoding. On NVDEC DALI converts every file as
+# BT.601, whatever its tags say: `matrix` converts again (the playbook's adapter does it from each file's tags)
+_DALI = Template('''${threading}import av  # the frame count and the kind of picture, from the container (pip install av)
+import numpy as np
+import torch
+from nvidia.dali import fn, pipeline_def, types
+from torch.utils.data import $data_imports
+
+
+@pipeline_def(batch_size=1, num_threads=4, prefetch_queue_depth=1)
+def frames_of(decoder):
+    encoded = fn.external_source(name="encoded", dtype=types.UINT8, ndim=1)  # a file's bytes, at each run
+    frames = fn.external_source(name="frames", dtype=types.INT32, ndim=1)  # the frames wanted, at each run
+    return fn.decoders.video(encoded, device=decoder, frames=frames)
+
+
+${colour}class VideoClips(Dataset):
+    """$k evenly spaced frames of each video, uint8 (K, 3, H, W), decoded by DALI on $device."""
+
+    def __init__(self, paths, k=$k${init_args}):
+        self.paths, self.k${init_names} = list(paths), k${init_values}
+        self.pipes = {}  # one pipeline per kind of picture: its decoder keeps the first file's size
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with av.open(str(self.paths[i])) as container:
+            s = container.streams.video[0]
+            kind = (s.codec_context.name, s.width, s.height, s.format.name)
+            n = s.frames or sum(1 for p in container.demux(s) if p.size)  # WebM and MKV have no count
+        k = self.k
+        want = $uniform
+        encoded = np.fromfile(str(self.paths[i]), dtype=np.uint8)
+${run}
+
+
+$driver
+''')
+
+_DALI_CPU = {
+    "threading": "",
+    "colour": "",
+    "init_args": "",
+    "init_names": "",
+    "init_values": "",
+    "run": """        if kind not in self.pipes:
+            self.pipes[kind] = frames_of("cpu", device_id=None)
+            self.pipes[kind].build()
+        self.pipes[kind].feed_input("encoded", [encoded])
+        self.pipes[kind].feed_input("frames", [np.asarray(want, dtype=np.int32)])
+        (video,) = self.pipes[kind].run()
+        return torch.from_dlpack(video[0]).clone().permute(0, 3, 1, 2)  # copied: DALI reuses its output""",
+}
+
+_DALI_GPU = {
+    "threading": "import threading\n\n",
+    "colour": '''# BT.601 or BT.709, limited range: Kr, Kb
+MATRIX = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}
+
+
+def bt601_to(rgb, matrix):
+    """uint8 (N, 3, H, W) that DALI's NVDEC path converted as BT.601 (it reads the file's range, never its
+    matrix), converted again by `matrix`, the file's; colours the first conversion clipped stay off."""
+    kr, kb = MATRIX[matrix]
+    r, g, b = rgb.float().unbind(1)
+    y = 0.299 * r + 0.587 * g + 0.114 * b
+    cb, cr = (b - y) / 1.772, (r - y) / 1.402
+    r, b = y + 2 * (1 - kr) * cr, y + 2 * (1 - kb) * cb
+    g = (y - kr * r - kb * b) / (1 - kr - kb)
+    return torch.stack((r, g, b), 1).round().clamp(0, 255).to(torch.uint8)
+
+
+''',
+    "init_args": ', gpu=0, matrix="bt601"',
+    "init_names": ", self.gpu, self.matrix, self.lock",
+    "init_values": ", gpu, matrix, threading.Lock()",
+    "run": """        with self.lock:  # the loader's threads share the pipelines: one run at a time
+            if kind not in self.pipes:
+                self.pipes[kind] = frames_of("mixed", device_id=self.gpu)
+                self.pipes[kind].build()
+            self.pipes[kind].feed_input("encoded", [encoded])
+            self.pipes[kind].feed_input("frames", [np.asarray(want, dtype=np.int32)])
+            (video,) = self.pipes[kind].run()
+            rgb = torch.from_dlpack(video[0]).clone().permute(0, 3, 1, 2)  # copied: DALI reuses its output
+        return rgb if self.matrix == "bt601" else bt601_to(rgb, self.matrix)""",
+}
+
+
 RECIPES = {
     ("pyav", "cpu"): {
         "template": _PYAV,
@@ -246,6 +338,19 @@ RECIPES = {
         "caveat": "it reads open-GOP files by one forward pass from frame 0, where PyNvVideoCodec's seeks (this "
         "code's) returned other frames, refuses 10-bit and Matroska files, where it returned wrong frames "
         "(notebook 13), and takes the colour matrix and range from each file's tags (set `matrix` here)",
+    },
+    ("dali", "cpu"): {
+        "template": _DALI,
+        "extra": _DALI_CPU,
+        "caveat": "DALI's CPU decoder takes VP8, VP9 and MJPEG only (DALI 2.4), which the adapter says by name for "
+        "any other file (notebook 14)",
+    },
+    ("dali", "cuda"): {
+        "template": _DALI,
+        "extra": _DALI_GPU,
+        "caveat": "it takes the colour matrix from each file's tags (set `matrix` here), and refuses a file shown "
+        "cropped from its coded size (1920x1080, coded 1088 rows) after one shown at that whole size in the same "
+        "process, where DALI's process-wide NVDEC decoder cache gave it the wrong chroma (22-24 dB, notebook 20)",
     },
 }
 
@@ -302,7 +407,7 @@ def recipe(
     the playbook's adapter reads forward (open-GOP HEVC) is read so too, by one forward pass from frame 0, with a
     frame table from its packets (`frame_table`, PyAV); without it the code seeks, and returns neighbouring frames
     of such files. KeyError names what exists where there is none (`entry`)."""
-    template = entry(backend, device)["template"]
+    template, extra = entry(backend, device)["template"], entry(backend, device).get("extra", {})
     gpu = str(device).startswith("cuda")
     forward = open_gop and (backend, "cuda" if gpu else "cpu") in FORWARD_ONLY
     driver = (
@@ -322,4 +427,5 @@ def recipe(
         workers=workers,
         driver=driver,
         data_imports="Dataset" if gpu else "DataLoader, Dataset",
+        **extra,
     )

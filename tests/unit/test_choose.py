@@ -193,8 +193,11 @@ def test_the_code_to_paste_is_the_recommended_librarys_with_the_measured_setting
     code, note = choose.code_to_paste(gpu, "uniform16")  # the measured threads, not DataLoader workers
     assert "def decode_ahead(clips, order, threads=8)" in code and "DataLoader" not in code
     assert note.startswith("torchcodec on cuda, K = 16, 8 decoding threads")
-    code, note = choose.code_to_paste({**rec, "backend": "dali", "device": "cuda"}, "sequential")
-    assert code is None and "no recipe for dali on cuda" in note
+    code, note = choose.code_to_paste({**gpu, "backend": "dali"}, "uniform16")  # DALI's pipeline in a Dataset
+    assert "fn.decoders.video" in code and "bt601_to" in code and "threads=8" in code
+    assert "process-wide NVDEC decoder cache" in note
+    code, note = choose.code_to_paste({**rec, "backend": "decord", "device": "cuda"}, "sequential")
+    assert code is None and "no recipe for decord on cuda" in note
     assert choose.code_to_paste(None, "uniform16") == (None, "no recommendation, so no code")
 
 

@@ -10,7 +10,7 @@ import types
 import pytest
 import torch
 
-from playbook_utils import media, recipes, sampling
+from playbook_utils import media, recipes, resize, sampling
 from playbook_utils.decoders import read_frames, why_unavailable
 
 pytestmark = pytest.mark.media
@@ -22,6 +22,16 @@ def clips(tmp_path_factory):
     return [
         media.make_clip(d / "bframes.mp4", "h264", 192, 108, num_frames=30, gop=12, bframes=2),
         media.make_clip(d / "clip.mkv", "h264", 160, 96, num_frames=24, gop=8),
+    ]
+
+
+@pytest.fixture(scope="module")
+def vp9_clips(tmp_path_factory):
+    # DALI's CPU decoder takes VP8, VP9 and MJPEG only; two sizes: a pipeline for each kind of picture
+    d = tmp_path_factory.mktemp("recipes_vp9")
+    return [
+        media.make_clip(d / "clip.webm", "vp9", 192, 108, num_frames=30, gop=12),
+        media.make_clip(d / "small.webm", "vp9", 160, 96, num_frames=24, gop=8),
     ]
 
 
@@ -37,9 +47,10 @@ GPU = [(b, d) for b, d in recipes.RECIPES if d == "cuda"]
 
 
 @pytest.mark.parametrize("backend, device", CPU, ids=[b for b, _ in CPU])
-def test_every_cpu_recipe_returns_the_frames_asked_for(backend, device, clips):
+def test_every_cpu_recipe_returns_the_frames_asked_for(backend, device, clips, vp9_clips):
     if why_unavailable(backend, device):
         pytest.skip(why_unavailable(backend, device))
+    clips = vp9_clips if backend == "dali" else clips  # DALI's CPU decoder: VP8, VP9 and MJPEG only
     for k in (5, 40):  # 40 > the frame count: frames repeat, as sampling.uniform's do
         ds = _run(backend, device, clips, k)
         for i, path in enumerate(clips):
@@ -47,8 +58,10 @@ def test_every_cpu_recipe_returns_the_frames_asked_for(backend, device, clips):
             got = ds[i]
             assert got.dtype == torch.uint8 and got.shape[:2] == (k, 3), (backend, path.name, got.shape)
             assert [media.read_stamp(f) for f in got] == want, (backend, path.name)
-            if k == 5:
-                assert torch.equal(got, read_frames(path, want, "pyav")), "the same pixels as the playbook's read"
+            if k == 5:  # the pixels of the playbook's read with the same library; close to PyAV's (DALI: its own
+                # FFmpeg conversion, a rounding away)
+                assert torch.equal(got, read_frames(path, want, backend)), "the same pixels as the playbook's read"
+                assert resize.psnr(got, read_frames(path, want, "pyav")) > 40
 
 
 @pytest.mark.gpu
@@ -118,8 +131,8 @@ def test_the_open_gop_recipe_is_exact_on_nvdec(open_gop_clips):
 
 
 def test_a_recipe_that_does_not_exist_names_those_that_do():
-    with pytest.raises(KeyError, match="no recipe for dali on cuda; there are: pyav on cpu"):
-        recipes.recipe("dali", "cuda")
+    with pytest.raises(KeyError, match="no recipe for decord on cuda; there are: pyav on cpu"):
+        recipes.recipe("decord", "cuda")
     assert "DataLoader" not in recipes.recipe("torchcodec", "cuda:0", workers=8)  # threads in the training process
     assert 'device="cuda:0"' in recipes.recipe("torchcodec", "cuda:0")
 
@@ -159,3 +172,20 @@ def test_a_gpu_recipes_threads_deliver_every_video_once_with_a_bounded_look_ahea
     for i, frames in got:
         assert [media.read_stamp(f) for f in frames] == sampling.uniform(media.probe(paths[i]).num_frames, 5)
     assert most[0] == 2  # its 2 threads decoded side by side, and no more at once
+
+
+def test_dalis_recipe_converts_colour_again_as_the_playbooks_adapter_does():
+    # DALI's NVDEC path converts every file as BT.601; its recipe's bt601_to (plain torch, run here on the CPU)
+    # converts again by the file's matrix, as the adapter's colour.reconvert does, to within rounding
+    from playbook_utils import colour
+
+    code = recipes.recipe("dali", "cuda")
+    assert recipes._DALI_GPU["colour"] in code and "self.lock" in code and "DataLoader" not in code
+    namespace = {"torch": torch}
+    exec(compile(recipes._DALI_GPU["colour"], "<dali recipe: colour>", "exec"), namespace)
+    rgb = torch.randint(30, 220, (2, 3, 16, 16), dtype=torch.uint8)
+    again = namespace["bt601_to"](rgb, "bt709")
+    want = colour.reconvert(rgb, ("bt601", "limited"), ("bt709", "limited"))
+    assert (again.int() - want.int()).abs().max() <= 2
+    assert (again.int() - rgb.int()).abs().max() > 5  # the matrices differ: the conversion did something
+    assert (namespace["bt601_to"](rgb, "bt601").int() - rgb.int()).abs().max() <= 1
