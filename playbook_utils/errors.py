@@ -134,5 +134,13 @@ def last_line(text, default: str = "no output") -> str:
 
 
 def describe(e: BaseException) -> str:
-    """'TypeName: first line of its message': how the playbook reports another library's exception."""
-    return f"{type(e).__name__}: {first_line(e)}"
+    """'TypeName: first line of its message': how the playbook reports another library's exception. A first line
+    that only announces more ('Critical error in pipeline:', DALI) takes the next line with it; a message that
+    says nothing ('GetFramesByIdxList : ', PyNvVideoCodec on corrupt packets) says so."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if text.endswith(":") and len(lines) > 1:
+        text = f"{text} {lines[1]}"
+    elif not text.rstrip(" :") or text.endswith(":"):
+        text = f"{text.rstrip(' :')} (the library gave no reason)".lstrip()
+    return f"{type(e).__name__}: {text}"

@@ -283,15 +283,20 @@ LEAK_MIN_CALLS = 5000  # below this many calls, the allocator's steps swamp a sl
 
 
 def format_soak(label: str, clip: str, r: dict, max_seconds: float | None) -> str:
-    """One line for a `soak` result: calls made, RSS from start to end, growth after the warm-up (and on the GPU),
-    and the fitted growth per call; or why the growth was not measured, or the child's error."""
+    """One line for a `soak` result: calls made, RSS at the start, at the end of the warm-up (where the growth is
+    measured from) and at the end, growth after the warm-up (and on the GPU), and the fitted growth per call; or
+    why the growth was not measured, or the child's error."""
     if "error" in r:
         return f"{label:20s}: failed: {r['error']}"
     cut = f", stopped by the {max_seconds} s cap" if r.get("stopped_by_time") else ""
     warm = f" of {r['warmup']} calls, cut at a fifth of the cap" if r.get("warmup_cut_by_time") else ""
+    curve = r["curve"]
+    warmed = next((pt["rss_mb"] for pt in curve if pt.get("call") == r.get("warmup")), None)
     head = (
         f"{label:20s} on {Path(clip).name}: {r['calls']:,} calls after the warm-up{warm}{cut}; "
-        f"RSS {r['curve'][0]['rss_mb']:.0f} -> {r['curve'][-1]['rss_mb']:.0f} MiB"
+        f"RSS {curve[0]['rss_mb']:.0f} MiB at the start"
+        + (f", {warmed:.0f} after the warm-up" if warmed is not None else "")
+        + f", {curve[-1]['rss_mb']:.0f} at the end"
     )
     if r["rss_growth_pct"] is None:
         return f"{head}; growth NOT MEASURED: {r['not_measured']}"

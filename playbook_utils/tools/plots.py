@@ -157,27 +157,28 @@ def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | 
     return fig
 
 
-def soak_curves(soaks: dict, warmup: int, title: str):
-    """Resident memory against `read_frames` calls, one line per backend of {label: `faults.soak` result}, each
-    labelled with its fitted growth per call; the dashed line is the planned end of the warm-up, a dot where each
-    backend's warm-up really ended. Returns the figure (notebook 23)."""
+def soak_curves(soaks: dict, title: str, min_calls: int):
+    """Growth of resident memory since each backend's warm-up ended, against the `read_frames` calls made since,
+    one line per backend of {label: `faults.soak` result}, labelled with its fitted growth per call (and, under
+    `min_calls` calls, that the slope is no leak rate). Returns the figure (notebook 23)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
     for name, r in soaks.items():
-        if "curve" not in r:
+        base = next((p for p in r.get("curve", []) if p["call"] == r.get("warmup")), None)
+        if base is None:  # failed, or never past its warm-up: no growth to draw
             continue
         slope = r.get("rss_bytes_per_call")
-        label = f"{name} ({slope:+,.0f} B/call)" if slope is not None else name
-        (line,) = ax.plot([p["call"] for p in r["curve"]], [p["rss_mb"] for p in r["curve"]], label=label)
-        base = next((p for p in r["curve"] if p["call"] == r.get("warmup")), None)
-        if base:
-            ax.plot([base["call"]], [base["rss_mb"]], marker="o", color=line.get_color())
-    ax.axvline(warmup, color="gray", ls="--", lw=1)
-    ax.set_xlabel("read_frames calls (log scale past the warm-up)")
-    ax.set_xscale("symlog", linthresh=max(1, warmup))
+        label = name if slope is None else f"{name} ({slope:+,.0f} B/call)"
+        if slope is not None and r["calls"] < min_calls:
+            label += f", {r['calls']:,} calls: no rate"
+        after = [p for p in r["curve"] if p["call"] >= base["call"]]
+        ax.plot([p["call"] - base["call"] for p in after], [p["rss_mb"] - base["rss_mb"] for p in after], label=label)
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.set_xlabel("read_frames calls after the warm-up (log scale past 100)")
+    ax.set_xscale("symlog", linthresh=100)
     ax.set_xlim(left=0)
-    ax.set_ylabel("resident memory (MiB)")
+    ax.set_ylabel("resident memory since\nthe warm-up ended (MiB)")
     ax.set_title(title, fontsize=9)
     _legend_outside(ax)
     fig.tight_layout()

@@ -231,3 +231,19 @@ def test_spdl_refuses_10_bit_on_cuda_as_unavailable_not_as_a_broken_file():
     ten = Info(codec="hevc", pix_fmt="yuv420p10le")
     assert "outputs NV12 (8-bit) only" in spdl._why_file(ten, "cuda")
     assert spdl._why_file(ten, "cpu") is None and spdl._why_file(Info(codec="hevc"), "cuda") is None
+
+
+def test_another_librarys_exception_is_described_by_what_it_says():
+    from playbook_utils.errors import describe
+
+    assert describe(ValueError("bad data\nmore")) == "ValueError: bad data"
+    # DALI: the first line only announces the next
+    assert describe(RuntimeError("Critical error in pipeline:\nError in MIXED operator: bad packet\n...")) == (
+        "RuntimeError: Critical error in pipeline: Error in MIXED operator: bad packet"
+    )
+    # PyNvVideoCodec on corrupt packets: a function's name and nothing else
+    assert (
+        describe(RuntimeError("GetFramesByIdxList : "))
+        == "RuntimeError: GetFramesByIdxList (the library gave no reason)"
+    )
+    assert describe(RuntimeError("")) == "RuntimeError: (the library gave no reason)"

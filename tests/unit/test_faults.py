@@ -72,8 +72,10 @@ def test_a_slow_soak_ends_its_warmup_at_a_fifth_of_the_cap_and_measures_the_rest
 
 
 def test_a_short_soaks_slope_is_not_read_as_a_leak_rate():
-    r = {"calls": 150, "warmup": 50, "curve": [{"rss_mb": 249.0}, {"rss_mb": 251.0}], "rss_growth_pct": 0.22,
-         "rss_bytes_per_call": 4817.0}  # fmt: skip
+    r = {"calls": 150, "warmup": 50, "curve": [{"call": 0, "rss_mb": 240.0}, {"call": 50, "rss_mb": 249.0},
+         {"call": 200, "rss_mb": 251.0}], "rss_growth_pct": 0.22, "rss_bytes_per_call": 4817.0}  # fmt: skip
     line = faults.format_soak("pyav cpu", "/x/clip.mp4", r, None)
+    # the growth is measured from the end of the warm-up: that RSS is shown, not only the start's
+    assert "RSS 240 MiB at the start, 249 after the warm-up, 251 at the end" in line
     assert "+4,817 bytes per call (under 5,000 calls: the allocator's steps, not a leak rate)" in line
     assert "not a leak rate" not in faults.format_soak("pyav cpu", "/x/clip.mp4", {**r, "calls": 10_000}, None)
