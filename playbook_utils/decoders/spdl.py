@@ -109,7 +109,12 @@ def _frames_cpu(src, wanted: list[int], size=None):
     import spdl.io
 
     packets = spdl.io.demux_video(src)
-    frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=_rgb_filter(size))
+    try:
+        frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=_rgb_filter(size))
+    except IndexError as e:  # the indices were checked against the probe: SPDL got fewer frames than it asked for
+        raise RuntimeError(
+            f"SPDL decoded fewer frames than the file's index holds ({e}): some of its data did not decode"
+        ) from e
     if len(frames) != len(wanted):  # SPDL leaves out a frame it could not decode
         raise RuntimeError(f"SPDL decoded {len(frames)} of the {len(wanted)} frames asked: the others failed to decode")
     return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)  # (N, H, W, 3) -> (N, 3, H, W)

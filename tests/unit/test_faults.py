@@ -79,3 +79,17 @@ def test_a_short_soaks_slope_is_not_read_as_a_leak_rate():
     assert "RSS 240 MiB at the start, 249 after the warm-up, 251 at the end" in line
     assert "+4,817 bytes per call (under 5,000 calls: the allocator's steps, not a leak rate)" in line
     assert "not a leak rate" not in faults.format_soak("pyav cpu", "/x/clip.mp4", {**r, "calls": 10_000}, None)
+
+
+@pytest.mark.media
+def test_spdls_short_decode_of_damaged_data_says_so_not_an_index_error(tmp_path):
+    # SPDL raised "IndexError: Index 4 is outside of [0, 4)" on garbage in the compressed frames (23 on the H200)
+    from playbook_utils.decoders import read_frames, why_unavailable
+    from playbook_utils.errors import DecodeError
+
+    if why_unavailable("spdl", "cpu"):
+        pytest.skip(why_unavailable("spdl", "cpu"))
+    path, frames = faults.make_bad_files(tmp_path)["corrupt packets mid-stream"]
+    with pytest.raises(DecodeError, match="some of its data did not decode") as e:
+        read_frames(path, frames, "spdl")
+    assert str(path) in str(e.value)
