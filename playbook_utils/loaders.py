@@ -592,16 +592,38 @@ class GpuProcessLoader:
                 batch.append(payload)  # a worker's memory until the batch is made: one copy, there
                 del payload
                 if len(batch) == self.batch_size:
-                    yield _deliver(self, batch, copy=True)
-                    batch = []
+                    out, batch = _deliver(self, batch, copy=True), []  # the workers' tensors let go before the
+                    yield out  # consumer holds the copy: a break here finds none of theirs still mapped
             if batch:
-                yield _deliver(self, batch, copy=True)
+                out, batch = _deliver(self, batch, copy=True), []
+                yield out
         finally:
             finished_epoch.set()
+            _drain(q, procs)
             for p in procs:
                 p.join(timeout=30)
                 if p.is_alive():
                     p.kill()
+
+
+def _drain(q, procs, limit_s: float = 30.0) -> None:
+    """Take and drop what `procs` put on `q` and no one took, until they have all exited (at most `limit_s`). On
+    CUDA each message maps a worker's tensor in this process (CUDA IPC); one left unreceived when its worker exits
+    makes torch log that the producer ended before the consumer released it (seen in 23 on the H200)."""
+    import queue as queue_module
+    import time
+
+    end = time.monotonic() + limit_s
+    while any(p.is_alive() for p in procs) and time.monotonic() < end:
+        try:
+            q.get(timeout=0.2)
+        except queue_module.Empty:
+            continue
+    while True:  # what came after the last one exited
+        try:
+            q.get_nowait()
+        except (queue_module.Empty, OSError, ValueError):
+            return
 
 
 def _put_unless(q, item, stop) -> bool:

@@ -3,6 +3,7 @@ import pytest
 from playbook_utils import loaders, media
 from playbook_utils.bench import loader_bench
 from playbook_utils.decoders import available
+from playbook_utils.tools import kit
 
 
 @pytest.fixture(scope="module")
@@ -578,29 +579,32 @@ def test_gpu_loaders_stopped_early_end_cleanly_and_free_gpu_memory(backend, path
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     threads = set(threading.enumerate())
     memory = torch.cuda.memory_allocated()
-    codes = []
-    for _ in range(3):
-        for batch in loaders.GpuLoader(
-            [paths[0]] * 8, backend=backend, device="cuda", threads=2, batch_size=1, size=64, chunk=24
-        ):
-            break
-        L = loaders.GpuProcessLoader(
-            [paths[0], paths[1]] * 4,
-            processes=2,
-            threads=2,
-            batch_size=1,
-            backend=backend,
-            device="cuda",
-            size=64,
-            chunk=24,
-        )
-        for batch in L:
-            break
-        del batch
-        codes += L.worker_exit_codes
+    codes, logged = [], []
+    with kit.native_output(logged):  # the workers write to this process's stderr, which this catches
+        for _ in range(3):
+            for batch in loaders.GpuLoader(
+                [paths[0]] * 8, backend=backend, device="cuda", threads=2, batch_size=1, size=64, chunk=24
+            ):
+                break
+            L = loaders.GpuProcessLoader(
+                [paths[0], paths[1]] * 4,
+                processes=2,
+                threads=2,
+                batch_size=1,
+                backend=backend,
+                device="cuda",
+                size=64,
+                chunk=24,
+            )
+            for batch in L:  # the batch is the loader's copy: no worker's tensor is still mapped when they exit
+                break
+            del batch
+            codes += L.worker_exit_codes
     torch.cuda.synchronize()
     assert codes == [0] * 6 and _spawned_workers(before) == [] and _new_threads(threads) == []
     assert torch.cuda.memory_allocated() == memory
+    # 23 on the H200 (12-04) logged "Producer process has been terminated before all shared CUDA tensors released"
+    assert not [line for line in logged if "Producer process has been terminated" in line], logged
 
 
 class _RoundsLoader:
