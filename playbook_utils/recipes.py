@@ -246,8 +246,8 @@ ${colour}class VideoClips(Dataset):
 
     def __getitem__(self, i):
         with av.open(str(self.paths[i])) as container:
-            s = container.streams.video[0]
-            kind = (s.codec_context.name, s.width, s.height, s.format.name)
+            s, c = container.streams.video[0], container.streams.video[0].codec_context
+            kind = (c.name, c.width, c.height, c.pix_fmt)  # codec, picture size, pixel format
             n = s.frames or sum(1 for p in container.demux(s) if p.size)  # WebM and MKV have no count
         k = self.k
         want = $uniform
