@@ -20,6 +20,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from playbook_utils.decoders import why_unavailable
 from playbook_utils.device import Device
 from playbook_utils.errors import DecodeError
 from playbook_utils.loaders import (
@@ -32,6 +33,36 @@ from playbook_utils.loaders import (
 )
 
 GPU_BACKENDS = ("pynvvideocodec", "torchcodec", "dali")  # can decode on the rank's GPU
+
+
+def choose_backend(asked: str, kind: str, here, best_gpu: str | None = None) -> tuple[str, str, str | None]:
+    """(backend, why it was chosen, why decoding falls back to the CPU or None): notebook 30's `BACKEND` on a
+    machine of `kind` ('cuda' or 'cpu') whose usable backends are `here`. 'auto': on a GPU machine `best_gpu`
+    (notebook 21's best GPU-side loader there) first, then TorchCodec, PyNvVideoCodec, DALI; on the CPU TorchCodec,
+    PyAV, decord; the first of them in `here`. A GPU machine with none of them decodes with TorchCodec or PyAV on
+    the CPU (the third value says so). A backend named that cannot run here: ValueError with the reason."""
+    if asked != "auto":
+        why = why_unavailable(asked, kind if asked in GPU_BACKENDS and kind == "cuda" else "cpu")
+        if why:
+            raise ValueError(f"BACKEND={asked!r} cannot run here: {why}")
+        return asked, "BACKEND", None
+    order = ("torchcodec", "pynvvideocodec", "dali") if kind == "cuda" else ("torchcodec", "pyav", "decord")
+    if kind == "cuda" and best_gpu:
+        order = (best_gpu, *[b for b in order if b != best_gpu])
+    backend = next((b for b in order if b in here), None)
+    if backend is not None:
+        if kind == "cuda" and best_gpu == backend:
+            return backend, "notebook 21's best GPU-side loader here", None
+        missing = "" if best_gpu or kind == "cpu" else " (notebook 21 did not run into this folder)"
+        return backend, f"the first available of {', '.join(order)}{missing}", None
+    backend = next((b for b in ("torchcodec", "pyav") if why_unavailable(b, "cpu") is None), None)
+    if backend is None:
+        raise ValueError("no backend can decode here: neither TorchCodec nor PyAV is usable on the CPU")
+    return (
+        backend,
+        "no GPU decoder here",
+        f"no GPU decoder here ({', '.join(here) or 'none'}): {backend} decodes on the CPU, batches go to the GPU",
+    )
 
 
 def default_world_sizes(kind: str) -> list[int]:

@@ -167,3 +167,25 @@ def test_nccl_ranks_decode_on_their_own_gpu_and_see_every_sample_once(backend, p
         (f"cuda:{i}", f"cuda:{i}") for i in range(ranks)
     ]
     assert all(e["exactly_once"]["ok"] and e["frames"] == 9 * 4 for e in r["epochs"])
+
+
+def test_notebook_30_chooses_its_backend_by_a_stated_rule(monkeypatch):
+    # notebook 21's best GPU-side loader first, where it ran into the folder
+    assert distributed.choose_backend("auto", "cuda", ["pyav", "torchcodec", "pynvvideocodec"], "pynvvideocodec") == (
+        "pynvvideocodec",
+        "notebook 21's best GPU-side loader here",
+        None,
+    )
+    backend, why, on_cpu = distributed.choose_backend("auto", "cuda", ["pyav", "torchcodec", "pynvvideocodec"])
+    assert backend == "torchcodec" and "notebook 21 did not run into this folder" in why and on_cpu is None
+    assert distributed.choose_backend("auto", "cpu", ["pyav", "decord"])[:2] == (
+        "pyav",
+        "the first available of torchcodec, pyav, decord",
+    )
+    # a GPU machine without a GPU decoder decodes on the CPU, and says so
+    monkeypatch.setattr(distributed, "why_unavailable", lambda b, d: None)
+    backend, _, on_cpu = distributed.choose_backend("auto", "cuda", ["pyav"])
+    assert backend == "torchcodec" and on_cpu.startswith("no GPU decoder here (pyav)")
+    monkeypatch.setattr(distributed, "why_unavailable", lambda b, d: f"{b} is not installed")
+    with pytest.raises(ValueError, match="BACKEND='dali' cannot run here: dali is not installed"):
+        distributed.choose_backend("dali", "cuda", [])
