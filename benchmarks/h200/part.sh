@@ -15,6 +15,8 @@ repo=/tmp/parts/repo$tag
 source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: this machine has no install (a fresh one?)"; exit 1; }
 export PLAYBOOK_MEDIA_DIR=/tmp/media PLAYBOOK_COMMIT="$(cat "$repo/.gpu_media/COMMIT" 2>/dev/null)"
 if [ -d "$repo/.gpu_media/colour" ]; then mkdir -p /tmp/media/full && cp -rn "$repo/.gpu_media/colour" /tmp/media/full/; fi
+# .gpu_media/matrix, where carried: 23's streams, edit lists and rotations, made by the ffmpeg tool on the CPU
+if [ -d "$repo/.gpu_media/matrix" ]; then mkdir -p /tmp/parts/out && cp -rn "$repo/.gpu_media/matrix" /tmp/parts/out/; fi
 # PARTS_FROM=results/h200/DATE/parts: the earlier parts' output, run in another session (22 reads 20's and 21's),
 # copied into the run's folder first, its summary included, so the merged summary keeps their rows
 if [ -n "$PARTS_FROM" ]; then

@@ -78,16 +78,20 @@ CASES = [
 
 def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48, names=None) -> dict[str, Path]:
     """Encode every case (or those `names`) that this PyAV (and, for the cases that need it, the ffmpeg tool)
-    can make; return {case name: path} (cached by file name)."""
+    can make; return {case name: path} (cached by file name: a case the tool made on another machine and copied
+    here is used as it is, so that a machine without the tool, the GPU machine, can be given them)."""
     directory = Path(directory)
     clips = {}
     for case in CASES:
         if names is not None and case.name not in names:
             continue
+        path = directory / f"{width}x{height}_{num_frames}" / case.file_name()
+        if case.needs_cli and path.exists():
+            clips[case.name] = path
+            continue
         if media.encoder_for(case.codec) is None or (case.needs_cli and media.ffmpeg_cli() is None):
             continue
-        path = directory / f"{width}x{height}_{num_frames}" / case.file_name()
-        if case.needs_cli and not path.exists():
+        if case.needs_cli:
             _build_with_cli(case, path, width, height, num_frames)
         if not path.exists():
             times = None

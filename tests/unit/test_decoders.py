@@ -680,3 +680,16 @@ def test_a_refusal_at_read_time_names_the_file_as_the_reader_named_it(smoke_medi
             read_frames(src, [0], backend="pyav")
         assert "/tmp/spool-1234" not in str(e.value) and e.value.cause == "no such path" and e.value.backend == "pyav"
         assert e.value.path == name, (e.value.path, name)
+
+
+@pytest.mark.media
+def test_matrix_cases_made_by_the_ffmpeg_tool_elsewhere_are_used_where_it_is_missing(tmp_path, monkeypatch):
+    # the GPU machine has no ffmpeg binary: 23's streams, edit lists and rotations are made on the CPU and carried
+    names = [c.name for c in matrix.CASES if c.needs_cli]
+    if media.ffmpeg_cli() is None:
+        pytest.skip("needs the ffmpeg command-line tool to make the cases first")
+    made = matrix.build_cases(tmp_path, 128, 72, 12, names=names[:2])
+    assert set(made) == set(names[:2])
+    monkeypatch.setattr(media, "ffmpeg_cli", lambda: None)
+    again = matrix.build_cases(tmp_path, 128, 72, 12, names=names)
+    assert again == made  # the carried ones, and no others: they cannot be made here
