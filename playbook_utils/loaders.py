@@ -555,15 +555,15 @@ class GpuProcessLoader:
         import torch.multiprocessing as mp
 
         ctx = mp.get_context("spawn")
-        q, finished_epoch = ctx.Queue(maxsize=2 * self.processes), ctx.Event()
+        q, finished_epoch, released = ctx.Queue(maxsize=2 * self.processes), ctx.Event(), ctx.Event()
+        ranks = [r for r in range(self.processes) if self.paths[r :: self.processes]]
         procs = [
             ctx.Process(
                 target=_process_loader_worker,
                 daemon=True,
-                args=(self.paths[r :: self.processes], self.threads, self.kwargs, r, q, finished_epoch),
+                args=(self.paths[r :: self.processes], self.threads, self.kwargs, r, q, finished_epoch, released),
             )
-            for r in range(self.processes)
-            if self.paths[r :: self.processes]
+            for r in ranks
         ]
         self._workers = procs
         for p in procs:
@@ -598,32 +598,38 @@ class GpuProcessLoader:
                 out, batch = _deliver(self, batch, copy=True), []
                 yield out
         finally:
+            batch = None  # a partial batch of the workers' tensors, where an error ended the epoch
             finished_epoch.set()
-            _drain(q, procs)
-            for p in procs:
-                p.join(timeout=30)
-                if p.is_alive():
-                    p.kill()
+            try:
+                _drain(q, dict(zip(ranks, procs)))
+            finally:
+                released.set()
+                for p in procs:
+                    p.join(timeout=30)
+                    if p.is_alive():
+                        p.kill()
 
 
-def _drain(q, procs, limit_s: float = 30.0) -> None:
-    """Take and drop what `procs` put on `q` and no one took, until they have all exited (at most `limit_s`). On
-    CUDA each message maps a worker's tensor in this process (CUDA IPC); one left unreceived when its worker exits
-    makes torch log that the producer ended before the consumer released it (seen in 23 on the H200)."""
+def _drain(q, procs: dict, limit_s: float = 30.0) -> None:
+    """Take and drop every message the worker processes `procs` ({rank: process}) sent and no one took, until each
+    has said goodbye (its last message: all it sent is in the queue before it) or has died, at most `limit_s`. On
+    CUDA a message maps a worker's tensor in this process (CUDA IPC); one still unreceived when its worker exits
+    makes torch log that the producer ended before the consumer released it (seen in 23 on the H200), so the
+    workers wait for `released`, set after this."""
     import queue as queue_module
     import time
 
-    end = time.monotonic() + limit_s
-    while any(p.is_alive() for p in procs) and time.monotonic() < end:
+    end, gone = time.monotonic() + limit_s, set()
+    while time.monotonic() < end and not all(r in gone or not p.is_alive() for r, p in procs.items()):
         try:
-            q.get(timeout=0.2)
+            kind, payload = q.get(timeout=0.2)
         except queue_module.Empty:
             continue
-    while True:  # what came after the last one exited
-        try:
-            q.get_nowait()
-        except (queue_module.Empty, OSError, ValueError):
-            return
+        except Exception:  # a message whose worker is gone cannot be rebuilt: nothing of it is held here
+            continue
+        if kind == "bye":
+            gone.add(payload)
+        del payload
 
 
 def _put_unless(q, item, stop) -> bool:
@@ -639,21 +645,31 @@ def _put_unless(q, item, stop) -> bool:
     return False
 
 
-def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch):
+def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch, released):
     """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message.
     When the training process ends the epoch early (`finished_epoch` set before this worker is done), the
-    worker stops decoding and returns instead of waiting for room on the queue."""
+    worker stops decoding instead of waiting for room on the queue. Its last message is ('bye', rank); it exits
+    once the training process has taken every message (`released`): on CUDA the tensors it sent live in its memory."""
+    import queue as queue_module
+
     videos = iter(GpuLoader(paths, threads=threads, batch_size=1, **kwargs))
+    stopped = False
     try:
         for batch in videos:
             if not _put_unless(q, ("video", batch[0]), finished_epoch):
-                return
+                stopped = True
+                break
     except Exception as e:  # reported to the training process, which raises it with the cause
         _put_unless(q, ("error", f"rank {rank}: {type(e).__name__}: {first_line(e)[:300]}"), finished_epoch)
     finally:
         videos.close()  # its decoding threads end here, before the process does
-    if _put_unless(q, ("done", rank), finished_epoch):
-        finished_epoch.wait(timeout=3600)  # CUDA IPC: the tensors sent must outlive their use in the parent
+    if not stopped and _put_unless(q, ("done", rank), finished_epoch):
+        finished_epoch.wait(timeout=3600)
+    try:
+        q.put(("bye", rank), timeout=30)
+    except queue_module.Full:  # the training process takes nothing any more: nothing to wait for
+        return
+    released.wait(timeout=60)
 
 
 def dali_loader(

@@ -220,7 +220,9 @@ $driver
 # picture, 17-20 dB), fed each file's bytes and the frames wanted (notebook 14's recipe); PyAV reads the frame
 # count and the picture's kind from the container, without decoding. On NVDEC DALI converts every file as
 # BT.601, whatever its tags say: `matrix` converts again (the playbook's adapter does it from each file's tags)
-_DALI = Template('''${threading}import av  # the frame count and the kind of picture, from the container (pip install av)
+_DALI = Template('''import os
+${threading}
+import av  # the frame count and the kind of picture, from the container (pip install av)
 import numpy as np
 import torch
 from nvidia.dali import fn, pipeline_def, types
@@ -239,10 +241,24 @@ ${colour}class VideoClips(Dataset):
 
     def __init__(self, paths, k=$k${init_args}):
         self.paths, self.k${init_names} = list(paths), k${init_values}
-        self.pipes = {}  # one pipeline per kind of picture: its decoder keeps the first file's size
-
+        self.pipes, self.pid = {}, os.getpid()  # this process's pipelines, by kind of picture
+${state}
     def __len__(self):
         return len(self.paths)
+
+    def pipeline(self, kind):
+        """This process's pipeline for one kind of picture (its decoder keeps the first file's size); the 4 used
+        last are kept, as each holds a decoder."""
+        if self.pid != os.getpid():  # a forked worker: the pipelines it inherited are not its own
+            self.pipes, self.pid = {}, os.getpid()
+        pipe = self.pipes.pop(kind, None)
+        if pipe is None:
+            pipe = frames_of("$decoder", device_id=$device_id)
+            pipe.build()
+        self.pipes[kind] = pipe  # the one used last, last
+        while len(self.pipes) > 4:
+            self.pipes.pop(next(iter(self.pipes)))
+        return pipe
 
     def __getitem__(self, i):
         with av.open(str(self.paths[i])) as container:
@@ -253,6 +269,9 @@ ${colour}class VideoClips(Dataset):
         want = $uniform
         encoded = np.fromfile(str(self.paths[i]), dtype=np.uint8)
 ${run}
+        if rgb.shape[0] != len(want):  # past its own count of frames DALI drops them, in silence
+            raise RuntimeError(f"{self.paths[i]}: DALI returned {rgb.shape[0]} frames for the {len(want)} asked")
+        return rgb
 
 
 $driver
@@ -264,17 +283,23 @@ _DALI_CPU = {
     "init_args": "",
     "init_names": "",
     "init_values": "",
-    "run": """        if kind not in self.pipes:
-            self.pipes[kind] = frames_of("cpu", device_id=None)
-            self.pipes[kind].build()
-        self.pipes[kind].feed_input("encoded", [encoded])
-        self.pipes[kind].feed_input("frames", [np.asarray(want, dtype=np.int32)])
-        (video,) = self.pipes[kind].run()
-        return torch.from_dlpack(video[0]).clone().permute(0, 3, 1, 2)  # copied: DALI reuses its output""",
+    "state": """
+    def __getstate__(self):  # a DataLoader worker, forked or spawned, builds its own pipelines
+        return {**self.__dict__, "pipes": {}}
+""",
+    "decoder": "cpu",
+    "device_id": "None",
+    "driver_note": "# DALI's threads do not survive a fork: read nothing through VideoClips in this process before the\n"
+    '# DataLoader has started its workers (or pass multiprocessing_context="spawn"), else a forked worker hangs\n',
+    "run": """        pipe = self.pipeline(kind)
+        pipe.feed_input("encoded", [encoded])
+        pipe.feed_input("frames", [np.asarray(want, dtype=np.int32)])
+        (video,) = pipe.run()
+        rgb = torch.from_dlpack(video[0]).clone().permute(0, 3, 1, 2)  # copied: DALI reuses its output""",
 }
 
 _DALI_GPU = {
-    "threading": "import threading\n\n",
+    "threading": "import threading\n",
     "colour": '''# BT.601 or BT.709, limited range: Kr, Kb
 MATRIX = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}
 
@@ -295,15 +320,17 @@ def bt601_to(rgb, matrix):
     "init_args": ', gpu=0, matrix="bt601"',
     "init_names": ", self.gpu, self.matrix, self.lock",
     "init_values": ", gpu, matrix, threading.Lock()",
+    "state": "",
+    "decoder": "mixed",
+    "device_id": "self.gpu",
     "run": """        with self.lock:  # the loader's threads share the pipelines: one run at a time
-            if kind not in self.pipes:
-                self.pipes[kind] = frames_of("mixed", device_id=self.gpu)
-                self.pipes[kind].build()
-            self.pipes[kind].feed_input("encoded", [encoded])
-            self.pipes[kind].feed_input("frames", [np.asarray(want, dtype=np.int32)])
-            (video,) = self.pipes[kind].run()
+            pipe = self.pipeline(kind)
+            pipe.feed_input("encoded", [encoded])
+            pipe.feed_input("frames", [np.asarray(want, dtype=np.int32)])
+            (video,) = pipe.run()
             rgb = torch.from_dlpack(video[0]).clone().permute(0, 3, 1, 2)  # copied: DALI reuses its output
-        return rgb if self.matrix == "bt601" else bt601_to(rgb, self.matrix)""",
+            rgb = rgb if self.matrix == "bt601" else bt601_to(rgb, self.matrix)
+            torch.cuda.current_stream(self.gpu).synchronize()  # copied before DALI's next run writes there""",
 }
 
 
@@ -368,14 +395,16 @@ from concurrent.futures import ThreadPoolExecutor
 def decode_ahead(clips, order, threads=$threads):
     """clips[i] for each i of `order`, in that order, decoded by `threads` threads in the training process, with
     at most 2 x threads videos in flight (each holds its K frames in GPU memory)."""
-    with ThreadPoolExecutor(threads) as pool:
-        pending = deque()
+    pool, pending = ThreadPoolExecutor(threads), deque()
+    try:
         for i in order:
             pending.append(pool.submit(clips.__getitem__, i))
             if len(pending) == 2 * threads:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+    finally:  # a loop that stops early waits for the videos being decoded, not for those not yet begun
+        pool.shutdown(cancel_futures=True)
 
 
 loader = decode_ahead(VideoClips(paths), torch.randperm(len(paths)).tolist())  # one epoch, shuffled''')
@@ -413,7 +442,8 @@ def recipe(
     driver = (
         _DECODE_AHEAD.substitute(threads=gpu_threads)
         if gpu
-        else f"loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers={workers})"
+        else extra.get("driver_note", "")
+        + f"loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers={workers})"
     )
     return template.substitute(
         k=k,

@@ -796,3 +796,38 @@ def test_a_route_passes_on_a_file_its_first_entry_refuses_only_when_it_reads_it(
     both = loaders.VideoClipDataset(paths, backend=("pyav@cpu", "pyav@cpu"), k=6)
     with pytest.raises(BackendUnavailable, match=r"no backend of the route takes it \(pyav on cpu: refused when read"):
         both[0]
+
+
+def test_drain_takes_every_message_until_each_worker_says_goodbye_or_dies():
+    # GpuProcessLoader's end of epoch: what the workers sent and no one took is received and dropped (on CUDA a
+    # message maps a worker's tensor, which must be released before that worker exits), up to each one's 'bye'
+    import queue
+    import time
+
+    from playbook_utils.loaders import _drain
+
+    class Proc:
+        def __init__(self, alive):
+            self.alive = alive
+
+        def is_alive(self):
+            return self.alive
+
+    q = queue.Queue()
+    for m in [("video", "a"), ("video", "b"), ("bye", 0), ("video", "c"), ("bye", 1)]:
+        q.put(m)
+    t0 = time.monotonic()
+    _drain(q, {0: Proc(True), 1: Proc(True)})
+    assert q.empty() and time.monotonic() - t0 < 5
+    q.put(("video", "d"))  # a worker that died without a word: not waited for
+    t0 = time.monotonic()
+    _drain(q, {0: Proc(False)}, limit_s=5)
+    assert time.monotonic() - t0 < 1
+
+    class Broken(queue.Queue):
+        def get(self, timeout=None):  # a message from a worker already gone cannot be rebuilt
+            raise ConnectionRefusedError("its sender is gone")
+
+    t0 = time.monotonic()
+    _drain(Broken(), {0: Proc(True)}, limit_s=1)  # gives up at its limit, raising nothing
+    assert 0.9 < time.monotonic() - t0 < 3
