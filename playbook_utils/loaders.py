@@ -616,16 +616,13 @@ def _drain(q, procs: dict, limit_s: float = 30.0) -> None:
     CUDA a message maps a worker's tensor in this process (CUDA IPC); one still unreceived when its worker exits
     makes torch log that the producer ended before the consumer released it (seen in 23 on the H200), so the
     workers wait for `released`, set after this."""
-    import queue as queue_module
     import time
 
     end, gone = time.monotonic() + limit_s, set()
     while time.monotonic() < end and not all(r in gone or not p.is_alive() for r, p in procs.items()):
         try:
             kind, payload = q.get(timeout=0.2)
-        except queue_module.Empty:
-            continue
-        except Exception:  # a message whose worker is gone cannot be rebuilt: nothing of it is held here
+        except Exception:  # nothing yet (Empty), or a message whose worker is gone and cannot be rebuilt
             continue
         if kind == "bye":
             gone.add(payload)

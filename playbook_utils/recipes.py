@@ -436,7 +436,8 @@ def recipe(
     the playbook's adapter reads forward (open-GOP HEVC) is read so too, by one forward pass from frame 0, with a
     frame table from its packets (`frame_table`, PyAV); without it the code seeks, and returns neighbouring frames
     of such files. KeyError names what exists where there is none (`entry`)."""
-    template, extra = entry(backend, device)["template"], entry(backend, device).get("extra", {})
+    chosen = entry(backend, device)
+    template, extra = chosen["template"], chosen.get("extra", {})
     gpu = str(device).startswith("cuda")
     forward = open_gop and (backend, "cuda" if gpu else "cpu") in FORWARD_ONLY
     driver = (

@@ -247,13 +247,18 @@ def soak(
         if cuda:
             out["gpu_growth_pct"] = None
         return out
-    end = curve[-1]
-    base = next(p for p in curve if p["call"] == warm_end)
+    end, base = curve[-1], warmup_point(curve, warm_end)
     out["rss_growth_pct"] = 100 * (end["rss_mb"] - base["rss_mb"]) / base["rss_mb"]
     out["rss_bytes_per_call"] = _slope([p for p in curve if p["call"] >= warm_end])
     if cuda:
         out["gpu_growth_pct"] = 100 * (end["gpu_mb"] - base["gpu_mb"]) / base["gpu_mb"] if base["gpu_mb"] else None
     return out
+
+
+def warmup_point(curve: list[dict], warmup: int | None) -> dict | None:
+    """The point of a soak's memory `curve` where its warm-up ended (call number `warmup`), which its growth is
+    measured from; None where the curve has none (a soak that failed, or never got past its warm-up)."""
+    return next((p for p in curve if p.get("call") == warmup), None)
 
 
 def soak_all(jobs: dict, calls: int, warmup: int, max_seconds: float | None, timeout: float = 3600) -> dict:
@@ -290,12 +295,11 @@ def format_soak(label: str, clip: str, r: dict, max_seconds: float | None) -> st
         return f"{label:20s}: failed: {r['error']}"
     cut = f", stopped by the {max_seconds} s cap" if r.get("stopped_by_time") else ""
     warm = f" of {r['warmup']} calls, cut at a fifth of the cap" if r.get("warmup_cut_by_time") else ""
-    curve = r["curve"]
-    warmed = next((pt["rss_mb"] for pt in curve if pt.get("call") == r.get("warmup")), None)
+    curve, warmed = r["curve"], warmup_point(r["curve"], r.get("warmup"))
     head = (
         f"{label:20s} on {Path(clip).name}: {r['calls']:,} calls after the warm-up{warm}{cut}; "
         f"RSS {curve[0]['rss_mb']:.0f} MiB at the start"
-        + (f", {warmed:.0f} after the warm-up" if warmed is not None else "")
+        + (f", {warmed['rss_mb']:.0f} after the warm-up" if warmed is not None else "")
         + f", {curve[-1]['rss_mb']:.0f} at the end"
     )
     if r["rss_growth_pct"] is None:

@@ -365,7 +365,6 @@ class Notebook:
         there were none, unless given), the checks and the figures; print the sections skipped here (with where
         the text's claims about them were measured), its path and the headline; then fail the notebook if a
         check or a `section` failed."""
-
         headline.setdefault("exact", all(self.checks.values()) if self.checks else None)
         if self.results.skipped:  # a takeaway above that rests on a skipped section was measured elsewhere
             where = reference_for(self.results.stem, self.results.skipped)

@@ -5,6 +5,7 @@ save it with `kit.show`."""
 from __future__ import annotations
 
 from playbook_utils import media
+from playbook_utils.bench import faults
 
 
 def frame_grid(frames, titles=None, title: str = "", columns: int = 4, path=None):
@@ -165,7 +166,7 @@ def soak_curves(soaks: dict, title: str, min_calls: int):
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
     for name, r in soaks.items():
-        base = next((p for p in r.get("curve", []) if p["call"] == r.get("warmup")), None)
+        base = faults.warmup_point(r.get("curve", []), r.get("warmup"))
         if base is None:  # failed, or never past its warm-up: no growth to draw
             continue
         slope = r.get("rss_bytes_per_call")
