@@ -984,7 +984,7 @@ def _run_spec(spec: dict) -> dict:
         result = measure_flat_out(
             make(), warmup_batches=spec.get("warmup_batches", 0), min_window_s=spec.get("min_window_s", 0.0)
         )
-    # inside the steady window: NVDEC and SM busy (median %), this process's CPU (% of one core; not its workers')
+    # inside the steady window: NVDEC and SM busy (median %), the CPU of this process and its workers (% of one core)
     start, end = result.pop("clock_start"), result.pop("clock_end")
     u = sampler.summary(since=start, until=end) if start is not None else {"busy_why": "no steady window"}
     result["utilization"] = {k: u.get(k) for k in ("nvdec_pct", "sm_pct", "cpu_pct", "samples", "busy_why")}

@@ -46,7 +46,7 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
             f"the SMs, busy {sm:.0f}% of the time (colour conversion, resize, normalization; NVDEC {nvdec:.0f}%)",
         )
     have = len(os.sched_getaffinity(0))
-    cores = f"; the process used {cpu / 100:.1f} of {have} cores" if cpu is not None else ""
+    cores = f"; the process and its children used {cpu / 100:.1f} of {have} cores" if cpu is not None else ""
     if cpu is not None and cpu / 100 < have / 2:  # nothing busy: the decodes in flight were too few (21 on the H200)
         cores += ", the others idle: too few decodes in flight to keep any of them busy"
     return "host side", (

@@ -41,10 +41,10 @@ def test_a_host_side_limit_with_idle_cores_is_said_to_be_too_few_decodes(monkeyp
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     idle = {"nvdec_pct": 50, "sm_pct": 17, "cpu_pct": 90}  # the H200 smoke run's torchcodec x4: 0.9 of 16 cores
     assert words.limit_of({"utilization": idle})[1].endswith(
-        "the process used 0.9 of 16 cores, the others idle: too few decodes in flight to keep any of them busy"
+        "the process and its children used 0.9 of 16 cores, the others idle: too few decodes in flight to keep any of them busy"
     )
     busy = {**idle, "cpu_pct": 1400}
-    assert words.limit_of({"utilization": busy})[1].endswith("the process used 14.0 of 16 cores")
+    assert words.limit_of({"utilization": busy})[1].endswith("the process and its children used 14.0 of 16 cores")
 
 
 def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path):
