@@ -27,6 +27,14 @@ if [ -n "$PARTS_FROM" ]; then
   [ -e /tmp/parts/out/.playbook-run ] || : > /tmp/parts/out/.playbook-run
 fi
 rm -f "/tmp/parts/DONE$tag" "/tmp/parts/RC$tag"
+# the machine's state every 15 s (disk, memory, load, the output's size), sent back by wait_part.sh: three runs
+# were lost with their machine mid-notebook (12-04, fifth, eighth and ninth sessions) and nothing said why
+if [ ! -f /tmp/parts/machine.pid ]; then
+  setsid nohup bash -c 'while true; do echo "$(date -u +%T) disk $(df -h /tmp | awk "END {print \$3\"/\"\$2}") \
+mem $(free -g | awk "/Mem:/ {print \$3\"/\"\$2\" GiB used, \"\$6\" cache\"}") load $(cut -d" " -f1-3 /proc/loadavg) \
+out $(du -sh /tmp/parts/out 2>/dev/null | cut -f1)"; sleep 15; done' >> /tmp/parts/machine.log 2>&1 &
+  echo $! > /tmp/parts/machine.pid
+fi
 setsid nohup bash -c "cd $repo && date -u > /tmp/parts/START$tag && python3 -m playbook_utils.tools.nightly ${pick[*]} \
   --device cuda --output /tmp/parts/out > /tmp/parts/console$tag.txt 2>&1; echo \$? > /tmp/parts/RC$tag; \
   date -u > /tmp/parts/DONE$tag" > /dev/null 2>&1 &

@@ -10,8 +10,9 @@ if [ ! -f "/tmp/parts/START$n" ]; then echo "no run of part $n on this machine (
 while [ ! -f "/tmp/parts/DONE$n" ] && [ $SECONDS -lt "$limit" ]; do sleep 5; done
 cat "/tmp/parts/START$n" "/tmp/parts/DONE$n" 2>/dev/null; echo "nightly exit status: $(cat "/tmp/parts/RC$n" 2>/dev/null || echo 'still running')"
 tail -c 6000 "/tmp/parts/console$n.txt"
+echo "the machine (disk, memory, load, output), last samples:"; tail -3 /tmp/parts/machine.log 2>/dev/null
 cd /tmp/parts && tar czf "$OUT/part$n.tgz" --exclude='*_epoch' --exclude='out/clips' --exclude='out/bad-files' \
   --exclude='out/messy' --exclude='out/look-alikes' --exclude='out/probe-clips' --exclude='out/24_shards' \
   --exclude='out/matrix' --exclude='*.mp4' --exclude='*.mkv' --exclude='*.webm' --exclude='*.tar' \
-  out "console$n.txt" "START$n" $( [ -f "DONE$n" ] && echo "DONE$n" "RC$n" )
+  out "console$n.txt" "START$n" $( [ -f machine.log ] && echo machine.log ) $( [ -f "DONE$n" ] && echo "DONE$n" "RC$n" )
 ls -la "$OUT"

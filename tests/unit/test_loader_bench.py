@@ -20,6 +20,23 @@ def test_epoch_items_are_distinct_files_spread_over_the_clips(tmp_path):
     assert loader_bench.epoch_items([a, b], 2, tmp_path / "epoch") == [a, b]  # enough files: no copies
     again = loader_bench.distinct_copies(a, 3, tmp_path / "epoch")
     assert again == loader_bench.distinct_copies(a, 3, tmp_path / "epoch") and len(again) == 3
+    assert all(p.samefile(a) for p in again)  # hard links: nothing written
+
+
+def test_distinct_copies_copy_where_no_link_can_be_made(tmp_path, monkeypatch):
+    import os
+
+    a = tmp_path / "a.mp4"
+    a.write_bytes(b"a" * 100)
+    (tmp_path / "epoch").mkdir()
+    (tmp_path / "epoch" / "a_0000.mp4").write_bytes(b"old")  # an earlier run's copy of another clip: replaced
+
+    def no_links(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_links)
+    made = loader_bench.distinct_copies(a, 2, tmp_path / "epoch")
+    assert [p.read_bytes() for p in made] == [b"a" * 100] * 2 and not any(p.samefile(a) for p in made)
 
 
 @pytest.mark.parametrize(
@@ -538,3 +555,25 @@ def test_ceilings_sweep_once_and_run_the_other_codec_where_it_levelled(monkeypat
     assert calls == [("h.mp4", layouts[:3], ((7, 4), (16, 4))), ("v.mp4", ((7, 2), (7, 4)), ((16, 4),))]
     assert nvdec.where_it_levelled(fake("x", layouts, 1, 0, None)) == ((7, 4), (16, 4))
     assert nvdec.where_it_levelled(fake("x", ((4, 2),), 1, 0, None)) == ((4, 2),)  # nothing below: the best alone
+
+
+def test_the_data_wait_runs_the_tied_loader_that_looks_least_far_ahead():
+    def row(threads, fps, spread, clip="a.mp4"):
+        return {
+            "kind": "gpu",
+            "backend": "torchcodec",
+            "threads": threads,
+            "loader": f"torchcodec x{threads} threads",
+            "clip": clip,
+            "frames_per_s": fps,
+            "frames_per_s_spread_pct": spread,
+            "steady": True,
+        }
+
+    # the H200's 12-03 rows: x64 4,149 (1.2%), x32 4,032 (4.6%): tied, and x32 decodes 64 videos ahead, not 128
+    rows = [row(16, 3274, 3.0), row(32, 4032, 4.6), row(64, 4149, 1.2), row(64, 9000, 1.0, clip="b.mp4")]
+    pick, why = loader_bench.wait_loader(rows)
+    assert pick["threads"] == 32 and "tied with the fastest, torchcodec x64 threads" in why and "64 videos" in why
+    rows[1]["frames_per_s"] = 3800  # 9% behind: not tied, so the fastest runs it
+    assert loader_bench.wait_loader(rows) == (rows[2], "")
+    assert loader_bench.wait_loader([{**rows[0], "steady": False}]) == (None, "")
