@@ -9,7 +9,9 @@ import statistics
 import time
 from pathlib import Path
 
-from playbook_utils.decoders import video_info
+from playbook_utils import media
+from playbook_utils.bench import verdicts
+from playbook_utils.decoders import read_frames, video_info
 from playbook_utils.device import Device
 
 
@@ -72,3 +74,42 @@ def other_names(path, folder, count: int = 4, library: str | None = None) -> lis
         video_info(link, library)  # probed now, not inside a timed call
         names.append(str(link))
     return names
+
+
+def one_caller(clips: dict, backends, indices: dict, repeats: int = 3) -> list[dict]:
+    """Each backend reading `indices[name]` of each clip ({name: path}) `repeats` times in this process, one call
+    at a time: a row per backend and clip with 'seconds' (every call), 'frames_per_s' (the best call) and 'exact'
+    (every frame's stamp is the index asked for), or 'refused' with the exception's type and message where the
+    backend failed. Notebook 24."""
+    rows = []
+    for b in backends:
+        for name, path in clips.items():
+            idx = list(indices[name])
+            try:
+                times = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    frames = read_frames(path, idx, b)
+                    times.append(time.perf_counter() - t0)
+                exact = [media.read_stamp(x) for x in frames] == idx
+                rows.append({"backend": b, "clip": name, "frames": len(idx), "seconds": times,
+                             "frames_per_s": len(idx) / min(times), "exact": exact})  # fmt: skip
+            except Exception as e:  # a refusal or a failure is this backend's row, with its cause
+                rows.append({"backend": b, "clip": name, "refused": f"{type(e).__name__}: {e}"})
+    return rows
+
+
+def rank_on_common(rows: list[dict], backends, repeats: int) -> tuple[verdicts.Verdict, set]:
+    """(verdict, clips): `one_caller`'s backends ranked by their frames per second over the clips every one of them
+    read exactly (the best call per clip; the spread over the repeats, each summed over those clips). Raises
+    ValueError where no clip was read exactly by all of them. Notebook 24."""
+    common = set.intersection(*({r["clip"] for r in rows if r["backend"] == b and r.get("exact")} for b in backends))
+    if not common:
+        raise ValueError("no clip that every backend read exactly: " + ", ".join(backends))
+
+    def rate(b, k=None):
+        mine = [r for r in rows if r["backend"] == b and r["clip"] in common]
+        return sum(r["frames"] for r in mine) / sum(min(r["seconds"]) if k is None else r["seconds"][k] for r in mine)
+
+    ranked = verdicts.rank((b, rate(b), verdicts.spread_pct([rate(b, k) for k in range(repeats)])) for b in backends)
+    return ranked, common

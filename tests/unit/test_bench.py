@@ -256,3 +256,31 @@ def test_utilization_is_only_reported_from_enough_samples():
     gpu_short = m.summary()
     assert gpu_short["nvdec_pct"] is None and gpu_short["cpu_pct"] == 100 and "NVML averages" in gpu_short["busy_why"]
     assert words.busy_words(full) == "NVDEC 97%, SMs 40%, CPU 100%"
+
+
+def test_one_caller_ranks_the_backends_on_the_clips_every_one_read_exactly(monkeypatch):
+    import time
+
+    import numpy as np
+
+    from playbook_utils.bench import timing
+
+    want = {"a.mp4": [0, 5], "b.mp4": [1, 2]}
+
+    def fake_read(path, idx, backend):
+        if backend == "slow":
+            time.sleep(0.05)
+        if backend == "picky" and path == "b.mp4":
+            raise RuntimeError("no such codec")
+        return [np.full((2, 2, 3), i) for i in idx]
+
+    monkeypatch.setattr(timing, "read_frames", fake_read)
+    monkeypatch.setattr(timing.media, "read_stamp", lambda frame: int(frame[0, 0, 0]))
+    rows = timing.one_caller({n: n for n in want}, ["fast", "slow", "picky"], want, repeats=2)
+    assert [(r["backend"], r["clip"]) for r in rows if "refused" in r] == [("picky", "b.mp4")]
+    assert rows[-1]["refused"] == "RuntimeError: no such codec"
+    assert all(r["exact"] and len(r["seconds"]) == 2 for r in rows if "refused" not in r)
+    ranked, common = timing.rank_on_common(rows, ["fast", "slow", "picky"], 2)
+    assert common == {"a.mp4"} and ranked.best != "slow"  # only the clip all three read counts
+    with pytest.raises(ValueError, match="no clip that every backend read exactly"):
+        timing.rank_on_common([{**r, "exact": False} for r in rows], ["fast", "slow"], 2)
