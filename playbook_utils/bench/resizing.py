@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import read_frames, video_info
 from playbook_utils.device import Device
 from playbook_utils.resize import can_resize_in_decoder, psnr, read_resized, resize_uint8
@@ -32,7 +33,7 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
     """Decoder-side resize against decode-then-resize for one backend on one clip (notebook 24).
 
     Returns two rows {'backend', 'device', 'method' ('in decoder' / 'decode, then resize'), 'frames_per_s'
-    (best of `repeats`), 'batch_bytes' (on the GPU: the peak memory the read allocated; on the CPU: the
+    (best of `repeats`), 'spread_pct' (of the repeats' rates), 'batch_bytes' (on the GPU: the peak memory the read allocated; on the CPU: the
     bytes of the tensors the path makes, from their shapes: full-size uint8 frames, their float copy and
     the result for decode-then-resize; the result alone in the decoder), 'psnr_db' (against the CPU
     reference: PyAV at full size, then `resize_uint8`)}. The decoder-side row is left out where the
@@ -46,11 +47,12 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
     if can_resize_in_decoder(backend, device):
         ways["in decoder"] = lambda: read_resized(path, indices, size, backend, device)
     for method, fn in ways.items():
-        best, out, peak = None, None, None
+        times, out, peak = [], None, None
         for _ in range(max(1, repeats)):
             out, seconds, p = _peak(device, fn)
-            best = seconds if best is None else min(best, seconds)
+            times.append(seconds)
             peak = p if peak is None else max(peak, p or 0)
+        best = min(times)
         if peak is None:  # CPU: the tensors this path makes, from their shapes
             info = video_info(path)
             full = n * 3 * info.height * info.width
@@ -62,6 +64,7 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
                 "device": device,
                 "method": method,
                 "frames_per_s": n / best,
+                "spread_pct": spread_pct([n / t for t in times]),
                 "batch_bytes": int(peak),
                 "psnr_db": psnr(out, ref),
                 "shape": list(out.shape),
