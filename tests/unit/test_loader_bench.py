@@ -591,7 +591,11 @@ def test_the_data_wait_runs_the_tied_loader_that_looks_least_far_ahead():
     # the H200's 12-03 rows: x64 4,149 (1.2%), x32 4,032 (4.6%): tied, and x32 decodes 64 videos ahead, not 128
     rows = [row(16, 3274, 3.0), row(32, 4032, 4.6), row(64, 4149, 1.2), row(64, 9000, 1.0, clip="b.mp4")]
     pick, why = loader_bench.wait_loader(rows)
-    assert pick["threads"] == 32 and "tied with the fastest, torchcodec x64 threads" in why and "64 videos ahead, not 128" in why
+    assert (
+        pick["threads"] == 32
+        and "tied with the fastest, torchcodec x64 threads" in why
+        and "64 videos ahead, not 128" in why
+    )
     rows[1]["frames_per_s"] = 3800  # 9% behind: not tied, so the fastest runs it
     assert loader_bench.wait_loader(rows) == (rows[2], "")
     assert loader_bench.wait_loader([{**rows[0], "steady": False}]) == (None, "")
