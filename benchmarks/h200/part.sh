@@ -29,7 +29,7 @@ fi
 rm -f "/tmp/parts/DONE$tag" "/tmp/parts/RC$tag"
 # the machine's state every 15 s (disk, memory, load, the output's size), sent back by wait_part.sh: three runs
 # were lost with their machine mid-notebook (12-04, fifth, eighth and ninth sessions) and nothing said why
-if [ ! -f /tmp/parts/machine.pid ]; then
+if ! kill -0 "$(cat /tmp/parts/machine.pid 2>/dev/null)" 2>/dev/null; then   # none running yet
   setsid nohup bash -c 'while true; do echo "$(date -u +%T) disk $(df -h /tmp | awk "END {print \$3\"/\"\$2}") \
 mem $(free -g | awk "/Mem:/ {print \$3\"/\"\$2\" GiB used, \"\$6\" cache\"}") load $(cut -d" " -f1-3 /proc/loadavg) \
 out $(du -sh /tmp/parts/out 2>/dev/null | cut -f1)"; sleep 15; done' >> /tmp/parts/machine.log 2>&1 &

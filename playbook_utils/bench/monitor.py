@@ -10,12 +10,13 @@ from playbook_utils import env
 
 MIN_SAMPLES = 20  # fewer samples than this over a window: no utilization figure, "not measured (window too short)"
 BUSY_KEYS = ("cpu_pct", "nvdec_pct", "sm_pct")  # medians: what a window's utilization figure is made of
+LIST_EVERY_S = 1.0  # how often the monitor lists the measured process's children again (`_tree_cpu_s`)
 
 
 class UtilizationMonitor:
     """Samples the CPU use of this process and its children (a multi-process loader's workers: 21 on the H200 once
-    printed "CPU 0%" for four busy worker processes, counting the parent alone), this process's RSS and, for a GPU (`gpu`: its CUDA index; where NVML answers), NVDEC and
-    SM utilization and GPU memory, every `period` s in a background thread while the `with` block runs;
+    printed "CPU 0%" for four busy worker processes, counting the parent alone), this process's RSS and, for a GPU
+    (`gpu`: its CUDA index; where NVML answers), NVDEC and SM utilization and GPU memory, every `period` s in a background thread while the `with` block runs;
     `summary(since=..., until=...)` keeps only the samples taken inside a window of `time.perf_counter()` values.
     NVML averages each utilization reading over its own sampling period ('nvml_period_s'), so a reading says
     little about a window shorter than a few of them: `summary` then reports none."""
@@ -24,7 +25,8 @@ class UtilizationMonitor:
         import psutil
 
         self.period, self.proc = period, psutil.Process()
-        self._cpu_s: dict[int, float] = {}  # pid -> CPU seconds at the last sample, this process and its children
+        self._cpu_s: dict = {}  # psutil.Process -> its CPU seconds at the last sample (this process, its children)
+        self._procs, self._listed = [self.proc], -float("inf")
         self.samples: list[dict] = []
         self.nvml_period_s: float | None = None
         self._stop = threading.Event()
@@ -34,25 +36,31 @@ class UtilizationMonitor:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _tree_cpu_s(self) -> float:
-        """CPU seconds used since the last call by this process and its children, all generations: a child seen for
-        the first time counts from its start (one started before the monitor counts at the baseline sample, which
-        is not a sample); one that exited since counts up to the last sample that saw it."""
+        """CPU seconds used since the last call by this process and its children, all generations. The children are
+        listed again every LIST_EVERY_S (listing walks every process of the machine: 3 ms each time on a machine of
+        80, too much to do in every 0.1 s sample inside a measured process); a child seen for the first time counts
+        from its start (one started before the monitor counts at the baseline call, which makes no sample), one
+        that exited counts up to the last call that saw it. Each process is known by its pid and start time (as
+        psutil compares them), so a pid used again is another process; none counts less than nothing."""
         import psutil
 
-        try:
-            procs = [self.proc, *self.proc.children(recursive=True)]
-        except psutil.Error:
-            procs = [self.proc]
+        now = time.perf_counter()
+        if now - self._listed >= LIST_EVERY_S:
+            try:
+                self._procs = [self.proc, *self.proc.children(recursive=True)]
+                self._listed = now
+            except (psutil.Error, OSError):  # keep the last list (e.g. too many open files): its baselines stay
+                pass
         used, seen = 0.0, {}
-        for p in procs:
+        for p in self._procs:
             try:
                 t = p.cpu_times()
-            except psutil.Error:  # exited between the listing and the reading
+            except (psutil.Error, OSError):  # exited since it was listed
                 continue
-            seen[p.pid] = t.user + t.system
-            used += seen[p.pid] - self._cpu_s.get(p.pid, 0.0)
+            seen[p] = t.user + t.system
+            used += max(0.0, seen[p] - self._cpu_s.get(p, 0.0))
         self._cpu_s = seen
-        return max(used, 0.0)
+        return used
 
     def _run(self):
         self._tree_cpu_s()

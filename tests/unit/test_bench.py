@@ -241,6 +241,38 @@ def test_utilization_monitor_counts_the_cpu_of_child_processes():
     assert max(s["cpu_pct"] for s in m.samples) > 50
 
 
+def test_utilization_monitor_counts_no_process_below_nothing_and_keeps_its_list_when_listing_fails(monkeypatch):
+    import types
+
+    import psutil
+
+    from playbook_utils.bench import monitor
+
+    times = {"a": [1.0, 1.5], "b": [5.0, 2.0]}  # b's counter went back: another process under its key, say
+
+    class Fake:
+        def __init__(self, name):
+            self.name = name
+
+        def cpu_times(self):
+            return types.SimpleNamespace(user=times[self.name].pop(0), system=0.0)
+
+    m = monitor.UtilizationMonitor(period=0.1)
+    m._procs, m._listed = [Fake("a"), Fake("b")], float("inf")  # listed: no new listing now
+    m._tree_cpu_s()  # the baseline
+    assert m._tree_cpu_s() == 0.5  # a's half second; b's fall is not taken from it
+
+    def no_listing(recursive):
+        raise psutil.AccessDenied()
+
+    monkeypatch.setattr(m.proc, "children", no_listing)
+    kept = m._procs
+    m._listed = -float("inf")
+    times.update(a=[2.0], b=[3.0])
+    m._tree_cpu_s()
+    assert m._procs is kept  # the last list and its baselines stay
+
+
 def test_utilization_is_only_reported_from_enough_samples():
     from playbook_utils.bench import monitor
 

@@ -425,6 +425,11 @@ def test_a_gpu_data_wait_a_little_above_the_steady_rate_is_explained_by_its_look
     # the time off the loader (35% of the run) is the same at the steady rate; the loader's share stretches
     assert got["result"] is True and got["quoted_wait_fraction"] == pytest.approx(1 - 0.35 * 4149 / 4241)
     assert "the 128 videos in flight when its clock started (10% of the 1,280 drawn)" in got["note"]
+    within = loader_bench.wait_against_rate({**wait, "samples_per_s": 4180 / 300}, row, 300)  # +0.7%: in the spread
+    assert (
+        within["quoted_wait_fraction"] == pytest.approx(1 - 0.35 * 4149 / 4180) and "measured 65.0%" in within["note"]
+    )
+    assert loader_bench.wait_against_rate({**wait, "wait_fraction": None}, row, 300)["result"] is False
     # the same excess over a window of only 5 look-aheads: the look-ahead is too large a share to explain it
     short = loader_bench.wait_against_rate({**wait, "samples": 640}, row, 300)
     assert short["result"] is False and "2% above" in short["why"]
@@ -596,6 +601,9 @@ def test_the_data_wait_runs_the_tied_loader_that_looks_least_far_ahead():
         and "tied with the fastest, torchcodec x64 threads" in why
         and "64 videos ahead, not 128" in why
     )
+    dali = {**row(0, 4100, 5.0), "kind": "dali", "backend": "dali", "loader": "dali reader"}  # look-ahead 0
+    processes = {**row(2, 4100, 5.0), "processes": 4, "loader": "torchcodec 4 processes x2 threads"}
+    assert loader_bench.wait_loader(rows + [dali, processes])[0]["threads"] == 32  # only the same one-process loader
     rows[1]["frames_per_s"] = 3800  # 9% behind: not tied, so the fastest runs it
     assert loader_bench.wait_loader(rows) == (rows[2], "")
     assert loader_bench.wait_loader([{**rows[0], "steady": False}]) == (None, "")
