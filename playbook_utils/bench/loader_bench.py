@@ -50,6 +50,7 @@ def sweep_workers(
     budget_s: float | None = None,
     prefetch: int | None = None,
     first_of: int | None = None,
+    curve: bool = True,
 ) -> tuple[list, list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
     training step (`measure_loader`), the most workers first. Returns (rows, stuck, unmeasured): a configuration
@@ -58,13 +59,16 @@ def sweep_workers(
     most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
     are not started (each backend's first, with the most workers, always runs; with `first_of`, only the first
     `first_of` backends' first: put the likeliest winners first, `ranked_by_table`): they are listed in `unmeasured`.
+    With `curve`, the backend that delivered the most videos/s with the most workers then runs its other worker
+    counts whatever the budget, before any other backend's: the wait against the worker count needs one library's
+    curve (on the H200, 12-04, the four libraries' first configurations alone took 295 s of a 120 s budget, and
+    the figure was skipped).
     `prefetch`: batches each worker decodes ahead (`make_loader`'s `prefetch_factor`; DataLoader's 2 where None),
     none of them measured. Each row also holds 'config_s', the configuration's wall time with its workers' start
     and stop, and 'close_s', the stop's share (`measure_loader` gives the start's and the prefetched batches').
     `log` gets one line per configuration. Notebook 21."""
-    configs = [(b, w) for w in sorted(workers, reverse=True) for b in backends]
     if budget_s is not None:
-        max_s = min(max_s, budget_s / max(1, len(configs)))
+        max_s = min(max_s, budget_s / max(1, len(set(workers)) * len(backends)))
     rows, stuck, unmeasured, start = [], [], [], time.perf_counter()
     files = {}
     for b in backends:
@@ -75,11 +79,22 @@ def sweep_workers(
             log(f"{b}: not measured: it takes fewer than {batch} of the files")
         else:
             files[b] = (mine, refused)
-    for b, w in configs:
+    most, fewer = max(workers), sorted(set(workers) - {max(workers)}, reverse=True)
+
+    def order():  # each backend's first, with the most workers; then the fastest's curve; then the rest
+        yield from ((b, most, False) for b in backends)
+        firsts = [r for r in rows if r["workers"] == most]
+        lead = max(firsts, key=lambda r: r["samples_per_s"])["backend"] if curve and firsts and fewer else None
+        if lead:
+            log(f"{lead} delivered the most with {most} workers: its other worker counts run too ({fewer})")
+            yield from ((lead, w, True) for w in fewer)
+        yield from ((b, w, False) for w in fewer for b in backends if b != lead)
+
+    for b, w, always in order():
         if b not in files:
             continue
         first = not any(r["backend"] == b for r in rows) and not any(x["backend"] == b for x in stuck)
-        first = first and (first_of is None or list(files).index(b) < first_of)
+        first = always or (first and (first_of is None or list(files).index(b) < first_of))
         if budget_s is not None and time.perf_counter() - start > budget_s and not first:
             unmeasured.append({"backend": b, "workers": w})
             continue
@@ -124,9 +139,9 @@ def sweep_workers(
             else ""
         )
         cut += (
-            f"; {took:.0f} s in all: {r['first_batch_s']:.0f} s to the first batch, {r['prefetched_s']:.0f} s of "
+            f"; {_secs(took)} in all: {_secs(r['first_batch_s'])} to the first batch, {_secs(r['prefetched_s'])} of "
             f"warm-up and prefetched batches, {_secs(took - r['first_batch_s'] - r['prefetched_s'] - closing)} "
-            f"measured, {closing:.0f} s to stop the workers"
+            f"measured, {_secs(closing)} to stop the workers"
         )
         cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
         log(
@@ -183,7 +198,7 @@ def order_line(backends, said: str | None, missing: str) -> str:
     ranked them, else the H200 reference's order, with `missing` saying why no table here did."""
     if said:
         return "the CPU libraries in the order of " + said
-    return f"the CPU libraries: {', '.join(backends)} ({missing}: in the order of the H200's reference, CPU_SWEPT)"
+    return f"the CPU libraries: {', '.join(backends)} ({missing}: in the order of the H200's 20 of 2026-12-04)"
 
 
 def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from playbook_utils.bench import verdicts
 from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import read_frames, video_info
 from playbook_utils.device import Device
@@ -71,3 +72,29 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
             }
         )
     return rows
+
+
+def faster_in_decoder(rows: list[dict]) -> list[dict]:
+    """The 'in decoder' rows of `compare` whose backend and device read faster so than by decoding, then resizing,
+    by more than the larger spread of the two (`verdicts.rank`'s rule): where resizing in the decoder pays here.
+    Notebook 24."""
+    out = []
+    for r in rows:
+        if r["method"] != "in decoder":
+            continue
+        other = next(
+            (
+                x
+                for x in rows
+                if (x["backend"], x["device"], x["method"]) == (r["backend"], r["device"], "decode, then resize")
+            ),
+            None,
+        )
+        if other is None:
+            continue
+        v = verdicts.rank(
+            [("in", r["frames_per_s"], r.get("spread_pct")), ("after", other["frames_per_s"], other.get("spread_pct"))]
+        )
+        if v.best == "in" and not v.tied:
+            out.append(r)
+    return out

@@ -262,6 +262,12 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
             f"within the spread of {percent(r['spread_pct'])}, so no cost is measurable here"
             if r["within_spread"]
             else f"more than the spread of {percent(r['spread_pct'])}"
+            + (
+                ", but faster with the loader, which decoding cannot cause: the two runs differ by more than their "
+                "spreads, so no cost is measurable here either"
+                if r["step_cost_pct"] < 0
+                else ""
+            )
         ),
     ]
     if live["peak_mem_mb"] is not None:
@@ -292,3 +298,12 @@ def setting_takeaway(v, setting: str, cores: int, size: str, where: str) -> str:
         f"here ({cores} cores, {size} frames) {setting} LOST by {v.margin_pct:.0f}%, more than the spread: leave it "
         f"at the default on frames like these. It pays {where}"
     )
+
+
+def tied_with(v) -> str:
+    """' (tied with X: either)' or ' (tied with X and Y: any of them)' after the name of a `verdicts.rank` winner
+    that others are tied with by its rule; '' where none is. Notebook 24."""
+    others = [v.runner_up, *(t[0] for t in v.also_tied)] if v.tied else []
+    if not others:
+        return ""
+    return f" (tied with {' and '.join(others)}: {'either' if len(others) == 1 else 'any of them'})"

@@ -316,3 +316,23 @@ def test_one_caller_ranks_the_backends_on_the_clips_every_one_read_exactly(monke
     assert common == {"a.mp4"} and ranked.best != "slow"  # only the clip all three read counts
     with pytest.raises(ValueError, match="no clip that every backend read exactly"):
         timing.rank_on_common([{**r, "exact": False} for r in rows], ["fast", "slow"], 2)
+
+
+def test_a_winner_names_those_tied_with_it_and_resize_in_the_decoder_counts_only_where_it_beat_the_spread():
+    from playbook_utils.bench import resizing, verdicts
+
+    assert words.tied_with(verdicts.rank([("a", 100, 5), ("b", 50, 5)])) == ""
+    assert words.tied_with(verdicts.rank([("a", 100, 20), ("b", 95, 20)])) == " (tied with b: either)"
+    three = verdicts.rank([("a", 100, 20), ("b", 95, 20), ("c", 90, 20)])
+    assert words.tied_with(three) == " (tied with b and c: any of them)"
+
+    def rows(backend, in_fps, after_fps, spread):
+        row = {"backend": backend, "device": "cpu", "spread_pct": spread}
+        return [{**row, "method": "in decoder", "frames_per_s": in_fps},
+                {**row, "method": "decode, then resize", "frames_per_s": after_fps}]  # fmt: skip
+
+    # the CPU smoke copy: pyav 1.96x beyond its spread; torchcodec 1.07x inside 47%; spdl slower in the decoder
+    got = resizing.faster_in_decoder(
+        rows("pyav", 546, 278, 10) + rows("torchcodec", 471, 440, 47) + rows("spdl", 291, 445, 5)
+    )
+    assert [r["backend"] for r in got] == ["pyav"]

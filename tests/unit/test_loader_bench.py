@@ -467,16 +467,24 @@ def test_past_its_budget_the_sweep_measures_the_first_of_only_the_first_librarie
 
     def measure(dl, step_s, steps, device="cpu", max_seconds=None):
         time.sleep(0.05)  # each configuration takes longer than the whole budget below
-        row = {"samples_per_s": 1.0, "wait_fraction": 0.5, "wait_s_per_step": 0.1, "steps": steps}
+        rate = {"x": 1.0, "y": 3.0, "z": 2.0}[dl]  # make_loader gave its backend's name
+        row = {"samples_per_s": rate, "wait_fraction": 0.5, "wait_s_per_step": 0.1, "steps": steps}
         return {**row, "stopped_by_time": False, "first_batch_s": 0.0, "prefetched_s": 0.0, "steady": True}
 
     monkeypatch.setattr(loader_bench, "measure_loader", measure)
     args = (["a.mp4", "b.mp4"], ["x", "y", "z"], [4, 2], 16, 1, 0.0, 4, 5.0)
-    rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=lambda m: None)
+    rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=lambda m: None, curve=False)
     assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 4), ("z", 4)]  # each library's first
-    rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=lambda m: None, first_of=2)
+    rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=lambda m: None, first_of=2, curve=False)
     assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 4)]
     assert [(u["backend"], u["workers"]) for u in left] == [("z", 4), ("x", 2), ("y", 2), ("z", 2)]
+    # with its curve (the default): the fastest first configuration's library, y, runs its other worker count too,
+    # before any other library's and past the budget, so that the figure has one library's wait against workers
+    said = []
+    rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=said.append)
+    assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 2), ("y", 4), ("z", 4)]
+    assert [(u["backend"], u["workers"]) for u in left] == [("x", 2), ("z", 2)]
+    assert "y delivered the most with 4 workers: its other worker counts run too ([2])" in said
 
 
 def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_path):
@@ -501,8 +509,7 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
     assert loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/w") == (["torchcodec", "pyav"], None)
     assert loader_bench.order_line(order, said, "x") == "the CPU libraries in the order of " + said
     assert loader_bench.order_line(["torchcodec", "pyav"], None, "no table of notebook 20 here") == (
-        "the CPU libraries: torchcodec, pyav (no table of notebook 20 here: in the order of the H200's reference, "
-        "CPU_SWEPT)"
+        "the CPU libraries: torchcodec, pyav (no table of notebook 20 here: in the order of the H200's 20 of 2026-12-04)"
     )
 
 

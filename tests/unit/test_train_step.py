@@ -68,6 +68,10 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
     # the H200's run: +0.2% inside a 0.3% spread had read "within the spread of 0%"
     small = {**r, "step_cost_pct": 0.16, "spread_pct": 0.29}
     assert "+0.2%: within the spread of 0.3%" in words.training_step_lines(small, "torchcodec x16 threads", "cuda")[2]
+    # the CPU smoke copy: -19.6% beyond the spread, the step faster with the loader: no cost, said so
+    faster = {**r, "step_cost_pct": -19.6, "spread_pct": 5.0, "within_spread": False}
+    third = words.training_step_lines(faster, "spdl x2 workers", "cpu")[2]
+    assert "-19.6%: more than the spread of 5.0%, but faster with the loader" in third and "no cost" in third
     # a loader that decoded ahead: where its clock started, and fewer steps than asked, said
     ahead = {**r, "with_loader": {**base, "warmup_batches": 2, "lookahead_batches": 8, "skipped_batches": 11,
                                   "why": "the batches ended"}}  # fmt: skip
