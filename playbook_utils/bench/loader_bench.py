@@ -86,7 +86,8 @@ def sweep_workers(
         firsts = [r for r in rows if r["workers"] == most]
         lead = max(firsts, key=lambda r: r["samples_per_s"])["backend"] if curve and firsts and fewer else None
         if lead:
-            log(f"{lead} delivered the most with {most} workers: its other worker counts run too ({fewer})")
+            counts = " and ".join(map(str, fewer))
+            log(f"{lead} delivered the most with {most} workers: it runs with {counts} too, for the figure below")
             yield from ((lead, w, True) for w in fewer)
         yield from ((b, w, False) for w in fewer for b in backends if b != lead)
 

@@ -484,7 +484,7 @@ def test_past_its_budget_the_sweep_measures_the_first_of_only_the_first_librarie
     rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=said.append)
     assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 2), ("y", 4), ("z", 4)]
     assert [(u["backend"], u["workers"]) for u in left] == [("x", 2), ("z", 2)]
-    assert "y delivered the most with 4 workers: its other worker counts run too ([2])" in said
+    assert "y delivered the most with 4 workers: it runs with 2 too, for the figure below" in said
 
 
 def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_path):
