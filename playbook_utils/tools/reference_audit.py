@@ -1,0 +1,127 @@
+"""Whether a folder of executed notebooks is a reference of today's code: `python -m playbook_utils.tools.reference_audit
+[FOLDER]` (default results/h200).
+
+One line per notebook of notebooks/: its row in the folder's summary.json (status, seconds, date, the commit it
+ran at), whether its executed copy holds the code cells of today's notebook (the parameters papermill injected
+left out), how many files of the package and of the notebook changed since that commit (git), and what a reader
+should not see in it (`notebook_stats.output_problems`: tracebacks, stderr, warning lines, a figure made but not
+shown). A notebook is current when it passed, carries its commit, holds today's code cells and shows no problem;
+the exit status is 0 when every one is, 1 otherwise. What issue 31 asks of results/h200, checked rather than read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from playbook_utils.tools import notebook_stats
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def code_cells(path) -> list[str]:
+    """The code cells' sources of the notebook at `path`, without the cell papermill injects its parameters into."""
+    nb = json.loads(Path(path).read_text())
+    return [
+        "".join(c.get("source", ""))
+        for c in nb.get("cells", [])
+        if c.get("cell_type") == "code" and "injected-parameters" not in c.get("metadata", {}).get("tags", [])
+    ]
+
+
+def changed_since(commit: str | None, paths, root=ROOT) -> int | None:
+    """How many of `paths` (files or folders, relative to `root`) differ between `commit` and the working tree;
+    None where there is no commit or git cannot tell (a checkout without that commit, no git)."""
+    if not commit:
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "diff", "--name-only", commit, "--", *map(str, paths)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return len(out.stdout.split()) if out.returncode == 0 else None
+
+
+def audit(folder, notebooks_dir=None, root=ROOT) -> list[dict]:
+    """A row per notebook of `notebooks_dir` (default root/notebooks): {'notebook', 'status', 'seconds', 'date',
+    'commit', 'copy' (whether the folder holds its executed copy), 'same_code', 'changed_since' (package and
+    notebook files changed since its commit, or None), 'problems' (list), 'current'}."""
+    folder = Path(folder)
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir else Path(root) / "notebooks"
+    try:
+        rows = {r["notebook"]: r for r in json.loads((folder / "summary.json").read_text())["notebooks"]}
+    except (OSError, ValueError, KeyError):
+        rows = {}
+    out = []
+    for nb in sorted(notebooks_dir.glob("[0-9]*.ipynb")):
+        row, copy = rows.get(nb.name, {}), folder / nb.name
+        machine = row.get("machine") or {}
+        commit = machine.get("commit")
+        a = {
+            "notebook": nb.name,
+            "status": row.get("status", "no row"),
+            "seconds": row.get("seconds"),
+            "date": machine.get("date_utc"),
+            "commit": commit,
+            "copy": copy.exists(),
+            "same_code": copy.exists() and code_cells(copy) == code_cells(nb),
+            "changed_since": changed_since(commit, ["playbook_utils", nb.relative_to(root)], root),
+            "problems": notebook_stats.output_problems(copy) if copy.exists() else [],
+        }
+        a["current"] = a["status"] == "passed" and bool(commit) and a["same_code"] and not a["problems"]
+        out.append(a)
+    return out
+
+
+def grouped(problems: list[str]) -> list[str]:
+    """`output_problems`' lines with those of one cell and kind counted in one line ('cell 24: 60 warning lines, the
+    first: ...'): 13's 11-30 copy printed the same decoder warning 60 times in one cell."""
+    kinds: dict = {}
+    for p in problems:
+        cell, _, rest = p.partition(": ")
+        kind, _, text = rest.partition(": ")
+        kinds.setdefault((cell, kind), []).append(text)
+    return [
+        (f"{cell}: {kind}" + (f": {texts[0]}" if texts[0] else ""))
+        if len(texts) == 1
+        else f"{cell}: {len(texts)} {kind}s, the first: {texts[0]}"
+        for (cell, kind), texts in kinds.items()
+    ]
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The audit as lines: one per notebook, then its problems indented, then a count."""
+    lines = []
+    for a in rows:
+        since = {None: "unknown", 0: "none"}.get(a["changed_since"], str(a["changed_since"]))
+        lines.append(
+            f"{'current ' if a['current'] else 'STALE   '} {a['notebook']:40s} {a['status']:8s} "
+            f"{a['seconds'] or 0:7.1f} s  {(a['date'] or 'no date')[:16]:16s} "
+            f"commit {(a['commit'] or 'none')[:10]:10s} "
+            + ("code as today" if a["same_code"] else "code differs" if a["copy"] else "no executed copy")
+            + f", files changed since: {since}"
+        )
+        lines += [f"    {p}" for p in grouped(a["problems"])]
+    done = sum(a["current"] for a in rows)
+    lines.append(f"{done} of {len(rows)} notebooks current (passed, stamped with a commit, today's code, no problem)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default=str(ROOT / "results" / "h200"))
+    args = parser.parse_args(argv)
+    rows = audit(args.folder)
+    print(format_rows(rows))
+    return 0 if rows and all(a["current"] for a in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

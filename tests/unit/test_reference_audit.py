@@ -1,0 +1,66 @@
+"""The audit of a reference folder (`tools.reference_audit`): today's code, a commit, no problem shown."""
+
+import json
+import shutil
+
+from playbook_utils.tools import reference_audit
+
+
+def _folder(tmp_path, rows):
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# 99 · a lesson"},
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "SMOKE = True", "outputs": []},
+        {"cell_type": "code", "metadata": {}, "source": "print(1)", "outputs": []},
+    ]
+    (nbs / "99_lesson.ipynb").write_text(json.dumps({"cells": cells}))
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    injected = {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]}, "source": "SMOKE = False"}
+    ran = [
+        *cells[:2],
+        {**injected, "outputs": []},
+        {**cells[2], "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}]},
+    ]
+    (ref / "99_lesson.ipynb").write_text(json.dumps({"cells": ran}))
+    (ref / "summary.json").write_text(json.dumps({"notebooks": rows}))
+    return nbs, ref
+
+
+def test_a_copy_of_todays_code_stamped_and_clean_is_current(tmp_path):
+    row = {"notebook": "99_lesson.ipynb", "status": "passed", "seconds": 3.0,
+           "machine": {"date_utc": "2026-12-04 21:30 UTC", "commit": "abc1234"}}  # fmt: skip
+    nbs, ref = _folder(tmp_path, [row])
+    [a] = reference_audit.audit(ref, nbs, root=tmp_path)
+    assert a["same_code"] and a["current"] and a["problems"] == [] and a["changed_since"] is None  # no git here
+    assert reference_audit.format_rows([a]).startswith("current  99_lesson.ipynb")
+
+
+def test_a_copy_of_other_code_without_a_commit_and_with_a_traceback_is_stale(tmp_path):
+    nbs, ref = _folder(tmp_path, [{"notebook": "99_lesson.ipynb", "status": "passed", "machine": {}}])
+    nb = json.loads((ref / "99_lesson.ipynb").read_text())
+    nb["cells"][-1]["source"] = "print(2)"
+    nb["cells"][-1]["outputs"] += [{"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": []}]
+    nb["cells"][-1]["outputs"] += [{"output_type": "stream", "name": "stdout", "text": "WARNING: x\nWARNING: y\n"}]
+    (ref / "99_lesson.ipynb").write_text(json.dumps(nb))
+    [a] = reference_audit.audit(ref, nbs, root=tmp_path)
+    assert not a["same_code"] and not a["current"] and a["commit"] is None
+    text = reference_audit.format_rows([a])
+    assert "STALE    99_lesson.ipynb" in text and "code differs" in text and "traceback: ValueError: bad" in text
+    assert "2 warning lines, the first: WARNING: x" in text
+    assert text.endswith("0 of 1 notebooks current (passed, stamped with a commit, today's code, no problem)")
+    shutil.rmtree(ref)
+    ref.mkdir()
+    [gone] = reference_audit.audit(ref, nbs, root=tmp_path)  # no summary, no copy
+    assert gone["status"] == "no row" and not gone["copy"] and "no executed copy" in reference_audit.format_rows([gone])
+
+
+def test_the_files_changed_since_a_commit_come_from_git(tmp_path):
+    # this checkout: nothing has changed in a path since HEAD that git does not know of, and an unknown commit
+    # cannot be told
+    head = __import__("subprocess").run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                        cwd=reference_audit.ROOT).stdout.strip()  # fmt: skip
+    assert reference_audit.changed_since(head, ["LICENSE-that-does-not-exist"]) == 0
+    assert reference_audit.changed_since("0" * 40, ["playbook_utils"]) is None
+    assert reference_audit.changed_since(None, ["playbook_utils"]) is None
