@@ -1,5 +1,5 @@
 """Whether a folder of executed notebooks is a reference of today's code: `python -m playbook_utils.tools.reference_audit
-[FOLDER]` (default results/h200).
+[FOLDER] [--pattern GLOB]` (default results/h200, every notebook).
 
 One line per notebook of notebooks/: its row in the folder's summary.json (status, seconds, date, the commit it
 ran at), whether its executed copy holds the code cells of today's notebook (the parameters papermill injected
@@ -49,8 +49,9 @@ def changed_since(commit: str | None, paths, root=ROOT) -> int | None:
     return len(out.stdout.split()) if out.returncode == 0 else None
 
 
-def audit(folder, notebooks_dir=None, root=ROOT) -> list[dict]:
-    """A row per notebook of `notebooks_dir` (default root/notebooks): {'notebook', 'status', 'seconds', 'date',
+def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> list[dict]:
+    """A row per notebook of `notebooks_dir` (default root/notebooks) whose name `pattern` matches (a glob, without
+    '.ipynb'): {'notebook', 'status', 'seconds', 'date',
     'commit', 'copy' (whether the folder holds its executed copy), 'same_code', 'changed_since' (package and
     notebook files changed since its commit, or None), 'problems' (list), 'current'}."""
     folder = Path(folder)
@@ -60,7 +61,7 @@ def audit(folder, notebooks_dir=None, root=ROOT) -> list[dict]:
     except (OSError, ValueError, KeyError):
         rows = {}
     out = []
-    for nb in sorted(notebooks_dir.glob("[0-9]*.ipynb")):
+    for nb in sorted(notebooks_dir.glob(f"{pattern}.ipynb")):
         row, copy = rows.get(nb.name, {}), folder / nb.name
         machine = row.get("machine") or {}
         commit = machine.get("commit")
@@ -117,8 +118,9 @@ def format_rows(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default=str(ROOT / "results" / "h200"))
+    parser.add_argument("--pattern", default="[0-9]*", help="the notebooks to audit, a glob: '2[0-2]*' for 20-22")
     args = parser.parse_args(argv)
-    rows = audit(args.folder)
+    rows = audit(args.folder, pattern=args.pattern)
     print(format_rows(rows))
     return 0 if rows and all(a["current"] for a in rows) else 1
 
