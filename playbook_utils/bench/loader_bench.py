@@ -536,12 +536,14 @@ def sweep_starts(rows: list[dict]) -> list[dict]:
         if r["backend"] not in per or r["frames_per_s"] > per[r["backend"]]["frames_per_s"]:
             per[r["backend"]] = r
     ranked = sorted(per.values(), key=lambda r: -r["frames_per_s"])
+    return [r for r in ranked if _tied_with(ranked[0], r)]
 
-    def tied(r):  # the rule of every "tied" the notebooks print: `verdicts.rank`'s
-        pair = [(k, x["frames_per_s"], x.get("frames_per_s_spread_pct") or 0) for k, x in (("a", ranked[0]), ("b", r))]
-        return r is ranked[0] or verdicts.rank(pair).tied
 
-    return [r for r in ranked if tied(r)]
+def _tied_with(best: dict, r: dict) -> bool:
+    """Whether GPU loader row `r` is `best` or tied with it by the rule of every "tied" the notebooks print
+    (`verdicts.rank`'s, on their frames/s and spreads). `sweep_starts`, `wait_loader`."""
+    pair = [(k, x["frames_per_s"], x.get("frames_per_s_spread_pct") or 0) for k, x in (("a", best), ("b", r))]
+    return r is best or verdicts.rank(pair).tied
 
 
 def wait_loader(rows: list[dict]) -> tuple[dict | None, str]:
@@ -568,12 +570,7 @@ def wait_loader(rows: list[dict]) -> tuple[dict | None, str]:
             and r["backend"] == best["backend"]
         )
     ]
-
-    def tied(r):
-        pair = [(k, x["frames_per_s"], x.get("frames_per_s_spread_pct") or 0) for k, x in (("a", best), ("b", r))]
-        return r is best or verdicts.rank(pair).tied
-
-    pick = min((r for r in first if tied(r)), key=lambda r: (spec_lookahead(r), -r["frames_per_s"]))
+    pick = min((r for r in first if _tied_with(best, r)), key=lambda r: (spec_lookahead(r), -r["frames_per_s"]))
     if pick is best:
         return best, ""
     return pick, (
