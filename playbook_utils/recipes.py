@@ -34,6 +34,7 @@ class VideoClips(Dataset):
         with av.open(str(self.paths[i])) as container:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"  # frame and slice threads: FFmpeg's default here is one thread
+            stream.thread_count = $threads
             n = stream.frames or sum(1 for p in container.demux(stream) if p.size)  # MKV has no count
             k = self.k
             want = $uniform
@@ -420,6 +421,13 @@ def entry(backend: str, device: str) -> dict:
     return RECIPES[key]
 
 
+def _threads(threads: int) -> tuple[int, str]:
+    """(value, comment) of a CPU recipe's threads per decoder: 0 (FFmpeg's choice) or the share of cores."""
+    if not threads:
+        return 0, "0: as many as FFmpeg likes (every core)"
+    return threads, "the cores shared among the DataLoader's workers, as measured"
+
+
 def recipe(
     backend: str,
     device: str = "cpu",
@@ -430,7 +438,8 @@ def recipe(
     open_gop: bool = False,
 ) -> str:
     """The code of `RECIPES[(backend, device)]` with K frames per video, `workers` DataLoader processes and, for
-    TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0, the adapter's: as many as FFmpeg likes). A
+    PyAV and TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0: as many as FFmpeg likes; `make_loader`
+    gives each worker's decoders the cores divided among the workers, `loaders.share_of_cores`). A
     GPU recipe decodes in the training process with `gpu_threads` threads, 2 x gpu_threads videos ahead, as the
     playbook's `GpuLoader` does (`decode_ahead`). `open_gop` (TorchCodec on CUDA: FORWARD_ONLY): each file that
     the playbook's adapter reads forward (open-GOP HEVC) is read so too, by one forward pass from frame 0, with a
@@ -453,9 +462,10 @@ def recipe(
         frame_table=_FRAME_TABLE if forward else "",
         prelude=_FORWARD_PRELUDE if forward else "",
         how=(_FORWARD if forward else _EXACT)
-        + ("" if gpu else f"\n            num_ffmpeg_threads={threads},  # 0: as many as FFmpeg likes"),
+        + ("" if gpu else "\n            num_ffmpeg_threads={},  # {}".format(*_threads(threads))),
         uniform=_UNIFORM,
         workers=workers,
+        threads="{}  # {}".format(*_threads(threads)),
         driver=driver,
         data_imports="Dataset" if gpu else "DataLoader, Dataset",
         **extra,

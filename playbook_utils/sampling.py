@@ -250,6 +250,16 @@ def vlm_frame_size(
     return smart_resize(height, width, factor, lo, hi)
 
 
+def vlm_most_frames_at_full_size(height: int, width: int, **budget) -> int:
+    """The most frames (even, at most QWEN_MAX_FRAMES) a video can have for `vlm_frame_size` to give each frame
+    the size it gives a pair: past it, the video's share of the sequence (`total_pixels`) shrinks every frame, so
+    tokens counted at the pair's size are an upper bound. `budget`: `vlm_frame_size`'s keywords. Notebook 24."""
+    first, n = vlm_frame_size(height, width, 2, **budget), 2
+    while n + 2 <= QWEN_MAX_FRAMES and vlm_frame_size(height, width, n + 2, **budget) == first:
+        n += 2
+    return n
+
+
 def vlm_tokens(height: int, width: int, nframes: int, patch: int = QWEN_PATCH, merge: int = QWEN_MERGE) -> int:
     """Visual tokens of `nframes` frames of `height` x `width` (sides already multiples of patch x merge):
     one token per merge x merge patches per frame pair. What a frame budget costs in sequence length (notebook 24)."""

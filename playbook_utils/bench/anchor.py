@@ -209,12 +209,22 @@ def library_rates(
     return {lib: out[lib] if lib in out else answers[lib][0] for lib in libraries}
 
 
+STARTUP_MAX_PCT = 25  # a command line spending more of its time starting than this is no anchor for decoding
+
+
+def is_anchor(cli: dict | None) -> bool:
+    """Whether a `cli_rate` result anchors the libraries' rates: measured, and its start-up (a process, the file
+    opened and probed) no more than STARTUP_MAX_PCT of its time. On a clip too short for that (smoke mode's), each
+    library is put against its own bare loop only, and no figure or headline compares it with the command line."""
+    return bool(cli) and cli.get("startup_pct", 0) <= STARTUP_MAX_PCT
+
+
 def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
     """One sentence per library: its adapter against the command line and against its own bare loop, and where it
     falls short of TARGET_PCT of the command line, the measured reason (the bare loop is as slow: the library;
     the bare loop is faster: the adapter; making the output array alone: its share of the time)."""
     lines = []
-    no_anchor = bool(cli and cli.get("startup_pct", 0) > 25)
+    no_anchor = bool(cli) and not is_anchor(cli)
     if no_anchor:
         lines.append(
             f"the command line spends {cli['startup_pct']:.0f}% of its time starting ({1e3 * cli['startup_s']:.0f} ms: "

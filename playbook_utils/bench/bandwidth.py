@@ -106,7 +106,7 @@ def storage_read_bandwidth(directory, size_mib: int = 256, files=None) -> dict:
                 os.fsync(f.fileno())
         except OSError as e:
             return {**out, "error": f"cannot write a scratch file in {directory}: {e}"}
-        return {**out, **_measure([path], limit), "source": "a scratch file, removed after"}
+        return {**out, **_measure([path], limit), "source": "a scratch file (removed afterwards)"}
 
 
 def copy_bandwidth(size_mib: int = 256, repeats: int = 10, device: str = "cuda") -> dict:

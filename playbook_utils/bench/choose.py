@@ -56,11 +56,18 @@ def main_group(profile: dict) -> tuple[tuple | None, str]:
         w, h = g[1].split("x")
         return int(w) * int(h)
 
-    group = max(tied, key=pixels)
+    group = max(tied, key=pixels)  # the first listed among those of as many pixels
     said = f"your most common kind of file: {' '.join(group)} ({top} files)"
     if len(tied) > 1:
         others = ", ".join(" ".join(g) for g in tied if g != group)
-        said += f"; as many are {others}: this one is taken, the most pixels per frame (the costliest to decode)"
+        same = [g for g in tied if g != group and pixels(g) == pixels(group)]
+        why = (
+            "the first listed of those with as many pixels per frame (nothing else tells them apart; a folder "
+            "of the others alone gets its own answer)"
+            if same
+            else "the most pixels per frame (the costliest to decode)"
+        )
+        said += f"; as many are {others}: this one is taken, {why}"
     return group, said
 
 
@@ -226,14 +233,18 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     if k:
         for b in sorted({x["backend"] for x in nb21.get("sweep", [])}):
             w = max((x for x in nb21["sweep"] if x["backend"] == b), key=lambda x: x["samples_per_s"])
+            batch = f", batch_size={nb21['batch']}" if nb21.get("batch") else ""
             out.append(
                 {
                     "backend": b,
                     "device": "cpu",
                     "fps": k * w["samples_per_s"],
                     "spread_pct": w.get("samples_per_s_spread_pct"),
-                    "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k})",
+                    "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k}{batch})",
                     "source": f"{who}, a DataLoader with {w['workers']} workers",
+                    "decoder_threads": w.get("decoder_threads"),
+                    "wait_fraction": w.get("wait_fraction"),
+                    "step_s": w.get("step_s"),
                 }
             )
         for g in nb21.get("gpu_sampled", []):
@@ -271,6 +282,60 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                 }
             )
     return [c for c in out if c["device"] in devices]
+
+
+def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: str) -> str | None:
+    """The line that sets the recommendation beside the decision tree's leaf for the same case (the device, the
+    reader's most common codec and GOP class, `workload`; `decision_tree`): that they agree, that the tree had them
+    tied, or, where one caller's winner is not the recommended loader's library, that the whole loaders decide and
+    by how much each ranking put its winner ahead. None without a recommendation, a group, or a recommendation from
+    the tree itself (the one-caller table)."""
+    if rec is None or group is None or rec.get("source", "").startswith("one caller"):
+        return None
+    device = "cuda" if str(rec["device"]).startswith("cuda") else "cpu"
+    where = f"{group[0]}, {group[2]}, {workload}, on {'the CPU' if device == 'cpu' else 'the GPU'}"
+    leaf = tree.get((device, group[0], group[2], workload))
+    if leaf is None:
+        return f"the tree above has no leaf for {where}: the whole loaders alone decide"
+    tied = {leaf["best"], leaf["runner_up"], *(t[0] for t in leaf.get("also_tied") or ())} if leaf["tied"] else set()
+    if leaf["best"] == rec["backend"]:
+        return f"the tree above agrees: for {where}, {rec['backend']} leads one caller too"
+    if rec["backend"] in tied:
+        return f"the tree above agrees: for {where}, it has {rec['backend']} tied with {leaf['best']} for one caller"
+    v, mine = rec["verdict"], f"{rec['backend']} on {rec['device']}"
+    one_caller = (
+        f"the tree above puts {leaf['best']} first for {where}, one caller ({leaf['margin_pct']:.0f}% ahead, spread "
+        f"{leaf['spread_pct'] or 0:.0f}%)"
+    )
+    why = (
+        "The whole loaders decide: they are what training runs (workers sharing the cores, their start-up and "
+        "hand-over counted), which one caller's rate leaves out"
+    )
+    tied_whole = {v["best"], v["runner_up"], *(t[0] for t in v.get("also_tied") or ())} if v.get("tied") else set()
+    if f"{leaf['best']} on {rec['device']}" in tied_whole:
+        return f"{one_caller}; as whole loaders it is tied with {rec['backend']}, which the tie rule took. {why}"
+    other = v["runner_up"] if v["best"] == mine else v["best"]
+    return f"{one_caller}; as whole loaders, {rec['backend']} comes out {v['margin_pct']:.0f}% ahead of {other}. {why}"
+
+
+def step_bound(candidates: list[dict]) -> str | None:
+    """A line saying that CPU candidates of notebook 21's worker sweep were measured at its simulated training step
+    and waited for data less than half of it: their rates are then partly the step's (a loader that keeps up
+    delivers one batch per step, however fast it could go), so they rank how well each keeps that step fed, not
+    how fast each decodes flat out. None where every such candidate waited at least half the time (its rate is
+    its own) or none records its wait."""
+    fed = [c for c in candidates if c.get("wait_fraction") is not None and c["wait_fraction"] < 0.5]
+    if not fed:
+        return None
+    step = fed[0]["step_s"]
+    waits = sorted(100 * c["wait_fraction"] for c in fed)
+    span = f"{waits[0]:.0f}%" if len(waits) == 1 else f"{waits[0]:.0f}-{waits[-1]:.0f}%"
+    return (
+        f"the CPU rates were taken at notebook 21's simulated {1e3 * step:.0f} ms training step, where "
+        f"{', '.join(c['backend'] for c in fed)} waited for data {span} of the time: a loader that keeps up is held "
+        "to a batch per step, so these rates rank how well each keeps that step fed, not how fast each decodes "
+        "flat out"
+    )
 
 
 def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
@@ -371,18 +436,28 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     k = int(m.group(1)) if m else 16
     workers, threads = settings(rec)
     on_gpu = str(rec["device"]).startswith("cuda")
+    # a CPU row's FFmpeg threads per decoder (make_loader's share of the cores: PyAV's and TorchCodec's only)
+    per_decoder = (rec.get("decoder_threads") or 0) if rec["backend"] in ("pyav", "torchcodec") else 0
     kind = "cuda" if on_gpu else "cpu"
     forward = sorted(n for n, i in (infos or {}).items() if adapter(rec["backend"]).forward_only(i, kind))
     in_code = bool(forward) and (rec["backend"], kind) in recipes.FORWARD_ONLY
     try:
         code = recipes.recipe(
-            rec["backend"], rec["device"], k=k, workers=workers, gpu_threads=threads, open_gop=in_code
+            rec["backend"],
+            rec["device"],
+            k=k,
+            workers=workers,
+            threads=per_decoder,
+            gpu_threads=threads,
+            open_gop=in_code,
         )
     except KeyError as e:
         return None, f"{e.args[0]}: use the playbook's call above, or the library notebook's recipe"
     caveat = recipes.entry(rec["backend"], rec["device"])["caveat"]
     note = f"{rec['backend']} on {rec['device']}, K = {k}, " + (
-        f"{threads} decoding threads" if on_gpu else f"{workers} workers"
+        f"{threads} decoding threads"
+        if on_gpu
+        else f"{workers} workers" + (f", {per_decoder} thread(s) per decoder" if per_decoder else "")
     )
     if not m:
         note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"

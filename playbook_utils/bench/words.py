@@ -10,7 +10,7 @@ from pathlib import Path
 
 from playbook_utils.bench.nvdec import SATURATED_PCT
 from playbook_utils.bench.sparse import STRATEGIES
-from playbook_utils.bench.verdicts import percent
+from playbook_utils.bench.verdicts import percent, rank
 from playbook_utils.media import default_media_specs
 
 BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
@@ -241,7 +241,10 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
     live, held = r["with_loader"], r["held"]
 
     def step(x):  # one decimal: the cost below is computed from these times, and reads from them
-        return f"step {1e3 * x['step_s']:.1f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} videos/s"
+        return (
+            f"median step {1e3 * x['step_s']:.1f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} "
+            "videos/s over all the steps"
+        )
 
     drawn, ahead = live.get("skipped_batches") or 0, live.get("lookahead_batches") or 0
     warm = live.get("warmup_batches", drawn - ahead)
@@ -263,8 +266,8 @@ def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
             if r["within_spread"]
             else f"more than the spread of {percent(r['spread_pct'])}"
             + (
-                ", but faster with the loader, which decoding cannot cause: the two runs differ by more than their "
-                "spreads, so no cost is measurable here either"
+                ", but faster with the loader, which decoding cannot cause: the two runs differ by more than either's "
+                "spread (noise from one run to the next), so no cost of decoding is measurable here"
                 if r["step_cost_pct"] < 0
                 else ""
             )
@@ -307,3 +310,39 @@ def tied_with(v) -> str:
     if not others:
         return ""
     return f" (tied with {' and '.join(others)}: {'either' if len(others) == 1 else 'any of them'})"
+
+
+def gop_lesson(short: dict, long: dict, k: int, short_info, long_info) -> str:
+    """What K sampled frames cost on the long-GOP clip against the short-GOP one (two rows of a library notebook's
+    rate table: 'fps', 'spread_pct'; the clips' `VideoInfo`s), and why: where the long GOP was slower, as notebook
+    01 teaches (each sample decodes from the keyframe before it); where it was not, whether the samples fall
+    closer together than the keyframes, so that nearly every frame is decoded either way and the short GOP's extra
+    keyframes and seeks cost more. Notebooks 10-12."""
+    n = long_info.num_frames
+    gops = (
+        round(sum(short_info.gop_lengths) / len(short_info.gop_lengths)),
+        round(sum(long_info.gop_lengths) / len(long_info.gop_lengths)),
+    )
+    v = rank([("long", long["fps"], long["spread_pct"]), ("short", short["fps"], short["spread_pct"])])
+    said = f"K={k} on the long GOP (keyframe every {gops[1]}): {long['fps']:,.0f} frames/s against {short['fps']:,.0f} "
+    said += f"on the short one (every {gops[0]}), {v.margin_pct:.0f}% apart, spread {percent(v.spread_pct)}"
+    if v.best == "short" and not v.tied:
+        return said + ": slower, as notebook 01 predicts (each sample decodes from the keyframe before it)"
+    if n / k < gops[1]:
+        return (
+            said + f": {'tied' if v.tied else 'faster'}. {k} samples of {n} frames fall every {n / k:.0f} frames, "
+            "closer than the long GOP's keyframes, so nearly every frame is decoded either way"
+            + (", and the short GOP's extra keyframes and seeks cost more" if not v.tied else "")
+            + ". GOP length decides the cost where samples fall further apart than keyframes (long videos: notebook "
+            "20's sparse section)"
+        )
+    return said + f": {'tied' if v.tied else 'faster'}, which notebook 01's lesson does not predict here"
+
+
+def storage_line(folder, storage: dict) -> str:
+    """The line of a `bandwidth.storage_read_bandwidth` result: 'FOLDER: cold 1,366 MB/s by O_DIRECT (page cache
+    bypassed), warm 8,478 MB/s; 64 MiB read from a scratch file (removed afterwards)'. Notebooks 00 and 30."""
+    return (
+        f"{folder}: cold {storage['cold_mb_s']:,.0f} MB/s by {storage['cold_method']}, warm "
+        f"{storage['warm_mb_s']:,.0f} MB/s; {storage['read_mib']:,.0f} MiB read from {storage['source']}"
+    )

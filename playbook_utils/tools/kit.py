@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from playbook_utils import env, folders, media
-from playbook_utils.bench import exactness, matrix, timing
+from playbook_utils.bench import exactness, matrix, timing, words
 from playbook_utils.decoders import BACKENDS
 from playbook_utils.device import Device
 from playbook_utils.errors import describe
@@ -150,8 +150,10 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
         theirs = []
     mine = {line.split(":")[0] for line in skipped}
     also = [line for line in theirs if isinstance(line, str) and line.split(":")[0] in mine]
-    if also:
+    if also and len({line.split(":")[0] for line in also}) == len(mine):
         return f"was not measured on the reference machine either ({reference} skipped it too: {'; '.join(also)})"
+    if also:
+        return f"was measured on the reference machine ({reference}), except what it skipped too: {'; '.join(also)}"
     return f"was measured on the reference machine: {reference}"
 
 
@@ -229,6 +231,16 @@ class Notebook:
         self.infos[info.name] = info
         return info
 
+    def gop_lesson(self, table: list[dict], short, long, k: int) -> None:
+        """Print, for each device of a `rate_table`, what K sampled frames cost on the `long`-GOP clip against the
+        `short` one and why (`words.gop_lesson`), where both rows were measured. Notebooks 10-12."""
+        if short is None or long is None or short.name == long.name:
+            return
+        for dev in dict.fromkeys(r["device"] for r in table):
+            rows = {r["clip"]: r for r in table if r["device"] == dev and r["workload"] == f"sparse K={k}" and r["fps"]}
+            if short.name in rows and long.name in rows:
+                print(f"{dev}: " + words.gop_lesson(rows[short.name], rows[long.name], k, short, long))
+
     # ------------------------------------------------------------------ checks and skips
     def check(self, label: str, frames, wanted, record: bool = True) -> None:
         """Read the stamp of every frame, compare with the indices `wanted`, print one line
@@ -275,8 +287,9 @@ class Notebook:
         self.figures.append(name)
 
     # ------------------------------------------------------------------ measurements
-    def rate_table(self, rows, min_time: float = 0.5) -> list[dict]:
-        """Time each row and check its frames; print one small table and return its rows.
+    def rate_table(self, rows, min_time: float = 0.5, smoke: bool = False, video_dir=None) -> list[dict]:
+        """Time each row and check its frames; print one small table (under the smoke-mode caveat where `smoke` and
+        no `video_dir`: `words.smoke_caveat`) and return its rows.
 
         `rows`: (device, workload, clip name, fn, wanted indices); `fn()` returns the frames. One call is
         checked (by the stamps, or against another library's decode on a clip without them: `exactness`), then `fn` is timed with `timing.measure` (GPU work synchronized). A row whose
@@ -306,6 +319,8 @@ class Notebook:
             except Exception as e:  # a path this machine cannot run is a row with its reason
                 row["error"] = describe(e)[:160]
             table.append(row)
+        if caveat := words.smoke_caveat(smoke, video_dir):
+            print(caveat)
         print(f"{'device':7s} {'workload':14s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} exact (check)")
         for r in table:
             rate = f"{r['fps']:9,.0f} {r['spread_pct']:6.0f}%" if r["fps"] else f"{'-':>9s} {'':7s}"

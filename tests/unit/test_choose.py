@@ -185,6 +185,13 @@ def test_the_code_to_paste_is_the_recommended_librarys_with_the_measured_setting
     code, note = choose.code_to_paste(rec, "uniform8")
     assert "from torchcodec.decoders import VideoDecoder" in code and "num_workers=6" in code and "k=8" in code
     assert note.startswith("torchcodec on cpu, K = 8, 6 workers") and "refuses variable-frame-rate" in note
+    # the threads per decoder the worker sweep measured (make_loader's share of the cores) go into the code
+    code, note = choose.code_to_paste({**rec, "decoder_threads": 2}, "uniform8")
+    assert "num_ffmpeg_threads=2,  # the cores shared" in code and "6 workers, 2 thread(s) per decoder" in note
+    code, _ = choose.code_to_paste({**rec, "backend": "pyav", "decoder_threads": 2}, "uniform8")
+    assert "stream.thread_count = 2" in code
+    code, note = choose.code_to_paste({**rec, "backend": "spdl", "decoder_threads": 2}, "uniform8")  # SPDL: no setting
+    assert "thread" not in note
     gpu = {
         "backend": "torchcodec",
         "device": "cuda",
@@ -270,6 +277,9 @@ def test_the_main_kind_of_file_is_the_most_common_and_a_tie_takes_the_largest_fr
     assert group == ("hevc", "1920x1080", "short GOP (<= 60)") and "the most pixels per frame" in said
     assert choose.main_group({"a": p("vp9", 320, 180)})[1].endswith("(1 files)")
     assert choose.main_group({}) == (None, "no readable file")
+    # as many files and as many pixels: the sentence does not claim the larger frames decided it
+    group, said = choose.main_group({"a": p("h264", 256, 144), "b": p("hevc", 256, 144)})
+    assert group[0] == "h264" and "the first listed" in said and "the most pixels" not in said
 
 
 def test_the_route_report_gives_the_measured_mix_or_says_it_is_computed(monkeypatch):
@@ -303,3 +313,41 @@ def test_the_route_report_gives_the_measured_mix_or_says_it_is_computed(monkeypa
     assert ran is None and lines[2].startswith("  that mix is not measured as one loader here; from the two rates")
     assert f"about {4 / (3 / 300 + 1 / 30):,.0f} frames/s" in lines[2] and len(asked) == 1
     assert choose.route_report({**rec, "fallback": None}, files, "uniform16", "cuda", "/tmp") == ([], None)
+
+
+def _leaf(best, runner_up, tied=False, margin=10.0, spread=5.0):
+    return {
+        "best": best,
+        "runner_up": runner_up,
+        "tied": tied,
+        "margin_pct": margin,
+        "spread_pct": spread,
+        "also_tied": (),
+    }
+
+
+def test_the_recommendation_is_set_beside_the_tree_leaf_of_its_case():
+    group = ("h264", "256x144", "short GOP (<= 60)")
+    key = ("cpu", "h264", "short GOP (<= 60)", "uniform16")
+    rec = {
+        "backend": "torchcodec",
+        "device": "cpu",
+        "source": "notebook 21, a DataLoader with 2 workers",
+        "verdict": {"best": "torchcodec on cpu", "tied": False, "margin_pct": 4.9, "runner_up": "spdl on cpu"},
+    }
+    # one caller's winner is another library: the line says both rankings and that the whole loaders decide
+    line = choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16")
+    assert "puts spdl first" in line and "whole loaders decide" in line
+    assert "agrees" in choose.against_tree(rec, {key: _leaf("torchcodec", "spdl")}, group, "uniform16")
+    assert "tied" in choose.against_tree(rec, {key: _leaf("spdl", "torchcodec", tied=True)}, group, "uniform16")
+    assert "no leaf" in choose.against_tree(rec, {}, group, "uniform16")
+    # a recommendation made from the one-caller table is the tree's own: nothing to set beside it
+    assert choose.against_tree({**rec, "source": "one caller, notebook 20's harness, on x"}, {}, group, "x") is None
+
+
+def test_rates_taken_at_a_step_the_loaders_kept_up_with_are_said_to_be_the_steps():
+    fed = {"backend": "torchcodec", "wait_fraction": 0.16, "step_s": 0.02}
+    line = choose.step_bound([fed, {**fed, "backend": "spdl", "wait_fraction": 0.2}])
+    assert "20 ms" in line and "16-20%" in line and "torchcodec, spdl" in line
+    assert choose.step_bound([{**fed, "wait_fraction": 0.84}]) is None  # loader-bound: its rate is its own
+    assert choose.step_bound([{"backend": "torchcodec"}]) is None  # a GPU row records no wait at a step

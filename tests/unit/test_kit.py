@@ -204,5 +204,9 @@ def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_
     (ref / "90_x.json").write_text(json.dumps({"skipped": ["other part: why"]}))
     assert kit.reference_for("90_x", skipped, root=tmp_path).startswith("was measured on the reference machine:")
     (ref / "90_x.json").write_text(json.dumps({"skipped": ["scaling efficiency: one GPU there"]}))
+    line = kit.reference_for("90_x", skipped, root=tmp_path)  # one of the two skipped there too: the other was not
+    assert line.startswith("was measured on the reference machine (") and "except what it skipped too" in line
+    assert "scaling efficiency: one GPU there" in line and "a GPU part" not in line
+    (ref / "90_x.json").write_text(json.dumps({"skipped": ["scaling efficiency: one GPU there", "a GPU part: no"]}))
     line = kit.reference_for("90_x", skipped, root=tmp_path)
     assert line.startswith("was not measured on the reference machine either") and "one GPU there" in line

@@ -35,9 +35,10 @@ def vp9_clips(tmp_path_factory):
     ]
 
 
-def _run(backend, device, paths, k):
+def _run(backend, device, paths, k, threads=0):
     namespace = {"paths": [str(p) for p in paths]}
-    exec(compile(recipes.recipe(backend, device, k=k, workers=0), f"<recipe {backend} {device}>", "exec"), namespace)
+    code = recipes.recipe(backend, device, k=k, workers=0, threads=threads)
+    exec(compile(code, f"<recipe {backend} {device}>", "exec"), namespace)
     assert isinstance(namespace["loader"], (torch.utils.data.DataLoader, types.GeneratorType))
     return namespace["VideoClips"](paths, k=k)
 
@@ -52,7 +53,7 @@ def test_every_cpu_recipe_returns_the_frames_asked_for(backend, device, clips, v
         pytest.skip(why_unavailable(backend, device))
     clips = vp9_clips if backend == "dali" else clips  # DALI's CPU decoder: VP8, VP9 and MJPEG only
     for k in (5, 40):  # 40 > the frame count: frames repeat, as sampling.uniform's do
-        ds = _run(backend, device, clips, k)
+        ds = _run(backend, device, clips, k, threads=1 if k == 5 else 0)  # a share of the cores, then FFmpeg's choice
         for i, path in enumerate(clips):
             want = sampling.uniform(media.probe(path).num_frames, k)
             got = ds[i]
@@ -62,6 +63,13 @@ def test_every_cpu_recipe_returns_the_frames_asked_for(backend, device, clips, v
                 # FFmpeg conversion, a rounding away)
                 assert torch.equal(got, read_frames(path, want, backend)), "the same pixels as the playbook's read"
                 assert resize.psnr(got, read_frames(path, want, "pyav")) > 40
+
+
+def test_cpu_recipes_take_the_threads_per_decoder_they_were_measured_with():
+    # make_loader gives each worker's PyAV and TorchCodec decoders a share of the cores: the code to paste says so
+    assert "stream.thread_count = 3  # the cores shared" in recipes.recipe("pyav", threads=3)
+    assert "num_ffmpeg_threads=3,  # the cores shared" in recipes.recipe("torchcodec", "cpu", threads=3)
+    assert "num_ffmpeg_threads=0,  # 0: as many as FFmpeg likes" in recipes.recipe("torchcodec", "cpu")
 
 
 @pytest.mark.gpu

@@ -231,3 +231,14 @@ def test_torchcodec_samplers_beside_ours(tmp_path):
     # ours spreads its frames from the first frame to the last; TorchCodec's time sampler starts at 0 and
     # steps 1/fps, so it never reaches the last frame
     assert got["vlm"][-1] == 47 and got["regular_timestamps"][-1] < 47
+
+
+def test_frames_keep_their_size_up_to_the_video_budget_then_shrink():
+    n = sampling.vlm_most_frames_at_full_size(1080, 1920)
+    pair = sampling.vlm_frame_size(1080, 1920, 2)
+    assert 2 < n < sampling.QWEN_MAX_FRAMES and n % 2 == 0
+    assert sampling.vlm_frame_size(1080, 1920, n) == pair  # the pair's size, up to n frames
+    smaller = sampling.vlm_frame_size(1080, 1920, n + 2)
+    assert smaller[0] * smaller[1] < pair[0] * pair[1]  # past it, every frame shrinks
+    # small frames never reach the budget: every frame count keeps their size
+    assert sampling.vlm_most_frames_at_full_size(144, 256) == sampling.QWEN_MAX_FRAMES
