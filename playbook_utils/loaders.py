@@ -205,7 +205,7 @@ class VideoClipDataset:
         if ref is None or own == ref[1]:
             return None
         return (
-            f"{self.paths[i]}: frames of {own[0]}x{own[1]} do not fit batches of {ref[1][0]}x{ref[1][1]} "
+            f"{self.paths[i]}: frames of {own[1]}x{own[0]} (width x height) do not fit batches of {ref[1][1]}x{ref[1][0]} "
             f"(the size of {ref[0]}); pass size=(H, W) to resize every video, or mixed_sizes='list'"
         )
 

@@ -215,7 +215,9 @@ def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
     if not mean:
         return reference_order(backends), None
     ordered = sorted(backends, key=lambda b: -mean.get(b, -1.0))
-    said = f"{source}, K = 16 sampled frames on the CPU, one caller: " + ", ".join(
+    clips = max(len(v) for v in rates.values())
+    over = f" (each library's mean over the {clips} clips it read)" if clips > 1 else ""
+    said = f"{source}, K = 16 sampled frames on the CPU, one caller{over}: " + ", ".join(
         f"{b} {mean[b]:,.0f} frames/s" if b in mean else f"{b} not measured there" for b in ordered
     )
     return ordered, said

@@ -99,6 +99,13 @@ def one_caller(clips: dict, backends, indices: dict, repeats: int = 3) -> list[d
     return rows
 
 
+def rate_on(rows: list[dict], backend: str, clips, k: int | None = None) -> float:
+    """Frames per second of `backend` over `clips` in `one_caller`'s rows: its frames over its time, each clip's
+    best call (or call `k`). Notebook 24 (`rank_on_common`)."""
+    mine = [r for r in rows if r["backend"] == backend and r["clip"] in clips]
+    return sum(r["frames"] for r in mine) / sum(min(r["seconds"]) if k is None else r["seconds"][k] for r in mine)
+
+
 def rank_on_common(rows: list[dict], backends, repeats: int) -> tuple[verdicts.Verdict, set]:
     """(verdict, clips): `one_caller`'s backends ranked by their frames per second over the clips every one of them
     read exactly (the best call per clip; the spread over the repeats, each summed over those clips). Raises
@@ -107,9 +114,8 @@ def rank_on_common(rows: list[dict], backends, repeats: int) -> tuple[verdicts.V
     if not common:
         raise ValueError("no clip that every backend read exactly: " + ", ".join(backends))
 
-    def rate(b, k=None):
-        mine = [r for r in rows if r["backend"] == b and r["clip"] in common]
-        return sum(r["frames"] for r in mine) / sum(min(r["seconds"]) if k is None else r["seconds"][k] for r in mine)
-
-    ranked = verdicts.rank((b, rate(b), verdicts.spread_pct([rate(b, k) for k in range(repeats)])) for b in backends)
+    ranked = verdicts.rank(
+        (b, rate_on(rows, b, common), verdicts.spread_pct([rate_on(rows, b, common, k) for k in range(repeats)]))
+        for b in backends
+    )
     return ranked, common

@@ -314,6 +314,8 @@ def test_one_caller_ranks_the_backends_on_the_clips_every_one_read_exactly(monke
     assert all(r["exact"] and len(r["seconds"]) == 2 for r in rows if "refused" not in r)
     ranked, common = timing.rank_on_common(rows, ["fast", "slow", "picky"], 2)
     assert common == {"a.mp4"} and ranked.best != "slow"  # only the clip all three read counts
+    slow = timing.rate_on(rows, "slow", common)  # 2 frames in at least 50 ms: at most 40 frames/s
+    assert 0 < slow <= 40 and timing.rate_on(rows, "fast", common) > slow
     with pytest.raises(ValueError, match="no clip that every backend read exactly"):
         timing.rank_on_common([{**r, "exact": False} for r in rows], ["fast", "slow"], 2)
 

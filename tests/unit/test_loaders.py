@@ -488,7 +488,7 @@ def scraped(paths, tmp_path_factory):
     bad = {
         1: "too short for the clip: 6 frames",
         3: "empty",
-        4: "frames of 180x320 do not fit batches of 144x256",
+        4: "frames of 320x180 (width x height) do not fit batches of 256x144",
         6: "does not exist",
         8: "cannot open",
         9: "do not fit",
@@ -554,7 +554,7 @@ def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
     assert [tuple(v.shape) for v in listed] == [(4, 3, 144, 256), (4, 3, 180, 320), (4, 3, 144, 256)]
     ds = loaders.VideoClipDataset(fine, mixed_sizes="list", **CLIP)
     assert all([media.read_stamp(f) for f in v] == ds.indices(i) for i, v in enumerate(listed))
-    with pytest.raises(ValueError, match=f"{items[4]}: frames of 180x320 do not fit .*{items[0]}.*size=.*'list'"):
+    with pytest.raises(ValueError, match=f"{items[4]}: frames of 320x180 .width x height. do not fit .*{items[0]}.*size=.*'list'"):
         list(loaders.make_loader(fine, batch_size=3, num_workers=0, **CLIP))
     with pytest.raises(DecodeError, match="too short for the clip") as e:
         list(loaders.make_loader([items[0], items[1]], batch_size=2, num_workers=0, **CLIP))
