@@ -436,10 +436,12 @@ def recipe(
     threads: int = 0,
     gpu_threads: int = 4,
     open_gop: bool = False,
+    batch: int | None = None,
 ) -> str:
     """The code of `RECIPES[(backend, device)]` with K frames per video, `workers` DataLoader processes and, for
     PyAV and TorchCodec on the CPU, `threads` FFmpeg threads per decoder (0: as many as FFmpeg likes; `make_loader`
-    gives each worker's decoders the cores divided among the workers, `loaders.share_of_cores`). A
+    gives each worker's decoders the cores divided among the workers, `loaders.share_of_cores`), and `batch` videos
+    per batch (None: one video at a time). A
     GPU recipe decodes in the training process with `gpu_threads` threads, 2 x gpu_threads videos ahead, as the
     playbook's `GpuLoader` does (`decode_ahead`). `open_gop` (TorchCodec on CUDA: FORWARD_ONLY): each file that
     the playbook's adapter reads forward (open-GOP HEVC) is read so too, by one forward pass from frame 0, with a
@@ -453,7 +455,12 @@ def recipe(
         _DECODE_AHEAD.substitute(threads=gpu_threads)
         if gpu
         else extra.get("driver_note", "")
-        + f"loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers={workers})"
+        + (
+            f"loader = DataLoader(VideoClips(paths), batch_size={batch}, shuffle=True, num_workers={workers})"
+            + "  # videos of one size (resize them in __getitem__ otherwise)"
+            if batch
+            else f"loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers={workers})"
+        )
     )
     return template.substitute(
         k=k,

@@ -308,8 +308,8 @@ def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: st
         f"{leaf['spread_pct'] or 0:.0f}%)"
     )
     why = (
-        "The whole loaders decide: they are what training runs (workers sharing the cores, their start-up and "
-        "hand-over counted), which one caller's rate leaves out"
+        "The whole loaders decide: they are what training runs (workers sharing the cores, batches handed over "
+        f"between processes), which one caller's rate leaves out ({rec.get('source', 'notebook 21')})"
     )
     tied_whole = {v["best"], v["runner_up"], *(t[0] for t in v.get("also_tied") or ())} if v.get("tied") else set()
     if f"{leaf['best']} on {rec['device']}" in tied_whole:
@@ -331,10 +331,10 @@ def step_bound(candidates: list[dict]) -> str | None:
     waits = sorted(100 * c["wait_fraction"] for c in fed)
     span = f"{waits[0]:.0f}%" if len(waits) == 1 else f"{waits[0]:.0f}-{waits[-1]:.0f}%"
     return (
-        f"the CPU rates were taken at notebook 21's simulated {1e3 * step:.0f} ms training step, where "
-        f"{', '.join(c['backend'] for c in fed)} waited for data {span} of the time: a loader that keeps up is held "
-        "to a batch per step, so these rates rank how well each keeps that step fed, not how fast each decodes "
-        "flat out"
+        f"the CPU rates were taken at notebook 21's simulated {1e3 * step:.0f} ms training step, and "
+        f"{', '.join(c['backend'] for c in fed)} waited for data only {span} of the time: most of each step's time "
+        "was the step's own, so these rates rank how long each made the step wait, not how fast each decodes flat "
+        "out (21's flat-out line measures that for its best)"
     )
 
 
@@ -435,6 +435,8 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     m = re.fullmatch(r"uniform(\d+)", workload)
     k = int(m.group(1)) if m else 16
     workers, threads = settings(rec)
+    batch = int(m_batch.group(1)) if (m_batch := re.search(r"batch_size=(\d+)", rec["how"])) else None
+    batch = int(m_batch.group(1)) if (m_batch := re.search(r"batch_size=(\d+)", rec["how"])) else None
     on_gpu = str(rec["device"]).startswith("cuda")
     # a CPU row's FFmpeg threads per decoder (make_loader's share of the cores: PyAV's and TorchCodec's only)
     per_decoder = (rec.get("decoder_threads") or 0) if rec["backend"] in ("pyav", "torchcodec") else 0
@@ -450,6 +452,7 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
             threads=per_decoder,
             gpu_threads=threads,
             open_gop=in_code,
+            batch=None if on_gpu else batch,
         )
     except KeyError as e:
         return None, f"{e.args[0]}: use the playbook's call above, or the library notebook's recipe"
@@ -457,7 +460,9 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     note = f"{rec['backend']} on {rec['device']}, K = {k}, " + (
         f"{threads} decoding threads"
         if on_gpu
-        else f"{workers} workers" + (f", {per_decoder} thread(s) per decoder" if per_decoder else "")
+        else f"{workers} workers"
+        + (f", batches of {batch} videos" if batch else "")
+        + (f", {per_decoder} thread(s) per decoder" if per_decoder else "")
     )
     if not m:
         note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"

@@ -308,5 +308,5 @@ def format_soak(label: str, clip: str, r: dict, max_seconds: float | None) -> st
     slope = r.get("rss_bytes_per_call")
     trend = f"; {slope:+,.0f} bytes per call" if slope is not None else ""
     if slope is not None and r["calls"] < LEAK_MIN_CALLS:
-        trend += f" (under {LEAK_MIN_CALLS:,} calls: the allocator's steps, not a leak rate)"
+        trend += f" (under {LEAK_MIN_CALLS:,} calls: too few to tell a steady leak from the allocator's steps)"
     return f"{head}, growth after warm-up {r['rss_growth_pct']:+.2f}%{gpu}{trend}"

@@ -316,31 +316,38 @@ def tied_with(v) -> str:
     return f" (tied with {' and '.join(others)}: {'either' if len(others) == 1 else 'any of them'})"
 
 
-def gop_lesson(short: dict, long: dict, k: int, short_info, long_info) -> str:
+def gop_lesson(short: dict, long: dict, k: int, short_info, long_info, seeks_each: bool | None = None) -> str:
     """What K sampled frames cost on the long-GOP clip against the short-GOP one (two rows of a library notebook's
-    rate table: 'fps', 'spread_pct'; the clips' `VideoInfo`s), and why: where the long GOP was slower, as notebook
-    01 teaches (each sample decodes from the keyframe before it); where it was not, whether the samples fall
-    closer together than the keyframes, so that nearly every frame is decoded either way and the short GOP's extra
-    keyframes and seeks cost more. Notebooks 10-12."""
+    rate table: 'fps', 'spread_pct'; the clips' `VideoInfo`s), and why. `seeks_each`: the recipe seeks to every
+    sample, so each decodes from the keyframe before it (PyAV's, notebook 10: notebook 01's lesson); False: the
+    library decodes forward from one sample to the next inside a GOP (decord, TorchCodec), so where the samples
+    fall closer together than the keyframes nearly every frame is decoded either way; None: not said. Notebooks
+    10-13."""
     n = long_info.num_frames
-    gops = (
-        round(sum(short_info.gop_lengths) / len(short_info.gop_lengths)),
-        round(sum(long_info.gop_lengths) / len(long_info.gop_lengths)),
-    )
+    gops = [round(sum(i.gop_lengths) / len(i.gop_lengths)) for i in (short_info, long_info)]
     v = rank([("long", long["fps"], long["spread_pct"]), ("short", short["fps"], short["spread_pct"])])
-    said = f"K={k} on the long GOP (keyframe every {gops[1]}): {long['fps']:,.0f} frames/s against {short['fps']:,.0f} "
-    said += f"on the short one (every {gops[0]}), {v.margin_pct:.0f}% apart, spread {percent(v.spread_pct)}"
-    if v.best == "short" and not v.tied:
-        return said + ": slower, as notebook 01 predicts (each sample decodes from the keyframe before it)"
-    if n / k < gops[1]:
+    ratio = short["fps"] / long["fps"]
+    verdict = "tied" if v.tied else f"{ratio:.1f}x slower" if ratio > 1 else f"{1 / ratio:.1f}x faster"
+    said = (
+        f"K={k} on the long GOP (a keyframe every {gops[1]} frames): {long['fps']:,.0f} frames/s against "
+        f"{short['fps']:,.0f} on the short one (every {gops[0]}), spread {percent(v.spread_pct)}: {verdict}"
+    )
+    dense = n / k < gops[1]  # samples closer together than the long GOP's keyframes
+    if seeks_each and not (v.tied or ratio < 1):
         return (
-            said + f": {'tied' if v.tied else 'faster'}. {k} samples of {n} frames fall every {n / k:.0f} frames, "
-            "closer than the long GOP's keyframes, so nearly every frame is decoded either way"
-            + (", and the short GOP's extra keyframes and seeks cost more" if not v.tied else "")
-            + ". GOP length decides the cost where samples fall further apart than keyframes (long videos: notebook "
-            "20's sparse section)"
+            said
+            + ", as notebook 01 predicts: this recipe seeks to each sample, which decodes from the keyframe before it"
         )
-    return said + f": {'tied' if v.tied else 'faster'}, which notebook 01's lesson does not predict here"
+    if seeks_each is False and dense and (v.tied or ratio < 1):
+        return (
+            said + f". This library decodes forward from one sample to the next inside a GOP rather than seeking to "
+            f"each, and {k} samples of {n} frames fall every {n / k:.0f} frames, closer than the long GOP's keyframes: "
+            "nearly every frame is decoded either way. The GOP's length costs where samples fall further apart than "
+            "keyframes (long videos: notebook 20's sparse section), or with a recipe that seeks to each (notebook 10's)"
+        )
+    if v.tied or ratio < 1:
+        return said + ", which notebook 01's lesson (each sample decodes from the keyframe before it) does not predict"
+    return said + ", as notebook 01 predicts"
 
 
 def storage_line(folder, storage: dict) -> str:

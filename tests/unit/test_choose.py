@@ -188,6 +188,10 @@ def test_the_code_to_paste_is_the_recommended_librarys_with_the_measured_setting
     # the threads per decoder the worker sweep measured (make_loader's share of the cores) go into the code
     code, note = choose.code_to_paste({**rec, "decoder_threads": 2}, "uniform8")
     assert "num_ffmpeg_threads=2,  # the cores shared" in code and "6 workers, 2 thread(s) per decoder" in note
+    batched = {**rec, "how": rec["how"].replace("k=8)", "k=8, batch_size=2)")}  # 21's batches of 2 videos
+    code, note = choose.code_to_paste(batched, "uniform8")
+    assert "DataLoader(VideoClips(paths), batch_size=2, shuffle=True, num_workers=6)" in code
+    assert "batches of 2 videos" in note
     code, _ = choose.code_to_paste({**rec, "backend": "pyav", "decoder_threads": 2}, "uniform8")
     assert "stream.thread_count = 2" in code
     code, note = choose.code_to_paste({**rec, "backend": "spdl", "decoder_threads": 2}, "uniform8")  # SPDL: no setting

@@ -554,7 +554,9 @@ def test_mixed_sizes_are_resized_batched_as_lists_or_named(scraped):
     assert [tuple(v.shape) for v in listed] == [(4, 3, 144, 256), (4, 3, 180, 320), (4, 3, 144, 256)]
     ds = loaders.VideoClipDataset(fine, mixed_sizes="list", **CLIP)
     assert all([media.read_stamp(f) for f in v] == ds.indices(i) for i, v in enumerate(listed))
-    with pytest.raises(ValueError, match=f"{items[4]}: frames of 320x180 .width x height. do not fit .*{items[0]}.*size=.*'list'"):
+    with pytest.raises(
+        ValueError, match=f"{items[4]}: frames of 320x180 .width x height. do not fit .*{items[0]}.*size=.*'list'"
+    ):
         list(loaders.make_loader(fine, batch_size=3, num_workers=0, **CLIP))
     with pytest.raises(DecodeError, match="too short for the clip") as e:
         list(loaders.make_loader([items[0], items[1]], batch_size=2, num_workers=0, **CLIP))

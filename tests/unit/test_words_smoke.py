@@ -35,3 +35,22 @@ def test_a_setting_is_advised_only_where_this_run_measured_it_winning():
     )
     lost = verdicts.rank([("thread_type=SLICE", 300, 5), ("thread_type=AUTO", 100, 5)])
     assert "LOST by 200%" in words.setting_takeaway(lost, "thread_type=AUTO", 2, "256x144", "on large frames")
+
+
+def test_the_gop_lesson_says_why_the_long_gop_cost_more_or_did_not():
+    from types import SimpleNamespace
+
+    from playbook_utils.bench import words
+
+    short, long = (
+        SimpleNamespace(num_frames=96, gop_lengths=[12] * 8),
+        SimpleNamespace(num_frames=96, gop_lengths=[48] * 2),
+    )
+    seek = words.gop_lesson({"fps": 900, "spread_pct": 5}, {"fps": 300, "spread_pct": 5}, 16, short, long, True)
+    assert "3.0x slower" in seek and "as notebook 01 predicts" in seek and "seeks to each sample" in seek
+    # a library that decodes forward inside a GOP, samples every 6 frames: nearly every frame either way
+    forward = words.gop_lesson({"fps": 1000, "spread_pct": 40}, {"fps": 1150, "spread_pct": 40}, 16, short, long, False)
+    assert forward.split(": ")[-1].startswith("tied") or ": tied." in forward
+    assert "decodes forward" in forward and "every 6 frames" in forward and "cost more" not in forward
+    odd = words.gop_lesson({"fps": 1000, "spread_pct": 1}, {"fps": 1500, "spread_pct": 1}, 16, short, long)
+    assert "1.5x faster" in odd and "does not predict" in odd
