@@ -342,7 +342,13 @@ def gop_lesson(short: dict, long: dict, k: int, short_info, long_info, seeks_eac
         return (
             said + f". This library decodes forward from one sample to the next inside a GOP rather than seeking to "
             f"each, and {k} samples of {n} frames fall every {n / k:.0f} frames, closer than the long GOP's keyframes: "
-            "nearly every frame is decoded either way. The GOP's length costs where samples fall further apart than "
+            "nearly every frame is decoded either way"
+            + (
+                ""
+                if v.tied
+                else " (what made the long GOP faster, fewer keyframes or fewer seeks, is not measured here)"
+            )
+            + ". The GOP's length costs where samples fall further apart than "
             "keyframes (long videos: notebook 20's sparse section), or with a recipe that seeks to each (notebook 10's)"
         )
     if v.tied or ratio < 1:
