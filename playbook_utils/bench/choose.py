@@ -299,7 +299,8 @@ def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: st
         return f"the tree above has no leaf for {where}: the whole loaders alone decide"
     tied = {leaf["best"], leaf["runner_up"], *(t[0] for t in leaf.get("also_tied") or ())} if leaf["tied"] else set()
     if leaf["best"] == rec["backend"]:
-        return f"the tree above agrees: for {where}, {rec['backend']} leads one caller too"
+        also = f", tied with {leaf['runner_up']}" if leaf["tied"] else ""
+        return f"the tree above agrees: for {where}, {rec['backend']} leads one caller too{also}"
     if rec["backend"] in tied:
         return f"the tree above agrees: for {where}, it has {rec['backend']} tied with {leaf['best']} for one caller"
     v, mine = rec["verdict"], f"{rec['backend']} on {rec['device']}"

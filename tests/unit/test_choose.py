@@ -343,6 +343,8 @@ def test_the_recommendation_is_set_beside_the_tree_leaf_of_its_case():
     line = choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16")
     assert "puts spdl first" in line and "whole loaders decide" in line
     assert "agrees" in choose.against_tree(rec, {key: _leaf("torchcodec", "spdl")}, group, "uniform16")
+    line = choose.against_tree(rec, {key: _leaf("torchcodec", "spdl", tied=True)}, group, "uniform16")
+    assert "leads one caller too, tied with spdl" in line
     assert "tied" in choose.against_tree(rec, {key: _leaf("spdl", "torchcodec", tied=True)}, group, "uniform16")
     assert "no leaf" in choose.against_tree(rec, {}, group, "uniform16")
     # a recommendation made from the one-caller table is the tree's own: nothing to set beside it
