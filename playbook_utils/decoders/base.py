@@ -121,6 +121,20 @@ class KnownWrong:
         return self.fixed is None or not version or version_tuple(version) < version_tuple(self.fixed)
 
 
+# how a reader says a file trait (`decoders.traits`' names, which the refusals key on)
+_TRAIT_WORDS = {"open-gop": "open-GOP", "several-streams": "multi-stream", "vfr": "variable-frame-rate"}
+_NAMED = {"h264": "H.264", "hevc": "HEVC", "av1": "AV1", "vp9": "VP9", "avi": "AVI", "matroska": "Matroska (MKV)"}
+
+
+def trait_words(trait: str) -> str:
+    """A file trait as a sentence says it: 'codec:av1' -> 'AV1', 'container:avi' -> 'AVI', 'several-streams' ->
+    'multi-stream'; others as they are ('10-bit', 'edit-list')."""
+    kind, _, name = trait.partition(":")
+    if name:
+        return _NAMED.get(name, name.upper() if kind == "codec" else name)
+    return _TRAIT_WORDS.get(trait, trait)
+
+
 def known_wrong(
     trait_names,
     why: str,

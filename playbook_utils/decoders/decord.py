@@ -14,7 +14,9 @@ from playbook_utils.device import Device
 
 
 def _wrong(trait: str, what: str, reads: str = "any") -> base.KnownWrong:
-    return base.known_wrong(trait, f"decord cannot be trusted with {trait} video: {what}", seen="0.6.0", reads=reads)
+    return base.known_wrong(
+        trait, f"decord cannot be trusted with {base.trait_words(trait)} video: {what}", seen="0.6.0", reads=reads
+    )
 
 
 class Decord(base.Adapter):

@@ -35,7 +35,7 @@ def _held(name: str) -> dict:
 
 def _wrong(trait: str, what: str) -> base.KnownWrong:
     return base.known_wrong(
-        trait, f"PyNvVideoCodec cannot be trusted with {trait} video: {what}", ("cuda",), seen="2.2.4"
+        trait, f"PyNvVideoCodec cannot be trusted with {base.trait_words(trait)} video: {what}", ("cuda",), seen="2.2.4"
     )
 
 

@@ -567,7 +567,7 @@ def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, un
         assert stamps(unusual["two"], [17, 0], stream=0) == ((144, 256), [17, 0])
     except BackendUnavailable as e:
         assert (backend, e.cause.split(":")[0]) in (
-            ("decord", "decord cannot be trusted with several-streams video"),
+            ("decord", "decord cannot be trusted with multi-stream video"),
             *(
                 (b, f"{b} always decodes FFmpeg's best video stream (1); it cannot read stream 0")
                 for b in ("dali", "spdl")
@@ -693,3 +693,15 @@ def test_matrix_cases_made_by_the_ffmpeg_tool_elsewhere_are_used_where_it_is_mis
     monkeypatch.setattr(media, "ffmpeg_cli", lambda: None)
     again = matrix.build_cases(tmp_path, 128, 72, 12, names=names)
     assert again == made  # the carried ones, and no others: they cannot be made here
+
+
+def test_a_refusal_names_the_file_trait_as_a_reader_says_it():
+    from playbook_utils.decoders import base
+
+    assert [base.trait_words(t) for t in ("codec:av1", "codec:h264", "container:avi", "several-streams", "10-bit")] == [
+        "AV1",
+        "H.264",
+        "AVI",
+        "multi-stream",
+        "10-bit",
+    ]
