@@ -22,7 +22,7 @@ import time
 
 from playbook_utils import probe, sources
 from playbook_utils.decoders import base, dali, decord, pyav, pynvvideocodec, spdl, torchcodec
-from playbook_utils.decoders.base import PROBED_ENV, child_env, file_identity, set_cpu_threads, traits
+from playbook_utils.decoders.base import PROBED_ENV, child_env, file_identity, set_cpu_threads, trait_words, traits
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line
 
@@ -52,6 +52,7 @@ __all__ = [
     "how_read",
     "SourceRead",
     "set_cpu_threads",
+    "trait_words",
     "traits",
     "video_info",
     "why_unavailable",

@@ -123,7 +123,15 @@ class KnownWrong:
 
 # how a reader says a file trait (`decoders.traits`' names, which the refusals key on)
 _TRAIT_WORDS = {"open-gop": "open-GOP", "several-streams": "multi-stream", "vfr": "variable-frame-rate"}
-_NAMED = {"h264": "H.264", "hevc": "HEVC", "av1": "AV1", "vp9": "VP9", "avi": "AVI", "matroska": "Matroska (MKV)"}
+_NAMED = {
+    "h264": "H.264",
+    "hevc": "HEVC",
+    "av1": "AV1",
+    "vp9": "VP9",
+    "avi": "AVI",
+    "matroska": "Matroska (MKV)",
+    "mov": "MP4/MOV",
+}
 
 
 def trait_words(trait: str) -> str:

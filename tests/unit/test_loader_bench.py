@@ -204,7 +204,7 @@ def test_accepted_keeps_what_a_backend_takes_and_says_why_for_the_rest(tmp_path)
     closed = media.make_clip(tmp_path / "closed.mp4", "h264", 96, 64, num_frames=12, gop=6)
     avi = media.make_clip(tmp_path / "clip.avi", "h264", 96, 64, num_frames=12, gop=6, bframes=0)
     kept, refused = loader_bench.accepted([closed, avi, closed], "decord")
-    assert kept == [closed, closed] and list(refused) == [str(avi)] and "container:avi" in refused[str(avi)]
+    assert kept == [closed, closed] and list(refused) == [str(avi)] and "AVI video" in refused[str(avi)]
     assert loader_bench.accepted([closed, avi], "pyav") == ([closed, avi], {})
 
 

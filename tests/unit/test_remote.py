@@ -153,7 +153,7 @@ def test_every_kind_of_source_reads_the_same_upright_frames_and_the_stream_asked
             outcomes[kind] = e.cause
     assert len(set(map(str, outcomes.values()))) == 1, outcomes  # the same answer from every kind of source
     answer = outcomes["path"]
-    assert answer == ((2, 3, 144, 256), [17, 0]) or "stream" in str(answer) or "several-streams" in str(answer)
+    assert answer == ((2, 3, 144, 256), [17, 0]) or "stream" in str(answer) or "multi-stream" in str(answer)
 
 
 # --------------------------------------------------------------------------- issue 29: messy data, round three
