@@ -284,6 +284,12 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     return [c for c in out if c["device"] in devices]
 
 
+def _tied(v: dict) -> set:
+    """The labels a verdict (`Verdict.as_dict`) has tied for first: the best, the runner-up and any also tied; none
+    where it is not tied."""
+    return {v["best"], v["runner_up"], *(t[0] for t in v.get("also_tied") or ())} if v.get("tied") else set()
+
+
 def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: str) -> str | None:
     """The line that sets the recommendation beside the decision tree's leaf for the same case (the device, the
     reader's most common codec and GOP class, `workload`; `decision_tree`): that they agree, that the tree had them
@@ -297,7 +303,7 @@ def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: st
     leaf = tree.get((device, group[0], group[2], workload))
     if leaf is None:
         return f"the tree above has no leaf for {where}: the whole loaders alone decide"
-    tied = {leaf["best"], leaf["runner_up"], *(t[0] for t in leaf.get("also_tied") or ())} if leaf["tied"] else set()
+    tied = _tied(leaf)
     if leaf["best"] == rec["backend"]:
         also = f", tied with {leaf['runner_up']}" if leaf["tied"] else ""
         return f"the tree above agrees: for {where}, {rec['backend']} leads one caller too{also}"
@@ -312,8 +318,7 @@ def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: st
         "The whole loaders decide: they are what training runs (workers sharing the cores, batches handed over "
         f"between processes), which one caller's rate leaves out ({rec.get('source', 'notebook 21')})"
     )
-    tied_whole = {v["best"], v["runner_up"], *(t[0] for t in v.get("also_tied") or ())} if v.get("tied") else set()
-    if f"{leaf['best']} on {rec['device']}" in tied_whole:
+    if f"{leaf['best']} on {rec['device']}" in _tied(v):
         return f"{one_caller}; as whole loaders it is tied with {rec['backend']}, which the tie rule took. {why}"
     other = v["runner_up"] if v["best"] == mine else v["best"]
     return f"{one_caller}; as whole loaders, {rec['backend']} comes out {v['margin_pct']:.0f}% ahead of {other}. {why}"
@@ -436,8 +441,7 @@ def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) ->
     m = re.fullmatch(r"uniform(\d+)", workload)
     k = int(m.group(1)) if m else 16
     workers, threads = settings(rec)
-    batch = int(m_batch.group(1)) if (m_batch := re.search(r"batch_size=(\d+)", rec["how"])) else None
-    batch = int(m_batch.group(1)) if (m_batch := re.search(r"batch_size=(\d+)", rec["how"])) else None
+    batch = batch_of(rec)
     on_gpu = str(rec["device"]).startswith("cuda")
     # a CPU row's FFmpeg threads per decoder (make_loader's share of the cores: PyAV's and TorchCodec's only)
     per_decoder = (rec.get("decoder_threads") or 0) if rec["backend"] in ("pyav", "torchcodec") else 0
@@ -490,6 +494,13 @@ def settings(rec: dict) -> tuple[int, int]:
     w = re.search(r"num_workers=(\d+)", rec["how"])
     t = re.search(r"\bthreads=(\d+)", rec["how"])
     return (int(w.group(1)) if w else len(os.sched_getaffinity(0))), (int(t.group(1)) if t else 4)
+
+
+def batch_of(rec: dict) -> int | None:
+    """The videos per batch of a recommended call (`rec['how']`'s batch_size, as `loader_candidates` writes it
+    from notebook 21), or None where it names none."""
+    b = re.search(r"batch_size=(\d+)", rec["how"])
+    return int(b.group(1)) if b else None
 
 
 def route_of(rec: dict | None) -> tuple | None:

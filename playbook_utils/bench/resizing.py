@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 from playbook_utils.bench import verdicts
-from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import read_frames, video_info
 from playbook_utils.device import Device
 from playbook_utils.resize import can_resize_in_decoder, psnr, read_resized, resize_uint8
@@ -65,7 +64,7 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
                 "device": device,
                 "method": method,
                 "frames_per_s": n / best,
-                "spread_pct": spread_pct([n / t for t in times]),
+                "spread_pct": verdicts.spread_pct([n / t for t in times]),
                 "batch_bytes": int(peak),
                 "psnr_db": psnr(out, ref),
                 "shape": list(out.shape),
