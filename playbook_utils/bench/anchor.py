@@ -268,5 +268,40 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
     return lines
 
 
+def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
+    """Notebook 20's harness against the code a reader would write: `row`, the table's PyAV row (every frame of a
+    clip, one caller), against `bare`, section 1's answer for PyAV on the same clip and frames (`library_rates`).
+    Returns the record and its sentence. A harness adds work to the same decode and cannot remove any: a row
+    faster than the bare loop by more than the spread says the machine's speed changed between the two
+    measurements (a shared 2-core VM's calls ranged 166-394 frames/s on one clip), not that the harness costs less
+    than nothing; the record says so ('readable': False) and no cost is read from it."""
+    overhead = 100 * (bare["bare_fps"] / row["fps"] - 1)
+    spread = max(bare.get("bare_spread_pct") or 0, row.get("rate_spread_pct") or 0)
+    head = (
+        f"the harness: PyAV's bare loop {bare['bare_fps']:,.0f} frames/s (section 1), its row here {row['fps']:,.0f}: "
+    )
+    if abs(overhead) <= spread:
+        judged = f"{overhead:+.1f}%, inside the {percent(spread)} spread: no cost this run can tell from noise"
+    elif overhead > 0:
+        judged = (
+            f"{overhead:+.1f}%, more than the {percent(spread)} spread: the harness costs about that much, so "
+            "compare the table's rows with each other, not with a hand-written loop"
+        )
+    else:
+        judged = (
+            f"the row is {-overhead:.0f}% faster, more than the {percent(spread)} spread. A harness adds work to the "
+            "same decode and cannot remove any: the machine ran at another speed between section 1 and the table, "
+            "so this run cannot tell the harness's cost"
+        )
+    record = {
+        "bare_fps": bare["bare_fps"],
+        "harness_fps": row["fps"],
+        "overhead_pct": overhead,
+        "spread_pct": spread,
+        "readable": overhead >= -spread,
+    }  # False: faster than the bare loop beyond the spread, no cost read
+    return record, head + judged
+
+
 if __name__ == "__main__":  # one library's anchor in a process of its own: a failure is reported as data
     child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)

@@ -106,6 +106,21 @@ def test_a_command_line_that_is_no_anchor_is_not_used_as_one():
     assert lines[2].endswith("-19% against it, more than the 5.0% spread")
 
 
+@pytest.mark.parametrize(
+    "row_fps, spread, readable, words",
+    [
+        (95.0, 10.0, True, "inside the 10% spread"),  # +5%
+        (80.0, 10.0, True, "the harness costs about that much"),  # +25%
+        (139.0, 18.0, False, "cannot tell the harness's cost"),  # the row 28% faster: the machine's speed changed
+    ],
+)
+def test_the_harness_cost_is_read_only_where_physics_allows_it(row_fps, spread, readable, words):
+    record, line = anchor.harness_cost({"bare_fps": 100.0, "bare_spread_pct": spread}, {"fps": row_fps})
+    assert record["readable"] is readable and words in line
+    assert record["overhead_pct"] == pytest.approx(100 * (100.0 / row_fps - 1))
+    assert ("faster" in line) is (not readable)
+
+
 @pytest.mark.media
 def test_the_anchor_measures_in_the_tables_children_which_stay_for_the_table(tmp_path):
     from playbook_utils.bench import harness
