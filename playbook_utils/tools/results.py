@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+from playbook_utils.bench import sparse, verdicts
 from playbook_utils.errors import first_line
 
 
@@ -71,6 +72,27 @@ class NotebookResults:
         return path
 
 
+def _sparse_times(n20: dict) -> dict:
+    """The times behind notebook 20's sparse speed-up, from its section 4 record ('sparse_strategies'): the
+    strategy's and decoding everything's seconds and spreads on the clip of the speed-up's GOP, and the exact
+    strategies tied with the quickest (`verdicts.rank`, as 20's sentence says it); {} where 20 recorded none."""
+    s = n20["sparse_speedup"]
+    clip = next((v for v in (n20.get("sparse_strategies") or {}).values() if v.get("gop") == s.get("gop")), None)
+    if not clip or s.get("strategy") not in clip or "decode everything" not in clip:
+        return {}
+    best, everything = clip[s["strategy"]], clip["decode everything"]
+    v = verdicts.rank((k, 1 / clip[k]["seconds"], clip[k].get("spread_pct")) for k in sparse.EXACT if k in clip)
+    tied = [v.runner_up, *(t[0] for t in v.also_tied)] if v.tied else []  # 20's own rule for its sentence
+    return {
+        "seconds": best["seconds"],
+        "spread_pct": best.get("spread_pct"),
+        "everything_seconds": everything["seconds"],
+        "everything_spread_pct": everything.get("spread_pct"),
+        "frames": clip.get("frames"),
+        "tied_with": tied,
+    }
+
+
 def reference_numbers(folder) -> dict:
     """The headline numbers of a full run, gathered from notebooks 20 and 21's JSON in `folder`.
 
@@ -125,7 +147,7 @@ def reference_numbers(folder) -> dict:
             for name, b in best.items()
         }
     if isinstance(n20.get("sparse_speedup"), dict):
-        out["sparse_speedup"] = n20["sparse_speedup"]
+        out["sparse_speedup"] = {**n20["sparse_speedup"], **_sparse_times(n20)}
     if n20.get("harness"):
         out["harness_overhead"] = n20["harness"]
     return out

@@ -1,0 +1,358 @@
+"""The README's table of what the reference machine measured, made from its `summary.json` and nothing else:
+
+    python -m playbook_utils.tools.headline                  # print the table for results/h200
+    python -m playbook_utils.tools.headline --write          # put it between the README's markers
+    python -m playbook_utils.tools.headline --check          # exit 1 where the README's table differs
+
+Each row quotes the reference numbers of `summary.json` (`nvdec_ceiling_fps`, `best_loader`, `sparse_speedup`,
+`harness_overhead`, which `run_notebooks` gathers from notebooks 20 and 21) or a notebook row's headline, with the
+spread and the margin where the run recorded them, and ends with its source: the notebook, linked to its executed
+copy, the `In [N]` of the cell whose output printed the figure (or "not found in its output", where none did),
+and the date and commit it ran at. A row whose numbers the run did not record is left out, and the line under the
+table names it. A test checks that the README's table is this one (issue 31: the README quotes nothing that is
+not in summary.json), so adopting a part (`nightly --adopt`) is followed by `--write`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from playbook_utils import media
+
+ROOT = Path(__file__).resolve().parents[2]
+START, END = "<!-- headline table: made by python -m playbook_utils.tools.headline --write -->", "<!-- end -->"
+CODECS = {"h264": "H.264", "hevc": "HEVC"}
+
+
+class Source:
+    """Where a reference figure was printed: the notebook's executed copy in the reference folder and its row."""
+
+    def __init__(self, folder: Path, summary: dict, readme_dir: Path):
+        self.folder, self.readme_dir = folder, readme_dir
+        self.rows = {r["notebook"].split("_")[0]: r for r in summary.get("notebooks", [])}
+
+    def headline(self, number: str) -> dict:
+        """The headline of notebook `number` ('21'), {} where the reference has no row for it."""
+        return (self.rows.get(number) or {}).get("headline") or {}
+
+    def cite(self, number: str, *needles: str) -> str:
+        """'[21, In [15]](link), 2026-12-03, `15696c4`': the notebook, the cell whose output holds the first of
+        `needles` that one does (the figure as the row gives it, then as an older copy printed it), the run."""
+        row = self.rows.get(number) or {}
+        copy = self.folder / row.get("notebook", "")
+        link = Path(os.path.relpath(copy, self.readme_dir)).as_posix()
+        cell = next((n for n in (printed_in(copy, x) for x in needles) if n is not None), None)
+        where = f"In [{cell}]" if cell is not None else "not found in its output"
+        machine = row.get("machine") or {}
+        commit = (machine.get("commit") or "")[:7]
+        run = f"{(machine.get('date_utc') or 'no date')[:10]}, " + (f"`{commit}`" if commit else "no commit recorded")
+        return f"[{number}, {where}]({link}), {run}"
+
+
+def printed_in(path: Path, needle: str) -> int | None:
+    """The execution count of the first code cell of the executed notebook at `path` whose printed output holds
+    `needle`, the closing cell that prints the headline left out (it repeats every figure); None where no cell's
+    does, or the copy cannot be read."""
+    try:
+        cells = json.loads(Path(path).read_text()).get("cells", [])
+    except (OSError, ValueError):
+        return None
+    for c in cells:
+        if c.get("cell_type") != "code" or "finish(" in "".join(c.get("source", "")):
+            continue
+        for o in c.get("outputs", []):
+            text = o.get("text") or (o.get("data") or {}).get("text/plain") or ""
+            if needle in ("".join(text) if isinstance(text, list) else text):
+                return c.get("execution_count")
+    return None
+
+
+def clip_words(name: str, mbps: float | None) -> str:
+    """'H.264 1080p GOP 30, 9.7 Mbit/s' from a media-set clip's name and its measured bitrate."""
+    codec = CODECS.get(name.split("_")[0], name.split("_")[0])
+    size = re.search(r"_(\d+p)_", name)
+    gop = re.search(r"_gop(\d+)", name)
+    words = " ".join(x for x in (codec, size and size.group(1), gop and f"GOP {gop.group(1)}") if x)
+    words += " open" if "_open" in name else ""
+    return words + (f", {mbps:.1f} Mbit/s" if mbps else "")
+
+
+def _pct(v) -> str:
+    return f"{v:.1f}%" if v is not None and v < 10 else f"{v:.0f}%"
+
+
+def ceilings_row(summary: dict, src: Source):
+    mbps = src.headline("20").get("nvdec_ceiling_mbps") or {}
+    parts = []
+    for codec, clips in (summary.get("nvdec_ceiling_fps") or {}).items():
+        for name, c in clips.items():
+            if media.is_light(name):
+                continue
+            state = (
+                "saturated"
+                if c.get("saturated")
+                else (
+                    "a lower bound: the host held it back"
+                    if (c.get("nvdec_util_median") or 0) < 95
+                    else "a lower bound: more decoders still gained"
+                )
+            )
+            procs, _, threads = str(c.get("layout")).partition("x")
+            parts.append(
+                f"{clip_words(name, mbps.get(name))}: {c['fps']:,} frames/s, decoders "
+                f"{c.get('nvdec_util_median')}% busy, {state} ({procs} processes x {threads} "
+                f"{c.get('decoder')} decoders)"
+            )
+    if not parts:
+        return None
+    first = next(iter(next(iter(summary["nvdec_ceiling_fps"].values())).values()))
+    needle = f"{first['fps']:,}"
+    return (
+        "NVDEC ceiling on the realistic clips (notebook 20's, as heavy as filmed footage): raw decoding, "
+        "processes x decoders, the most frames/s",
+        "; ".join(parts) + f" ({src.cite('20', needle)})",
+    )
+
+
+def loaders_row(summary: dict, src: Source):
+    best = summary.get("best_loader") or {}
+    margins = src.headline("21").get("best_gpu_loader") or {}
+    parts = []
+    for codec, b in best.items():
+        share = (
+            (
+                f"{100 * b['fraction_of_ceiling']:.1f}% of a saturated {b['ceiling_fps']:,}"
+                if b.get("ceiling_saturated")
+                else f"at most {100 * b['fraction_of_ceiling']:.1f}% of {b['ceiling_fps']:,}, a ceiling measured only "
+                "as a lower bound"
+            )
+            if b.get("fraction_of_ceiling") and b.get("ceiling_fps")
+            else "no ceiling to put it against"
+        )
+        spread = f" ± {_pct(b['spread_pct'])}" if b.get("spread_pct") is not None else ""
+        margin = (margins.get(b["clip"]) or {}).get("margin")
+        needle = f"{b['fps']:,}"
+        parts.append(
+            f"{clip_words(b['clip'], b.get('clip_mbps'))}: {b['loader']}, {needle} frames/s{spread}, "
+            f"{share}" + (f" ({margin})" if margin else "") + f" ({src.cite('21', needle)})"
+        )
+    if not parts:
+        return None
+    return (
+        "best GPU-side loader, every frame model-ready on the GPU, in steady state over distinct files (what it "
+        "decoded before its clock started left out)",
+        "; ".join(parts),
+    )
+
+
+def sampled_row(summary: dict, src: Source):
+    h = src.headline("21")
+    if h.get("gpu_sampled_videos_per_s") is None:
+        return None
+    spread = f" ± {_pct(h['gpu_sampled_spread_pct'])}" if h.get("gpu_sampled_spread_pct") is not None else ""
+    cpu = h.get("videos_per_s_flat_out")
+    cpu_spread = (
+        f" ± {_pct(h['videos_per_s_flat_out_spread_pct'])}"
+        if h.get("videos_per_s_flat_out_spread_pct") is not None
+        else ""
+    )
+    text = (
+        f"{h['gpu_sampled_loader']} on the GPU {h['gpu_sampled_videos_per_s']} videos/s{spread}"
+        + (f" ({h['gpu_sampled_margin']})" if h.get("gpu_sampled_margin") else "")
+        + (f"; the best CPU loader ({h.get('best_cpu_loader')}) {cpu} videos/s{cpu_spread}, flat out" if cpu else "")
+        + f" ({src.cite('21', str(h['gpu_sampled_videos_per_s']) + ' videos/s')})"
+    )
+    return "16 sampled frames per realistic 1080p video (notebook 21's K), whole loaders", text
+
+
+def training_row(summary: dict, src: Source):
+    h = src.headline("21")
+    if h.get("train_step_ms") is None:
+        return None
+    cost = h.get("train_step_cost_pct")
+    spread = h.get("train_step_spread_pct")
+    judged = ""
+    if cost is not None and spread is not None:
+        judged = f" ({cost:+.1f}%, {'inside' if abs(cost) <= spread else 'beyond'} the {_pct(spread)} spread)"
+    text = (
+        f"median step {h['train_step_ms']} ms with {h.get('train_loader') or 'the loader'} decoding beside it, "
+        f"{h['train_step_held_ms']} ms on the same batches decoded beforehand{judged}; it waited for data "
+        f"{h.get('train_wait_pct')}% of the time"
+        + (
+            f"; peak GPU memory of a step {h['train_peak_mem_mb']:,.0f} MB"
+            if h.get("train_peak_mem_mb") is not None
+            else ""
+        )
+        + f" ({src.cite('21', str(h['train_step_ms']) + ' ms', 'decoding beside it')})"
+    )
+    return "a small video transformer training on the GPU, with and without decoding beside it", text
+
+
+def sparse_row(summary: dict, src: Source):
+    s = summary.get("sparse_speedup") or {}
+    if not s.get("speedup"):
+        return None
+    every = "decoding every frame" + (f" of {s['frames']:,}" if s.get("frames") else "")
+    if s.get("seconds") is not None:
+        every += f", {1e3 * s['everything_seconds']:.0f} ms ± {_pct(s.get('everything_spread_pct') or 0)}"
+    took = f" {1e3 * s['seconds']:.0f} ms ± {_pct(s.get('spread_pct') or 0)}," if s.get("seconds") is not None else ""
+    tied = f"; tied with {', '.join(s['tied_with'])}" if s.get("tied_with") else ""
+    text = (
+        f"{s['strategy']}:{took} {s['speedup']:.1f}x faster than {every}{tied} "
+        f"({s.get('backend')} on the {s.get('device')}; {src.cite('20', '1/' + format(s['speedup'], '.1f'))})"
+    )
+    return f"16 exact frames of a {s.get('clip_s', 0):.0f} s GOP-{s.get('gop')} 1080p clip", text
+
+
+def harness_row(summary: dict, src: Source):
+    h = summary.get("harness_overhead") or {}
+    if h.get("overhead_pct") is None:
+        return None
+    o, spread = h["overhead_pct"], h.get("spread_pct") or 0
+    if h.get("readable") is False:
+        judged = "faster than the bare loop beyond the spread: no cost read from this run"
+    else:
+        judged = f"{o:+.1f}%, " + (
+            f"inside the {_pct(spread)} spread" if abs(o) <= spread else f"beyond the {_pct(spread)} spread"
+        )
+    return (
+        "notebook 20's harness against PyAV's own loop, every frame of the same clip",
+        f"{h['harness_fps']:,.0f} against {h['bare_fps']:,.0f} frames/s: {judged} ({src.cite('20', 'the harness:')})",
+    )
+
+
+def choice_row(summary: dict, src: Source):
+    h = src.headline("22")
+    if not h.get("recommended"):
+        return None
+    fps = h.get("recommended_fps")
+    text = (
+        f"{h['recommended']}"
+        + (f", {fps} frames/s" if fps is not None else "")
+        + (
+            f" ({h['margin_note']})"
+            if h.get("margin_note")
+            else (f"; runner-up {h['runner_up']}" if h.get("runner_up") else "")
+        )
+        + (f"; the call: `{h['recommended_how']}`" if h.get("recommended_how") else "")
+        + f" ({src.cite('22', h['recommended'])})"
+    )
+    return f"notebook 22's recommendation for the {h.get('workload', '')} workload on the reference media", text
+
+
+def robustness_row(summary: dict, src: Source):
+    h = src.headline("23")
+    if h.get("bad_outcomes_cpu") is None:
+        return None
+    gpu = h.get("bad_outcomes_gpu")
+    text = (
+        f"{h['bad_outcomes_cpu']} bad outcomes on the CPU"
+        + (f", {gpu} on the GPU" if gpu is not None else "")
+        + f" (wrong frames {h.get('wrong_frames')}, foreign exceptions {h.get('foreign_exceptions')}, "
+        f"crashed workers {h.get('worker_signals')}); {h.get('soak_calls', 0):,} random-access calls per backend: "
+        f"memory grew at most {h.get('worst_rss_growth_pct')}% on the host, {h.get('worst_gpu_growth_pct')}% on "
+        f"the GPU ({src.cite('23', 'bad outcomes')})"
+    )
+    return "broken files against every backend, in child processes; memory over many calls", text
+
+
+def scaling_row(summary: dict, src: Source):
+    h = src.headline("30")
+    if not h.get("aggregate_fps"):
+        return None
+    ranks = ", ".join(f"{n} rank{'s' if n != '1' else ''} {fps:,.0f} frames/s" for n, fps in h["aggregate_fps"].items())
+    eff = h.get("scaling_efficiency")
+    text = (
+        f"{ranks} ({h.get('backend')} on {h.get('device')}, {h.get('process_group')}, "
+        f"{h.get('gpu_threads_per_rank')} threads per rank); every sample once per epoch: {h.get('every_sample_once')}; "
+        + (f"scaling efficiency {eff}" if eff is not None else "scaling efficiency needs two GPUs: not measured")
+        + (
+            f"; cold storage ({h['storage_cold_mb_s']:,.0f} MB/s) feeds {h['storage_ranks_fed']} such ranks"
+            if h.get("storage_ranks_fed") is not None
+            else ""
+        )
+        + f" ({src.cite('30', 'each sample once')})"
+    )
+    return "one rank per GPU with torchrun, sampled frames of realistic 1080p H.264", text
+
+
+ROWS = (
+    ceilings_row,
+    loaders_row,
+    sampled_row,
+    training_row,
+    sparse_row,
+    harness_row,
+    choice_row,
+    robustness_row,
+    scaling_row,
+)
+
+
+def table(folder=ROOT / "results" / "h200", readme_dir=ROOT) -> str:
+    """The markdown table (with the line under it) for the reference in `folder`, links relative to `readme_dir`."""
+    folder = Path(folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    src = Source(folder, summary, Path(readme_dir))
+    rows, left = [], []
+    for make in ROWS:
+        row = make(summary, src)
+        (rows.append(row) if row else left.append(make.__name__.removesuffix("_row")))
+    machine = summary.get("machine") or {}
+    lines = ["| what | measured |", "|---|---|", *(f"| {w} | {m} |" for w, m in rows), ""]
+    lines.append(
+        f"Made from [{Path(os.path.relpath(folder / 'summary.json', readme_dir)).as_posix()}]"
+        f"({Path(os.path.relpath(folder / 'summary.md', readme_dir)).as_posix()}) "
+        f"({machine.get('gpu')}, {machine.get('cores')} cores) by `python -m playbook_utils.tools.headline --write`"
+        + (f"; not recorded in it, so not shown: {', '.join(left)}" if left else "")
+        + "."
+    )
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    """`text` with what lies between START and END replaced by `block`; ValueError naming the markers if absent."""
+    if START not in text or END not in text.split(START, 1)[1]:
+        raise ValueError(f"the README has no block between {START!r} and {END!r}")
+    head, rest = text.split(START, 1)
+    return head + START + "\n" + block + "\n" + END + rest.split(END, 1)[1]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("folder", nargs="?", default=str(ROOT / "results" / "h200"), help="the reference folder")
+    ap.add_argument("--readme", default=str(ROOT / "README.md"), help="the README whose table --write/--check use")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--write", action="store_true", help="put the table between the README's markers")
+    how.add_argument("--check", action="store_true", help="exit 1 where the README's table is not this one")
+    args = ap.parse_args(argv)
+    readme = Path(args.readme)
+    try:
+        block = table(args.folder, readme.parent)
+        text = readme.read_text() if (args.write or args.check) else ""
+        new = replace_block(text, block) if (args.write or args.check) else ""
+    except (OSError, ValueError, KeyError) as e:
+        print(f"headline: {e}", file=sys.stderr)
+        return 2
+    if args.write:
+        readme.write_text(new)
+        print(f"headline: {readme}: table written")
+    elif args.check:
+        if new != text:
+            print(f"headline: {readme}: its table is not the one {args.folder}/summary.json gives; run --write")
+            return 1
+        print(f"headline: {readme}: its table is summary.json's")
+    else:
+        print(block)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
