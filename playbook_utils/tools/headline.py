@@ -124,16 +124,13 @@ def loaders_row(summary: dict, src: Source):
     margins = src.headline("21").get("best_gpu_loader") or {}
     parts = []
     for codec, b in best.items():
-        share = (
-            (
-                f"{100 * b['fraction_of_ceiling']:.1f}% of a saturated {b['ceiling_fps']:,}"
-                if b.get("ceiling_saturated")
-                else f"at most {100 * b['fraction_of_ceiling']:.1f}% of {b['ceiling_fps']:,}, a ceiling measured only "
-                "as a lower bound"
-            )
-            if b.get("fraction_of_ceiling") and b.get("ceiling_fps")
-            else "no ceiling to put it against"
-        )
+        pct, ceiling = 100 * (b.get("fraction_of_ceiling") or 0), b.get("ceiling_fps")
+        if not pct or not ceiling:
+            share = "no ceiling to put it against"
+        elif b.get("ceiling_saturated"):
+            share = f"{pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}, saturated)"
+        else:
+            share = f"at most {pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}, only a lower bound)"
         spread = f" ± {_pct(b['spread_pct'])}" if b.get("spread_pct") is not None else ""
         margin = (margins.get(b["clip"]) or {}).get("margin")
         needle = f"{b['fps']:,}"

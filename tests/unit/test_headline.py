@@ -58,7 +58,10 @@ def test_the_table_quotes_summary_json_and_cites_the_cell_that_printed_each_figu
     assert "9,675" not in ceiling  # a light clip is no realistic ceiling
     assert "[20, In [1]](20_decode_benchmarks.ipynb), 2026-12-06, `abcdef0`" in ceiling
     loader = next(line for line in text.splitlines() if line.startswith("| best GPU-side loader"))
-    assert "7,923 frames/s ± 0.9%, 96.6% of a saturated 8,203" in loader and "[21, In [1]]" in loader
+    assert (
+        "7,923 frames/s ± 0.9%, 96.6% of the ceiling 21 measured beside it (8,203, saturated)" in loader
+        and "[21, In [1]]" in loader
+    )
     # the older copy printed no such line: the closing headline dump is not taken for it, and the row says so
     sampled = next(line for line in text.splitlines() if line.startswith("| 16 sampled frames"))
     assert "[21, not found in its output]" in sampled and "2026-11-30, no commit recorded" in sampled
