@@ -622,6 +622,8 @@ def main(argv=None) -> int:
             print(f"nightly: error: {e}", file=sys.stderr)
             return EXIT_USAGE
         print(f"nightly: {', '.join(done)} from {args.adopt} now the reference in {args.baseline}")
+        if Path(args.baseline).resolve() == BASELINE.resolve():  # the README's table quotes this folder's summary
+            print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table from it")
         return EXIT_OK
     if args.part:
         if args.pattern:
