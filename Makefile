@@ -44,8 +44,9 @@ test: setup  ## the unit tests and every notebook in smoke mode
 test-fast: setup  ## the unit tests that need no video (under a minute)
 	$(PY) -m pytest tests/unit -m "not media and not slow and not gpu and not notebook"
 
-lint: setup  ## ruff check and ruff format --check (the version the test extra pins)
+lint: setup  ## ruff check and ruff format --check (the version the test extra pins); names in the notebooks
 	$(PY) -m ruff check playbook_utils tests benchmarks
+	$(PY) -m ruff check --select F notebooks  # undefined or unused names, also in branches CI never runs (the GPU's)
 	$(PY) -m ruff format --check playbook_utils tests benchmarks
 
 # Nightly validation: every notebook in full mode into nightly/<date>/, then compared with results/h200/
