@@ -1,0 +1,104 @@
+"""Every call a notebook makes into `playbook_utils` names something that exists, with arguments its signature takes.
+
+CI runs the notebooks without a GPU, so the cells' GPU branches never run there: a function renamed, or a keyword
+argument misspelt, in a branch only the H200 takes would otherwise first fail in a GPU session, after its install
+and whatever ran before. This reads each code cell's syntax tree instead, so every branch is checked on the CPU:
+calls through the names a notebook imports from the package (modules, functions, classes) and through the
+`kit.Notebook` it makes (`nb.section(...)`)."""
+
+import ast
+import importlib
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from playbook_utils.tools import kit
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9]*.ipynb"))
+
+
+def _cells(path: Path) -> list[str]:
+    nb = json.loads(path.read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _imported(tree: ast.AST) -> dict:
+    """{local name: object} for what the notebook imports from playbook_utils."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("playbook_utils"):
+            module = importlib.import_module(node.module)
+            for a in node.names:
+                obj = getattr(module, a.name, None)
+                if obj is None:  # a submodule not imported by its package
+                    obj = importlib.import_module(f"{node.module}.{a.name}")
+                names[a.asname or a.name] = obj
+    return names
+
+
+def _problem(target, name: str, call: ast.Call) -> str | None:
+    """Why `call` cannot reach `target` (None where it can, or where the call's arguments are spread)."""
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return None
+    keywords = [k.arg for k in call.keywords]
+    if any(isinstance(a, ast.Starred) for a in call.args) or None in keywords:  # *args or **kwargs: check the names
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+        unknown = [k for k in keywords if k and k not in sig.parameters and not takes_any]
+        return f"{name}() takes no keyword {unknown}" if unknown else None
+    try:
+        sig.bind(*([None] * len(call.args)), **{k: None for k in keywords})
+    except TypeError as e:
+        return f"{name}{sig}: {e}"
+    return None
+
+
+def _problems(path: Path) -> list[str]:
+    tree = ast.parse("\n".join(c for c in _cells(path) if not c.lstrip().startswith(("%", "!"))))
+    names = _imported(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f, target, name = node.func, None, None
+        if isinstance(f, ast.Name) and f.id in names and callable(names[f.id]):
+            target, name = names[f.id], f.id
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            owner = names.get(f.value.id, kit.Notebook if f.value.id == "nb" else None)
+            if owner is None or not (inspect.ismodule(owner) or inspect.isclass(owner)):
+                continue
+            name = f"{f.value.id}.{f.attr}"
+            if not hasattr(owner, f.attr):
+                found.append(f"line {node.lineno}: {name}: no such name")
+                continue
+            target = getattr(owner, f.attr)
+            if inspect.isclass(owner) and inspect.isfunction(target):  # called on an instance (nb.show): bound as
+                target = getattr(object.__new__(owner), f.attr)  # the instance binds it (a staticmethod stays unbound)
+        if target is not None and callable(target):
+            why = _problem(target, name, node)
+            if why:
+                found.append(f"line {node.lineno}: {why}")
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_call_into_the_package_names_what_exists_with_arguments_it_takes(path):
+    assert _problems(path) == []
+
+
+def test_the_check_finds_a_misspelt_keyword_and_a_missing_function(tmp_path):
+    cells = [
+        "from playbook_utils.bench import loader_bench\nfrom playbook_utils.tools import kit",
+        'nb = kit.Notebook("99", "out", "cpu")\nif False:\n    loader_bench.wait_epoch({}, 4, stepz=3)',
+        "    loader_bench.no_such_function()\n    nb.section()",
+    ]
+    nb = {"cells": [{"cell_type": "code", "source": c} for c in cells]}
+    (tmp_path / "99_x.ipynb").write_text(json.dumps(nb))
+    found = _problems(tmp_path / "99_x.ipynb")
+    assert len(found) == 3, found
+    assert any("wait_epoch" in f and "steps" in f for f in found)  # stepz= is no keyword it takes
+    assert any("no_such_function: no such name" in f for f in found)
+    assert any("nb.section" in f for f in found)
