@@ -1,4 +1,5 @@
-"""Every call a notebook makes into `playbook_utils` names something that exists, with arguments its signature takes.
+"""Every call a notebook makes into `playbook_utils` names something that exists, with arguments its signature takes;
+so does every call the package makes into itself.
 
 CI runs the notebooks without a GPU, so the cells' GPU branches never run there: a function renamed, or a keyword
 argument misspelt, in a branch only the H200 takes would otherwise first fail in a GPU session, after its install
@@ -16,7 +17,14 @@ import pytest
 
 from playbook_utils.tools import kit
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9]*.ipynb"))
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+# the package's modules (not a __main__, which runs when imported), by their dotted names
+MODULES = sorted(
+    ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for p in (ROOT / "playbook_utils").rglob("*.py")
+    if p.name != "__main__.py"
+)
 
 
 def _cells(path: Path) -> list[str]:
@@ -58,7 +66,12 @@ def _problem(target, name: str, call: ast.Call) -> str | None:
 
 def _problems(path: Path) -> list[str]:
     tree = ast.parse("\n".join(c for c in _cells(path) if not c.lstrip().startswith(("%", "!"))))
-    names = _imported(tree)
+    return _calls(tree, _imported(tree), {"nb": kit.Notebook})
+
+
+def _calls(tree: ast.AST, names: dict, instances: dict | None = None) -> list[str]:
+    """What is wrong with each call in `tree` through `names` ({local name: module, function or class}) and
+    through `instances` ({local name: the class of the object it holds})."""
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -67,7 +80,7 @@ def _problems(path: Path) -> list[str]:
         if isinstance(f, ast.Name) and f.id in names and callable(names[f.id]):
             target, name = names[f.id], f.id
         elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
-            owner = names.get(f.value.id, kit.Notebook if f.value.id == "nb" else None)
+            owner = names.get(f.value.id, (instances or {}).get(f.value.id))
             if owner is None or not (inspect.ismodule(owner) or inspect.isclass(owner)):
                 continue
             name = f"{f.value.id}.{f.attr}"
@@ -87,6 +100,18 @@ def _problems(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_call_into_the_package_names_what_exists_with_arguments_it_takes(path):
     assert _problems(path) == []
+
+
+def test_the_packages_own_calls_into_itself_name_what_exists_with_arguments_it_takes():
+    """The same check over the package's modules (1,173 calls on 2026-12-05): the GPU paths inside it, too."""
+    found = []
+    for name in MODULES:
+        module = importlib.import_module(name)
+        tree = ast.parse(inspect.getsource(module))
+        names = {k: v for k, v in vars(module).items() if (inspect.isfunction(v) or inspect.isclass(v))
+                 and v.__module__ == name}  # fmt: skip
+        found += [f"{name}: {p}" for p in _calls(tree, {**names, **_imported(tree)})]
+    assert found == []
 
 
 def test_the_check_finds_a_misspelt_keyword_and_a_missing_function(tmp_path):
