@@ -114,6 +114,14 @@ def test_the_packages_own_calls_into_itself_name_what_exists_with_arguments_it_t
     assert found == []
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks").rglob("*.py")), ids=lambda p: p.name)
+def test_the_gpu_sessions_scripts_call_the_package_as_it_is(path):
+    """benchmarks/' scripts (the H200 session's diagnostics among them), read, not run: a call into the package
+    from a script that runs only on the GPU machine fails here first."""
+    tree = ast.parse(path.read_text())
+    assert _calls(tree, _imported(tree)) == []
+
+
 def test_the_check_finds_a_misspelt_keyword_and_a_missing_function(tmp_path):
     cells = [
         "from playbook_utils.bench import loader_bench\nfrom playbook_utils.tools import kit",
