@@ -48,7 +48,7 @@ class VideoClips(Dataset):
         return torch.from_numpy(np.stack([picked[j] for j in want])).permute(0, 3, 1, 2)
 
 
-loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)
+$driver
 ''')
 
 _TORCHCODEC = Template('''${frame_table_imports}import torch
@@ -139,7 +139,7 @@ class VideoClips(Dataset):
         return frames.permute(0, 3, 1, 2)
 
 
-loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)
+$driver
 ''')
 
 _SPDL = Template('''import spdl.io
@@ -167,7 +167,7 @@ class VideoClips(Dataset):
         return rgb[[wanted.index(j) for j in want]]  # repeats restored when K exceeds the frame count
 
 
-loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers=$workers)
+$driver
 ''')
 
 _PYNVVIDEOCODEC = Template('''import PyNvVideoCodec as nvc

@@ -36,6 +36,10 @@ class Source:
         self.folder, self.readme_dir = folder, readme_dir
         self.rows = {r["notebook"].split("_")[0]: r for r in summary.get("notebooks", [])}
 
+    def date(self, number: str) -> str:
+        """The UTC date and time notebook `number` ran at, '' where not recorded."""
+        return ((self.rows.get(number) or {}).get("machine") or {}).get("date_utc") or ""
+
     def headline(self, number: str) -> dict:
         """The headline of notebook `number` ('21'), {} where the reference has no row for it."""
         return (self.rows.get(number) or {}).get("headline") or {}
@@ -134,6 +138,13 @@ def loaders_row(summary: dict, src: Source):
         spread = f" ± {_pct(b['spread_pct'])}" if b.get("spread_pct") is not None else ""
         margin = (margins.get(b["clip"]) or {}).get("margin")
         needle = f"{b['fps']:,}"
+        other = ((summary.get("nvdec_ceiling_fps") or {}).get(codec) or {}).get(b["clip"]) or {}
+        if other.get("saturated") and b["fps"] > other["fps"] * (1 + (b.get("spread_pct") or 0) / 100):
+            share += (
+                f"; above the {other['fps']:,} that notebook 20 measured as saturated on this clip in another run "
+                f"({str(other.get('layout')).replace('x', ' x ')}), so that ceiling was too low: no loader beats "
+                "the engines"
+            )
         parts.append(
             f"{clip_words(b['clip'], b.get('clip_mbps'))}: {b['loader']}, {needle} frames/s{spread}, "
             f"{share}" + (f" ({margin})" if margin else "") + f" ({src.cite('21', needle)})"
@@ -161,8 +172,13 @@ def sampled_row(summary: dict, src: Source):
     text = (
         f"{h['gpu_sampled_loader']} on the GPU {h['gpu_sampled_videos_per_s']} videos/s{spread}"
         + (f" ({h['gpu_sampled_margin']})" if h.get("gpu_sampled_margin") else "")
-        + (f"; the best CPU loader ({h.get('best_cpu_loader')}) {cpu} videos/s{cpu_spread}, flat out" if cpu else "")
         + f" ({src.cite('21', str(h['gpu_sampled_videos_per_s']) + ' videos/s')})"
+        + (
+            f"; the best CPU loader 21 measured ({h.get('best_cpu_loader')}) {cpu} videos/s{cpu_spread}, flat out "
+            f"({src.cite('21', f'{cpu} videos/s')})"
+            if cpu
+            else ""
+        )
     )
     return "16 sampled frames per realistic 1080p video (notebook 21's K), whole loaders", text
 
@@ -178,8 +194,8 @@ def training_row(summary: dict, src: Source):
         judged = f" ({cost:+.1f}%, {'inside' if abs(cost) <= spread else 'beyond'} the {_pct(spread)} spread)"
     text = (
         f"median step {h['train_step_ms']} ms with {h.get('train_loader') or 'the loader'} decoding beside it, "
-        f"{h['train_step_held_ms']} ms on the same batches decoded beforehand{judged}; it waited for data "
-        f"{h.get('train_wait_pct')}% of the time"
+        f"{h['train_step_held_ms']} ms on the same batches decoded beforehand{judged}; waiting for data took "
+        f"{h.get('train_wait_pct')}% of the wall time besides"
         + (
             f"; peak GPU memory of a step {h['train_peak_mem_mb']:,.0f} MB"
             if h.get("train_peak_mem_mb") is not None
@@ -218,8 +234,9 @@ def harness_row(summary: dict, src: Source):
             f"inside the {_pct(spread)} spread" if abs(o) <= spread else f"beyond the {_pct(spread)} spread"
         )
     return (
-        "notebook 20's harness against PyAV's own loop, every frame of the same clip",
-        f"{h['harness_fps']:,.0f} against {h['bare_fps']:,.0f} frames/s: {judged} ({src.cite('20', 'the harness:')})",
+        "notebook 20's benchmark harness against a bare PyAV loop, every frame of the same clip on the CPU",
+        f"the harness's row {h['harness_fps']:,.0f} frames/s, the bare loop {h['bare_fps']:,.0f}: {judged} "
+        f"({src.cite('20', 'the harness:')})",
     )
 
 
@@ -239,6 +256,9 @@ def choice_row(summary: dict, src: Source):
         + (f"; the call: `{h['recommended_how']}`" if h.get("recommended_how") else "")
         + f" ({src.cite('22', h['recommended'])})"
     )
+    later = [n for n in ("20", "21") if src.date(n) > src.date("22")]
+    if later:  # 22 ranks what 20 and 21 measured: a 22 older than them ranked an earlier run's numbers
+        text += f"; made from an earlier run of {' and '.join(later)} than the one above: stale until 22 runs again"
     return f"notebook 22's recommendation for the {h.get('workload', '')} workload on the reference media", text
 
 
@@ -251,9 +271,18 @@ def robustness_row(summary: dict, src: Source):
         f"{h['bad_outcomes_cpu']} bad outcomes on the CPU"
         + (f", {gpu} on the GPU" if gpu is not None else "")
         + f" (wrong frames {h.get('wrong_frames')}, foreign exceptions {h.get('foreign_exceptions')}, "
-        f"crashed workers {h.get('worker_signals')}); {h.get('soak_calls', 0):,} random-access calls per backend: "
+        f"workers ended by a signal {h.get('worker_signals')}) ({src.cite('23', 'bad outcomes')}); up to "
+        f"{h.get('soak_calls', 0):,} random-access calls per backend within a time limit ({h.get('soak_fewest_calls') or 0:,} "
+        f"for the slowest): "
         f"memory grew at most {h.get('worst_rss_growth_pct')}% on the host, {h.get('worst_gpu_growth_pct')}% on "
-        f"the GPU ({src.cite('23', 'bad outcomes')})"
+        f"the GPU"
+        + (f", {h['worst_rss_bytes_per_call']:,} bytes per call at worst" if h.get("worst_rss_bytes_per_call") else "")
+        + (
+            f" ({h['soak_backends_too_few_calls']} backends made too few calls to tell a leak from the allocator)"
+            if h.get("soak_backends_too_few_calls")
+            else ""
+        )
+        + f" ({src.cite('23', 'growth', 'calls')})"
     )
     return "broken files against every backend, in child processes; memory over many calls", text
 
@@ -266,14 +295,15 @@ def scaling_row(summary: dict, src: Source):
     eff = h.get("scaling_efficiency")
     text = (
         f"{ranks} ({h.get('backend')} on {h.get('device')}, {h.get('process_group')}, "
-        f"{h.get('gpu_threads_per_rank')} threads per rank); every sample once per epoch: {h.get('every_sample_once')}; "
+        f"{h.get('gpu_threads_per_rank')} threads per rank); every sample once per epoch: {h.get('every_sample_once')} "
+        f"({src.cite('30', 'each sample once')}); "
         + (f"scaling efficiency {eff}" if eff is not None else "scaling efficiency needs two GPUs: not measured")
         + (
-            f"; cold storage ({h['storage_cold_mb_s']:,.0f} MB/s) feeds {h['storage_ranks_fed']} such ranks"
+            f"; cold storage reads {h['storage_cold_mb_s']:,.0f} MB/s, {h['storage_ranks_fed']} times one rank's "
+            f"read rate ({src.cite('30', 'such ranks', 'ranks')})"
             if h.get("storage_ranks_fed") is not None
             else ""
         )
-        + f" ({src.cite('30', 'each sample once')})"
     )
     return "one rank per GPU with torchrun, sampled frames of realistic 1080p H.264", text
 
@@ -300,12 +330,14 @@ def table(folder=ROOT / "results" / "h200", readme_dir=ROOT) -> str:
     for make in ROWS:
         row = make(summary, src)
         (rows.append(row) if row else left.append(make.__name__.removesuffix("_row")))
-    machine = summary.get("machine") or {}
     lines = ["| what | measured |", "|---|---|", *(f"| {w} | {m} |" for w, m in rows), ""]
+    summary_md = Path(os.path.relpath(folder / "summary.md", readme_dir)).as_posix()
     lines.append(
-        f"Made from [{Path(os.path.relpath(folder / 'summary.json', readme_dir)).as_posix()}]"
-        f"({Path(os.path.relpath(folder / 'summary.md', readme_dir)).as_posix()}) "
-        f"({machine.get('gpu')}, {machine.get('cores')} cores) by `python -m playbook_utils.tools.headline --write`"
+        "Saturated: NVML's median decoder utilization at least 95% and more decoders gained under 3%; otherwise the "
+        "ceiling is only a lower bound (and a share of it an upper bound). ± and spread: how much the repeated "
+        "measurements of one rate differ (the middle half of them, or all of 2-3, in % of their median); tied: a margin inside "
+        f"the spread. Made from `summary.json` ([{summary_md}]({summary_md}); its rows by machine, date and commit) "
+        "by `python -m playbook_utils.tools.headline --write`"
         + (f"; not recorded in it, so not shown: {', '.join(left)}" if left else "")
         + "."
     )

@@ -86,3 +86,20 @@ def test_write_puts_the_table_between_the_markers_and_check_tells_a_stale_one(tm
 
 def test_the_readme_quotes_the_reference_summary_and_nothing_else():
     assert headline.main(["--check"]) == 0, "run: python -m playbook_utils.tools.headline --write"
+
+
+def test_rows_that_contradict_each_other_across_runs_say_so(tmp_path):
+    ref = _reference(tmp_path)
+    summary = json.loads((ref / "summary.json").read_text())
+    # 20's ceiling for the loader's clip, called saturated in another run, below what 21's loader delivered there
+    summary["nvdec_ceiling_fps"]["hevc"]["hevc_1080p_gop30_3.5mbps.mp4"].update(fps=7500, saturated=True)
+    summary["notebooks"].append(
+        {"notebook": "22_choosing_a_loader.ipynb", "machine": {"date_utc": "2026-11-29 03:00"},
+         "headline": {"recommended": "torchcodec on cuda", "recommended_fps": 400, "workload": "uniform16"}}
+    )  # fmt: skip
+    (ref / "summary.json").write_text(json.dumps(summary))
+    text = headline.table(ref, tmp_path)
+    assert "above the 7,500 that notebook 20 measured as saturated on this clip in another run" in text
+    assert "no loader beats the engines" in text
+    choice = next(line for line in text.splitlines() if line.startswith("| notebook 22's recommendation"))
+    assert "made from an earlier run of 20 and 21 than the one above: stale until 22 runs again" in choice

@@ -72,6 +72,20 @@ def test_cpu_recipes_take_the_threads_per_decoder_they_were_measured_with():
     assert "num_ffmpeg_threads=0,  # 0: as many as FFmpeg likes" in recipes.recipe("torchcodec", "cpu")
 
 
+@pytest.mark.parametrize("backend, device", CPU, ids=[b for b, _ in CPU])
+def test_every_cpu_recipe_batches_as_it_was_measured(backend, device):
+    # notebook 22 hands over 21's batch size: every CPU recipe's DataLoader takes it (PyAV's, decord's and SPDL's
+    # said batch_size=None beside a note saying "batches of 2 videos", 2026-12-05)
+    code = recipes.recipe(backend, device, workers=0, batch=2)
+    assert "batch_size=2," in code and "batch_size=None" not in code
+    assert "batch_size=None," in recipes.recipe(backend, device, workers=0)  # one video at a time by default
+    if why_unavailable(backend, device):
+        pytest.skip(why_unavailable(backend, device))
+    namespace = {"paths": ["a.mp4", "b.mp4"]}  # nothing is read until the loader is iterated
+    exec(compile(code, f"<recipe {backend} {device}>", "exec"), namespace)
+    assert namespace["loader"].batch_size == 2
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("backend, device", GPU, ids=[b for b, _ in GPU])
