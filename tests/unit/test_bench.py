@@ -204,6 +204,16 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
     }
     assert r["best_loader"]["h264"]["fraction_of_ceiling"] == 0.69
     assert r["sparse_speedup"] == {"speedup": 5.0} and r["harness_overhead"] == {"overhead_pct": 1.0}
+    # with 20's section 4 record, the speed-up carries its times and spreads, and the exact strategies tied with it
+    n20 = json.loads((tmp_path / "20_decode_benchmarks.json").read_text())
+    timed = {k: {"seconds": t, "spread_pct": 10.0} for k, t in (("seek per frame", 0.37), ("sorted forward pass", 0.25),
+             ("parallel GOPs", 0.233), ("decode everything", 0.97))}  # fmt: skip
+    n20.update(sparse_speedup={"strategy": "parallel GOPs", "speedup": 4.16, "gop": 30},
+               sparse_strategies={"long.mp4": {"gop": 30, "frames": 1800, **timed}})  # fmt: skip
+    (tmp_path / "20_decode_benchmarks.json").write_text(json.dumps(n20))
+    s = reference_numbers(tmp_path)["sparse_speedup"]
+    assert (s["seconds"], s["everything_seconds"], s["frames"]) == (0.233, 0.97, 1800)
+    assert s["tied_with"] == ["sorted forward pass"]  # 7% apart inside a 10% spread; seek per frame 59% apart
 
 
 def test_utilization_monitor_summary_keeps_only_samples_after_a_time():
