@@ -90,6 +90,17 @@ def _pct(v) -> str:
     return f"{v:.1f}%" if v is not None and v < 10 else f"{v:.0f}%"
 
 
+OLD_COUNT = (
+    "counted with each decoder's last 32-frame chunk whole, as TorchCodec's count was before 2026-12-05: high by up "
+    "to 32 frames per decoder over its window"
+)
+
+
+def old_count(decoder, counted) -> bool:
+    """Whether a ceiling was counted by TorchCodec's decoders before their last chunks were counted by their share."""
+    return decoder == "torchcodec" and not counted
+
+
 def ceilings_row(summary: dict, src: Source):
     mbps = src.headline("20").get("nvdec_ceiling_mbps") or {}
     parts = []
@@ -110,7 +121,9 @@ def ceilings_row(summary: dict, src: Source):
             parts.append(
                 f"{clip_words(name, mbps.get(name))}: {c['fps']:,} frames/s, decoders "
                 f"{c.get('nvdec_util_median')}% busy, {state} ({procs} processes x {threads} "
-                f"{c.get('decoder')} decoders)"
+                f"{c.get('decoder')} decoders"
+                + (f"; {OLD_COUNT}" if old_count(c.get("decoder"), c.get("counted")) else "")
+                + ")"
             )
     if not parts:
         return None
@@ -135,6 +148,8 @@ def loaders_row(summary: dict, src: Source):
             share = f"{pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}, saturated)"
         else:
             share = f"at most {pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}, only a lower bound)"
+        if pct and old_count(b.get("ceiling_decoder"), b.get("ceiling_counted")):
+            share += f" (that ceiling {OLD_COUNT}, so the share is low by as much)"
         spread = f" ± {_pct(b['spread_pct'])}" if b.get("spread_pct") is not None else ""
         margin = (margins.get(b["clip"]) or {}).get("margin")
         needle = f"{b['fps']:,}"

@@ -126,6 +126,7 @@ def reference_numbers(folder) -> dict:
                 "decoder": best.get("decoder", "pynvvideocodec"),
                 "nvdec_util_median": best.get("nvdec_util_median"),
                 "saturated": c.get("saturated"),
+                "counted": best.get("counted"),  # None: a run before 2026-12-05 (its last chunks counted whole)
             }
     if ceilings:
         out["nvdec_ceiling_fps"] = ceilings
@@ -143,6 +144,8 @@ def reference_numbers(folder) -> dict:
                 "spread_pct": b.get("spread_pct"),
                 "clip_mbps": b.get("clip_mbps"),
                 "lookahead_items": b.get("lookahead_items"),
+                "ceiling_decoder": ((n21.get("gpu_ceilings") or {}).get(name, {}).get("best") or {}).get("decoder"),
+                "ceiling_counted": ((n21.get("gpu_ceilings") or {}).get(name, {}).get("best") or {}).get("counted"),
             }
             for name, b in best.items()
         }

@@ -56,6 +56,7 @@ def test_the_table_quotes_summary_json_and_cites_the_cell_that_printed_each_figu
     ceiling = next(line for line in text.splitlines() if line.startswith("| NVDEC ceiling"))
     assert "8,187 frames/s, decoders 97% busy, a lower bound: more decoders still gained" in ceiling
     assert "9,675" not in ceiling  # a light clip is no realistic ceiling
+    assert "counted with each decoder's last 32-frame chunk whole" in ceiling  # TorchCodec's, before 12-05
     assert "[20, In [1]](20_decode_benchmarks.ipynb), 2026-12-06, `abcdef0`" in ceiling
     loader = next(line for line in text.splitlines() if line.startswith("| best GPU-side loader"))
     assert (
@@ -92,7 +93,9 @@ def test_rows_that_contradict_each_other_across_runs_say_so(tmp_path):
     ref = _reference(tmp_path)
     summary = json.loads((ref / "summary.json").read_text())
     # 20's ceiling for the loader's clip, called saturated in another run, below what 21's loader delivered there
-    summary["nvdec_ceiling_fps"]["hevc"]["hevc_1080p_gop30_3.5mbps.mp4"].update(fps=7500, saturated=True)
+    summary["nvdec_ceiling_fps"]["hevc"]["hevc_1080p_gop30_3.5mbps.mp4"].update(
+        fps=7500, saturated=True, counted="within the window"
+    )  # counted as today's code counts: no caveat
     summary["notebooks"].append(
         {"notebook": "22_choosing_a_loader.ipynb", "machine": {"date_utc": "2026-11-29 03:00"},
          "headline": {"recommended": "torchcodec on cuda", "recommended_fps": 400, "workload": "uniform16"}}
@@ -101,5 +104,6 @@ def test_rows_that_contradict_each_other_across_runs_say_so(tmp_path):
     text = headline.table(ref, tmp_path)
     assert "above the 7,500 that notebook 20 measured as saturated on this clip in another run" in text
     assert "no loader beats the engines" in text
+    assert "32-frame chunk" not in next(line for line in text.splitlines() if line.startswith("| NVDEC ceiling"))
     choice = next(line for line in text.splitlines() if line.startswith("| notebook 22's recommendation"))
     assert "made from an earlier run of 20 and 21 than the one above: stale until 22 runs again" in choice

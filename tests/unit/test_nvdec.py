@@ -77,6 +77,54 @@ def test_saturation_counts_only_frames_inside_the_window(tmp_path, monkeypatch):
     assert 0 < r["frames"] <= 4 * 600 and r["fps"] == r["frames"] / 0.6
 
 
+FAKE_TORCHCODEC = """
+import time
+class _Frames:
+    def __init__(self, n):
+        self.data = type("Batch", (), {"shape": (n, 3, 8, 8)})()
+class VideoDecoder:
+    def __init__(self, path, device=None, seek_mode=None):
+        self.metadata = type("Metadata", (), {"num_frames": 64})()
+    def get_frames_in_range(self, start, stop):
+        time.sleep(0.005 * (stop - start))   # 5 ms a frame, a chunk of 32 in one call: 0.16 s
+        return _Frames(stop - start)
+"""
+
+
+def test_a_chunk_still_decoding_at_the_windows_end_counts_only_its_share(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(nvdec.time, "perf_counter", lambda: clock[0])
+
+    def chunks(n, seconds, count):
+        for _ in range(count):
+            clock[0] += seconds  # the chunk's decoding time passes inside the step
+            yield n
+
+    # chunks of 10 frames, 0.1 s each; the window ends 0.25 s in: 2 whole chunks and half of the third
+    assert nvdec._frames_before(100.25, chunks(10, 0.1, 5)) == pytest.approx(25.0)
+    assert nvdec._frames_before(float("inf"), chunks(10, 0.1, 5)) == 50  # a warm-up pass: every frame
+    before = clock[0]
+    assert nvdec._frames_before(100.0, chunks(10, 0.1, 5)) == 0  # the window over before the pass began
+    assert clock[0] == before  # and no chunk was decoded for it
+
+
+def test_a_torchcodec_saturation_run_counts_no_frame_decoded_after_its_window(tmp_path, monkeypatch):
+    """TorchCodec reads chunks of 32 frames: the one decoding when the window closes counts only its share
+    (counted whole, a 0.5 s window at 5 ms a frame read 128 frames where at most 100 fit)."""
+    import sys
+
+    fake = tmp_path / "fake" / "torchcodec"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "decoders.py").write_text(FAKE_TORCHCODEC)
+    monkeypatch.syspath_prepend(str(fake.parent))
+    for name in [m for m in sys.modules if m == "torchcodec" or m.startswith("torchcodec.")]:
+        monkeypatch.delitem(sys.modules, name)
+    r = nvdec.saturate(tmp_path / "any.mp4", processes=1, threads=1, seconds=0.5, decoder="torchcodec")
+    assert r["error"] is None
+    assert 0 < r["frames"] <= 0.5 / 0.005 + 0.5, r  # each frame counted took at least 5 ms of the window
+
+
 def fake_saturate(monkeypatch, fps: dict, util: dict) -> list:
     """`nvdec.saturate` replaced by a table of (processes, threads) -> rate and NVDEC utilization; returns the
     list of the layouts it was asked for."""
