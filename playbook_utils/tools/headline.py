@@ -130,8 +130,8 @@ def ceilings_row(summary: dict, src: Source):
     first = next(iter(next(iter(summary["nvdec_ceiling_fps"].values())).values()))
     needle = f"{first['fps']:,}"
     return (
-        "NVDEC ceiling on the realistic clips (notebook 20's, as heavy as filmed footage): raw decoding, "
-        "processes x decoders, the most frames/s",
+        "NVDEC ceiling on the realistic clips (notebook 20's generated clips, encoded at the bitrates of filmed "
+        "footage): raw decoding, processes x decoders, the most frames/s",
         "; ".join(parts) + f" ({src.cite('20', needle)})",
     )
 
