@@ -15,6 +15,7 @@ import time
 
 from playbook_utils import child, env
 from playbook_utils.bench.monitor import MIN_SAMPLES
+from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import why_unavailable
 from playbook_utils.errors import describe
 from playbook_utils.media import StampError, read_stamp
@@ -91,12 +92,28 @@ def codec_matrix(clips: dict, libraries=CHECK_LIBRARIES, timeout: float = 120) -
 DECODERS = ("pynvvideocodec", "torchcodec")  # the libraries whose raw NVDEC decode the ceiling takes the best of
 
 
-def _frames_before(t_end: float, chunks) -> float:
+WINDOW_BINS = 6  # equal parts of a saturation window, each counted apart: the spread of the rate within the window
+
+
+def _spread_into(bins: tuple | None, a: float, b: float, n: float) -> None:
+    """Add `n` frames decoded evenly over [a, b] to `bins` ((t0, width, counts): counts[i] covers
+    [t0 + i * width, t0 + (i + 1) * width]), each part by its overlap; nothing where `bins` is None."""
+    if bins is None or b <= a:
+        return
+    t0, width, counts = bins
+    for i in range(len(counts)):
+        lo, hi = max(a, t0 + i * width), min(b, t0 + (i + 1) * width)
+        if hi > lo:
+            counts[i] += n * (hi - lo) / (b - a)
+
+
+def _frames_before(t_end: float, chunks, bins: tuple | None = None) -> float:
     """The frames of `chunks` decoded before `t_end`: `chunks` decodes one chunk per step and yields its frame
     count. The chunk still decoding at `t_end` counts only the share of its frames that its time before `t_end`
     covers (its frames taken as decoded evenly over its time), so nothing decoded after the window's end is
     counted. Counting that chunk whole had put each TorchCodec decoder (chunks of 32 frames) about 16 frames past
-    its window: with 64 decoders over 3 s, some 340 frames/s on a ceiling of 8,000 (up to 2026-12-05)."""
+    its window: with 64 decoders over 3 s, some 340 frames/s on a ceiling of 8,000 (up to 2026-12-05). `bins`
+    ((t0, width, counts), `_spread_into`) also gets each chunk's frames by the parts of the window it spans."""
     t = time.perf_counter()
     if t >= t_end:
         return 0.0
@@ -104,7 +121,10 @@ def _frames_before(t_end: float, chunks) -> float:
     for n in chunks:  # the chunk is decoded inside this step
         now = time.perf_counter()
         if now >= t_end:
-            return frames + (n * (t_end - t) / (now - t) if now > t else 0.0)
+            inside = n * (t_end - t) / (now - t) if now > t else 0.0
+            _spread_into(bins, t, t_end, inside)
+            return frames + inside
+        _spread_into(bins, t, now, n)
         frames, t = frames + n, now
     return frames
 
@@ -125,8 +145,8 @@ def _pynvvideocodec_passes(path: str, gpu: int):
             yield len(decoder.Decode(packet))
         yield len(decoder.Decode(nvc.PacketData()))  # end of stream: flush
 
-    def one_pass(t_end: float) -> float:
-        return _frames_before(t_end, chunks())
+    def one_pass(t_end: float, bins: tuple | None = None) -> float:
+        return _frames_before(t_end, chunks(), bins)
 
     return one_pass
 
@@ -136,19 +156,19 @@ def _torchcodec_passes(path: str, gpu: int):
     loader opens each file, reading chunks of 32 frames in order."""
     from torchcodec.decoders import VideoDecoder
 
-    def one_pass(t_end: float) -> float:
+    def one_pass(t_end: float, bins: tuple | None = None) -> float:
         dec = VideoDecoder(path, device=f"cuda:{gpu}", seek_mode="approximate")
         n = dec.metadata.num_frames
-        return _frames_before(
-            t_end, (dec.get_frames_in_range(a, min(a + 32, n)).data.shape[0] for a in range(0, n, 32))
-        )
+        chunks = (dec.get_frames_in_range(a, min(a + 32, n)).data.shape[0] for a in range(0, n, 32))
+        return _frames_before(t_end, chunks, bins)
 
     return one_pass
 
 
 def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
     """One decoder: open it and decode one warm-up pass, report `ready`, wait for `start`, then decode
-    `path` over and over until window[0] and count only those frames."""
+    `path` over and over from window[0] until window[1] and count only those frames, in total and by the
+    WINDOW_BINS parts of the window: out[slot] = (frames, counts per part), or the error."""
     try:
         one_pass = {"pynvvideocodec": _pynvvideocodec_passes, "torchcodec": _torchcodec_passes}[decoder](path, gpu)
         one_pass(float("inf"))
@@ -158,14 +178,15 @@ def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, o
         return
     ready.release()
     start.wait()
-    frames, t_end = 0, window[0]
+    (t0, t_end), frames = window, 0.0
+    bins = (t0, (t_end - t0) / WINDOW_BINS, [0.0] * WINDOW_BINS)
     try:
         while time.perf_counter() < t_end:
-            frames += one_pass(t_end)
+            frames += one_pass(t_end, bins)
     except Exception as e:
         out[slot] = describe(e)[:300]
         return
-    out[slot] = frames
+    out[slot] = (frames, bins[2])
 
 
 def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float, ready, go, queue) -> None:
@@ -173,7 +194,7 @@ def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float
     its warm-up pass, then waits for `go` (the processes of one run start their window together)."""
     import threading
 
-    warmed, start, window = threading.Semaphore(0), threading.Event(), [0.0]
+    warmed, start, window = threading.Semaphore(0), threading.Event(), [0.0, 0.0]
     counts: list = [0] * threads
     workers = [
         threading.Thread(target=_raw_thread, args=(decoder, path, gpu, warmed, start, window, counts, k))
@@ -189,12 +210,20 @@ def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float
         start.set()
         return
     go.wait()
-    window[0] = time.perf_counter() + seconds
+    window[0] = time.perf_counter()
+    window[1] = window[0] + seconds
     start.set()
     for w in workers:
         w.join()
     errors = [c for c in counts if isinstance(c, str)]
-    queue.put({"frames": sum(c for c in counts if not isinstance(c, str)), "error": errors[0] if errors else None})
+    done = [c for c in counts if isinstance(c, tuple)]
+    queue.put(
+        {
+            "frames": sum(f for f, _ in done),
+            "bins": [sum(b[i] for _, b in done) for i in range(WINDOW_BINS)],
+            "error": errors[0] if errors else None,
+        }
+    )
 
 
 READY_TIMEOUT_S = 180  # a run whose decoders are not all warmed up by then fails ('did not start')
@@ -252,7 +281,8 @@ def saturate(
     decoder utilization is sampled every 50 ms meanwhile. `started`: this run's processes, started and warmed
     beforehand (`_start`, `ceiling`), else they start now. Returns {'fps', 'frames', 'processes', 'threads',
     'decoder', 'nvdec_util_median', 'nvdec_util_p90', 'nvdec_util_samples', 'video_clock_mhz', 'seconds',
-    'counted', 'error'}. Frames are counted within the window only: a decoder's chunk still decoding when it closes
+    'fps_by_part' (the rate in each of the window's WINDOW_BINS equal parts), 'fps_spread_pct' (their spread: how
+    steady the rate was inside the window), 'counted', 'error'}. Frames are counted within the window only: a decoder's chunk still decoding when it closes
     counts the share of its frames its time inside covers (`_frames_before`).
     """
     run = started or _start(path, processes, threads, seconds, gpu, decoder)
@@ -282,6 +312,8 @@ def saturate(
     for c in run["children"]:
         c.join(timeout=30)
     frames = round(sum(r["frames"] for r in results), 1)  # the chunk at the window's end counts its share only
+    width = seconds / WINDOW_BINS
+    parts = [sum(r.get("bins", [0.0] * WINDOW_BINS)[i] for r in results) / width for i in range(WINDOW_BINS)]
     errors = sorted({r["error"] for r in results if r["error"]})
     util.sort()
     return {
@@ -295,6 +327,8 @@ def saturate(
         "nvdec_util_p90": util[int(0.9 * (len(util) - 1))] if len(util) >= MIN_SAMPLES else None,
         "video_clock_mhz": max(clock) if clock else None,
         "seconds": seconds,
+        "fps_by_part": [round(x, 1) for x in parts],  # the rate in each of the window's WINDOW_BINS parts
+        "fps_spread_pct": spread_pct(parts) if frames else None,
         "counted": "within the window",  # the chunk at its end by its share (`_frames_before`; whole before 12-05)
         "error": "; ".join(errors) or None,
     }
@@ -354,7 +388,8 @@ def ceiling(
     for the engines' limit when another gets more out of them), or (processes, threads, decoder). The layouts of
     `if_unsaturated` (more concurrency) run only where `configs` did not show the engines' limit (`saturated`).
 
-    Returns {'fps', 'best': the row that reached it, 'saturated', 'levelled', 'implied_fps': the rate at 100%
+    Returns {'fps', 'spread_pct' (the best run's, across its window's parts), 'best': the row that reached it,
+    'saturated', 'levelled', 'implied_fps': the rate at 100%
     engine time (fps / utilization, a cross-check), 'rows': every row}. 'saturated': NVML's median decoder
     utilization at the best row was at least SATURATED_PCT, and the rate had levelled off with concurrency
     ('levelled', `levelled`: not False). Otherwise the rate is only a lower bound of what the engines can do.
@@ -404,10 +439,19 @@ def ceiling(
                 )
     best = best_of()
     if best is None:
-        return {"fps": None, "best": None, "saturated": False, "levelled": None, "implied_fps": None, "rows": rows}
+        return {
+            "fps": None,
+            "best": None,
+            "saturated": False,
+            "levelled": None,
+            "implied_fps": None,
+            "spread_pct": None,
+            "rows": rows,
+        }
     util = best["nvdec_util_median"]
     return {
         "fps": best["fps"],
+        "spread_pct": best.get("fps_spread_pct"),  # how steady the best run's rate was inside its window
         "best": best,
         "saturated": saturated(best),
         "levelled": levelled(rows, best),
@@ -449,7 +493,8 @@ def levelled(rows: list[dict], best: dict) -> bool | None:
 def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
     """A loader's rate judged against the engines' `ceiling` (a `ceiling` result). Returns {'pct_of_ceiling',
     'verdict', 'words', 'at_most'}: 'below' with its share; 'at' when it is above the ceiling by no more than the
-    rate's spread (share 100); 'above' when it beats a saturated ceiling by more than the spread, which no loader
+    larger of the rate's and the ceiling's spreads (share 100); 'above' when it beats a saturated ceiling by more than
+    that, which no loader
     can: one of the two measurements is wrong, and the row carries no share. Above a ceiling that was not saturated
     (a lower bound), the ceiling is what is wrong; below or at one, the share is an upper bound ('at_most', and the
     words say so). No share above 100 is ever a result. Notebooks 20, 21."""
@@ -460,7 +505,7 @@ def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
 
     if not ceiling or not ceiling.get("fps") or not fps:
         return judged(None, None, "no ceiling to compare with")
-    c, spread = ceiling["fps"], spread_pct or 0.0
+    c, spread = ceiling["fps"], max(spread_pct or 0.0, ceiling.get("spread_pct") or 0.0)  # the larger of the two
     pct = 100 * fps / c
     bound = "" if saturated else " (measured only as a lower bound here, so the share is at most this)"
     if pct <= 100:

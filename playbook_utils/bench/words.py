@@ -111,17 +111,18 @@ def ceiling_line(c: dict) -> str:
         return "NVDEC ceiling: not measured"
     b = c["best"]
     util = "utilization not measured" if b.get("nvdec_util_median") is None else f"{b['nvdec_util_median']}% busy"
+    spread = f" ± {percent(c['spread_pct'])}" if c.get("spread_pct") is not None else ""
     return (
-        f"NVDEC ceiling: {c['fps']:,.0f} frames/s ({b['decoder']}, {b['processes']} x {b['threads']}, NVDEC {util}, "
-        f"{ceiling_state(c)})"
+        f"NVDEC ceiling: {c['fps']:,.0f} frames/s{spread} ({b['decoder']}, {b['processes']} x {b['threads']}, NVDEC "
+        f"{util}, {ceiling_state(c)})"
     )
 
 
 def format_ceilings(found: dict, infos: dict) -> str:
-    """`ceilings` as a table: clip, size, bitrate, rate, the decoder library and layout that reached it, NVML's
-    median decoder utilization, saturated or not (a lower bound)."""
+    """`ceilings` as a table: clip, size, bitrate, rate and its spread inside the window, the decoder library and
+    layout that reached it, NVML's median decoder utilization, saturated or not (a lower bound)."""
     lines = [
-        f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'decoder':>14s} {'layout':>7s} "
+        f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'spread':>6s} {'decoder':>14s} {'layout':>7s} "
         f"{'NVDEC util':>10s} {'at 100%':>8s}  saturated ({SATURATED_PCT}%), or a lower bound"
     ]
     for name, c in found.items():
@@ -130,8 +131,9 @@ def format_ceilings(found: dict, infos: dict) -> str:
         if c["fps"]:
             b = c["best"]
             util = "n/a" if b["nvdec_util_median"] is None else f"{b['nvdec_util_median']}%"
+            spread = percent(c["spread_pct"]) if c.get("spread_pct") is not None else "n/a"
             lines.append(
-                f"{head} {c['fps']:11,.0f} {b.get('decoder', 'pynvvideocodec'):>14s} {b['processes']:>3d}x"
+                f"{head} {c['fps']:11,.0f} {spread:>6s} {b.get('decoder', 'pynvvideocodec'):>14s} {b['processes']:>3d}x"
                 f"{b['threads']:<3d} {util:>10s} "
                 + (f"{c['implied_fps']:8,.0f}  " if c["implied_fps"] else f"{'n/a':>8s}  ")
                 + ceiling_state(c)

@@ -119,7 +119,9 @@ def ceilings_row(summary: dict, src: Source):
             )
             procs, _, threads = str(c.get("layout")).partition("x")
             parts.append(
-                f"{clip_words(name, mbps.get(name))}: {c['fps']:,} frames/s, decoders "
+                f"{clip_words(name, mbps.get(name))}: {c['fps']:,} frames/s"
+                + (f" ± {_pct(c['spread_pct'])}" if c.get("spread_pct") is not None else "")
+                + ", decoders "
                 f"{c.get('nvdec_util_median')}% busy, {state} ({procs} processes x {threads} "
                 f"{c.get('decoder')} decoders"
                 + (f"; {OLD_COUNT}" if old_count(c.get("decoder"), c.get("counted")) else "")
@@ -142,12 +144,15 @@ def loaders_row(summary: dict, src: Source):
     parts = []
     for codec, b in best.items():
         pct, ceiling = 100 * (b.get("fraction_of_ceiling") or 0), b.get("ceiling_fps")
+        c_spread = f" ± {_pct(b['ceiling_spread_pct'])}" if b.get("ceiling_spread_pct") is not None else ""
         if not pct or not ceiling:
             share = "no ceiling to put it against"
         elif b.get("ceiling_saturated"):
-            share = f"{pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}, saturated)"
+            share = f"{pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}{c_spread}, saturated)"
         else:
-            share = f"at most {pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}, only a lower bound)"
+            share = (
+                f"at most {pct:.1f}% of the ceiling 21 measured beside it ({ceiling:,}{c_spread}, only a lower bound)"
+            )
         if pct and old_count(b.get("ceiling_decoder"), b.get("ceiling_counted")):
             share += f" (that ceiling {OLD_COUNT}, so the share is low by as much)"
         spread = f" ± {_pct(b['spread_pct'])}" if b.get("spread_pct") is not None else ""

@@ -127,6 +127,7 @@ def reference_numbers(folder) -> dict:
                 "nvdec_util_median": best.get("nvdec_util_median"),
                 "saturated": c.get("saturated"),
                 "counted": best.get("counted"),  # None: a run before 2026-12-05 (its last chunks counted whole)
+                "spread_pct": c.get("spread_pct"),  # across its window's parts; None before 2026-12-05
             }
     if ceilings:
         out["nvdec_ceiling_fps"] = ceilings
@@ -146,6 +147,7 @@ def reference_numbers(folder) -> dict:
                 "lookahead_items": b.get("lookahead_items"),
                 "ceiling_decoder": ((n21.get("gpu_ceilings") or {}).get(name, {}).get("best") or {}).get("decoder"),
                 "ceiling_counted": ((n21.get("gpu_ceilings") or {}).get(name, {}).get("best") or {}).get("counted"),
+                "ceiling_spread_pct": (n21.get("gpu_ceilings") or {}).get(name, {}).get("spread_pct"),
             }
             for name, b in best.items()
         }

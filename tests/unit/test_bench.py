@@ -200,6 +200,7 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
                 "nvdec_util_median": 95,
                 "saturated": True,
                 "counted": None,  # a run before its last chunks were counted by their share
+                "spread_pct": None,  # nor by the parts of its window
             }
         }
     }

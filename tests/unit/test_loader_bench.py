@@ -399,6 +399,8 @@ def test_ceiling_line_says_saturated_or_why_it_is_a_lower_bound():
     assert words.ceiling_line(c) == ("NVDEC ceiling: 4,076 frames/s (pynvvideocodec, 7 x 4, NVDEC 99% busy, saturated)")
     rising = {**c, "saturated": False, "levelled": False}  # busy, but more decoders still raised the rate
     assert words.ceiling_line(rising).endswith("99% busy, LOWER BOUND (still rising with more decoders))")
+    steady = {**c, "spread_pct": 1.3}  # the rate across the window's parts
+    assert words.ceiling_line(steady).startswith("NVDEC ceiling: 4,076 frames/s ± 1.3% (pynvvideocodec")
     idle = {**rising, "best": {**best, "nvdec_util_median": None}, "levelled": None}
     assert "utilization not measured, LOWER BOUND)" in words.ceiling_line(idle)
     assert words.ceiling_line({"fps": None, "best": None}) == "NVDEC ceiling: not measured"

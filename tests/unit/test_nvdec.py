@@ -75,6 +75,7 @@ def test_saturation_counts_only_frames_inside_the_window(tmp_path, monkeypatch):
     # 4 decoders at 1 ms a frame at best for 0.6 s: at most 4 x 600 frames, where counting the four 1,000-frame
     # warm-up passes would give more than 4,000. How far below it a loaded machine lands is timing, not asserted.
     assert 0 < r["frames"] <= 4 * 600 and r["fps"] == r["frames"] / 0.6
+    assert sum(r["fps_by_part"]) * 0.6 / nvdec.WINDOW_BINS == pytest.approx(r["frames"], abs=1)
 
 
 FAKE_TORCHCODEC = """
@@ -103,6 +104,12 @@ def test_a_chunk_still_decoding_at_the_windows_end_counts_only_its_share(monkeyp
     # chunks of 10 frames, 0.1 s each; the window ends 0.25 s in: 2 whole chunks and half of the third
     assert nvdec._frames_before(100.25, chunks(10, 0.1, 5)) == pytest.approx(25.0)
     assert nvdec._frames_before(float("inf"), chunks(10, 0.1, 5)) == 50  # a warm-up pass: every frame
+    # by parts of the window: 5 parts of 0.05 s from 100.0; the chunks end at 100.1, 100.2, and the third is cut at
+    # 100.25, each spread evenly over its time
+    clock[0] = 100.0
+    bins = (100.0, 0.05, [0.0] * 5)
+    assert nvdec._frames_before(100.25, chunks(10, 0.1, 5), bins) == pytest.approx(25.0)
+    assert bins[2] == pytest.approx([5.0] * 5)
     before = clock[0]
     assert nvdec._frames_before(100.0, chunks(10, 0.1, 5)) == 0  # the window over before the pass began
     assert clock[0] == before  # and no chunk was decoded for it
@@ -123,6 +130,9 @@ def test_a_torchcodec_saturation_run_counts_no_frame_decoded_after_its_window(tm
     r = nvdec.saturate(tmp_path / "any.mp4", processes=1, threads=1, seconds=0.5, decoder="torchcodec")
     assert r["error"] is None
     assert 0 < r["frames"] <= 0.5 / 0.005 + 0.5, r  # each frame counted took at least 5 ms of the window
+    # the window's parts hold every frame counted, at their rates: their spread says how steady the rate was
+    assert sum(r["fps_by_part"]) * 0.5 / nvdec.WINDOW_BINS == pytest.approx(r["frames"], abs=1)
+    assert r["fps_spread_pct"] is not None
 
 
 def fake_saturate(monkeypatch, fps: dict, util: dict) -> list:

@@ -163,6 +163,7 @@ CEILING = {"fps": 4000.0, "saturated": True}
         (3000.0, 2.0, CEILING, "below", 75.0),
         (4080.0, 3.0, CEILING, "at", 100.0),  # 2% over it, inside a 3% spread: at the ceiling
         (4400.0, 3.0, CEILING, "above", None),  # 10% over a saturated ceiling: one measurement is wrong
+        (4200.0, 1.0, {**CEILING, "spread_pct": 6.0}, "at", 100.0),  # 5% over, inside the ceiling's own 6% spread
         (4400.0, 3.0, {"fps": 4000.0, "saturated": False}, "above", None),  # over a lower bound
         (3000.0, 2.0, {"fps": 4000.0, "saturated": False}, "below", 75.0),  # under a lower bound: at most 75%
         (3000.0, 2.0, None, None, None),
