@@ -247,12 +247,12 @@ def harness_row(summary: dict, src: Source):
     if h.get("overhead_pct") is None:
         return None
     o, spread = h["overhead_pct"], h.get("spread_pct") or 0
-    if h.get("readable") is False:
-        judged = "faster than the bare loop beyond the spread: no cost read from this run"
+    if not h.get("readable", o >= -spread):  # faster than the bare loop beyond the spread (anchor.harness_cost)
+        judged = "the row ran faster than the bare loop beyond the spread: the machine's speed moved, no cost read"
+    elif abs(o) <= spread:
+        judged = f"no cost measurable (the row {abs(o):.1f}% {'slower' if o > 0 else 'faster'}, inside the {_pct(spread)} spread)"
     else:
-        judged = f"{o:+.1f}%, " + (
-            f"inside the {_pct(spread)} spread" if abs(o) <= spread else f"beyond the {_pct(spread)} spread"
-        )
+        judged = f"the harness costs {o:.1f}%, beyond the {_pct(spread)} spread"
     return (
         "notebook 20's benchmark harness against a bare PyAV loop, every frame of the same clip on the CPU",
         f"the harness's row {h['harness_fps']:,.0f} frames/s, the bare loop {h['bare_fps']:,.0f}: {judged} "
