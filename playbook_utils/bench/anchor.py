@@ -289,7 +289,8 @@ def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
         )
     else:
         judged = (
-            f"the row is {-overhead:.0f}% faster, more than the {percent(spread)} spread. A harness adds work to the "
+            f"the row is {100 * (row['fps'] / bare['bare_fps'] - 1):.0f}% faster, more than the {percent(spread)} "
+            "spread. A harness adds work to the "
             "same decode and cannot remove any: the machine ran at another speed between section 1 and the table, "
             "so this run cannot tell the harness's cost"
         )

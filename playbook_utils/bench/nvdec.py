@@ -10,6 +10,7 @@ NVDEC's minimum frame sizes, which every GPU path of `read_frames` checks, are `
 
 from __future__ import annotations
 
+import queue
 import sys
 import time
 
@@ -107,13 +108,14 @@ def _spread_into(bins: tuple | None, a: float, b: float, n: float) -> None:
             counts[i] += n * (hi - lo) / (b - a)
 
 
-def _frames_before(t_end: float, chunks, bins: tuple | None = None) -> float:
+def _frames_before(t_end: float, chunks, spans: list | None = None) -> float:
     """The frames of `chunks` decoded before `t_end`: `chunks` decodes one chunk per step and yields its frame
     count. The chunk still decoding at `t_end` counts only the share of its frames that its time before `t_end`
     covers (its frames taken as decoded evenly over its time), so nothing decoded after the window's end is
     counted. Counting that chunk whole had put each TorchCodec decoder (chunks of 32 frames) about 16 frames past
-    its window: with 64 decoders over 3 s, some 340 frames/s on a ceiling of 8,000 (up to 2026-12-05). `bins`
-    ((t0, width, counts), `_spread_into`) also gets each chunk's frames by the parts of the window it spans."""
+    its window: with 64 decoders over 3 s, some 340 frames/s on a ceiling of 8,000 (up to 2026-12-05). `spans`
+    gets (start, end, frames counted) of each chunk, for the window's parts (`_spread_into`, after the window: no
+    bookkeeping beyond an append between two decoder calls)."""
     t = time.perf_counter()
     if t >= t_end:
         return 0.0
@@ -122,9 +124,11 @@ def _frames_before(t_end: float, chunks, bins: tuple | None = None) -> float:
         now = time.perf_counter()
         if now >= t_end:
             inside = n * (t_end - t) / (now - t) if now > t else 0.0
-            _spread_into(bins, t, t_end, inside)
+            if spans is not None:
+                spans.append((t, t_end, inside))
             return frames + inside
-        _spread_into(bins, t, now, n)
+        if spans is not None:
+            spans.append((t, now, n))
         frames, t = frames + n, now
     return frames
 
@@ -145,8 +149,8 @@ def _pynvvideocodec_passes(path: str, gpu: int):
             yield len(decoder.Decode(packet))
         yield len(decoder.Decode(nvc.PacketData()))  # end of stream: flush
 
-    def one_pass(t_end: float, bins: tuple | None = None) -> float:
-        return _frames_before(t_end, chunks(), bins)
+    def one_pass(t_end: float, spans: list | None = None) -> float:
+        return _frames_before(t_end, chunks(), spans)
 
     return one_pass
 
@@ -156,11 +160,11 @@ def _torchcodec_passes(path: str, gpu: int):
     loader opens each file, reading chunks of 32 frames in order."""
     from torchcodec.decoders import VideoDecoder
 
-    def one_pass(t_end: float, bins: tuple | None = None) -> float:
+    def one_pass(t_end: float, spans: list | None = None) -> float:
         dec = VideoDecoder(path, device=f"cuda:{gpu}", seek_mode="approximate")
         n = dec.metadata.num_frames
         chunks = (dec.get_frames_in_range(a, min(a + 32, n)).data.shape[0] for a in range(0, n, 32))
-        return _frames_before(t_end, chunks, bins)
+        return _frames_before(t_end, chunks, spans)
 
     return one_pass
 
@@ -178,14 +182,16 @@ def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, o
         return
     ready.release()
     start.wait()
-    (t0, t_end), frames = window, 0.0
-    bins = (t0, (t_end - t0) / WINDOW_BINS, [0.0] * WINDOW_BINS)
+    (t0, t_end), frames, spans = window, 0.0, []
     try:
         while time.perf_counter() < t_end:
-            frames += one_pass(t_end, bins)
+            frames += one_pass(t_end, spans)
     except Exception as e:
         out[slot] = describe(e)[:300]
         return
+    bins = (t0, (t_end - t0) / WINDOW_BINS, [0.0] * WINDOW_BINS)
+    for a, b, n in spans:  # each chunk's frames by the parts of the window it spans, now that the window is over
+        _spread_into(bins, a, b, n)
     out[slot] = (frames, bins[2])
 
 
@@ -263,6 +269,26 @@ def _ready(run: dict, timeout: float = READY_TIMEOUT_S) -> bool:
     return run["warmed"]
 
 
+def _failed_row(processes: int, threads: int, decoder: str, seconds: float, error: str) -> dict:
+    """A `saturate` row with no rate: every key of a measured one, None where nothing was measured."""
+    return {
+        "fps": None,
+        "frames": 0,
+        "processes": processes,
+        "threads": threads,
+        "decoder": decoder,
+        "nvdec_util_samples": 0,
+        "nvdec_util_median": None,
+        "nvdec_util_p90": None,
+        "video_clock_mhz": None,
+        "seconds": seconds,
+        "fps_by_part": None,
+        "fps_spread_pct": None,
+        "counted": None,
+        "error": error,
+    }
+
+
 def saturate(
     path,
     processes: int = 7,
@@ -289,14 +315,7 @@ def saturate(
     nvml = env.nvml_handle(gpu)
     util, clock = [], []
     if not _ready(run):
-        return {
-            "fps": None,
-            "frames": 0,
-            "processes": processes,
-            "threads": threads,
-            "decoder": decoder,
-            "error": f"decoders did not start within {READY_TIMEOUT_S} s",
-        }
+        return _failed_row(processes, threads, decoder, seconds, f"decoders did not start within {READY_TIMEOUT_S} s")
     run["go"].set()
     t0 = time.perf_counter()
     t_end = t0 + seconds
@@ -308,12 +327,17 @@ def saturate(
             nv, h = nvml
             util.append(nv.nvmlDeviceGetDecoderUtilization(h)[0])
             clock.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_VIDEO))
-    results = [run["queue"].get(timeout=120) for _ in run["children"]]
+    try:
+        results = [run["queue"].get(timeout=120) for _ in run["children"]]
+    except queue.Empty:  # a process died in the window (a CUDA fault): its count is lost, so the run has no rate
+        for c in run["children"]:
+            c.kill()
+        return _failed_row(processes, threads, decoder, seconds, "a decoder process ended without its count")
     for c in run["children"]:
         c.join(timeout=30)
     frames = round(sum(r["frames"] for r in results), 1)  # the chunk at the window's end counts its share only
     width = seconds / WINDOW_BINS
-    parts = [sum(r.get("bins", [0.0] * WINDOW_BINS)[i] for r in results) / width for i in range(WINDOW_BINS)]
+    parts = [sum(r["bins"][i] for r in results) / width for i in range(WINDOW_BINS)]
     errors = sorted({r["error"] for r in results if r["error"]})
     util.sort()
     return {

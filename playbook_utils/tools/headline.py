@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from playbook_utils import media
+from playbook_utils.bench import nvdec
 
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- headline table: made by python -m playbook_utils.tools.headline --write -->", "<!-- end -->"
@@ -113,7 +114,7 @@ def ceilings_row(summary: dict, src: Source):
                 if c.get("saturated")
                 else (
                     "a lower bound: the host held it back"
-                    if (c.get("nvdec_util_median") or 0) < 95
+                    if (c.get("nvdec_util_median") or 0) < nvdec.SATURATED_PCT
                     else "a lower bound: more decoders still gained"
                 )
             )
@@ -121,8 +122,12 @@ def ceilings_row(summary: dict, src: Source):
             parts.append(
                 f"{clip_words(name, mbps.get(name))}: {c['fps']:,} frames/s"
                 + (f" ± {_pct(c['spread_pct'])}" if c.get("spread_pct") is not None else "")
-                + ", decoders "
-                f"{c.get('nvdec_util_median')}% busy, {state} ({procs} processes x {threads} "
+                + (
+                    f", decoders {c['nvdec_util_median']}% busy"
+                    if c.get("nvdec_util_median") is not None
+                    else ", decoder utilization not measured"
+                )
+                + f", {state} ({procs} processes x {threads} "
                 f"{c.get('decoder')} decoders"
                 + (f"; {OLD_COUNT}" if old_count(c.get("decoder"), c.get("counted")) else "")
                 + ")"
@@ -159,7 +164,8 @@ def loaders_row(summary: dict, src: Source):
         margin = (margins.get(b["clip"]) or {}).get("margin")
         needle = f"{b['fps']:,}"
         other = ((summary.get("nvdec_ceiling_fps") or {}).get(codec) or {}).get(b["clip"]) or {}
-        if other.get("saturated") and b["fps"] > other["fps"] * (1 + (b.get("spread_pct") or 0) / 100):
+        beyond = max(b.get("spread_pct") or 0, other.get("spread_pct") or 0)  # as nvdec.against_ceiling judges
+        if other.get("saturated") and b["fps"] > other["fps"] * (1 + beyond / 100):
             share += (
                 f"; above the {other['fps']:,} that notebook 20 measured as saturated on this clip in another run "
                 f"({str(other.get('layout')).replace('x', ' x ')}), so that ceiling was too low: no loader beats "
@@ -230,15 +236,18 @@ def sparse_row(summary: dict, src: Source):
     s = summary.get("sparse_speedup") or {}
     if not s.get("speedup"):
         return None
+
+    def ms(seconds, spread):
+        return f"{1e3 * seconds:.0f} ms" + (f" ± {_pct(spread)}" if spread is not None else "")
+
     every = "decoding every frame" + (f" of {s['frames']:,}" if s.get("frames") else "")
     if s.get("seconds") is not None:
-        every += f", {1e3 * s['everything_seconds']:.0f} ms ± {_pct(s.get('everything_spread_pct') or 0)}"
-    took = f" {1e3 * s['seconds']:.0f} ms ± {_pct(s.get('spread_pct') or 0)}," if s.get("seconds") is not None else ""
+        every += f", {ms(s['everything_seconds'], s.get('everything_spread_pct'))}"
+    took = f" {ms(s['seconds'], s.get('spread_pct'))}," if s.get("seconds") is not None else ""
     tied = f"; tied with {', '.join(s['tied_with'])}" if s.get("tied_with") else ""
-    text = (
-        f"{s['strategy']}:{took} {s['speedup']:.1f}x faster than {every}{tied} "
-        f"({s.get('backend')} on the {s.get('device')}; {src.cite('20', '1/' + format(s['speedup'], '.1f'))})"
-    )
+    x = s["speedup"]
+    how, needle = (f"{x:.1f}x faster than", f"1/{x:.1f}") if x >= 1 else (f"{1 / x:.1f}x slower than", f"{1 / x:.1f}x")
+    text = f"{s['strategy']}:{took} {how} {every}{tied} ({s.get('backend')} on the {s.get('device')}; {src.cite('20', needle)})"
     return f"16 exact frames of a {s.get('clip_s', 0):.0f} s GOP-{s.get('gop')} 1080p clip", text
 
 
@@ -250,7 +259,8 @@ def harness_row(summary: dict, src: Source):
     if not h.get("readable", o >= -spread):  # faster than the bare loop beyond the spread (anchor.harness_cost)
         judged = "the row ran faster than the bare loop beyond the spread: the machine's speed moved, no cost read"
     elif abs(o) <= spread:
-        judged = f"no cost measurable (the row {abs(o):.1f}% {'slower' if o > 0 else 'faster'}, inside the {_pct(spread)} spread)"
+        rate = 100 * (h["harness_fps"] / h["bare_fps"] - 1)  # the row's rate against the bare loop's
+        judged = f"no cost measurable (the row {abs(rate):.1f}% {'faster' if rate > 0 else 'slower'}, inside the {_pct(spread)} spread)"
     else:
         judged = f"the harness costs {o:.1f}%, beyond the {_pct(spread)} spread"
     return (

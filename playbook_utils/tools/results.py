@@ -82,7 +82,7 @@ def _sparse_times(n20: dict) -> dict:
         return {}
     best, everything = clip[s["strategy"]], clip["decode everything"]
     v = verdicts.rank((k, 1 / clip[k]["seconds"], clip[k].get("spread_pct")) for k in sparse.EXACT if k in clip)
-    tied = [v.runner_up, *(t[0] for t in v.also_tied)] if v.tied else []  # 20's own rule for its sentence
+    tied = [v.runner_up, *(t[0] for t in v.also_tied)] if v.tied else []  # as 20's ranking of its GOP's strategies
     return {
         "seconds": best["seconds"],
         "spread_pct": best.get("spread_pct"),

@@ -5,7 +5,9 @@ CI runs the notebooks without a GPU, so the cells' GPU branches never run there:
 argument misspelt, in a branch only the H200 takes would otherwise first fail in a GPU session, after its install
 and whatever ran before. This reads each code cell's syntax tree instead, so every branch is checked on the CPU:
 calls through the names a notebook imports from the package (modules, functions, classes) and through the
-`kit.Notebook` it makes (`nb.section(...)`)."""
+`kit.Notebook` it makes (`nb.section(...)`), and the call a thread or process started with `target=` and `args=`
+makes of its target (the NVDEC ceiling's decoders start so). Not checked: calls through a dict or a closure, and
+callbacks handed to the package."""
 
 import ast
 import importlib
@@ -53,15 +55,30 @@ def _problem(target, name: str, call: ast.Call) -> str | None:
     except (TypeError, ValueError):
         return None
     keywords = [k.arg for k in call.keywords]
-    if any(isinstance(a, ast.Starred) for a in call.args) or None in keywords:  # *args or **kwargs: check the names
+    if any(isinstance(a, ast.Starred) for a in call.args):  # *args: only the names can be checked
         takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
         unknown = [k for k in keywords if k and k not in sig.parameters and not takes_any]
         return f"{name}() takes no keyword {unknown}" if unknown else None
-    try:
-        sig.bind(*([None] * len(call.args)), **{k: None for k in keywords})
+    named = {k: None for k in keywords if k}
+    try:  # with **kwargs the missing arguments may come from it: then only too many, or unknown ones, are wrong
+        (sig.bind_partial if None in keywords else sig.bind)(*([None] * len(call.args)), **named)
     except TypeError as e:
         return f"{name}{sig}: {e}"
     return None
+
+
+def _spawned(call: ast.Call, names: dict) -> tuple | None:
+    """(target, its name, a stand-in call) for `threading.Thread(target=f, args=(...))` or a process started so,
+    where `f` is a name in `names` and `args` a tuple written out: the call the new thread or process makes."""
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    f = call.func
+    kind = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    target, args = kw.get("target"), kw.get("args", ast.Tuple(elts=[]))
+    if kind not in ("Thread", "Process") or not isinstance(target, ast.Name) or target.id not in names:
+        return None
+    if not isinstance(args, ast.Tuple):
+        return None
+    return names[target.id], target.id, ast.Call(func=target, args=list(args.elts), keywords=[])
 
 
 def _problems(path: Path) -> list[str]:
@@ -76,6 +93,11 @@ def _calls(tree: ast.AST, names: dict, instances: dict | None = None) -> list[st
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
+        spawned = _spawned(node, names)
+        if spawned:  # the call a thread or process makes of its target: the GPU runs' workers start so
+            why = _problem(*spawned)
+            if why:
+                found.append(f"line {node.lineno}: {why}")
         f, target, name = node.func, None, None
         if isinstance(f, ast.Name) and f.id in names and callable(names[f.id]):
             target, name = names[f.id], f.id
@@ -135,3 +157,18 @@ def test_the_check_finds_a_misspelt_keyword_and_a_missing_function(tmp_path):
     assert any("wait_epoch" in f and "steps" in f for f in found)  # stepz= is no keyword it takes
     assert any("no_such_function: no such name" in f for f in found)
     assert any("nb.section" in f for f in found)
+
+
+def test_the_check_reads_a_threads_target_and_positionals_beside_spread_keywords():
+    def worker(a, b):
+        return a, b
+
+    src = (
+        "import threading\n"
+        "threading.Thread(target=worker, args=(1, 2, 3))\n"  # one argument too many for the thread's target
+        "threading.Thread(target=worker, args=(1, 2))\n"
+        "worker(1, 2, 3, **kw)\n"  # too many positionals, whatever **kw holds
+        "worker(1, **kw)\n"  # b may come from **kw
+    )
+    found = _calls(ast.parse(src), {"worker": worker})
+    assert len(found) == 2 and found[0].startswith("line 2:") and found[1].startswith("line 4:"), found

@@ -41,6 +41,16 @@ def test_saturation_run_without_nvdec_is_a_failed_row_not_a_crash(tmp_path):
     assert c["fps"] is None and c["saturated"] is False and len(c["rows"]) == 1
 
 
+def test_a_run_whose_decoders_never_start_is_a_failed_row_the_sweep_can_log(monkeypatch):
+    # every key of a measured row, so the sweep's log line reads it too (it had raised KeyError there)
+    monkeypatch.setattr(nvdec, "_start", lambda *a: {"children": []})
+    monkeypatch.setattr(nvdec, "_ready", lambda run: False)
+    logged = []
+    c = nvdec.ceiling("any.mp4", ((1, 1),), seconds=0.2, decoders=("pynvvideocodec",), log=logged.append)
+    assert c["fps"] is None and logged == ["pynvvideocodec 1 processes x 1 threads: failed: decoders did not start "
+                                          f"within {nvdec.READY_TIMEOUT_S} s"]  # fmt: skip
+
+
 FAKE_NVC = """
 import time
 class PacketData:
@@ -107,8 +117,12 @@ def test_a_chunk_still_decoding_at_the_windows_end_counts_only_its_share(monkeyp
     # by parts of the window: 5 parts of 0.05 s from 100.0; the chunks end at 100.1, 100.2, and the third is cut at
     # 100.25, each spread evenly over its time
     clock[0] = 100.0
-    bins = (100.0, 0.05, [0.0] * 5)
-    assert nvdec._frames_before(100.25, chunks(10, 0.1, 5), bins) == pytest.approx(25.0)
+    spans, bins = [], (100.0, 0.05, [0.0] * 5)
+    assert nvdec._frames_before(100.25, chunks(10, 0.1, 5), spans) == pytest.approx(25.0)
+    flat = [x for span in spans for x in span]
+    assert flat == pytest.approx([100.0, 100.1, 10, 100.1, 100.2, 10, 100.2, 100.25, 5.0])
+    for a, b, n in spans:
+        nvdec._spread_into(bins, a, b, n)
     assert bins[2] == pytest.approx([5.0] * 5)
     before = clock[0]
     assert nvdec._frames_before(100.0, chunks(10, 0.1, 5)) == 0  # the window over before the pass began
