@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # On the H200: part N of the full run (nightly --part N: each under 20 minutes of notebook time), or the notebooks a
-# pattern names (part.sh 20: notebook 20 alone), in the background, into /tmp/parts/out, the same folder for every
+# pattern names (part.sh 20: notebook 20 alone; part.sh '23* 30*': both), in the background, into /tmp/parts/out, the same folder for every
 # part (22 reads 20's and 21's output there; the summary keeps every part's rows, each stamped with machine, date
 # and commit). wait_part.sh N (or the same pattern) collects it. Run from the project root after the install, with
 # .gpu_media/COMMIT written on the CPU (git rev-parse HEAD > .gpu_media/COMMIT) and carried; .gpu_media/colour, where
 # carried, holds 20's colour clips (the machine has no ffmpeg to make them). PARTS_FROM: see below.
 # It runs from a copy of the tree: a later call re-sends the working tree, which must not change the running code.
 n=${1:?usage: part.sh N|PATTERN}
-if [[ $n =~ ^[0-9]$ ]]; then pick=(--part "$n"); else pick=(--pattern "$n"); fi
+# a part's number, or patterns separated by spaces ('23* 30*': 23, then 30, in one run and one folder)
+if [[ $n =~ ^[0-9]$ ]]; then pick=(--part "$n"); else pick=(); set -f; for p in $n; do pick+=(--pattern "$p"); done; set +f; fi
 tag=${n//[^0-9A-Za-z]/_}
 rm -rf "/tmp/parts/repo$tag" && mkdir -p "/tmp/parts/repo$tag" \
   && tar -C "$(pwd)" --exclude=./.gpu --exclude=./.git -cf - . | tar -C "/tmp/parts/repo$tag" -xf - || exit 1
@@ -35,7 +36,7 @@ mem $(free -g | awk "/Mem:/ {print \$3\"/\"\$2\" GiB used, \"\$6\" cache\"}") lo
 out $(du -sh /tmp/parts/out 2>/dev/null | cut -f1)"; sleep 15; done' >> /tmp/parts/machine.log 2>&1 &
   echo $! > /tmp/parts/machine.pid
 fi
-setsid nohup bash -c "cd $repo && date -u > /tmp/parts/START$tag && python3 -m playbook_utils.tools.nightly ${pick[*]} \
+setsid nohup bash -c "cd $repo && date -u > /tmp/parts/START$tag && python3 -m playbook_utils.tools.nightly ${pick[*]@Q} \
   --device cuda --output /tmp/parts/out > /tmp/parts/console$tag.txt 2>&1; echo \$? > /tmp/parts/RC$tag; \
   date -u > /tmp/parts/DONE$tag" > /dev/null 2>&1 &
 sleep 2; echo "started ${pick[*]} at commit ${PLAYBOOK_COMMIT:-unknown}"; cat "/tmp/parts/START$tag"; nproc
