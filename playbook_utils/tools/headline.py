@@ -257,7 +257,9 @@ def harness_row(summary: dict, src: Source):
         return None
     o, spread = h["overhead_pct"], h.get("spread_pct") or 0
     if not h.get("readable", o >= -spread):  # faster than the bare loop beyond the spread (anchor.harness_cost)
-        judged = "the row ran faster than the bare loop beyond the spread: the machine's speed moved, no cost read"
+        judged = (
+            "the row ran faster than the bare loop beyond the spread: the two ran under other conditions, no cost read"
+        )
     elif abs(o) <= spread:
         rate = 100 * (h["harness_fps"] / h["bare_fps"] - 1)  # the row's rate against the bare loop's
         judged = f"no cost measurable (the row {abs(rate):.1f}% {'faster' if rate > 0 else 'slower'}, inside the {_pct(spread)} spread)"
