@@ -151,7 +151,11 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
     mine = {line.split(":")[0] for line in skipped}
     also = [line for line in theirs if isinstance(line, str) and line.split(":")[0] in mine]
     if also and len({line.split(":")[0] for line in also}) == len(mine):
-        return f"was not measured on the reference machine either ({reference} skipped it too: {'; '.join(also)})"
+        # "the copy ... before this run": once a reference run is adopted, the copy it names is the one it replaced
+        return (
+            f"was not measured on the reference machine either (the copy in {reference} before this run skipped it "
+            f"too: {'; '.join(also)})"
+        )
     if also:
         return f"was measured on the reference machine ({reference}), except what it skipped too: {'; '.join(also)}"
     return f"was measured on the reference machine: {reference}"
