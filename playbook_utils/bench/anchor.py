@@ -268,6 +268,12 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
     return lines
 
 
+def harness_readable(overhead_pct: float, spread_pct: float | None) -> bool:
+    """Whether a harness cost (`harness_cost`'s 'overhead_pct') can be read: not a row faster than the bare loop by
+    more than the spread, which no harness can be (it adds work to the same decode)."""
+    return overhead_pct >= -(spread_pct or 0)
+
+
 def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
     """Notebook 20's harness against the code a reader would write: `row`, the table's PyAV row (every frame of a
     clip, one caller), against `bare`, section 1's answer for PyAV on the same clip and frames (`library_rates`).
@@ -299,7 +305,7 @@ def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
         "harness_fps": row["fps"],
         "overhead_pct": overhead,
         "spread_pct": spread,
-        "readable": overhead >= -spread,
+        "readable": harness_readable(overhead, spread),
     }  # False: faster than the bare loop beyond the spread, no cost read
     return record, head + judged
 

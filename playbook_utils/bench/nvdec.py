@@ -96,10 +96,10 @@ DECODERS = ("pynvvideocodec", "torchcodec")  # the libraries whose raw NVDEC dec
 WINDOW_BINS = 6  # equal parts of a saturation window, each counted apart: the spread of the rate within the window
 
 
-def _spread_into(bins: tuple | None, a: float, b: float, n: float) -> None:
+def _spread_into(bins: tuple, a: float, b: float, n: float) -> None:
     """Add `n` frames decoded evenly over [a, b] to `bins` ((t0, width, counts): counts[i] covers
-    [t0 + i * width, t0 + (i + 1) * width]), each part by its overlap; nothing where `bins` is None."""
-    if bins is None or b <= a:
+    [t0 + i * width, t0 + (i + 1) * width]), each part by its overlap."""
+    if b <= a:
         return
     t0, width, counts = bins
     for i in range(len(counts)):
@@ -308,8 +308,9 @@ def saturate(
     beforehand (`_start`, `ceiling`), else they start now. Returns {'fps', 'frames', 'processes', 'threads',
     'decoder', 'nvdec_util_median', 'nvdec_util_p90', 'nvdec_util_samples', 'video_clock_mhz', 'seconds',
     'fps_by_part' (the rate in each of the window's WINDOW_BINS equal parts), 'fps_spread_pct' (their spread: how
-    steady the rate was inside the window), 'counted', 'error'}. Frames are counted within the window only: a decoder's chunk still decoding when it closes
-    counts the share of its frames its time inside covers (`_frames_before`).
+    steady the rate was inside the window), 'counted', 'error'}. Frames are counted within the window only: a
+    decoder's chunk still decoding when it closes counts the share of its frames its time inside covers
+    (`_frames_before`).
     """
     run = started or _start(path, processes, threads, seconds, gpu, decoder)
     nvml = env.nvml_handle(gpu)
@@ -413,8 +414,8 @@ def ceiling(
     `if_unsaturated` (more concurrency) run only where `configs` did not show the engines' limit (`saturated`).
 
     Returns {'fps', 'spread_pct' (the best run's, across its window's parts), 'best': the row that reached it,
-    'saturated', 'levelled', 'implied_fps': the rate at 100%
-    engine time (fps / utilization, a cross-check), 'rows': every row}. 'saturated': NVML's median decoder
+    'saturated', 'levelled', 'implied_fps': the rate at 100% engine time (fps / utilization, a cross-check),
+    'rows': every row}. 'saturated': NVML's median decoder
     utilization at the best row was at least SATURATED_PCT, and the rate had levelled off with concurrency
     ('levelled', `levelled`: not False). Otherwise the rate is only a lower bound of what the engines can do.
     Utilization alone is not enough: it is the share of time a decoder was busy, not of what the engines can do,
@@ -518,10 +519,9 @@ def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
     """A loader's rate judged against the engines' `ceiling` (a `ceiling` result). Returns {'pct_of_ceiling',
     'verdict', 'words', 'at_most'}: 'below' with its share; 'at' when it is above the ceiling by no more than the
     larger of the rate's and the ceiling's spreads (share 100); 'above' when it beats a saturated ceiling by more than
-    that, which no loader
-    can: one of the two measurements is wrong, and the row carries no share. Above a ceiling that was not saturated
-    (a lower bound), the ceiling is what is wrong; below or at one, the share is an upper bound ('at_most', and the
-    words say so). No share above 100 is ever a result. Notebooks 20, 21."""
+    that, which no loader can: one of the two measurements is wrong, and the row carries no share. Above a ceiling
+    that was not saturated (a lower bound), the ceiling is what is wrong; below or at one, the share is an upper
+    bound ('at_most', and the words say so). No share above 100 is ever a result. Notebooks 20, 21."""
     saturated = bool(ceiling and ceiling.get("saturated"))
 
     def judged(pct, verdict, words):

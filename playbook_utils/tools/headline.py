@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from playbook_utils import media
-from playbook_utils.bench import nvdec
+from playbook_utils.bench import anchor, nvdec
+from playbook_utils.bench.verdicts import percent
 
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- headline table: made by python -m playbook_utils.tools.headline --write -->", "<!-- end -->"
@@ -36,6 +37,7 @@ class Source:
     def __init__(self, folder: Path, summary: dict, readme_dir: Path):
         self.folder, self.readme_dir = folder, readme_dir
         self.rows = {r["notebook"].split("_")[0]: r for r in summary.get("notebooks", [])}
+        self.cells: dict = {}  # {executed copy: its cells}, each copy read once for all the figures it printed
 
     def date(self, number: str) -> str:
         """The UTC date and time notebook `number` ran at, '' where not recorded."""
@@ -51,7 +53,9 @@ class Source:
         row = self.rows.get(number) or {}
         copy = self.folder / row.get("notebook", "")
         link = Path(os.path.relpath(copy, self.readme_dir)).as_posix()
-        cell = next((n for n in (printed_in(copy, x) for x in needles) if n is not None), None)
+        if copy not in self.cells:
+            self.cells[copy] = read_cells(copy)
+        cell = next((n for n in (printed_in(self.cells[copy], x) for x in needles) if n is not None), None)
         where = f"In [{cell}]" if cell is not None else "not found in its output"
         machine = row.get("machine") or {}
         commit = (machine.get("commit") or "")[:7]
@@ -59,14 +63,17 @@ class Source:
         return f"[{number}, {where}]({link}), {run}"
 
 
-def printed_in(path: Path, needle: str) -> int | None:
-    """The execution count of the first code cell of the executed notebook at `path` whose printed output holds
-    `needle`, the closing cell that prints the headline left out (it repeats every figure); None where no cell's
-    does, or the copy cannot be read."""
+def read_cells(path: Path) -> list:
+    """The cells of the executed notebook at `path`, [] where it cannot be read."""
     try:
-        cells = json.loads(Path(path).read_text()).get("cells", [])
+        return json.loads(Path(path).read_text()).get("cells", [])
     except (OSError, ValueError):
-        return None
+        return []
+
+
+def printed_in(cells: list, needle: str) -> int | None:
+    """The execution count of the first code cell of an executed notebook's `cells` whose printed output holds
+    `needle`, the closing cell that prints the headline left out (it repeats every figure); None where none does."""
     for c in cells:
         if c.get("cell_type") != "code" or "finish(" in "".join(c.get("source", "")):
             continue
@@ -87,8 +94,9 @@ def clip_words(name: str, mbps: float | None) -> str:
     return words + (f", {mbps:.1f} Mbit/s" if mbps else "")
 
 
-def _pct(v) -> str:
-    return f"{v:.1f}%" if v is not None and v < 10 else f"{v:.0f}%"
+def _pm(spread) -> str:
+    """' ± 1.2%' beside a rate or a ceiling, '' where no spread was recorded."""
+    return f" ± {percent(spread)}" if spread is not None else ""
 
 
 OLD_COUNT = (
@@ -121,7 +129,7 @@ def ceilings_row(summary: dict, src: Source):
             procs, _, threads = str(c.get("layout")).partition("x")
             parts.append(
                 f"{clip_words(name, mbps.get(name))}: {c['fps']:,} frames/s"
-                + (f" ± {_pct(c['spread_pct'])}" if c.get("spread_pct") is not None else "")
+                + _pm(c.get("spread_pct"))
                 + (
                     f", decoders {c['nvdec_util_median']}% busy"
                     if c.get("nvdec_util_median") is not None
@@ -149,7 +157,7 @@ def loaders_row(summary: dict, src: Source):
     parts = []
     for codec, b in best.items():
         pct, ceiling = 100 * (b.get("fraction_of_ceiling") or 0), b.get("ceiling_fps")
-        c_spread = f" ± {_pct(b['ceiling_spread_pct'])}" if b.get("ceiling_spread_pct") is not None else ""
+        c_spread = _pm(b.get("ceiling_spread_pct"))
         if not pct or not ceiling:
             share = "no ceiling to put it against"
         elif b.get("ceiling_saturated"):
@@ -160,7 +168,7 @@ def loaders_row(summary: dict, src: Source):
             )
         if pct and old_count(b.get("ceiling_decoder"), b.get("ceiling_counted")):
             share += f" (that ceiling {OLD_COUNT}, so the share is low by as much)"
-        spread = f" ± {_pct(b['spread_pct'])}" if b.get("spread_pct") is not None else ""
+        spread = _pm(b.get("spread_pct"))
         margin = (margins.get(b["clip"]) or {}).get("margin")
         needle = f"{b['fps']:,}"
         other = ((summary.get("nvdec_ceiling_fps") or {}).get(codec) or {}).get(b["clip"]) or {}
@@ -188,13 +196,9 @@ def sampled_row(summary: dict, src: Source):
     h = src.headline("21")
     if h.get("gpu_sampled_videos_per_s") is None:
         return None
-    spread = f" ± {_pct(h['gpu_sampled_spread_pct'])}" if h.get("gpu_sampled_spread_pct") is not None else ""
+    spread = _pm(h.get("gpu_sampled_spread_pct"))
     cpu = h.get("videos_per_s_flat_out")
-    cpu_spread = (
-        f" ± {_pct(h['videos_per_s_flat_out_spread_pct'])}"
-        if h.get("videos_per_s_flat_out_spread_pct") is not None
-        else ""
-    )
+    cpu_spread = _pm(h.get("videos_per_s_flat_out_spread_pct"))
     text = (
         f"{h['gpu_sampled_loader']} on the GPU {h['gpu_sampled_videos_per_s']} videos/s{spread}"
         + (f" ({h['gpu_sampled_margin']})" if h.get("gpu_sampled_margin") else "")
@@ -217,7 +221,7 @@ def training_row(summary: dict, src: Source):
     spread = h.get("train_step_spread_pct")
     judged = ""
     if cost is not None and spread is not None:
-        judged = f" ({cost:+.1f}%, {'inside' if abs(cost) <= spread else 'beyond'} the {_pct(spread)} spread)"
+        judged = f" ({cost:+.1f}%, {'inside' if abs(cost) <= spread else 'beyond'} the {percent(spread)} spread)"
     text = (
         f"median step {h['train_step_ms']} ms with {h.get('train_loader') or 'the loader'} decoding beside it, "
         f"{h['train_step_held_ms']} ms on the same batches decoded beforehand{judged}; waiting for data took "
@@ -238,7 +242,7 @@ def sparse_row(summary: dict, src: Source):
         return None
 
     def ms(seconds, spread):
-        return f"{1e3 * seconds:.0f} ms" + (f" ± {_pct(spread)}" if spread is not None else "")
+        return f"{1e3 * seconds:.0f} ms" + _pm(spread)
 
     every = "decoding every frame" + (f" of {s['frames']:,}" if s.get("frames") else "")
     if s.get("seconds") is not None:
@@ -256,15 +260,15 @@ def harness_row(summary: dict, src: Source):
     if h.get("overhead_pct") is None:
         return None
     o, spread = h["overhead_pct"], h.get("spread_pct") or 0
-    if not h.get("readable", o >= -spread):  # faster than the bare loop beyond the spread (anchor.harness_cost)
+    if not h.get("readable", anchor.harness_readable(o, spread)):  # an older record has no flag: the same rule
         judged = (
             "the row ran faster than the bare loop beyond the spread: the two ran under other conditions, no cost read"
         )
     elif abs(o) <= spread:
         rate = 100 * (h["harness_fps"] / h["bare_fps"] - 1)  # the row's rate against the bare loop's
-        judged = f"no cost measurable (the row {abs(rate):.1f}% {'faster' if rate > 0 else 'slower'}, inside the {_pct(spread)} spread)"
+        judged = f"no cost measurable (the row {abs(rate):.1f}% {'faster' if rate > 0 else 'slower'}, inside the {percent(spread)} spread)"
     else:
-        judged = f"the harness costs {o:.1f}%, beyond the {_pct(spread)} spread"
+        judged = f"the harness costs {o:.1f}%, beyond the {percent(spread)} spread"
     return (
         "notebook 20's benchmark harness against a bare PyAV loop, every frame of the same clip on the CPU",
         f"the harness's row {h['harness_fps']:,.0f} frames/s, the bare loop {h['bare_fps']:,.0f}: {judged} "

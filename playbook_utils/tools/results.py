@@ -132,24 +132,22 @@ def reference_numbers(folder) -> dict:
     if ceilings:
         out["nvdec_ceiling_fps"] = ceilings
     best = (n21.get("headline") or {}).get("best_gpu_loader") or {}
-    if best:
-        out["best_loader"] = {
-            codec_of(name): {
-                "clip": name,
-                "loader": b["loader"],
-                "backend": b["backend"],
-                "fps": b["fps"],
-                "ceiling_fps": b.get("ceiling_fps"),
-                "ceiling_saturated": b.get("ceiling_saturated"),
-                "fraction_of_ceiling": round(b["pct_of_ceiling"] / 100, 3) if b.get("pct_of_ceiling") else None,
-                "spread_pct": b.get("spread_pct"),
-                "clip_mbps": b.get("clip_mbps"),
-                "lookahead_items": b.get("lookahead_items"),
-                "ceiling_decoder": ((n21.get("gpu_ceilings") or {}).get(name, {}).get("best") or {}).get("decoder"),
-                "ceiling_counted": ((n21.get("gpu_ceilings") or {}).get(name, {}).get("best") or {}).get("counted"),
-                "ceiling_spread_pct": (n21.get("gpu_ceilings") or {}).get(name, {}).get("spread_pct"),
-            }
-            for name, b in best.items()
+    for name, b in best.items():
+        c21 = (n21.get("gpu_ceilings") or {}).get(name) or {}  # the ceiling 21 measured beside this loader
+        out.setdefault("best_loader", {})[codec_of(name)] = {
+            "clip": name,
+            "loader": b["loader"],
+            "backend": b["backend"],
+            "fps": b["fps"],
+            "ceiling_fps": b.get("ceiling_fps"),
+            "ceiling_saturated": b.get("ceiling_saturated"),
+            "fraction_of_ceiling": round(b["pct_of_ceiling"] / 100, 3) if b.get("pct_of_ceiling") else None,
+            "spread_pct": b.get("spread_pct"),
+            "clip_mbps": b.get("clip_mbps"),
+            "lookahead_items": b.get("lookahead_items"),
+            "ceiling_decoder": (c21.get("best") or {}).get("decoder"),
+            "ceiling_counted": (c21.get("best") or {}).get("counted"),
+            "ceiling_spread_pct": c21.get("spread_pct"),
         }
     if isinstance(n20.get("sparse_speedup"), dict):
         out["sparse_speedup"] = {**n20["sparse_speedup"], **_sparse_times(n20)}
