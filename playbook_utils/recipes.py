@@ -455,12 +455,8 @@ def recipe(
         _DECODE_AHEAD.substitute(threads=gpu_threads)
         if gpu
         else extra.get("driver_note", "")
-        + (
-            f"loader = DataLoader(VideoClips(paths), batch_size={batch}, shuffle=True, num_workers={workers})"
-            + "  # videos of one size (resize them in __getitem__ otherwise)"
-            if batch
-            else f"loader = DataLoader(VideoClips(paths), batch_size=None, shuffle=True, num_workers={workers})"
-        )
+        + f"loader = DataLoader(VideoClips(paths), batch_size={batch}, shuffle=True, num_workers={workers})"
+        + ("  # videos of one size (resize them in __getitem__ otherwise)" if batch else "")
     )
     return template.substitute(
         k=k,
