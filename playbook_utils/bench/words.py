@@ -240,16 +240,18 @@ def processor_line(view: dict, height: int, width: int) -> str:
     )
 
 
-def training_step_lines(r: dict, loader: str, device: str) -> list[str]:
+def training_step_lines(r: dict, loader: str, device: str, k: int | None = None) -> list[str]:
     """The lines of `train_step.with_and_without_decoding`: the step and the wait with the loader decoding beside
     it, the step on held batches, what decoding costs the step against the spread, and on a GPU the peak memory
-    of a step (notebook 21)."""
+    of a step (notebook 21). `k`, the frames per video here, is said beside each rate in videos/s: the sections
+    before may have read another K, and a rate of videos of 4 frames reads against one of 16 only with it."""
     live, held = r["with_loader"], r["held"]
 
     def step(x):  # one decimal: the cost below is computed from these times, and reads from them
         return (
             f"median step {1e3 * x['step_s']:.1f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} "
-            "videos/s over all the steps"
+            + (f"videos/s of {k} frames" if k else "videos/s")
+            + " over all the steps"
         )
 
     drawn, ahead = live.get("skipped_batches") or 0, live.get("lookahead_batches") or 0

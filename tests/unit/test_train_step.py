@@ -65,6 +65,9 @@ def test_the_step_lines_say_when_the_cost_is_inside_the_spread():
     skewed = {**r, "with_loader": {**base, "steps": 4, "wait_mean_s": 0.053, "wait_s": 0.0024, "step_s": 0.0108}}
     first = words.training_step_lines(skewed, "torchcodec x4 threads", "cuda")[0]
     assert "step 10.8 ms" in first and "(over 4 steps: a step waited 53.0 ms on average, the median one 2.4 ms" in first
+    # the H200's smoke copy: "17.2 videos/s" for 4 frames a video, beside section 4's 11.1 for 16: K is said
+    with_k = words.training_step_lines(r, "torchcodec x4 threads", "cuda", k=4)
+    assert "20.0 videos/s of 4 frames over all the steps" in with_k[0] and "videos/s of 4 frames" in with_k[1]
     # the H200's run: +0.2% inside a 0.3% spread had read "within the spread of 0%"
     small = {**r, "step_cost_pct": 0.16, "spread_pct": 0.29}
     assert "+0.2%: within the spread of 0.3%" in words.training_step_lines(small, "torchcodec x16 threads", "cuda")[2]
