@@ -367,3 +367,31 @@ def storage_line(folder, storage: dict) -> str:
         f"{folder}: cold {storage['cold_mb_s']:,.0f} MB/s by {storage['cold_method']}, warm "
         f"{storage['warm_mb_s']:,.0f} MB/s; {storage['read_mib']:,.0f} MiB read from {storage['source']}"
     )
+
+
+def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict | None, video_dir=None) -> str:
+    """Notebook 30: one rank's rate beside what one GPU's loader delivered alone in notebook 21's section 4 (K
+    sampled frames a video), where 21 ran into the same output folder (`nb21`, its JSON). What differs between
+    the two (K, threads, files: 21 reads the realistic H.264 and HEVC clips, 30 the H.264 ones, unless both read
+    the reader's `video_dir`) is said; no ratio is drawn across them."""
+    here = f"one rank here: {backend} x{threads} threads, {fps:,.0f} frames/s of K={k} sampled frames a video"
+    rows = (nb21 or {}).get("gpu_sampled") or []
+    if not rows:
+        why = "did not run into this folder" if nb21 is None else "measured no loader on the GPU (its section 4)"
+        return f"{here}; notebook 21 {why}, so nothing on this machine sets it against one GPU's loader alone"
+    r = max([r for r in rows if r["backend"] == backend] or rows, key=lambda r: r["frames_per_s"])
+    spread = f" ± {percent(r['frames_per_s_spread_pct'])}" if r.get("frames_per_s_spread_pct") is not None else ""
+    theirs = nb21.get("video_dir")
+    same_files = bool(video_dir and theirs) and os.path.realpath(theirs) == os.path.realpath(video_dir)
+    differs = [f"K ({nb21.get('k')})"] if nb21.get("k") != k else []
+    differs += [f"threads ({r['threads']})"] if r["threads"] != threads else []
+    differs += [] if same_files else ["files (21: the realistic H.264 and HEVC clips; here: the H.264 ones)"]
+    return (
+        f"{here}; notebook 21's section 4, one loader alone on this GPU: {r['loader']}, {r['frames_per_s']:,.0f} "
+        f"frames/s{spread}"
+        + (
+            f"; it differs in {', '.join(differs)}, so read the two side by side, not as a ratio"
+            if differs
+            else ", the same work: this rank delivers " + f"{100 * fps / r['frames_per_s']:.0f}% of it"
+        )
+    )

@@ -189,3 +189,24 @@ def test_notebook_30_chooses_its_backend_by_a_stated_rule(monkeypatch):
     monkeypatch.setattr(distributed, "why_unavailable", lambda b, d: f"{b} is not installed")
     with pytest.raises(ValueError, match="BACKEND='dali' cannot run here: dali is not installed"):
         distributed.choose_backend("dali", "cuda", [])
+
+
+def test_one_rank_context_says_what_differs_and_draws_no_ratio_across_it(tmp_path):
+    """Notebook 30's one-GPU copy printed 178 frames/s with nothing on the machine to read it against: it is set
+    beside 21's section 4 where 21 ran into the folder, a ratio only for the same work."""
+    from playbook_utils.bench import words
+
+    row = {"loader": "torchcodec x16 threads", "backend": "torchcodec", "threads": 16, "frames_per_s": 269.0,
+           "frames_per_s_spread_pct": 3.0}  # fmt: skip
+    nb21 = {"k": 16, "video_dir": None, "gpu_sampled": [row, {**row, "backend": "pynvvideocodec", "frames_per_s": 300.0,
+                                                                 "loader": "pynvvideocodec x16 threads"}]}  # fmt: skip
+    line = words.one_rank_context(178.0, "torchcodec", 8, 16, nb21)
+    assert "torchcodec x16 threads, 269 frames/s ± 3.0%" in line and "threads (16)" in line and "files (21" in line
+    assert "not as a ratio" in line and "% of it" not in line
+    (tmp_path / "v").mkdir()
+    same = words.one_rank_context(
+        178.0, "torchcodec", 16, 16, {**nb21, "video_dir": str(tmp_path / "v")}, tmp_path / "v"
+    )
+    assert same.endswith("the same work: this rank delivers 66% of it")
+    assert "did not run into this folder" in words.one_rank_context(178.0, "torchcodec", 8, 16, None)
+    assert "measured no loader" in words.one_rank_context(178.0, "torchcodec", 8, 16, {"k": 16, "gpu_sampled": []})
