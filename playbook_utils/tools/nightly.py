@@ -482,7 +482,8 @@ def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
     reference for its notebooks: each notebook's files in `part` (those named NN_..., its executed copy, JSON,
     figures and tables) replace the reference's files of that notebook number, and the reference's summary keeps
     its other rows, each with the machine, date and commit it ran on (issue 31: the H200 reference, rebuilt one
-    part at a time). The mode must match. Returns the notebooks adopted."""
+    part at a time). The mode must match. A run lost before its end (its summary lists the notebooks
+    `unfinished`) gives the rows of those it finished, and only those are adopted. Returns the notebooks adopted."""
     after, before = _read_json(part / "summary.json"), _read_json(reference / "summary.json")
     if after.get("mode") != before.get("mode"):
         raise NightlyError(
@@ -622,6 +623,11 @@ def main(argv=None) -> int:
             print(f"nightly: error: {e}", file=sys.stderr)
             return EXIT_USAGE
         print(f"nightly: {', '.join(done)} from {args.adopt} now the reference in {args.baseline}")
+        left = _read_json(Path(args.adopt) / "summary.json").get("unfinished")
+        if left:  # the summary a run writes after each notebook: the machine was lost before the rest ran
+            print(
+                f"nightly: that run did not finish: {', '.join(left)} had not run (or not to the end) and keep their earlier copies"
+            )
         if Path(args.baseline).resolve() == BASELINE.resolve():  # the README's table quotes this folder's summary
             print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table from it")
         return EXIT_OK

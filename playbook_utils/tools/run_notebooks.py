@@ -681,9 +681,15 @@ def _stamp(machine: dict) -> str:
     return f"{machine.get('gpu', 'no GPU')}; {machine.get('cpu')}; {machine.get('date_utc')} UTC{code}"
 
 
-def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> Path:
-    """Write summary.md and summary.json into `output`; return the markdown path."""
+def write_summary(
+    rows: list[dict], output: Path, mode: str, machine: dict, unfinished: list[str] | None = None
+) -> Path:
+    """Write summary.md and summary.json into `output`; return the markdown path. `unfinished`: the notebooks
+    still to run when a run writes its summary after each notebook (a GPU machine has been lost mid-run, and the
+    notebooks it finished are then kept: `nightly --adopt` takes their rows); the run's last write has none."""
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
+    if unfinished:
+        doc["unfinished"] = list(unfinished)
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
     first = open_first(rows)
     lines = [
@@ -706,6 +712,8 @@ def write_summary(rows: list[dict], output: Path, mode: str, machine: dict) -> P
         lines.append(f"| {r['notebook']} | {status} | {r['seconds']} | {head} | {skipped} |")
     failed = [r["notebook"] for r in rows if r["status"] != "passed"]
     lines += ["", f"{len(rows) - len(failed)} passed, {len(failed)} failed"]
+    if unfinished:
+        lines += [f"**Unfinished run**: still to run when this was written: {', '.join(unfinished)}"]
     unreadable = unreadable_files(rows)
     if unreadable:
         lines += ["", f"## Files that could not be read ({len(unreadable)})", ""]
@@ -854,9 +862,11 @@ def main(argv=None) -> int:
         rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)
     else:
         rows = []
-        for nb in notebooks:
+        for i, nb in enumerate(notebooks):
             progress.start(nb)
             rows.append(_run_here(nb, output, args, caps, machine))
+            if not args.row_file and i + 1 < len(notebooks):  # what has run, should the machine be lost before the end
+                write_summary(rows, output, args.mode, machine, unfinished=[p.name for p in notebooks[i + 1 :]])
     if args.row_file:  # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:

@@ -481,3 +481,45 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     smoke = _folder(tmp_path / "smoke", {"10_pyav": BASE["10_pyav"]}, mode="smoke")
     assert nightly.main(["--adopt", str(smoke), "--baseline", str(ref)]) == nightly.EXIT_USAGE
     assert "smoke-mode run" in capsys.readouterr().err and (ref / "10_new_figure.png").exists()
+
+
+def test_a_run_lost_mid_part_keeps_the_finished_notebooks_rows_and_adopts_only_those(tmp_path, monkeypatch, capsys):
+    """31: three H200 runs were lost with their machine mid-part (12-04), and with them the rows of notebooks that
+    had finished. The runner writes its summary after each notebook, naming those still to run; `--adopt` takes the
+    finished ones and says which kept their earlier copies."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from playbook_utils.tools import run_notebooks
+
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    for stem in ("10_pyav", "11_decord"):
+        nbformat.write(new_notebook(cells=[new_code_cell("pass")]), nbs / f"{stem}.ipynb")
+
+    ran = []
+
+    def run_here(nb, output, args, caps, machine):  # the first finishes; the machine is lost in the second
+        if ran:
+            raise KeyboardInterrupt("the machine went away")
+        ran.append(nb.name)
+        stem = nb.name.removesuffix(".ipynb")
+        (output / f"{stem}.json").write_text(json.dumps({"headline": {"cpu_sequential_fps": 999.0}}))
+        (output / nb.name).write_text("{}")
+        return {"notebook": nb.name, "status": "passed", "error": None, "seconds": 2.0,
+                "headline": {"cpu_sequential_fps": 999.0}, "skipped": []}  # fmt: skip
+
+    monkeypatch.setattr(run_notebooks, "_run_here", run_here)
+    with pytest.raises(KeyboardInterrupt):
+        run_notebooks.main(["--mode", "full", "--notebooks", str(nbs), "--output", str(out)])
+    first, second = ran[0], ({"10_pyav.ipynb", "11_decord.ipynb"} - set(ran)).pop()
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["notebook"] for r in summary["notebooks"]] == [first]
+    assert summary["unfinished"] == [second] and "**Unfinished run**" in (out / "summary.md").read_text()
+    ref = _folder(tmp_path / "ref", BASE)
+    (ref / second).write_text("earlier")
+    assert nightly.main(["--adopt", str(out), "--baseline", str(ref)]) == 0
+    assert f"{second} had not run" in capsys.readouterr().out
+    stem = first.removesuffix(".ipynb")
+    assert json.loads((ref / f"{stem}.json").read_text())["headline"]["cpu_sequential_fps"] == 999.0
+    assert (ref / second).read_text() == "earlier"
