@@ -110,7 +110,10 @@ def probe(path, stream: int | None = None) -> VideoInfo:
     except Exception as e:  # PyAV raises its own FFmpeg error types
         if opened is not None:
             opened.close()
-        raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {e})", backend="probe") from e
+        # FFmpeg's errors carry a raw code and the path ('[Errno 1094995529] Invalid data found when processing
+        # input: PATH'): the error names the file already, so its reason is FFmpeg's words alone
+        said = getattr(e, "strerror", None) or str(e)
+        raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {said})", backend="probe") from e
     with container, opened if opened is not None else contextlib.nullcontext():
         try:
             return _describe(container, path, opened, stream)
