@@ -483,12 +483,15 @@ def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
     figures and tables) replace the reference's files of that notebook number, and the reference's summary keeps
     its other rows, each with the machine, date and commit it ran on (issue 31: the H200 reference, rebuilt one
     part at a time). The mode must match. A run lost before its end (its summary lists the notebooks
-    `unfinished`) gives the rows of those it finished, and only those are adopted. Returns the notebooks adopted."""
+    `unfinished`) gives the rows of those it finished, and only those are adopted; a notebook that failed is not
+    adopted either (the reference keeps its earlier copy: a failed copy is no reference). Returns the notebooks
+    adopted."""
     after, before = _read_json(part / "summary.json"), _read_json(reference / "summary.json")
     if after.get("mode") != before.get("mode"):
         raise NightlyError(
             f"{_shown(part)} holds a {after.get('mode')}-mode run, {_shown(reference)} a {before.get('mode')}-mode one"
         )
+    after = {**after, "notebooks": [r for r in after["notebooks"] if r["status"] == "passed"]}
     numbers = sorted({r["notebook"].split("_")[0] + "_" for r in after["notebooks"]})
     for prefix in numbers:
         for old in reference.glob(prefix + "*"):
@@ -623,7 +626,13 @@ def main(argv=None) -> int:
             print(f"nightly: error: {e}", file=sys.stderr)
             return EXIT_USAGE
         print(f"nightly: {', '.join(done)} from {args.adopt} now the reference in {args.baseline}")
-        left = _read_json(Path(args.adopt) / "summary.json").get("unfinished")
+        ran = _read_json(Path(args.adopt) / "summary.json")
+        failed = [r["notebook"] for r in ran["notebooks"] if r["status"] != "passed"]
+        if failed:
+            print(
+                f"nightly: not adopted, as they failed (the reference keeps their earlier copies): {', '.join(failed)}"
+            )
+        left = ran.get("unfinished")
         if left:  # the summary a run writes after each notebook: the machine was lost before the rest ran
             print(
                 f"nightly: that run did not finish: {', '.join(left)} had not run (or not to the end) and keep their earlier copies"

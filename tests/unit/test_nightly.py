@@ -478,6 +478,17 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     assert rows["00_hardware_and_environment.ipynb"]["machine"]["date_utc"] == "2000-01-01 00:00"
     text = (ref / "summary.md").read_text()
     assert "00_hardware_and_environment.ipynb ran on:" in text and "2000-01-01" in text
+    # a notebook that failed in the part keeps its earlier copy (13's kernel died on the H200, 12-05)
+    broken = _folder(
+        tmp_path / "broken",
+        {"00_hardware_and_environment": {}},
+        status={"00_hardware_and_environment": "DeadKernelError"},
+    )
+    (broken / "00_figure.png").write_bytes(b"from the failed run")
+    assert nightly.main(["--adopt", str(broken), "--baseline", str(ref)]) == 0
+    assert "not adopted, as they failed" in capsys.readouterr().out and (ref / "00_figure.png").read_bytes() == b"kept"
+    rows = {r["notebook"]: r for r in json.loads((ref / "summary.json").read_text())["notebooks"]}
+    assert rows["00_hardware_and_environment.ipynb"]["status"] == "passed"
     smoke = _folder(tmp_path / "smoke", {"10_pyav": BASE["10_pyav"]}, mode="smoke")
     assert nightly.main(["--adopt", str(smoke), "--baseline", str(ref)]) == nightly.EXIT_USAGE
     assert "smoke-mode run" in capsys.readouterr().err and (ref / "10_new_figure.png").exists()
