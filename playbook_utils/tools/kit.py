@@ -148,9 +148,21 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
         theirs = json.loads((root / reference.with_suffix(".json")).read_text()).get("skipped") or []
     except (OSError, ValueError, AttributeError):
         theirs = []
-    mine = {line.split(":")[0] for line in skipped}
-    also = [line for line in theirs if isinstance(line, str) and line.split(":")[0] in mine]
-    if also and len({line.split(":")[0] for line in also}) == len(mine):
+
+    def cause(line: str) -> str:  # 'section: cause (detail); more' -> 'cause': a section renamed keeps its cause
+        return line.split(":", 1)[-1].split("(")[0].split(";")[0].strip().lower()
+
+    theirs = [line for line in theirs if isinstance(line, str)]
+    # a section of this run the reference skipped too: by its name, or by the same cause under another name (11's
+    # 'the GPU recipe' was 'decord on the GPU' there, both 'this decord was built without CUDA')
+    same = {
+        line.split(":")[0]: [
+            t for t in theirs if t.split(":")[0] == line.split(":")[0] or cause(t) == cause(line) != ""
+        ]
+        for line in skipped
+    }
+    also = list(dict.fromkeys(t for ts in same.values() for t in ts))
+    if also and all(same.values()):
         # "the copy ... before this run": once a reference run is adopted, the copy it names is the one it replaced
         return (
             f"was not measured on the reference machine either (the copy in {reference} before this run skipped it "

@@ -210,3 +210,9 @@ def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_
     (ref / "90_x.json").write_text(json.dumps({"skipped": ["scaling efficiency: one GPU there", "a GPU part: no"]}))
     line = kit.reference_for("90_x", skipped, root=tmp_path)
     assert line.startswith("was not measured on the reference machine either") and "one GPU there" in line
+    # 11's copy: its skipped 'the GPU recipe' was 'decord on the GPU' in the reference, for the same cause; it had
+    # read 'was measured on the reference machine'
+    mine = ["the GPU recipe: this decord was built without CUDA (the PyPI wheel is CPU-only)"]
+    (ref / "90_x.json").write_text(json.dumps({"skipped": [
+        "decord on the GPU: this decord was built without CUDA (the PyPI wheel is CPU-only); a GPU build needs a source build"]}))  # fmt: skip
+    assert kit.reference_for("90_x", mine, root=tmp_path).startswith("was not measured on the reference machine either")
