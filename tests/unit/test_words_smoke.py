@@ -54,3 +54,16 @@ def test_the_gop_lesson_says_why_the_long_gop_cost_more_or_did_not():
     assert "decodes forward" in forward and "every 6 frames" in forward and "cost more" not in forward
     odd = words.gop_lesson({"fps": 1000, "spread_pct": 1}, {"fps": 1500, "spread_pct": 1}, 16, short, long)
     assert "1.5x faster" in odd and "does not predict" in odd
+    # 12's CUDA row on the H200: forward decoding, 1.2x slower on the long GOP: not notebook 01's seek lesson; and
+    # the keyframe interval is the first GOP's (250 and 50 had read 'a keyframe every 150 frames')
+    cut = SimpleNamespace(num_frames=300, gop_lengths=[250, 50])
+    slower = words.gop_lesson(
+        {"fps": 49, "spread_pct": 0.8},
+        {"fps": 41, "spread_pct": 0.8},
+        16,
+        SimpleNamespace(num_frames=300, gop_lengths=[30] * 10),
+        cut,
+        False,
+    )
+    assert "1.2x slower" in slower and "as notebook 01 predicts" not in slower and "not measured here" in slower
+    assert "a keyframe every 250 frames" in slower
