@@ -216,3 +216,24 @@ def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_
     (ref / "90_x.json").write_text(json.dumps({"skipped": [
         "decord on the GPU: this decord was built without CUDA (the PyPI wheel is CPU-only); a GPU build needs a source build"]}))  # fmt: skip
     assert kit.reference_for("90_x", mine, root=tmp_path).startswith("was not measured on the reference machine either")
+
+
+def test_timed_takes_the_realistic_pair_where_the_set_has_one(tmp_path):
+    """10-13's measured tables on the H200 timed the light 1.7 Mbit/s clips while the set held the 8 Mbit/s pair
+    of short and long GOP: the tables now time filmed video's bitrate; smoke mode's set, with one realistic clip
+    per codec, keeps the light pair (a short and a long GOP are both needed)."""
+    from types import SimpleNamespace
+
+    nb = kit.Notebook("90_timed", tmp_path, "cpu", stamp=False)
+
+    def info(name, gop):
+        return SimpleNamespace(name=name, codec="h264", height=1080, gop_lengths=[gop])
+
+    light = {"h264_1080p_gop30.mp4": 30, "h264_1080p_gop250.mp4": 250}
+    nb.infos = {n: info(n, g) for n, g in {**light, "h264_1080p_gop30_8mbps.mp4": 30}.items()}
+    assert nb.timed("h264").name == "h264_1080p_gop30.mp4"  # one realistic clip: no pair, the light ones
+    assert nb.timed("h264", long_gop=True).name == "h264_1080p_gop250.mp4"
+    nb.infos["h264_1080p_gop250_8mbps.mp4"] = info("h264_1080p_gop250_8mbps.mp4", 250)
+    assert nb.timed("h264").name == "h264_1080p_gop30_8mbps.mp4"
+    assert nb.timed("h264", long_gop=True).name == "h264_1080p_gop250_8mbps.mp4"
+    assert nb.pick("h264").name == "h264_1080p_gop30.mp4"  # the recipes' checks keep the light clip
