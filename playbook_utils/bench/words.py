@@ -404,3 +404,23 @@ def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict 
             else ", the same work: this rank delivers " + f"{100 * fps / r['frames_per_s']:.0f}% of it"
         )
     )
+
+
+def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
+    """Notebook 00: a line for each library that did not decode a probe clip exactly on NVDEC (`nvdec.codec_matrix`'s
+    {codec: {library: result}}; `clips`: {codec: path}), with its whole reason (the table cuts it) or its wrong
+    frames and the file's container, so that 'NVDEC decodes hevc 10-bit' is never read as 'every library does'."""
+    lines = []
+    for name, libs in gpu_results.items():
+        for lib, r in libs.items():
+            if r.get("ok"):
+                continue
+            if r.get("error") is not None:
+                lines.append(f"{name} through {lib}: {str(r['error'])[:240]}")
+            else:
+                lines.append(
+                    f"{name} through {lib}: {r.get('wrong_frames')} of {r.get('frames')} frames were other than asked "
+                    f"(a {Path(clips[name]).suffix} file); notebook 13's correctness matrix shows which files this "
+                    "library is trusted with (read_frames refuses the rest)"
+                )
+    return lines

@@ -67,3 +67,20 @@ def test_the_gop_lesson_says_why_the_long_gop_cost_more_or_did_not():
     )
     assert "1.2x slower" in slower and "as notebook 01 predicts" not in slower and "not measured here" in slower
     assert "a keyframe every 250 frames" in slower
+
+
+def test_codec_probe_notes_give_whole_reasons_and_wrong_frames_with_the_container():
+    """00's H200 table cut 'no: PyNvVCExceptionUnsupported: HandleVideoSequence :' at 60 characters, and listed hevc
+    10-bit among NVDEC's codecs beside 91 wrong frames of 120 from one library, unexplained."""
+    from playbook_utils.bench import words
+
+    reason = "PyNvVCExceptionUnsupported: HandleVideoSequence : AV1 is not supported on this GPU (cuvidGetDecoderCaps)"
+    gpu = {
+        "h264": {"pynvvideocodec": {"ok": True}, "pyav_hwaccel": {"ok": True}},
+        "hevc 10-bit": {"pynvvideocodec": {"ok": False, "error": None, "frames": 120, "wrong_frames": 91},
+                        "pyav_hwaccel": {"ok": True}},
+        "av1": {"pynvvideocodec": {"ok": False, "error": reason}},
+    }  # fmt: skip
+    lines = words.codec_probe_notes(gpu, {"h264": "a.mp4", "hevc 10-bit": "b.mkv", "av1": "c.mp4"})
+    assert len(lines) == 2 and "91 of 120 frames were other than asked (a .mkv file)" in lines[0]
+    assert lines[1] == f"av1 through pynvvideocodec: {reason}"
