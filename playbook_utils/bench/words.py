@@ -424,3 +424,24 @@ def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
                     "library is trusted with (read_frames refuses the rest)"
                 )
     return lines
+
+
+def gpu_slower_lines(table: list[dict]) -> list[str]:
+    """The rows of a library notebook's rate table (`kit.Notebook.rate_table`) where the GPU read slower than the
+    CPU on the same workload and clip, beyond the spread, each with what a single caller measures: the H200's 10
+    (NVDEC sequential 150 frames/s against 334 on the CPU) and 12 (sparse 49 against 82) had said nothing of it."""
+    cpu = {(r["workload"], r["clip"]): r for r in table if r["device"] == "cpu" and r["fps"]}
+    lines = []
+    for r in table:
+        c = cpu.get((r["workload"], r["clip"]))
+        if not r["device"].startswith("cuda") or not r["fps"] or c is None:
+            continue
+        v = rank([("gpu", r["fps"], r["spread_pct"]), ("cpu", c["fps"], c["spread_pct"])])
+        if v.best == "cpu" and not v.tied:
+            lines.append(
+                f"{r['workload']} on {r['clip']}: the GPU {r['fps']:,.0f} frames/s against the CPU's {c['fps']:,.0f}, "
+                f"beyond the spread of {percent(v.spread_pct)}. One call here opens one decoder for one file, so "
+                "opening it, copying frames out (and for PyAV's hwaccel, each frame's trip through host memory) "
+                "weigh more than the decoding; NVDEC pays off with many decoders at once (notebooks 20 and 21)"
+            )
+    return lines

@@ -343,14 +343,16 @@ class Notebook:
             table.append(row)
         if caveat := words.smoke_caveat(smoke, video_dir):
             print(caveat)
-        print(f"{'device':7s} {'workload':14s} {'clip':24s} {'frames/s':>9s} {'spread':>7s} exact (check)")
+        print(f"{'device':7s} {'workload':14s} {'clip':30s} {'frames/s':>9s} {'spread':>7s} exact (check)")
         for r in table:
             rate = f"{r['fps']:9,.0f} {r['spread_pct']:6.0f}%" if r["fps"] else f"{'-':>9s} {'':7s}"
             print(
-                f"{r['device']:7s} {r['workload']:14s} {r['clip'][:24]:24s} {rate} {r['exact']}"
+                f"{r['device']:7s} {r['workload']:14s} {r['clip'][:30]:30s} {rate} {r['exact']}"
                 + (f" ({r['check']})" if r["check"] else "")
                 + (f"  ({r['error']})" if r["error"] else "")
             )
+        for line in words.gpu_slower_lines(table):  # said where it happens, with what one caller measures
+            print(line)
         self.results.data["table"] = table
         return table
 
