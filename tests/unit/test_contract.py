@@ -247,3 +247,14 @@ def test_another_librarys_exception_is_described_by_what_it_says():
         == "RuntimeError: GetFramesByIdxList (the library gave no reason)"
     )
     assert describe(RuntimeError("")) == "RuntimeError: (the library gave no reason)"
+
+
+def test_torchcodec_cuda_refuses_avi_where_the_h200_matrix_saw_it_fail():
+    """12's matrix on the H200 (0.17, 2026-12-05): TorchCodec's CUDA path raised on an AVI its CPU path read
+    exactly; the matrix then listed a raw library error. The CUDA path refuses AVI with that reason; the CPU reads it."""
+    from playbook_utils.decoders.torchcodec import TorchCodec
+
+    row = next(r for r in TorchCodec.KNOWN_WRONG if "container:avi" in r.traits)
+    assert row.applies({"container:avi", "codec:h264"}, "cuda", "0.17.0")
+    assert not row.applies({"container:avi", "codec:h264"}, "cpu", "0.17.0")
+    assert "use device='cpu'" in row.why
