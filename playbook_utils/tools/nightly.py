@@ -492,6 +492,8 @@ def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
             f"{_shown(part)} holds a {after.get('mode')}-mode run, {_shown(reference)} a {before.get('mode')}-mode one"
         )
     after = {**after, "notebooks": [r for r in after["notebooks"] if r["status"] == "passed"]}
+    if not after["notebooks"]:
+        raise NightlyError(f"{_shown(part)} holds no notebook that passed: nothing adopted, the reference unchanged")
     numbers = sorted({r["notebook"].split("_")[0] + "_" for r in after["notebooks"]})
     for prefix in numbers:
         for old in reference.glob(prefix + "*"):
@@ -523,6 +525,12 @@ def run(args) -> Path:
     output = Path(args.output or Path("nightly") / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"))
     output.mkdir(parents=True, exist_ok=True)
     before = _read_json(output / "summary.json") if (output / "summary.json").exists() else None
+    if before and before.get("earlier"):  # a run lost mid-way: the rows it kept of the runs before it count too
+        done = {r["notebook"] for r in before["notebooks"]}
+        before = {
+            **before,
+            "notebooks": before["notebooks"] + [r for r in before["earlier"] if r["notebook"] not in done],
+        }
     argv = ["--mode", args.mode, "--output", str(output), "--device", args.device, "--notebooks", args.notebooks]
     for pat in args.pattern or []:
         argv += ["--pattern", pat]

@@ -321,6 +321,20 @@ def _theirs(folder: Path) -> set:
         return set()
 
 
+def earlier_rows(output: Path, notebooks) -> list[dict]:
+    """The rows of the run whose summary.json is in `output` (and of the runs it kept under `earlier`) for the
+    notebooks not in `notebooks`, each stamped with the machine it ran on; [] where there is none."""
+    try:
+        doc = json.loads((output / "summary.json").read_text())
+    except (OSError, ValueError):
+        return []
+    names, kept = {nb.name for nb in notebooks}, {}
+    for r in [{"machine": doc.get("machine", {}), **r} for r in doc.get("notebooks", [])] + doc.get("earlier", []):
+        if r.get("notebook") not in names:
+            kept.setdefault(r["notebook"], r)
+    return list(kept.values())
+
+
 def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     """Before a run into a folder that holds one (a summary.json): move that run's summary (and its
     constraints.txt, the library versions it ran with) and the files of
@@ -682,14 +696,23 @@ def _stamp(machine: dict) -> str:
 
 
 def write_summary(
-    rows: list[dict], output: Path, mode: str, machine: dict, unfinished: list[str] | None = None
+    rows: list[dict],
+    output: Path,
+    mode: str,
+    machine: dict,
+    unfinished: list[str] | None = None,
+    earlier: list[dict] | None = None,
 ) -> Path:
     """Write summary.md and summary.json into `output`; return the markdown path. `unfinished`: the notebooks
     still to run when a run writes its summary after each notebook (a GPU machine has been lost mid-run, and the
-    notebooks it finished are then kept: `nightly --adopt` takes their rows); the run's last write has none."""
+    notebooks it finished are then kept: `nightly --adopt` takes their rows); the run's last write has none.
+    `earlier`: with it, the rows of the earlier runs in this folder that this run does not redo (`earlier_rows`),
+    kept apart, so that a run lost mid-way and run again still has them to merge (`nightly`)."""
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
     if unfinished:
         doc["unfinished"] = list(unfinished)
+    if unfinished and earlier:
+        doc["earlier"] = earlier
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
     first = open_first(rows)
     lines = [
@@ -845,6 +868,7 @@ def main(argv=None) -> int:
         except ValueError as e:
             print(f"run_notebooks: {e}", file=sys.stderr)
             return 2
+    earlier = [] if args.row_file else earlier_rows(output, notebooks)  # kept in the summary written on the way
     if not args.row_file:
         try:  # a folder the runner did not make: refused before anything moves
             moved = set_aside(output, notebooks)
@@ -866,7 +890,8 @@ def main(argv=None) -> int:
             progress.start(nb)
             rows.append(_run_here(nb, output, args, caps, machine))
             if not args.row_file and i + 1 < len(notebooks):  # what has run, should the machine be lost before the end
-                write_summary(rows, output, args.mode, machine, unfinished=[p.name for p in notebooks[i + 1 :]])
+                left = [p.name for p in notebooks[i + 1 :]]
+                write_summary(rows, output, args.mode, machine, unfinished=left, earlier=earlier)
     if args.row_file:  # a lane of a --lanes run: its parent writes the summary
         Path(args.row_file).write_text(json.dumps(rows))
     else:

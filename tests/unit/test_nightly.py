@@ -481,7 +481,7 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     # a notebook that failed in the part keeps its earlier copy (13's kernel died on the H200, 12-05)
     broken = _folder(
         tmp_path / "broken",
-        {"00_hardware_and_environment": {}},
+        {"00_hardware_and_environment": {}, "11_decord": BASE.get("11_decord", {})},
         status={"00_hardware_and_environment": "DeadKernelError"},
     )
     (broken / "00_figure.png").write_bytes(b"from the failed run")
@@ -489,6 +489,11 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     assert "not adopted, as they failed" in capsys.readouterr().out and (ref / "00_figure.png").read_bytes() == b"kept"
     rows = {r["notebook"]: r for r in json.loads((ref / "summary.json").read_text())["notebooks"]}
     assert rows["00_hardware_and_environment.ipynb"]["status"] == "passed"
+    # a part where nothing passed adopts nothing and leaves the reference's summary (and its machine) as it was
+    summary_before = (ref / "summary.json").read_text()
+    none = _folder(tmp_path / "none", {"00_hardware_and_environment": {}}, status={"00_hardware_and_environment": "x"})
+    assert nightly.main(["--adopt", str(none), "--baseline", str(ref)]) == nightly.EXIT_USAGE
+    assert "no notebook that passed" in capsys.readouterr().err and (ref / "summary.json").read_text() == summary_before
     smoke = _folder(tmp_path / "smoke", {"10_pyav": BASE["10_pyav"]}, mode="smoke")
     assert nightly.main(["--adopt", str(smoke), "--baseline", str(ref)]) == nightly.EXIT_USAGE
     assert "smoke-mode run" in capsys.readouterr().err and (ref / "10_new_figure.png").exists()
@@ -534,3 +539,38 @@ def test_a_run_lost_mid_part_keeps_the_finished_notebooks_rows_and_adopts_only_t
     stem = first.removesuffix(".ipynb")
     assert json.loads((ref / f"{stem}.json").read_text())["headline"]["cpu_sequential_fps"] == 999.0
     assert (ref / second).read_text() == "earlier"
+
+
+def test_a_part_lost_and_run_again_keeps_the_rows_of_the_parts_before_it(tmp_path, monkeypatch):
+    """A review of 12-05's change: a part lost mid-run left a summary of its own rows only, and its rerun moved
+    that summary over previous/, where the earlier parts' rows were: they were gone. The summary written on the
+    way keeps them apart (`earlier`), and the rerun's merge takes them."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from playbook_utils.tools import run_notebooks
+
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    for stem in ("00_a", "20_b", "21_c"):
+        nbformat.write(new_notebook(cells=[new_code_cell("pass")]), nbs / f"{stem}.ipynb")
+    lose = {"on": False, "ran": []}
+
+    def run_here(nb, output, args, caps, machine):
+        if lose["on"] and lose["ran"]:
+            raise KeyboardInterrupt("the machine went away")
+        lose["ran"].append(nb.name)
+        return {"notebook": nb.name, "status": "passed", "error": None, "seconds": 1.0, "headline": {}, "skipped": []}
+
+    monkeypatch.setattr(run_notebooks, "_run_here", run_here)
+    base = _folder(tmp_path / "base", {"00_a": {}})
+    common = ["--mode", "full", "--notebooks", str(nbs), "--output", str(out), "--baseline", str(base)]
+    nightly.main([*common, "--pattern", "00*"])  # part 1
+    lose.update(on=True, ran=[])
+    with pytest.raises(KeyboardInterrupt):
+        nightly.main([*common, "--pattern", "2*"])  # part 2, lost in its second notebook
+    assert [r["notebook"] for r in json.loads((out / "summary.json").read_text())["earlier"]] == ["00_a.ipynb"]
+    lose.update(on=False, ran=[])
+    nightly.main([*common, "--pattern", "2*"])  # part 2 again, to its end
+    names = [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]]
+    assert names == ["00_a.ipynb", "20_b.ipynb", "21_c.ipynb"]
