@@ -5,6 +5,7 @@ notebook's cell only calls them and a wording fix lands in one place. Nothing he
 from __future__ import annotations
 
 import os
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -328,9 +329,10 @@ def gop_lesson(short: dict, long: dict, k: int, short_info, long_info, seeks_eac
     fall closer together than the keyframes nearly every frame is decoded either way; None: not said. Notebooks
     10-13."""
     n = long_info.num_frames
-    # the keyframe interval: the first GOP (the last one is cut by the clip's end; 01's gop250 clip of 300 frames
-    # has GOPs of 250 and 50, whose mean of 150 had been printed as 'a keyframe every 150 frames')
-    gops = [i.gop_lengths[0] for i in (short_info, long_info)]
+    # the keyframe interval: the median GOP but the last, which the clip's end cuts (01's gop250 clip of 300 frames
+    # has GOPs of 250 and 50, whose mean of 150 had been printed as 'a keyframe every 150 frames'); the median, as a
+    # reader's file may have keyframes at scene cuts
+    gops = [round(statistics.median(i.gop_lengths[:-1] or i.gop_lengths)) for i in (short_info, long_info)]
     v = rank([("long", long["fps"], long["spread_pct"]), ("short", short["fps"], short["spread_pct"])])
     ratio = short["fps"] / long["fps"]
     verdict = "tied" if v.tied else f"{ratio:.1f}x slower" if ratio > 1 else f"{1 / ratio:.1f}x faster"
@@ -381,8 +383,8 @@ def storage_line(folder, storage: dict) -> str:
 def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict | None, video_dir=None) -> str:
     """Notebook 30: one rank's rate beside what one GPU's loader delivered alone in notebook 21's section 4 (K
     sampled frames a video), where 21 ran into the same output folder (`nb21`, its JSON). What differs between
-    the two (K, threads, files: 21 reads the realistic H.264 and HEVC clips, 30 the H.264 ones, unless both read
-    the reader's `video_dir`) is said; no ratio is drawn across them."""
+    the two (library, K, threads, files: by default 21 reads the realistic H.264 and HEVC clips and 30 the H.264
+    ones) is said; a ratio is drawn only where nothing does."""
     here = f"one rank here: {backend} x{threads} threads, {fps:,.0f} frames/s of K={k} sampled frames a video"
     rows = (nb21 or {}).get("gpu_sampled") or []
     if not rows:
@@ -392,18 +394,25 @@ def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict 
     spread = f" ± {percent(r['frames_per_s_spread_pct'])}" if r.get("frames_per_s_spread_pct") is not None else ""
     theirs = nb21.get("video_dir")
     same_files = bool(video_dir and theirs) and os.path.realpath(theirs) == os.path.realpath(video_dir)
-    differs = [f"K ({nb21.get('k')})"] if nb21.get("k") != k else []
+    differs = [f"library ({r['backend']})"] if r["backend"] != backend else []
+    differs += [f"K ({nb21.get('k')})"] if nb21.get("k") != k else []
     differs += [f"threads ({r['threads']})"] if r["threads"] != threads else []
-    differs += [] if same_files else ["files (21: the realistic H.264 and HEVC clips; here: the H.264 ones)"]
+    if not same_files:
+        differs.append(
+            f"files (21: {theirs or 'the realistic H.264 and HEVC clips'}; here: {video_dir or 'the H.264 clips'})"
+        )
     return (
         f"{here}; notebook 21's section 4, one loader alone on this GPU: {r['loader']}, {r['frames_per_s']:,.0f} "
         f"frames/s{spread}"
         + (
             f"; it differs in {', '.join(differs)}, so read the two side by side, not as a ratio"
             if differs
-            else ", the same work: this rank delivers " + f"{100 * fps / r['frames_per_s']:.0f}% of it"
+            else f", the same work: this rank delivers {100 * fps / r['frames_per_s']:.0f}% of it"
         )
     )
+
+
+MATRIX_OF = {"pynvvideocodec": "notebook 13", "pyav_hwaccel": "notebook 10 (section 6)"}  # where each one's matrix is
 
 
 def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
@@ -420,8 +429,8 @@ def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
             else:
                 lines.append(
                     f"{name} through {lib}: {r.get('wrong_frames')} of {r.get('frames')} frames were other than asked "
-                    f"(a {Path(clips[name]).suffix} file); notebook 13's correctness matrix shows which files this "
-                    "library is trusted with (read_frames refuses the rest)"
+                    f"(a {Path(clips[name]).suffix} file); the correctness matrix of {MATRIX_OF.get(lib, 'its notebook')} "
+                    "shows which files this library is trusted with (read_frames refuses the rest)"
                 )
     return lines
 
@@ -434,14 +443,15 @@ def gpu_slower_lines(table: list[dict]) -> list[str]:
     lines = []
     for r in table:
         c = cpu.get((r["workload"], r["clip"]))
-        if not r["device"].startswith("cuda") or not r["fps"] or c is None:
+        if not r["device"].startswith("cuda") or not r["fps"] or c is None or not (r["exact"] and c["exact"]):
             continue
         v = rank([("gpu", r["fps"], r["spread_pct"]), ("cpu", c["fps"], c["spread_pct"])])
         if v.best == "cpu" and not v.tied:
             lines.append(
                 f"{r['workload']} on {r['clip']}: the GPU {r['fps']:,.0f} frames/s against the CPU's {c['fps']:,.0f}, "
-                f"beyond the spread of {percent(v.spread_pct)}. One call here opens one decoder for one file, so "
-                "opening it, copying frames out (and for PyAV's hwaccel, each frame's trip through host memory) "
-                "weigh more than the decoding; NVDEC pays off with many decoders at once (notebooks 20 and 21)"
+                f"beyond the spread of {percent(v.spread_pct)}. Each call here opens one decoder for one file: its "
+                "time includes opening it and copying the frames out (and, for PyAV's hwaccel, each frame's trip "
+                "through host memory), which this table does not separate from decoding; what NVDEC delivers with "
+                "many decoders at once is measured in notebooks 20 and 21"
             )
     return lines

@@ -123,7 +123,7 @@ class TorchCodec(base.Adapter):
             seen="0.17.0",
         ),
     )
-    # Where the row above applies (CUDA), open-GOP files are read by one forward pass from frame 0
+    # Where the open-GOP row above applies (CUDA), open-GOP files are read by one forward pass from frame 0
     # (`frame_mappings(forward=True)`): exact on the H200 on every stamped open-GOP clip, with out-of-order, repeated
     # and keyframe-boundary indices (tests/unit/test_open_gop.py, 2026-12-03, TorchCodec 0.17)
     FORWARD_ON: tuple = ("cuda",)

@@ -236,10 +236,7 @@ class Notebook:
         set has one, as in full mode, else `pick`'s (the light clips: the H200's tables timed at 1.7 Mbit/s had read as
         rates for real footage). The folder's unreadable files are listed once, with their cause."""
         if video_dir is None:
-            short, long = (media.pick_clip(self.infos, codec, g, realistic=True) for g in (False, True))
-            if short and long and short != long:
-                return self.infos[long if long_gop else short]
-            return self.pick(codec, long_gop)
+            return self._media_timed(codec, long_gop)
         if getattr(self, "_yours", None) is None:
             self._yours = folders.scan_videos(video_dir)
             print(self._yours.report())
@@ -247,10 +244,17 @@ class Notebook:
         name = media.pick_clip(self._yours.infos, codec, long_gop)
         if name is None:
             print(f"none of your files is {codec}: timing the media set's clip instead")
-            return self.pick(codec, long_gop)
+            return self._media_timed(codec, long_gop)
         info = self._yours.infos[name]
         self.infos[info.name] = info
         return info
+
+    def _media_timed(self, codec: str, long_gop: bool):
+        """The media set's realistic pair of short and long GOP where it has one, else `pick`'s clip."""
+        short, long = (media.pick_clip(self.infos, codec, g, realistic=True) for g in (False, True))
+        if short and long and short != long:
+            return self.infos[long if long_gop else short]
+        return self.pick(codec, long_gop)
 
     def gop_lesson(self, table: list[dict], short, long, k: int, seeks_each: bool | None = None) -> None:
         """Print, for each device of a `rate_table`, what K sampled frames cost on the `long`-GOP clip against the

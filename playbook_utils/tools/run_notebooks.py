@@ -704,7 +704,8 @@ def write_summary(
     earlier: list[dict] | None = None,
 ) -> Path:
     """Write summary.md and summary.json into `output`; return the markdown path. `unfinished`: the notebooks
-    still to run when a run writes its summary after each notebook (a GPU machine has been lost mid-run, and the
+    still to run when a run of one notebook at a time (not `--lanes`) writes its summary after each notebook (a
+    GPU machine has been lost mid-run, and the
     notebooks it finished are then kept: `nightly --adopt` takes their rows); the run's last write has none.
     `earlier`: with it, the rows of the earlier runs in this folder that this run does not redo (`earlier_rows`),
     kept apart, so that a run lost mid-way and run again still has them to merge (`nightly`)."""

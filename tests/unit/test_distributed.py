@@ -209,4 +209,10 @@ def test_one_rank_context_says_what_differs_and_draws_no_ratio_across_it(tmp_pat
     )
     assert same.endswith("the same work: this rank delivers 66% of it")
     assert "did not run into this folder" in words.one_rank_context(178.0, "torchcodec", 8, 16, None)
+    # another library than 21's rows: no 'same work' ratio (the review found '59% of it' against PyNvVideoCodec)
+    other = words.one_rank_context(178.0, "dali", 16, 16, {**nb21, "video_dir": str(tmp_path / "v")}, tmp_path / "v")
+    assert "library (pynvvideocodec)" in other and "% of it" not in other
+    assert f"21: {tmp_path / 'w'}" in words.one_rank_context(
+        178.0, "torchcodec", 16, 16, {**nb21, "video_dir": str(tmp_path / "w")}, tmp_path / "v"
+    )
     assert "measured no loader" in words.one_rank_context(178.0, "torchcodec", 8, 16, {"k": 16, "gpu_sampled": []})

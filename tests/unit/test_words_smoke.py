@@ -89,7 +89,7 @@ def test_codec_probe_notes_give_whole_reasons_and_wrong_frames_with_the_containe
 def test_a_gpu_row_slower_than_the_cpu_is_said_with_what_one_caller_measures():
     from playbook_utils.bench import words
 
-    row = {"workload": "sequential", "clip": "h264_1080p_gop30_8mbps.mp4"}
+    row = {"workload": "sequential", "clip": "h264_1080p_gop30_8mbps.mp4", "exact": True}
     table = [{**row, "device": "cpu", "fps": 334.0, "spread_pct": 32.0}, {**row, "device": "cuda", "fps": 150.0, "spread_pct": 11.0},
              {**row, "workload": "sparse K=16", "device": "cpu", "fps": 82.0, "spread_pct": 30.0},
              {**row, "workload": "sparse K=16", "device": "cuda:0", "fps": 70.0, "spread_pct": 1.0}]  # fmt: skip
@@ -97,3 +97,5 @@ def test_a_gpu_row_slower_than_the_cpu_is_said_with_what_one_caller_measures():
     assert len(lines) == 1 and lines[0].startswith("sequential on h264_1080p_gop30_8mbps.mp4: the GPU 150 frames/s")
     assert "notebooks 20 and 21" in lines[0]  # the sparse rows are tied inside a 30% spread: nothing said
     assert words.gpu_slower_lines([{**row, "device": "cuda", "fps": 150.0, "spread_pct": 1.0}]) == []
+    wrong = [{**table[0], "exact": False}, table[1]]  # a rate of wrong frames is no comparison
+    assert words.gpu_slower_lines(wrong) == []
