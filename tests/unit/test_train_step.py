@@ -45,8 +45,10 @@ def test_the_wait_is_the_loaders_and_held_batches_have_none():
     assert 0.045 <= r["wait_s"] < 0.5 and r["wait_fraction"] > 0.2
     held = train_step.train_steps(model, train_step.held_batches(slow(), 2, lambda b: b), steps=4, device="cpu")
     # no wait, rather than a faster rate: 4 steps of a tiny model on a busy 2-core machine can take longer than the
-    # loader's 50 ms once (seen in a make test run: 10 samples/s held against 15 fed), while the wait cannot appear
-    assert held["wait_s"] < 0.01 and held["wait_fraction"] < 0.05 < r["wait_fraction"]
+    # loader's 50 ms once (seen in a make test run: 10 samples/s held against 15 fed), while the loader's wait cannot
+    # appear. Judged by the median and the mean against the loader's 50 ms, not as a share of the wall: one 5 ms
+    # hiccup beside another test worker made 17% of four 6 ms steps (a fresh-clone make test, 12-05)
+    assert held["wait_s"] < 0.01 and held["wait_mean_s"] < 0.025 < r["wait_mean_s"]
     with pytest.raises(ValueError, match="no batch"):
         train_step.held_batches(iter([]), 2, lambda b: b)
 
