@@ -346,28 +346,29 @@ def gop_lesson(short: dict, long: dict, k: int, short_info, long_info, seeks_eac
             said
             + ", as notebook 01 predicts: this recipe seeks to each sample, which decodes from the keyframe before it"
         )
-    if seeks_each is False and dense and (v.tied or ratio < 1):
-        return (
-            said + f". This library decodes forward from one sample to the next inside a GOP rather than seeking to "
-            f"each, and {k} samples of {n} frames fall every {n / k:.0f} frames, closer than the long GOP's keyframes: "
+    if seeks_each is False and dense:  # a forward decoder reads nearly every frame either way
+        said += (
+            f". This library decodes forward from one sample to the next inside a GOP rather than seeking to each, "
+            f"and {k} samples of {n} frames fall every {n / k:.0f} frames, closer than the long GOP's keyframes: "
             "nearly every frame is decoded either way"
-            + (
-                ""
-                if v.tied
-                else " (what made the long GOP faster, fewer keyframes or fewer seeks, is not measured here)"
+        )
+        if v.tied or ratio < 1:
+            return (
+                said
+                + (
+                    ""
+                    if v.tied
+                    else " (what made the long GOP faster, fewer keyframes or fewer seeks, is not measured here)"
+                )
+                + ". The GOP's length costs where samples fall further apart than keyframes (long videos: notebook 20's "
+                "sparse section), or with a recipe that seeks to each (notebook 10's)"
             )
-            + ". The GOP's length costs where samples fall further apart than "
-            "keyframes (long videos: notebook 20's sparse section), or with a recipe that seeks to each (notebook 10's)"
+        return (
+            said + ", so notebook 01's lesson does not explain this; what does (a seek to each sample on this path, a "
+            "decoder's cost per GOP) is not measured here"
         )
     if v.tied or ratio < 1:
         return said + ", which notebook 01's lesson (each sample decodes from the keyframe before it) does not predict"
-    if seeks_each is False and dense:  # slower, though forward decoding reads nearly every frame either way
-        return (
-            said + f". This library decodes forward between samples, and {k} samples of {n} frames fall every "
-            f"{n / k:.0f} frames, closer than the long GOP's keyframes: nearly every frame is decoded either way, so "
-            "notebook 01's lesson does not explain this; what does (a seek to each sample on this path, a decoder's "
-            "cost per GOP) is not measured here"
-        )
     return said + ", as notebook 01 predicts"
 
 

@@ -526,11 +526,7 @@ def run(args) -> Path:
     output.mkdir(parents=True, exist_ok=True)
     before = _read_json(output / "summary.json") if (output / "summary.json").exists() else None
     if before and before.get("earlier"):  # a run lost mid-way: the rows it kept of the runs before it count too
-        done = {r["notebook"] for r in before["notebooks"]}
-        before = {
-            **before,
-            "notebooks": before["notebooks"] + [r for r in before["earlier"] if r["notebook"] not in done],
-        }
+        before = {**before, "notebooks": run_notebooks.earlier_rows(output, [])}
     argv = ["--mode", args.mode, "--output", str(output), "--device", args.device, "--notebooks", args.notebooks]
     for pat in args.pattern or []:
         argv += ["--pattern", pat]
