@@ -133,10 +133,19 @@ def last_line(text, default: str = "no output") -> str:
     return (str(text).strip().splitlines() or [default])[-1]
 
 
+def _is_ffmpeg_error(e: BaseException) -> bool:
+    """PyAV's FFmpegError or a subclass, found without importing av (the playbook runs where it is missing)."""
+    return any(c.__name__ == "FFmpegError" and c.__module__ == "av.error" for c in type(e).__mro__)
+
+
 def describe(e: BaseException) -> str:
     """'TypeName: first line of its message': how the playbook reports another library's exception. A first line
     that only announces more ('Critical error in pipeline:', DALI) takes the next line with it; a message that
-    says nothing ('GetFramesByIdxList : ', PyNvVideoCodec on corrupt packets) says so."""
+    says nothing ('GetFramesByIdxList : ', PyNvVideoCodec on corrupt packets) says so. FFmpeg's errors through
+    PyAV are told by FFmpeg's words alone: their message carries a raw code and the path ('[Errno 1094995529]
+    Invalid data found when processing input: PATH'), and every error of the playbook names its file already."""
+    if _is_ffmpeg_error(e) and getattr(e, "strerror", None):
+        return f"{type(e).__name__}: {e.strerror}"
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     text = lines[0] if lines else ""
     if text.endswith(":") and len(lines) > 1:

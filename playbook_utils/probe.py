@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from playbook_utils import sources
-from playbook_utils.errors import DecodeError, first_line
+from playbook_utils.errors import DecodeError, describe, first_line
 
 
 @dataclasses.dataclass
@@ -110,10 +110,7 @@ def probe(path, stream: int | None = None) -> VideoInfo:
     except Exception as e:  # PyAV raises its own FFmpeg error types
         if opened is not None:
             opened.close()
-        # FFmpeg's errors carry a raw code and the path ('[Errno 1094995529] Invalid data found when processing
-        # input: PATH'): the error names the file already, so its reason is FFmpeg's words alone
-        said = getattr(e, "strerror", None) or str(e)
-        raise DecodeError(path, f"cannot open as a media file ({type(e).__name__}: {said})", backend="probe") from e
+        raise DecodeError(path, f"cannot open as a media file ({describe(e)})", backend="probe") from e
     with container, opened if opened is not None else contextlib.nullcontext():
         try:
             return _describe(container, path, opened, stream)

@@ -249,6 +249,18 @@ def test_another_librarys_exception_is_described_by_what_it_says():
     assert describe(RuntimeError("")) == "RuntimeError: (the library gave no reason)"
 
 
+def test_an_ffmpeg_error_is_described_by_ffmpegs_words_without_its_code_or_path(tmp_path):
+    av = pytest.importorskip("av")
+    from playbook_utils.errors import describe
+
+    not_video = tmp_path / "notes.mp4"
+    not_video.write_text("not a video")
+    with pytest.raises(av.error.FFmpegError) as e:
+        av.open(str(not_video))
+    assert "Errno" in str(e.value) and str(not_video) in str(e.value)  # what PyAV's message carries
+    assert describe(e.value) == "InvalidDataError: Invalid data found when processing input"
+
+
 def test_torchcodec_cuda_refuses_avi_where_the_h200_matrix_saw_it_fail():
     """12's matrix on the H200 (0.17, 2026-12-05): TorchCodec's CUDA path raised on an AVI its CPU path read
     exactly; the matrix then listed a raw library error. The CUDA path refuses AVI with that reason; the CPU reads it."""
