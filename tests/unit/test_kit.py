@@ -125,6 +125,7 @@ def test_check_skip_rate_table_and_finish(tmp_path, capsys):
         "cpu_sparse_fps": None,
         "gpu_sequential_fps": None,
         "gpu_sparse_fps": None,
+        "rates_clip": "a.mp4",
     }
     with pytest.raises(AssertionError, match="table: cpu sparse K=2 a.mp4"):
         nb.finish(answer=42)
@@ -183,6 +184,7 @@ def test_headline_rates_take_the_gpu_rows_of_their_own_clip():
         "cpu_sparse_fps": 2.0,
         "gpu_sequential_fps": 500.0,
         "gpu_sparse_fps": None,
+        "rates_clip": "cpu a.webm, gpu b.mp4",
     }
     assert kit.Notebook.headline_rates(table, "a.webm")["gpu_sequential_fps"] is None
 

@@ -125,6 +125,32 @@ def test_within_tolerance_passes_and_just_beyond_fails(tmp_path):
     assert code == 2 and _verdicts(report)[("10", "cpu_sequential_fps")] == "REGRESSION"
 
 
+def test_a_rate_timed_on_another_clip_is_not_judged_but_reported(tmp_path):
+    """Full mode times 10-14 on the realistic 8 Mbit/s clip since 12-05; a reference timed on the light one must
+    not call the slower rate a regression. The same halved rate on the same clip is one (test above)."""
+    base = _changed(**{"10__rates_clip": "h264_1080p_gop30_light"})
+    heads = _changed(
+        **{
+            "10__rates_clip": "h264_1080p_gop30_8mbps",
+            "10__cpu_sequential_fps": BASE["10_pyav"]["cpu_sequential_fps"] * 0.5,
+            "10__exact": False,
+        }
+    )
+    code, report, run = _compare(tmp_path, heads, base)
+    v = _verdicts(report)
+    assert v[("10", "cpu_sequential_fps")] == "not comparable" and v[("10", "rates_clip")] == "changed"
+    assert v[("10", "exact")] == "REGRESSION" and report["not_comparable"] == [
+        "10_pyav.ipynb: cpu_sequential_fps",
+        "10_pyav.ipynb: cpu_sparse_fps",
+    ]
+    assert "timed on h264_1080p_gop30_8mbps, the baseline on h264_1080p_gop30_light" in (run / "report.md").read_text()
+    # the same clip on both sides: judged
+    same = _changed(**{"10__rates_clip": "h264_1080p_gop30_light"})
+    same["10_pyav"]["cpu_sequential_fps"] *= 0.5
+    code, report, _ = _compare(tmp_path / "same", same, base)
+    assert _verdicts(report)[("10", "cpu_sequential_fps")] == "REGRESSION" and code == 2
+
+
 def test_a_cpu_rate_measured_on_fewer_cores_is_not_judged_but_reported(tmp_path):
     """A lane of run_notebooks --lanes has a share of the cores: its CPU rates are not comparable with a baseline
     measured on all of them. The same halved rate on the same core count is a regression (test above)."""
