@@ -456,3 +456,26 @@ def gpu_slower_lines(table: list[dict]) -> list[str]:
                 "many decoders at once is measured in notebooks 20 and 21"
             )
     return lines
+
+
+def clash_line(outcomes: dict[str, bool]) -> str:
+    """What to do about two libraries that load their own FFmpeg into one process, from this run: `outcomes` maps
+    each import order tried ('pynvvideocodec -> torchcodec') to whether every decode in it worked. Where one order
+    failed and another worked, the outcome follows which library loaded first, which a training script's imports
+    do not pin down; where all worked, the clash did not show here. Notebook 12."""
+    failed = [o for o, ok in outcomes.items() if not ok]
+    apart = "keep them apart: one library per DataLoader worker, or `read_frames_isolated` (a child process)"
+    if not outcomes:
+        return "no order was tried"
+    if not failed:
+        return (
+            f"every order tried worked here ({len(outcomes)}): the clash did not show with these builds; where the "
+            f"two must share a process, try it with yours, or {apart}"
+        )
+    if len(failed) == len(outcomes):
+        return f"every order tried failed here: {apart}"
+    return (
+        f"{' and '.join(failed)} failed here while {' and '.join(o for o in outcomes if o not in failed)} worked: the "
+        f"outcome follows which library loaded its FFmpeg first, which a training script's imports do not pin "
+        f"down (any module may import either first), so {apart}"
+    )

@@ -99,3 +99,15 @@ def test_a_gpu_row_slower_than_the_cpu_is_said_with_what_one_caller_measures():
     assert words.gpu_slower_lines([{**row, "device": "cuda", "fps": 150.0, "spread_pct": 1.0}]) == []
     wrong = [{**table[0], "exact": False}, table[1]]  # a rate of wrong frames is no comparison
     assert words.gpu_slower_lines(wrong) == []
+
+
+def test_the_ffmpeg_clash_advice_follows_what_each_import_order_did():
+    """12's section 5 on the H200: PyNvVideoCodec first broke TorchCodec, TorchCodec first worked; the markdown had
+    said 'never let the two meet' beside an order that worked."""
+    one = "pynvvideocodec -> torchcodec"
+    other = "torchcodec -> pynvvideocodec -> torchcodec"
+    mixed = words.clash_line({one: False, other: True})
+    assert mixed.startswith(f"{one} failed here while {other} worked") and "keep them apart" in mixed
+    assert "did not show" in words.clash_line({one: True, other: True})
+    assert words.clash_line({one: False, other: False}).startswith("every order tried failed here")
+    assert words.clash_line({}) == "no order was tried"
