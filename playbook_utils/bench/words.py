@@ -12,7 +12,7 @@ from pathlib import Path
 from playbook_utils.bench.nvdec import SATURATED_PCT
 from playbook_utils.bench.sparse import STRATEGIES
 from playbook_utils.bench.verdicts import percent, rank
-from playbook_utils.media import default_media_specs
+from playbook_utils.media import bitrate_class, default_media_specs
 
 BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
 
@@ -479,3 +479,16 @@ def clash_line(outcomes: dict[str, bool]) -> str:
         f"outcome follows which library loaded its FFmpeg first, which a training script's imports do not pin "
         f"down (any module may import either first), so {apart}"
     )
+
+
+def light_clip_note(info) -> str:
+    """What marks one of the media set's light clips (`media.is_light`) beside its bytes per frame, from its
+    measured bitrate against filmed video of its size (`media.bitrate_class`): at 1080p they sit below that range,
+    while at smoke mode's 256x144 some sit within or above it, bits per pixel scaling only roughly with size.
+    Notebook 00."""
+    where = bitrate_class(info)
+    if where == "below":
+        return " (light synthetic clip: fewer bytes a frame than filmed video of this size)"
+    if where == "unknown":
+        return " (light synthetic clip: a smooth picture, no typical bitrate to set it against)"
+    return f" (light synthetic clip: a smooth picture, its bitrate {where} filmed video's range at this size)"

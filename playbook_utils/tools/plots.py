@@ -59,7 +59,9 @@ def sampling_timeline(strategies: dict, keyframes, num_frames: int, title: str =
     for row, (label, idx) in enumerate(strategies.items()):
         idx = list(idx)
         gops = len({bisect.bisect_right(keys, i) for i in idx})
-        labels.append(f"{label}\n{len(idx)} frames, {gops} of {len(keys)} GOPs")
+        distinct = len(set(idx))  # random clips may overlap: their dots coincide
+        count = f"{len(idx)} frames" + (f" ({distinct} distinct)" if distinct < len(idx) else "")
+        labels.append(f"{label}\n{count}, {gops} of {len(keys)} GOPs")
         ax.scatter(idx, [row] * len(idx), s=12)
     ax.set_yticks(range(len(strategies)), labels, fontsize=8)
     ax.set_ylim(len(strategies) - 0.5, -0.5)

@@ -166,9 +166,10 @@ def test_plots_title_each_frame_with_its_stamp_and_count_gops():
     rgb = np.stack([np.repeat(y[..., None], 3, axis=2) for y in luma_frames([4, 9])])  # (N, H, W, 3)
     fig = plots.stamped_grid(rgb, [4, 8], "which frames?")
     assert [ax.get_title() for ax in fig.axes[:2]] == ["asked 4 · stamp 4", "asked 8 · stamp 9"]
-    fig = plots.sampling_timeline({"a": [1, 2], "b": [1, 11, 25]}, [0, 10, 20], 30)
+    fig = plots.sampling_timeline({"a": [1, 2], "b": [1, 11, 25], "clips": [3, 5, 5, 7]}, [0, 10, 20], 30)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels == ["a\n2 frames, 1 of 3 GOPs", "b\n3 frames, 3 of 3 GOPs"]
+    # overlapping random clips: their coinciding dots counted once as well (01's figure showed 10 dots for "16")
+    assert labels == ["a\n2 frames, 1 of 3 GOPs", "b\n3 frames, 3 of 3 GOPs", "clips\n4 frames (3 distinct), 1 of 3 GOPs"]
     plt.close("all")
 
 

@@ -111,3 +111,17 @@ def test_the_ffmpeg_clash_advice_follows_what_each_import_order_did():
     assert "did not show" in words.clash_line({one: True, other: True})
     assert words.clash_line({one: False, other: False}).startswith("every order tried failed here")
     assert words.clash_line({}) == "no order was tried"
+
+
+def test_a_light_clip_is_marked_by_its_measured_bitrate_not_by_a_claim():
+    """00 had marked every light clip 'filmed video carries more bytes a frame', beside smoke clips whose bitrate
+    01 measured within or above filmed video's range at 256x144."""
+    from types import SimpleNamespace
+
+    def clip(mbps, width=1920, height=1080, codec="h264"):
+        return SimpleNamespace(codec=codec, width=width, height=height, fps=30, bit_rate=mbps * 1e6)
+
+    assert "fewer bytes a frame" in words.light_clip_note(clip(1.7))
+    assert "its bitrate within filmed video's range" in words.light_clip_note(clip(0.1, 256, 144))
+    assert "its bitrate above filmed video's range" in words.light_clip_note(clip(0.2, 256, 144, "vp9"))
+    assert "no typical bitrate" in words.light_clip_note(clip(1.0, codec="mpeg4"))
