@@ -169,7 +169,11 @@ def test_plots_title_each_frame_with_its_stamp_and_count_gops():
     fig = plots.sampling_timeline({"a": [1, 2], "b": [1, 11, 25], "clips": [3, 5, 5, 7]}, [0, 10, 20], 30)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     # overlapping random clips: their coinciding dots counted once as well (01's figure showed 10 dots for "16")
-    assert labels == ["a\n2 frames, 1 of 3 GOPs", "b\n3 frames, 3 of 3 GOPs", "clips\n4 frames (3 distinct), 1 of 3 GOPs"]
+    assert labels == [
+        "a\n2 frames, 1 of 3 GOPs",
+        "b\n3 frames, 3 of 3 GOPs",
+        "clips\n4 frames (3 distinct), 1 of 3 GOPs",
+    ]
     plt.close("all")
 
 
