@@ -310,5 +310,43 @@ def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
     return record, head + judged
 
 
+def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str | None]:
+    """Every CPU library's table row (every frame of `clip`, one caller) against its own bare loop of section 1
+    (`library_rates`), beside `harness_cost`'s PyAV: {library: {'overhead_pct', 'spread_pct'}} and a sentence
+    (None with fewer than two libraries measured both ways). Costs further apart than the widest of their
+    spreads are no one cost of the harness: in 20's smoke copy on 2 cores they ran from PyAV's +32% to a
+    TorchCodec row 11% faster than its bare loop, so a gap between two rows smaller than that range says nothing
+    about the libraries. Notebook 20."""
+    costs = {}
+    for lib, bare in rates.items():
+        row = next(
+            (
+                r
+                for r in rows
+                if r.get("status") == "ok"
+                and (r["backend"], r["device"], r["workload"], r["clip"]) == (lib, "cpu", "sequential", clip)
+            ),
+            None,
+        )
+        if bare.get("status") == "ok" and row and row.get("fps"):
+            spread = max(bare.get("bare_spread_pct") or 0, row.get("rate_spread_pct") or 0)
+            costs[lib] = {"overhead_pct": 100 * (bare["bare_fps"] / row["fps"] - 1), "spread_pct": spread}
+    if len(costs) < 2:
+        return costs, None
+    values = [c["overhead_pct"] for c in costs.values()]
+    apart, widest = max(values) - min(values), max(c["spread_pct"] for c in costs.values())
+    listed = ", ".join(
+        f"{lib} {c['overhead_pct']:+.0f}%" for lib, c in sorted(costs.items(), key=lambda x: -x[1]["overhead_pct"])
+    )
+    head = f"each library's row against its own bare loop: {listed}"
+    if apart <= widest:
+        return costs, f"{head}: within the widest spread ({percent(widest)}) of one another, one cost for all"
+    return costs, (
+        f"{head}: {apart:.0f} points apart, more than the widest spread ({percent(widest)}). The harness's cost is "
+        f"not one number here (it follows the library and the moment each ran), so a gap between two rows of the "
+        f"table smaller than about {apart:.0f}% says nothing about the libraries"
+    )
+
+
 if __name__ == "__main__":  # one library's anchor in a process of its own: a failure is reported as data
     child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)

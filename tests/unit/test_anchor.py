@@ -121,6 +121,31 @@ def test_the_harness_cost_is_read_only_where_physics_allows_it(row_fps, spread, 
     assert ("faster" in line) is (not readable)
 
 
+def test_the_harness_cost_of_every_library_says_when_it_is_not_one_number():
+    """20's smoke copy on 2 cores: PyAV's row 32% under its bare loop (the headline's harness cost), TorchCodec's
+    row 11% over its own: a gap between rows smaller than that range says nothing about the libraries."""
+    bare = {
+        "pyav": {"status": "ok", "bare_fps": 2212, "bare_spread_pct": 8.7},
+        "torchcodec": {"status": "ok", "bare_fps": 5682, "bare_spread_pct": 20},
+        "decord": {"status": "unavailable", "error": "not installed"},
+    }
+    rows = [
+        {"status": "ok", "backend": "pyav", "device": "cpu", "workload": "sequential", "clip": "a.mp4", "fps": 1670},
+        {"status": "ok", "backend": "torchcodec", "device": "cpu", "workload": "sequential", "clip": "a.mp4", "fps": 6351},
+        {"status": "ok", "backend": "torchcodec", "device": "cpu", "workload": "sequential", "clip": "b.mp4", "fps": 1},
+    ]  # fmt: skip
+    costs, line = anchor.harness_costs(bare, rows, "a.mp4")
+    assert sorted(costs) == ["pyav", "torchcodec"]
+    assert costs["pyav"]["overhead_pct"] == pytest.approx(100 * (2212 / 1670 - 1))
+    assert line.startswith("each library's row against its own bare loop: pyav +32%, torchcodec -11%: 43 points apart")
+    assert "not one number here" in line and "smaller than about 43%" in line
+    # within the widest spread of one another: one cost
+    rows[1]["fps"] = 5682 / 1.30
+    assert "one cost for all" in anchor.harness_costs(bare, rows, "a.mp4")[1]
+    # one library measured both ways: no comparison
+    assert anchor.harness_costs({"pyav": bare["pyav"]}, rows, "a.mp4")[1] is None
+
+
 @pytest.mark.media
 def test_the_anchor_measures_in_the_tables_children_which_stay_for_the_table(tmp_path):
     from playbook_utils.bench import harness

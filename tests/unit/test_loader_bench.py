@@ -189,6 +189,9 @@ def test_plots_carry_their_reference_lines_and_an_outside_legend():
     assert len(ax.patches) == 4 and any(line.get_linestyle() == "--" for line in ax.lines)
     fig.canvas.draw()
     assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # the legend covers no data
+    # on a log scale the bars start at the power of ten below the smallest: 628 against 992 no longer looks 1:10
+    logged = plots.grouped_bars({"a": [628, 4647], "b": [992, None]}, ["x", "y"], "frames/s", "t", log=True)
+    assert logged.axes[0].get_ylim()[0] == 100
     fig2 = plots.lines({"m": ([1, 2, 4], [1, 2, 3])}, "threads", "f/s", "t", {"ideal": ([1, 2, 4], [1, 2, 4])})
     assert [t for t in fig2.axes[0].get_xticks()] == [1, 2, 4]
     import matplotlib.pyplot as plt
