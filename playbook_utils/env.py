@@ -221,13 +221,15 @@ def cpu_and_memory() -> dict:
 
 
 def ffmpeg_versions() -> dict:
-    """FFmpeg as PyAV links it, and the `ffmpeg` command's version if there is one."""
-    out = {"pyav_libavcodec": None, "ffmpeg_cli": None}
+    """FFmpeg as PyAV links it (its release, where PyAV says it, and its libavcodec), and the `ffmpeg` command's
+    version if there is one."""
+    out = {"pyav_ffmpeg": None, "pyav_libavcodec": None, "ffmpeg_cli": None}
     try:
         import av
 
         v = av.library_versions.get("libavcodec")
         out["pyav_libavcodec"] = ".".join(map(str, v)) if v else None
+        out["pyav_ffmpeg"] = getattr(av, "ffmpeg_version_info", None)  # '8.1.2' (PyAV 14 and later)
     except Exception:
         pass
     try:
@@ -298,7 +300,12 @@ def format_report(rep: dict) -> str:
     for key, lib in rep["driver_video_libraries"].items():
         rows.append((lib["library"], "loads" if lib["loads"] else f"missing: {lib['error']}"))
     ff = rep["ffmpeg"]
-    rows.append(("FFmpeg", f"PyAV's libavcodec {ff['pyav_libavcodec']}; CLI: {ff['ffmpeg_cli'] or 'not on PATH'}"))
+    release = (
+        f"FFmpeg {ff['pyav_ffmpeg']} (libavcodec {ff['pyav_libavcodec']})"
+        if ff.get("pyav_ffmpeg")
+        else (f"libavcodec {ff['pyav_libavcodec']}")
+    )
+    rows.append(("FFmpeg", f"PyAV's own {release}; the ffmpeg command: {ff['ffmpeg_cli'] or 'not on PATH'}"))
     for mod, info in rep["libraries"].items():
         label = LIBRARIES.get(mod, mod)
         rows.append((label, info["version"] if info["importable"] else f"NOT AVAILABLE ({info['error']})"))

@@ -15,7 +15,7 @@ from collections import Counter
 
 from playbook_utils import recipes
 from playbook_utils.bench import loader_bench, verdicts
-from playbook_utils.bench.loader_bench import trusted
+from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
 from playbook_utils.decoders import adapter, check_libraries, traits, why_unavailable
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
@@ -84,11 +84,19 @@ def coverage(paths: dict, devices, backends) -> dict:
     return out
 
 
-def realistic_clips(clip_info: dict) -> dict:
-    """The clips of notebook 20's `clips` record ({name: {..., 'light': bool}}) a decision for filmed video rests
-    on: the realistic ones where 20 measured any, else all. The light synthetic clips decode faster than users'
-    video, and not by the same factor for every library, so they could crown the wrong one."""
-    return {n: i for n, i in clip_info.items() if not i.get("light")} or clip_info
+def table_words(measured, kept: dict) -> str:
+    """The source line of notebook 22's table where notebook 20 measured it: on which files its rows are
+    (`measured`, the clip names of its rows) that the decision rests on (`kept`, `realistic_clips` of 20's `clips`
+    record), and how many light synthetic clips among them it left out (22 had said "measured on these files" of
+    2 among 8)."""
+    measured = set(measured)
+    used, left = sorted(measured & set(kept)) or sorted(measured), len(measured - set(kept))
+    return f"notebook 20's table, on {len(used)} of these files ({', '.join(used)})" + (
+        f"; the light synthetic clip{'s' if left > 1 else ''} it also timed left out, as they decode faster than "
+        "filmed video, and not by the same factor for every library"
+        if left and set(kept) & measured
+        else ""
+    )
 
 
 def decision_tree(rows, clip_info: dict) -> dict:
@@ -290,12 +298,16 @@ def _tied(v: dict) -> set:
     return {v["best"], v["runner_up"], *(t[0] for t in v.get("also_tied") or ())} if v.get("tied") else set()
 
 
-def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: str) -> str | None:
+def against_tree(
+    rec: dict | None, tree: dict, group: tuple | None, workload: str, codecs: list | None = None
+) -> str | None:
     """The line that sets the recommendation beside the decision tree's leaf for the same case (the device, the
     reader's most common codec and GOP class, `workload`; `decision_tree`): that they agree, that the tree had them
     tied, or, where one caller's winner is not the recommended loader's library, that the whole loaders decide and
     by how much each ranking put its winner ahead. None without a recommendation, a group, or a recommendation from
-    the tree itself (the one-caller table)."""
+    the tree itself (the one-caller table). `codecs`: those of the files notebook 21's loaders read, where it
+    recorded them: where they are more than the leaf's codec, the line says that the two rankings differ in their
+    files as well (22's smoke copy set an H.264 leaf against loaders over H.264 and open-GOP HEVC)."""
     if rec is None or group is None or rec.get("source", "").startswith("one caller"):
         return None
     device = "cuda" if str(rec["device"]).startswith("cuda") else "cpu"
@@ -318,6 +330,11 @@ def against_tree(rec: dict | None, tree: dict, group: tuple | None, workload: st
         "The whole loaders decide: they are what training runs (workers sharing the cores, batches handed over "
         f"between processes), which one caller's rate leaves out ({rec.get('source', 'notebook 21')})"
     )
+    if codecs and set(codecs) != {group[0]}:
+        why += (
+            f"; they read {' and '.join(codecs)} files, this leaf {group[0]} files only, so the two rankings differ "
+            "in their files as well"
+        )
     if f"{leaf['best']} on {rec['device']}" in _tied(v):
         return f"{one_caller}; as whole loaders it is tied with {rec['backend']}, which the tie rule took. {why}"
     other = v["runner_up"] if v["best"] == mine else v["best"]

@@ -198,6 +198,28 @@ def run(backends, device: str, directory, **size) -> dict[str, dict[str, str]]:
     return table(cases_to_ask(build_cases(directory, **size)), backends, device)
 
 
+# what each trait in a row's name means, printed under the table for the traits it holds (a newcomer's reading of
+# the smoke copies: "edit list", "stream 0" and what "exact" means for a rotated file were never said)
+TRAITS = {
+    "open GOP": "open GOP: frames just after a keyframe may reference frames before it, so a seek must start earlier",
+    "VFR": "VFR: variable frame rate, frames unevenly spaced in time; an index cannot be computed from the rate",
+    "10-bit": "10-bit: 10 bits per sample (HDR and camera footage), which some GPU paths do not output",
+    "avi": "avi: a container without presentation timestamps, so B-frames leave a frame's place unknown",
+    "two video streams": "two video streams: a smaller, shorter stream first, this clip second; the request names no "
+    "stream, so the frames must come from FFmpeg's best one (this clip)",
+    "two streams, stream 0": "two streams, stream 0: the same file, the request naming stream 0 (the smaller one)",
+    "edit list": "edit list: the MP4's edit list hides its first 6 frames, so a player starts at the 7th; exact means "
+    "the frames a player shows at the indices asked",
+    "rotated": "rotated N: a display rotation the player applies; exact means the right frames, turned as the player "
+    "shows them",
+}
+
+
+def legend(names) -> list[str]:
+    """The `TRAITS` lines for the traits the rows `names` hold, in `TRAITS`' order."""
+    return [line for trait, line in TRAITS.items() if any(trait in name for name in names)]
+
+
 def format_table(table: dict[str, dict[str, str]], width: int = 16) -> str:
     """The matrix as fixed-width text: one row per file, one short column per backend."""
     backends = list(next(iter(table.values())).keys()) if table else []

@@ -97,3 +97,32 @@ def faster_in_decoder(rows: list[dict]) -> list[dict]:
         if v.best == "in" and not v.tied:
             out.append(r)
     return out
+
+
+def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") -> str:
+    """Where to resize for the decoder chosen on `device`: `decoders` is that choice first, then the ones tied with
+    it. Resize in its decoder where that read faster than decoding, then resizing, beyond the spread
+    (`faster_in_decoder`); else after decoding, with its measured ratio; and where a decoder tied with the choice
+    does gain by resizing in its decoder, say so, as a tie is free to break that way. Notebook 24: its summary had
+    advised SPDL for decoding and, in one breath, the resize in TorchCodec's or PyAV's decoder, beside SPDL's own
+    at 0.79x."""
+    mine = [r for r in rows if r["device"] == device]
+    gain = {r["backend"]: r for r in faster_in_decoder(mine)}
+
+    def ratio(b):
+        pair = {r["method"]: r["frames_per_s"] for r in mine if r["backend"] == b}
+        return pair["in decoder"] / pair["decode, then resize"] if len(pair) == 2 else None
+
+    first, others = decoders[0], [b for b in decoders[1:] if b in gain]
+    if first in gain:
+        return f"resize in {first}'s decoder: {ratio(first):.2f}x the frames/s of decoding, then resizing, beyond the spread"
+    said = f"with {first}, resize after decoding: its resize in the decoder " + (
+        f"ran {ratio(first):.2f}x, no gain beyond the spread" if ratio(first) else "was not measured here"
+    )
+    if others:
+        gains = ", ".join(f"{b} {ratio(b):.2f}x" for b in others)
+        said += (
+            f"; {' and '.join(others)}, tied with it for decoding, gain by resizing in the decoder ({gains}): "
+            f"where you resize, take {others[0] if len(others) == 1 else 'one of them'} instead"
+        )
+    return said

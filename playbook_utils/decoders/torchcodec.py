@@ -102,8 +102,8 @@ class TorchCodec(base.Adapter):
         base.known_wrong(
             "edit-list",
             "TorchCodec returned other frames than a player shows on an MP4 whose edit "
-            "list hides its first frames (0.13 on the CPU, H.264 without B-frames: asked "
-            "frame 0, got frame 6)",
+            "list hides its first frames (seen with TorchCodec 0.13 on the CPU, on an H.264 file without "
+            "B-frames: asked frame 0, got frame 6)",
             seen="0.13.0",
         ),
         base.known_wrong(

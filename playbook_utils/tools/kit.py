@@ -347,6 +347,7 @@ class Notebook:
             table.append(row)
         if caveat := words.smoke_caveat(smoke, video_dir):
             print(caveat)
+            self._smoke_caveat = caveat  # said again above the headline's rates (`finish`)
         print(f"{'device':7s} {'workload':14s} {'clip':30s} {'frames/s':>9s} {'spread':>7s} exact (check)")
         for r in table:
             rate = f"{r['fps']:9,.0f} {r['spread_pct']:6.0f}%" if r["fps"] else f"{'-':>9s} {'':7s}"
@@ -392,6 +393,8 @@ class Notebook:
             for case, row in matrix.run([backend], dev, self.out / "matrix").items():
                 table.setdefault(case, {})[f"{backend} {Device.parse(dev).kind}"] = row[backend]
         print(matrix.format_table(table))
+        for line in matrix.legend(table):  # what each row's traits mean
+            print("  " + line)
         reasons: dict = {}
         for case, row in table.items():
             for col, outcome in row.items():
@@ -422,6 +425,8 @@ class Notebook:
         self.results.headline = headline
         self.results.data.update(checks=self.checks, figures=self.figures)
         path = self.results.write()
+        if getattr(self, "_smoke_caveat", None):  # the headline's rates are the rate table's
+            print(f"{self._smoke_caveat}: the rates in the headline below too")
         print(f"{path}\n{json.dumps(_for_reading(self.results.headline), indent=1, default=str)}")
         failed = [k for k, v in self.checks.items() if not v]
         self.results.raise_failures()

@@ -174,19 +174,24 @@ def soak_curves(soaks: dict, title: str, min_calls: int):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
+    most = 0
     for name, r in soaks.items():
         base = faults.warmup_point(r.get("curve", []), r.get("warmup"))
         if base is None:  # failed, or never past its warm-up: no growth to draw
             continue
         slope = r.get("rss_bytes_per_call")
-        label = name if slope is None else f"{name} ({slope:+,.0f} B/call)"
-        if slope is not None and r["calls"] < min_calls:
-            label += f", {r['calls']:,} calls: no rate"
+        if slope is not None and r["calls"] < min_calls:  # a slope, but too few calls to call it a rate: none shown
+            label = f"{name} ({r['calls']:,} calls: too few for a leak rate)"
+        else:
+            label = name if slope is None else f"{name} ({slope:+,.0f} B/call)"
         after = [p for p in r["curve"] if p["call"] >= base["call"]]
+        most = max([most, *(p["call"] - base["call"] for p in after)])
         ax.plot([p["call"] - base["call"] for p in after], [p["rss_mb"] - base["rss_mb"] for p in after], label=label)
     ax.axhline(0, color="gray", lw=0.8)
-    ax.set_xlabel("read_frames calls after the warm-up (log scale past 100)")
-    ax.set_xscale("symlog", linthresh=100)
+    log = most > 1000  # a log scale past 100 calls only where there are many more (smoke mode's 150: linear)
+    ax.set_xlabel("read_frames calls after the warm-up" + (" (log scale past 100)" if log else ""))
+    if log:
+        ax.set_xscale("symlog", linthresh=100)
     ax.set_xlim(left=0)
     ax.set_ylabel("resident memory since\nthe warm-up ended (MiB)")
     ax.set_title(title, fontsize=9)

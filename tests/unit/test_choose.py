@@ -153,6 +153,12 @@ def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
     assert list(choose.realistic_clips(info)) == ["b_8mbps.mp4"]
     only_light = {"a.mp4": {"codec": "h264", "gop": 12, "light": True}}
     assert choose.realistic_clips(only_light) == only_light
+    # 22's source line says on which of the files 20's table rests, and what it left out
+    assert choose.table_words({"a.mp4", "b_8mbps.mp4"}, choose.realistic_clips(info)) == (
+        "notebook 20's table, on 1 of these files (b_8mbps.mp4); the light synthetic clip it also timed left out, as "
+        "they decode faster than filmed video, and not by the same factor for every library"
+    )
+    assert choose.table_words({"a.mp4"}, only_light) == "notebook 20's table, on 1 of these files (a.mp4)"
     rows = [
         {
             "clip": c,
@@ -341,7 +347,13 @@ def test_the_recommendation_is_set_beside_the_tree_leaf_of_its_case():
     }
     # one caller's winner is another library: the line says both rankings and that the whole loaders decide
     line = choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16")
-    assert "puts spdl first" in line and "whole loaders decide" in line
+    assert "puts spdl first" in line and "whole loaders decide" in line and "as well" not in line
+    # 21's loaders read more kinds of file than the leaf's: the line says the rankings differ in their files too
+    line = choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16", ["h264", "hevc"])
+    assert line.endswith(
+        "they read h264 and hevc files, this leaf h264 files only, so the two rankings differ in their files as well"
+    )
+    assert "as well" not in choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16", ["h264"])
     assert "agrees" in choose.against_tree(rec, {key: _leaf("torchcodec", "spdl")}, group, "uniform16")
     line = choose.against_tree(rec, {key: _leaf("torchcodec", "spdl", tied=True)}, group, "uniform16")
     assert "leads one caller too, tied with spdl" in line

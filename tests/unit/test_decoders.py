@@ -705,3 +705,18 @@ def test_a_refusal_names_the_file_trait_as_a_reader_says_it():
         "multi-stream",
         "10-bit",
     ]
+
+
+def test_the_matrix_legend_says_what_each_trait_of_its_rows_means():
+    """A newcomer's reading of 10-14: 'edit list', 'stream 0' and what 'exact' means for a rotated file were never
+    said beside the table."""
+    from playbook_utils.bench import matrix
+
+    lines = matrix.legend([c.name for c in matrix.CASES])
+    assert len(lines) == len(matrix.TRAITS)  # every trait the matrix holds is explained
+    assert all(any(t in c.name for c in matrix.CASES) for t in matrix.TRAITS)  # and none it does not hold
+    assert [line.split(":")[0] for line in matrix.legend(["h264 mp4, edit list", "hevc mkv, 10-bit"])] == [
+        "10-bit",
+        "edit list",
+    ]
+    assert matrix.legend(["h264 mp4"]) == []

@@ -143,6 +143,21 @@ def test_finish_passes_when_every_check_does(tmp_path):
     assert json.loads((tmp_path / "90_none.json").read_text())["headline"] == {"answer": 1, "exact": None}
 
 
+def test_a_smoke_rate_table_says_so_again_above_the_headline(tmp_path, capsys):
+    """A newcomer read 10's headline ('cpu_sequential_fps': 1912.0) far below its table's smoke caveat."""
+    nb = kit.Notebook("90_smoke", tmp_path, "cpu")
+    nb.rate_table([("cpu", "sequential", "a.mp4", lambda: luma_frames(range(4)), range(4))], 0.01, smoke=True)
+    capsys.readouterr()
+    nb.finish()
+    out = capsys.readouterr().out
+    assert out.startswith("smoke mode: ") and "the rates in the headline below too" in out.splitlines()[0]
+    mine = kit.Notebook("90_yours", tmp_path, "cpu")  # the reader's files in smoke mode: their rates are the answer
+    mine.rate_table([("cpu", "sequential", "a.mp4", lambda: luma_frames(range(4)), range(4))], 0.01, True, "/v")
+    capsys.readouterr()
+    mine.finish()
+    assert "smoke mode" not in capsys.readouterr().out
+
+
 @pytest.mark.media
 def test_pick_chooses_by_codec_and_gop(tmp_path, monkeypatch):
     nb = kit.Notebook("90_pick", tmp_path, "cpu")

@@ -192,6 +192,20 @@ def test_plots_carry_their_reference_lines_and_an_outside_legend():
     # on a log scale the bars start at the power of ten below the smallest: 628 against 992 no longer looks 1:10
     logged = plots.grouped_bars({"a": [628, 4647], "b": [992, None]}, ["x", "y"], "frames/s", "t", log=True)
     assert logged.axes[0].get_ylim()[0] == 100
+
+    # the soak: a slope from too few calls shows no bytes per call, and 150 calls need no log scale (23's smoke copy)
+    def soak(calls, slope):
+        curve = [{"call": c, "rss_mb": 100 + c * slope / 2**20} for c in range(10, 10 + calls + 1, 10)]
+        return {"curve": curve, "warmup": 10, "calls": calls, "rss_bytes_per_call": slope}
+
+    few = plots.soak_curves({"pyav cpu": soak(150, 30635.0)}, "t", 1000)
+    assert few.axes[0].get_xscale() == "linear"
+    assert [t.get_text() for t in few.axes[0].get_legend().get_texts()] == [
+        "pyav cpu (150 calls: too few for a leak rate)"
+    ]
+    many = plots.soak_curves({"pyav cpu": soak(10000, 12.0)}, "t", 1000)
+    assert many.axes[0].get_xscale() == "symlog"
+    assert [t.get_text() for t in many.axes[0].get_legend().get_texts()] == ["pyav cpu (+12 B/call)"]
     fig2 = plots.lines({"m": ([1, 2, 4], [1, 2, 3])}, "threads", "f/s", "t", {"ideal": ([1, 2, 4], [1, 2, 4])})
     assert [t for t in fig2.axes[0].get_xticks()] == [1, 2, 4]
     import matplotlib.pyplot as plt
@@ -513,6 +527,17 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
     # a table of other files orders nothing: the H200 reference's order
     assert loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/w") == (["torchcodec", "pyav"], None)
     assert loader_bench.order_line(order, said, "x") == "the CPU libraries in the order of " + said
+    # a table with light synthetic clips: ranked on the realistic ones, as 22's tree is (21 had quoted the mean
+    # of both beside 22's tree of the realistic clip alone)
+    clips = {"light.mp4": {"light": True}, "real_8mbps.mp4": {}}
+    (tmp_path / "20_decode_benchmarks.json").write_text(json.dumps({"video_dir": "/v", "clips": clips}))
+    rows = [{**row, "backend": "pyav", "clip": "light.mp4", "fps": 900.0},
+            {**row, "backend": "pyav", "clip": "real_8mbps.mp4", "fps": 10.0},
+            {**row, "backend": "torchcodec", "clip": "light.mp4", "fps": 100.0},
+            {**row, "backend": "torchcodec", "clip": "real_8mbps.mp4", "fps": 20.0}]  # fmt: skip
+    (tmp_path / "20_bench" / "bench.json").write_text(json.dumps({"rows": rows}))
+    order, said = loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/v")
+    assert order == ["torchcodec", "pyav"] and said.startswith("notebook 20's table (its realistic clips), K = 16")
     assert loader_bench.order_line(["torchcodec", "pyav"], None, "no table of notebook 20 here") == (
         "the CPU libraries: torchcodec, pyav (no table of notebook 20 here: in the order of the H200's 20 of 2026-12-04)"
     )
