@@ -122,7 +122,7 @@ def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") ->
     if others:
         gains = ", ".join(f"{b} {ratio(b):.2f}x" for b in others)
         said += (
-            f"; {' and '.join(others)}, tied with it for decoding, gain by resizing in the decoder ({gains}): "
+            f"; {' and '.join(others)}, tied with it for decoding, gain{'s' if len(others) == 1 else ''} by resizing in the decoder ({gains}): "
             f"where you resize, take {others[0] if len(others) == 1 else 'one of them'} instead"
         )
     return said

@@ -355,7 +355,7 @@ def test_a_winner_names_those_tied_with_it_and_resize_in_the_decoder_counts_only
     table = rows("pyav", 546, 278, 10) + rows("torchcodec", 471, 440, 47) + rows("spdl", 291, 445, 5)
     said = resizing.resize_advice(table, ["spdl", "torchcodec", "pyav"])
     assert said.startswith("with spdl, resize after decoding: its resize in the decoder ran 0.65x")
-    assert "pyav, tied with it for decoding, gain by resizing in the decoder (pyav 1.96x)" in said
+    assert "pyav, tied with it for decoding, gains by resizing in the decoder (pyav 1.96x)" in said
     assert said.endswith("take pyav instead")
     assert resizing.resize_advice(table, ["pyav"]).startswith("resize in pyav's decoder: 1.96x")
     assert resizing.resize_advice(table, ["decord"]).endswith("was not measured here")
