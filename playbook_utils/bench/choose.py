@@ -90,6 +90,8 @@ def table_words(measured, kept: dict) -> str:
     record), and how many light synthetic clips among them it left out (22 had said "measured on these files" of
     2 among 8)."""
     measured = set(measured)
+    if not measured:
+        return "notebook 20's table, which holds no rows"
     used, left = sorted(measured & set(kept)) or sorted(measured), len(measured - set(kept))
     return f"notebook 20's table, on {len(used)} of these files ({', '.join(used)})" + (
         f"; the light synthetic clip{'s' if left > 1 else ''} it also timed left out, as they decode faster than "

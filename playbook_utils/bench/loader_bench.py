@@ -195,11 +195,11 @@ def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
         return reference_order(backends), None
     kept = realistic_clips(found[0].get("clips", {}))  # as 22's tree: its light synthetic clips left out
     rows = [r for r in found[1] if not kept or r.get("clip") in kept]
-    return ranked_by_rows(
-        backends,
-        rows,
-        "notebook 20's table" + (" (its realistic clips)" if len(kept) < len(found[0].get("clips", {})) else ""),
-    )
+    some = len(kept) < len(found[0].get("clips", {}))
+    ordered, said = ranked_by_rows(backends, rows, "notebook 20's table" + (" (its realistic clips)" if some else ""))
+    if said is None and some:  # the realistic clips' rows rate none of them: the whole table, said so
+        return ranked_by_rows(backends, found[1], "notebook 20's table (its light clips too: the realistic rated none)")
+    return ordered, said
 
 
 def reference_order(backends) -> list:

@@ -116,8 +116,15 @@ def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") ->
     first, others = decoders[0], [b for b in decoders[1:] if b in gain]
     if first in gain:
         return f"resize in {first}'s decoder: {ratio(first):.2f}x the frames/s of decoding, then resizing, beyond the spread"
+    pair = {r["method"]: r for r in mine if r["backend"] == first}
+    v = verdicts.rank((m, r["frames_per_s"], r.get("spread_pct")) for m, r in pair.items()) if len(pair) == 2 else None
+    lost = v is not None and not v.tied and v.best == "decode, then resize"  # slower in the decoder, beyond the spread
     said = f"with {first}, resize after decoding: its resize in the decoder " + (
-        f"ran {ratio(first):.2f}x, no gain beyond the spread" if ratio(first) else "was not measured here"
+        f"ran {ratio(first):.2f}x, " + ("slower beyond the spread" if lost else "no gain beyond the spread")
+        if ratio(first)
+        else "is not offered by its adapter"
+        if not can_resize_in_decoder(first, device)
+        else "was not measured here"
     )
     if others:
         gains = ", ".join(f"{b} {ratio(b):.2f}x" for b in others)

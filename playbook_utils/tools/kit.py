@@ -365,7 +365,8 @@ class Notebook:
     def headline_rates(table: list[dict], clip: str, gpu_clip: str | None = None) -> dict:
         """cpu/gpu sequential and sparse frames/s of `clip` (on the GPU: `gpu_clip`, if given) from a
         `rate_table`, None where not measured or not exact: the headline every library notebook reports, with
-        `rates_clip`, the clip they were timed on (the nightly compares rates of the same clip only)."""
+        `rates_clip`, the clip they were timed on, and `gpu_rates_clip` where the GPU's was another (the nightly
+        compares rates of the same clip only)."""
 
         def rate(gpu, workload):
             name = gpu_clip or clip if gpu else clip
@@ -382,7 +383,7 @@ class Notebook:
             )
 
         rates = {f"{kind}_{w}_fps": rate(kind == "gpu", w) for kind in ("cpu", "gpu") for w in ("sequential", "sparse")}
-        return {**rates, "rates_clip": clip if gpu_clip in (None, clip) else f"cpu {clip}, gpu {gpu_clip}"}
+        return {**rates, "rates_clip": clip, **({"gpu_rates_clip": gpu_clip} if gpu_clip not in (None, clip) else {})}
 
     def matrix_rows(self, backend: str, devices) -> None:
         """Run the correctness matrix for one backend on `devices` (each file in a child process), print

@@ -299,6 +299,17 @@ def changes_behind(changes: dict, notebook: str, metric: str, *values) -> list[s
     return [f"{k} {changes[k]}" for k in (named or changes)]
 
 
+def timed_clips(heads: list[dict], metric: str) -> tuple | None:
+    """(the baseline's clip, the run's) where a library notebook's frames/s `metric` was timed on another clip than
+    the baseline's (its headline's `rates_clip`, or `gpu_rates_clip` for a GPU rate where that names another), else
+    None: such rates are not judged against each other."""
+    if not metric.endswith("_fps"):
+        return None
+    keys = ("gpu_rates_clip", "rates_clip") if metric.startswith("gpu_") else ("rates_clip",)
+    clips = tuple(next((h[k] for k in keys if h.get(k)), None) for h in heads)
+    return clips if None not in clips and clips[0] != clips[1] else None
+
+
 def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None = None) -> dict:
     """Compare a run with the baseline (both from `load_results`); returns the report as a dict.
 
@@ -329,8 +340,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         judge_per_core = not other_cores(entry["cores"])
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
         # (the light 1.7 Mbit/s one against the realistic 8 Mbit/s one) is not judged against it
-        clips = [((h or {}).get("headline") or {}).get("rates_clip") for h in (b, r)]
-        other_clip = None not in clips and clips[0] != clips[1]
+        heads = [((h or {}).get("headline") or {}) for h in (b, r)]
         if r is None:
             entry["status"] = "not run"
             regressions.append(f"{name}: not run")
@@ -358,14 +368,10 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                 ):
                     verdict = "not comparable"
                     change = f"{change} ({entry['cores']['now']} vs {entry['cores']['baseline']} cores)".lstrip()
-                elif (
-                    other_clip
-                    and metric.endswith("_fps")
-                    and verdict in ("ok", "better", "REGRESSION")
-                    and None not in (bv, nv)
-                ):
-                    verdict = "not comparable"
-                    change = f"{change} (timed on {clips[1]}, the baseline on {clips[0]})".lstrip()
+                elif (clips := timed_clips(heads, metric)) and verdict in ("ok", "better", "REGRESSION"):
+                    if None not in (bv, nv):
+                        verdict = "not comparable"
+                        change = f"{change} (timed on {clips[1]}, the baseline on {clips[0]})".lstrip()
                 entry["metrics"].append(
                     {
                         "metric": metric,

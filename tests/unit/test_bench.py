@@ -354,8 +354,15 @@ def test_a_winner_names_those_tied_with_it_and_resize_in_the_decoder_counts_only
     # decoding and the resize in TorchCodec's or PyAV's decoder, SPDL's own at 0.79x)
     table = rows("pyav", 546, 278, 10) + rows("torchcodec", 471, 440, 47) + rows("spdl", 291, 445, 5)
     said = resizing.resize_advice(table, ["spdl", "torchcodec", "pyav"])
-    assert said.startswith("with spdl, resize after decoding: its resize in the decoder ran 0.65x")
+    assert said.startswith(
+        "with spdl, resize after decoding: its resize in the decoder ran 0.65x, slower beyond the spread"
+    )
     assert "pyav, tied with it for decoding, gains by resizing in the decoder (pyav 1.96x)" in said
     assert said.endswith("take pyav instead")
     assert resizing.resize_advice(table, ["pyav"]).startswith("resize in pyav's decoder: 1.96x")
-    assert resizing.resize_advice(table, ["decord"]).endswith("was not measured here")
+    # decord's adapter has no resize in its decoder: its row is decode, then resize alone
+    decord = [r for r in rows("decord", 1, 200, 5) if r["method"] != "in decoder"]
+    assert "its resize in the decoder is not offered by its adapter" in resizing.resize_advice(
+        decord + table, ["decord"]
+    )
+    assert resizing.resize_advice(table, ["torchcodec"]).endswith("ran 1.07x, no gain beyond the spread")

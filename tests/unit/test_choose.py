@@ -159,6 +159,7 @@ def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
         "they decode faster than filmed video, and not by the same factor for every library"
     )
     assert choose.table_words({"a.mp4"}, only_light) == "notebook 20's table, on 1 of these files (a.mp4)"
+    assert choose.table_words(set(), {}) == "notebook 20's table, which holds no rows"
     rows = [
         {
             "clip": c,

@@ -204,7 +204,8 @@ def test_headline_rates_take_the_gpu_rows_of_their_own_clip():
         "cpu_sparse_fps": 2.0,
         "gpu_sequential_fps": 500.0,
         "gpu_sparse_fps": None,
-        "rates_clip": "cpu a.webm, gpu b.mp4",
+        "rates_clip": "a.webm",
+        "gpu_rates_clip": "b.mp4",
     }
     assert kit.Notebook.headline_rates(table, "a.webm")["gpu_sequential_fps"] is None
 

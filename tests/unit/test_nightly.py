@@ -144,6 +144,17 @@ def test_a_rate_timed_on_another_clip_is_not_judged_but_reported(tmp_path):
         "10_pyav.ipynb: cpu_sparse_fps",
     ]
     assert "timed on h264_1080p_gop30_8mbps, the baseline on h264_1080p_gop30_light" in (run / "report.md").read_text()
+    # only the GPU's clip changed (14 times the CPU on VP9, the GPU on H.264): its CPU rates are still judged
+    gpu_base = _changed(
+        **{"10__rates_clip": "vp9.webm", "10__gpu_rates_clip": "h264_light.mp4", "10__gpu_sequential_fps": 500.0}
+    )
+    gpu_run = _changed(
+        **{"10__rates_clip": "vp9.webm", "10__gpu_rates_clip": "h264_8mbps.mp4", "10__gpu_sequential_fps": 200.0}
+    )
+    gpu_run["10_pyav"]["cpu_sequential_fps"] *= 0.5
+    _, report, _ = _compare(tmp_path / "gpu", gpu_run, gpu_base)
+    v = _verdicts(report)
+    assert v[("10", "gpu_sequential_fps")] == "not comparable" and v[("10", "cpu_sequential_fps")] == "REGRESSION"
     # the same clip on both sides: judged
     same = _changed(**{"10__rates_clip": "h264_1080p_gop30_light"})
     same["10_pyav"]["cpu_sequential_fps"] *= 0.5
