@@ -94,8 +94,8 @@ def table_words(measured, kept: dict) -> str:
         return "notebook 20's table, which holds no rows"
     used, left = sorted(measured & set(kept)) or sorted(measured), len(measured - set(kept))
     return f"notebook 20's table, on {len(used)} of these files ({', '.join(used)})" + (
-        f"; the light synthetic clip{'s' if left > 1 else ''} it also timed left out, as they decode faster than "
-        "filmed video, and not by the same factor for every library"
+        f"; the light synthetic clip{'s' if left > 1 else ''} it also timed left out: light clips decode faster "
+        "than filmed video, and not by the same factor for every library"
         if left and set(kept) & measured
         else ""
     )
