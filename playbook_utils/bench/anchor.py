@@ -314,8 +314,9 @@ def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str |
     """Every CPU library's table row (every frame of `clip`, one caller) against its own bare loop of section 1
     (`library_rates`), beside `harness_cost`'s PyAV: {library: {'overhead_pct', 'spread_pct'}} and a sentence
     (None with fewer than two libraries measured both ways). Costs further apart than the sum of the two widest
-    spreads are no one cost of the harness, and rows faster than their bare loops (`harness_readable`) give none: in 20's smoke copy on 2 cores they ran from PyAV's +32% to a
-    TorchCodec row 11% faster than its bare loop, so a gap between two rows smaller than that range says nothing
+    spreads are no one cost of the harness, and rows faster than their bare loops (`harness_readable`) give
+    none (`costs_line`): in 20's smoke copy on 2 cores they ran from PyAV's +32% to a TorchCodec row 11% faster
+    than its bare loop, so a gap between two rows smaller than that range says nothing
     about the libraries. Notebook 20."""
     costs = {}
     for lib, bare in rates.items():
@@ -331,8 +332,14 @@ def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str |
         if bare.get("status") == "ok" and row and row.get("fps"):
             spread = max(bare.get("bare_spread_pct") or 0, row.get("rate_spread_pct") or 0)
             costs[lib] = {"overhead_pct": 100 * (bare["bare_fps"] / row["fps"] - 1), "spread_pct": spread}
+    return costs, costs_line(costs)
+
+
+def costs_line(costs: dict) -> str | None:
+    """The sentence of `harness_costs` for its {library: {'overhead_pct', 'spread_pct'}} (also the README's H200
+    table, from the reference's record): None under two libraries."""
     if len(costs) < 2:
-        return costs, None
+        return None
     values = [c["overhead_pct"] for c in costs.values()]
     # two costs, each as uncertain as its spread, can differ by the sum of their spreads from noise alone
     apart, widest = max(values) - min(values), sum(sorted(c["spread_pct"] for c in costs.values())[-2:])
@@ -342,13 +349,13 @@ def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str |
     head = f"each library's row against its own bare loop: {listed}"
     faster = sorted(lib for lib, c in costs.items() if not harness_readable(c["overhead_pct"], c["spread_pct"]))
     if apart <= widest and not faster:
-        return costs, f"{head}: within the two widest spreads ({percent(widest)}) of one another, one cost for all"
+        return f"{head}: within the two widest spreads ({percent(widest)}) of one another, one cost for all"
     if apart <= widest:  # alike, yet rows faster than their bare loops: the conditions moved, no cost is read
-        return costs, (
+        return (
             f"{head}: {' and '.join(faster)} read faster than {'its' if len(faster) == 1 else 'their'} bare loop "
             "beyond the spread, which a harness cannot do: the two ran under other conditions, and no cost is read"
         )
-    return costs, (
+    return (
         f"{head}: {apart:.0f} points apart, more than the two widest spreads ({percent(widest)}). The harness's cost is "
         f"not one number here (it follows the library and the moment each ran), so a gap between two rows of the "
         f"table smaller than about {apart:.0f}% says nothing about the libraries"

@@ -269,10 +269,11 @@ def harness_row(summary: dict, src: Source):
         judged = f"no cost measurable (the row {abs(rate):.1f}% {'faster' if rate > 0 else 'slower'}, inside the {percent(spread)} spread)"
     else:
         judged = f"the harness costs {o:.1f}%, beyond the {percent(spread)} spread"
+    others = anchor.costs_line(h.get("by_library") or {})  # every CPU library's row against its own loop
     return (
         "notebook 20's benchmark harness against a bare PyAV loop, every frame of the same clip on the CPU",
         f"the harness's row {h['harness_fps']:,.0f} frames/s, the bare loop {h['bare_fps']:,.0f}: {judged} "
-        f"({src.cite('20', 'the harness:')})",
+        f"({src.cite('20', 'the harness:')})" + (f"; {others} ({src.cite('20', 'each library')})" if others else ""),
     )
 
 

@@ -69,6 +69,28 @@ def test_the_table_quotes_summary_json_and_cites_the_cell_that_printed_each_figu
     harness = next(line for line in text.splitlines() if "harness" in line)
     assert "no cost read" in harness and "27.9" not in harness
     assert "not recorded in it, so not shown: training, sparse, choice, robustness, scaling" in text
+    assert "each library" not in harness  # a record made before 20 set every library against its own loop
+
+
+def test_the_harness_row_gives_every_librarys_cost_where_20_recorded_them(tmp_path):
+    by_library = {
+        "pyav": {"overhead_pct": 34.0, "spread_pct": 9.0},
+        "torchcodec": {"overhead_pct": -1.0, "spread_pct": 5.0},
+    }
+    ref = _reference(tmp_path)
+    summary = json.loads((ref / "summary.json").read_text())
+    summary["harness_overhead"] = {
+        "bare_fps": 300.0,
+        "harness_fps": 224.0,
+        "overhead_pct": 34.0,
+        "spread_pct": 9.0,
+        "readable": True,
+        "by_library": by_library,
+    }
+    (ref / "summary.json").write_text(json.dumps(summary))
+    harness = next(line for line in headline.table(ref, ref).splitlines() if "harness" in line)
+    assert "the harness costs 34.0%" in harness and "pyav +34%, torchcodec -1%: 35 points apart" in harness
+    assert "not one number here" in harness and harness.count("[20, ") == 2
 
 
 def test_write_puts_the_table_between_the_markers_and_check_tells_a_stale_one(tmp_path):
