@@ -310,6 +310,20 @@ def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
     return record, head + judged
 
 
+def table_row(rows: list[dict], library: str, clip: str) -> dict | None:
+    """The table's row of `library` reading every frame of `clip` on the CPU, one caller (the row a bare loop of
+    section 1 is set against), where it ran; else None. Notebook 20."""
+    return next(
+        (
+            r
+            for r in rows
+            if r.get("status") == "ok"
+            and (r["backend"], r["device"], r["workload"], r["clip"]) == (library, "cpu", "sequential", clip)
+        ),
+        None,
+    )
+
+
 def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str | None]:
     """Every CPU library's table row (every frame of `clip`, one caller) against its own bare loop of section 1
     (`library_rates`), beside `harness_cost`'s PyAV: {library: {'overhead_pct', 'spread_pct'}} and a sentence
@@ -320,18 +334,10 @@ def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str |
     about the libraries. Notebook 20."""
     costs = {}
     for lib, bare in rates.items():
-        row = next(
-            (
-                r
-                for r in rows
-                if r.get("status") == "ok"
-                and (r["backend"], r["device"], r["workload"], r["clip"]) == (lib, "cpu", "sequential", clip)
-            ),
-            None,
-        )
+        row = table_row(rows, lib, clip)
         if bare.get("status") == "ok" and row and row.get("fps"):
-            spread = max(bare.get("bare_spread_pct") or 0, row.get("rate_spread_pct") or 0)
-            costs[lib] = {"overhead_pct": 100 * (bare["bare_fps"] / row["fps"] - 1), "spread_pct": spread}
+            record, _ = harness_cost(bare, row)  # the same cost and spread as PyAV's line
+            costs[lib] = {k: record[k] for k in ("overhead_pct", "spread_pct")}
     return costs, costs_line(costs)
 
 

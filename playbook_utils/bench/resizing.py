@@ -73,30 +73,36 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
     return rows
 
 
+METHODS = {"in": "in decoder", "after": "decode, then resize"}  # `compare`'s two methods, by their labels in a rank
+
+
+def _in_vs_after(rows: list[dict]) -> dict:
+    """{(backend, device): (its 'in decoder' row, its 'decode, then resize' row, the `verdicts.rank` of the two,
+    labelled 'in' and 'after')} for each backend and device of `compare`'s rows that has both."""
+    pairs: dict = {}
+    for r in rows:
+        pairs.setdefault((r["backend"], r["device"]), {})[r["method"]] = r
+    return {
+        key: (
+            p["in decoder"],
+            p["decode, then resize"],
+            verdicts.rank([(label, p[m]["frames_per_s"], p[m].get("spread_pct")) for label, m in METHODS.items()]),
+        )
+        for key, p in pairs.items()
+        if len(p) == 2
+    }
+
+
+def _pays(v) -> bool:
+    """Whether an `_in_vs_after` verdict has the resize in the decoder faster, beyond the spread."""
+    return v.best == "in" and not v.tied
+
+
 def faster_in_decoder(rows: list[dict]) -> list[dict]:
     """The 'in decoder' rows of `compare` whose backend and device read faster so than by decoding, then resizing,
     by more than the larger spread of the two (`verdicts.rank`'s rule): where resizing in the decoder pays here.
     Notebook 24."""
-    out = []
-    for r in rows:
-        if r["method"] != "in decoder":
-            continue
-        other = next(
-            (
-                x
-                for x in rows
-                if (x["backend"], x["device"], x["method"]) == (r["backend"], r["device"], "decode, then resize")
-            ),
-            None,
-        )
-        if other is None:
-            continue
-        v = verdicts.rank(
-            [("in", r["frames_per_s"], r.get("spread_pct")), ("after", other["frames_per_s"], other.get("spread_pct"))]
-        )
-        if v.best == "in" and not v.tied:
-            out.append(r)
-    return out
+    return [r for r, _, v in _in_vs_after(rows).values() if _pays(v)]
 
 
 def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") -> str:
@@ -106,22 +112,20 @@ def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") ->
     does gain by resizing in its decoder, say so, as a tie is free to break that way. Notebook 24: its summary had
     advised SPDL for decoding and, in one breath, the resize in TorchCodec's or PyAV's decoder, beside SPDL's own
     at 0.79x."""
-    mine = [r for r in rows if r["device"] == device]
-    gain = {r["backend"]: r for r in faster_in_decoder(mine)}
+    pairs = {b: pair for (b, d), pair in _in_vs_after(rows).items() if d == device}
+    gain = {b for b, (_, _, v) in pairs.items() if _pays(v)}
 
     def ratio(b):
-        pair = {r["method"]: r["frames_per_s"] for r in mine if r["backend"] == b}
-        return pair["in decoder"] / pair["decode, then resize"] if len(pair) == 2 else None
+        inside, after, _ = pairs[b]
+        return inside["frames_per_s"] / after["frames_per_s"]
 
     first, others = decoders[0], [b for b in decoders[1:] if b in gain]
     if first in gain:
         return f"resize in {first}'s decoder: {ratio(first):.2f}x the frames/s of decoding, then resizing, beyond the spread"
-    pair = {r["method"]: r for r in mine if r["backend"] == first}
-    v = verdicts.rank((m, r["frames_per_s"], r.get("spread_pct")) for m, r in pair.items()) if len(pair) == 2 else None
-    lost = v is not None and not v.tied and v.best == "decode, then resize"  # slower in the decoder, beyond the spread
+    v = pairs[first][2] if first in pairs else None
     said = f"with {first}, resize after decoding: its resize in the decoder " + (
-        f"ran {ratio(first):.2f}x, " + ("slower beyond the spread" if lost else "no gain beyond the spread")
-        if ratio(first)
+        f"ran {ratio(first):.2f}x, " + ("no gain beyond the spread" if v.tied else "slower beyond the spread")
+        if v is not None
         else "is not offered by its adapter"
         if not can_resize_in_decoder(first, device)
         else "was not measured here"
@@ -129,7 +133,8 @@ def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") ->
     if others:
         gains = ", ".join(f"{b} {ratio(b):.2f}x" for b in others)
         said += (
-            f"; {' and '.join(others)}, tied with it for decoding, gain{'s' if len(others) == 1 else ''} by resizing in the decoder ({gains}): "
-            f"where you resize, take {others[0] if len(others) == 1 else 'one of them'} instead"
+            f"; {' and '.join(others)}, tied with it for decoding, gain{'s' if len(others) == 1 else ''} by resizing "
+            f"in the decoder ({gains}): where you resize, take {others[0] if len(others) == 1 else 'one of them'} "
+            "instead"
         )
     return said

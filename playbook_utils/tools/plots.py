@@ -185,8 +185,9 @@ def soak_curves(soaks: dict, title: str, min_calls: int):
         else:
             label = name if slope is None else f"{name} ({slope:+,.0f} B/call)"
         after = [p for p in r["curve"] if p["call"] >= base["call"]]
-        most = max([most, *(p["call"] - base["call"] for p in after)])
-        ax.plot([p["call"] - base["call"] for p in after], [p["rss_mb"] - base["rss_mb"] for p in after], label=label)
+        calls = [p["call"] - base["call"] for p in after]
+        most = max([most, *calls])
+        ax.plot(calls, [p["rss_mb"] - base["rss_mb"] for p in after], label=label)
     ax.axhline(0, color="gray", lw=0.8)
     log = most > 1000  # a log scale past 100 calls only where there are many more (smoke mode's 150: linear)
     ax.set_xlabel("read_frames calls after the warm-up" + (" (log scale past 100)" if log else ""))
