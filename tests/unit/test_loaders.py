@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from playbook_utils import loaders, media
@@ -424,10 +426,16 @@ def test_breaking_out_early_ends_every_worker_cleanly(paths, capfd):
     q.put(b"x" * 100_000)  # more than a pipe holds: the feeder is still writing
     q.close()
     assert any(t.name == "QueueFeederThread" for t in threading.enumerate())
-    reader = threading.Thread(target=q._reader.recv_bytes)
+    # read through a copy of the pipe's end: the feeder closes the queue's own reader as it exits, which a
+    # thread still reading the message's last bytes from it would meet as a closed handle
+    from multiprocessing.connection import Connection
+
+    drain = Connection(os.dup(q._reader.fileno()), writable=False)
+    reader = threading.Thread(target=drain.recv_bytes)
     reader.start()
     loaders.finish_sending(10)
     reader.join(10)
+    drain.close()
     assert not any(t.name == "QueueFeederThread" for t in threading.enumerate())
 
 
