@@ -355,7 +355,9 @@ def costs_line(costs: dict) -> str | None:
     head = f"each library's row against its own bare loop: {listed}"
     faster = sorted(lib for lib, c in costs.items() if not harness_readable(c["overhead_pct"], c["spread_pct"]))
     if apart <= widest and not faster:
-        return f"{head}: within the two widest spreads ({percent(widest)}) of one another, no library's cost stands apart"
+        return (
+            f"{head}: within the two widest spreads ({percent(widest)}) of one another, no library's cost stands apart"
+        )
     if apart <= widest:  # alike, yet rows faster than their bare loops: the conditions moved, no cost is read
         return (
             f"{head}: {' and '.join(faster)} read faster than {'its' if len(faster) == 1 else 'their'} bare loop "

@@ -496,7 +496,7 @@ def _merge_summary(output: Path, before: dict | None) -> None:
     run_notebooks.write_summary(_merged_rows(before, after), output, after["mode"], after.get("machine", {}))
 
 
-def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
+def adopt(part: Path, reference: Path = BASELINE) -> dict[str, list[str]]:
     """Make a part's run (a `--part` output folder, e.g. one `benchmarks/h200/wait_part.sh` brought back) the
     reference for its notebooks: each notebook's files in `part` (those named NN_..., its executed copy, JSON,
     figures and tables) replace the reference's files of that notebook number, and the reference's summary keeps
@@ -504,8 +504,10 @@ def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
     part at a time). The mode must match. A run lost before its end (its summary lists the notebooks
     `unfinished`) gives the rows of those it finished, and only those are adopted; a notebook that failed is not
     adopted either (the reference keeps its earlier copy: a failed copy is no reference). Returns the notebooks
-    adopted."""
+    `adopted`, those that `failed` and those left `unfinished`."""
     after, before = _read_json(part / "summary.json"), _read_json(reference / "summary.json")
+    failed = [r["notebook"] for r in after["notebooks"] if r["status"] != "passed"]
+    unfinished = list(after.get("unfinished") or [])
     if after.get("mode") != before.get("mode"):
         raise NightlyError(
             f"{_shown(part)} holds a {after.get('mode')}-mode run, {_shown(reference)} a {before.get('mode')}-mode one"
@@ -521,7 +523,7 @@ def adopt(part: Path, reference: Path = BASELINE) -> list[str]:
             (shutil.copytree if new.is_dir() else shutil.copy2)(new, reference / new.name)
     machine = max((before.get("machine", {}), after.get("machine", {})), key=lambda m: m.get("date_utc") or "")
     run_notebooks.write_summary(_merged_rows(before, after), reference, before["mode"], machine)
-    return [r["notebook"] for r in after["notebooks"]]
+    return {"adopted": [r["notebook"] for r in after["notebooks"]], "failed": failed, "unfinished": unfinished}
 
 
 # The full run in parts, each meant to take under 20 minutes of notebook time on one H200, run one after another
@@ -648,14 +650,13 @@ def main(argv=None) -> int:
         except NightlyError as e:
             print(f"nightly: error: {e}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"nightly: {', '.join(done)} from {args.adopt} now the reference in {args.baseline}")
-        ran = _read_json(Path(args.adopt) / "summary.json")
-        failed = [r["notebook"] for r in ran["notebooks"] if r["status"] != "passed"]
-        if failed:
+        print(f"nightly: {', '.join(done['adopted'])} from {args.adopt} now the reference in {args.baseline}")
+        if done["failed"]:
             print(
-                f"nightly: not adopted, as they failed (the reference keeps their earlier copies): {', '.join(failed)}"
+                "nightly: not adopted, as they failed (the reference keeps their earlier copies): "
+                + ", ".join(done["failed"])
             )
-        left = ran.get("unfinished")
+        left = done["unfinished"]
         if left:  # the summary a run writes after each notebook: the machine was lost before the rest ran
             print(
                 f"nightly: that run did not finish: {', '.join(left)} had not run (or not to the end) and keep their earlier copies"
