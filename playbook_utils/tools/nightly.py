@@ -27,7 +27,8 @@ measured on 16 cores says nothing against one measured on 32; and a library note
 another clip than the baseline's, its `rates_clip`; never a regression, and the report says so).
 A baseline notebook absent from the run is MISSING. Where the library versions of the run differ from
 the baseline's (notebook 00's stamp, else the runner's in summary.json), the report lists the changes and
-names, beside each regression, those of the libraries its notebook, metric or values mention (else all).
+names, beside each regression, those of the libraries its notebook, metric or values mention (else all);
+likewise where the generated clips were encoded otherwise (`media.MEDIA_VERSION`, stamped by the runner).
 report.md and report.json go into the (first) results folder, or `--report-dir`.
 
 Exit status, for a scheduler (the first that applies wins):
@@ -261,7 +262,23 @@ def stamp(results: dict) -> dict:
         "cuda": gpu.get("cuda_driver"),
         "python": e.get("python"),
         "libraries": libs or None,
+        "media_version": m.get("media_version"),
     }
+
+
+def media_change(base: int | None, now: int | None) -> dict:
+    """{'generated media': 'old -> new'} where the run's clips were encoded otherwise than the baseline's
+    (`media.MEDIA_VERSION`, stamped by the runner since version 4: a baseline without it is older), else {}.
+    Version 4 held the realistic clips to their bitrate: the 1080p H.264 clip went from 9.7 to 8.1 Mbit/s,
+    the HEVC ones from 3.0 to 3.5, so their rates moved with no change in any library."""
+    if now is None or base == now:
+        return {}
+    return {"generated media": f"{base if base is not None else 'before 4'} -> {now}"}
+
+
+def changed_words(changes) -> str:
+    """'library changed', or 'changed' where the generated media is among `changes` (names, or 'name old -> new')."""
+    return "changed" if any(str(c).startswith("generated media") for c in changes) else "library changed"
 
 
 # library (as stamps name it) -> words in a notebook, metric or value that point at it
@@ -321,6 +338,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     notebooks, failures, regressions, unjudged = [], [], [], []
     base_stamp, run_stamp = stamp(baseline), stamp(run)
     changes = library_changes(base_stamp["libraries"], run_stamp["libraries"])
+    changes |= media_change(base_stamp["media_version"], run_stamp["media_version"])
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
         stem = Path(name).stem
@@ -437,7 +455,8 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     if report.get("library_changes"):
         lines.append("")
         lines.append(
-            "Library versions changed since the baseline: "
+            ("Changed" if changed_words(report["library_changes"]) == "changed" else "Library versions changed")
+            + " since the baseline: "
             + "; ".join(f"{k} {v}" for k, v in report["library_changes"].items())
             + " (named beside each regression they may explain)"
         )
@@ -464,7 +483,7 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
             for m in nb["metrics"]:
                 v = f"**{m['verdict']}**" if m["verdict"] in REGRESSED else m["verdict"]
                 if m.get("libraries_changed"):
-                    v += f" (library changed: {', '.join(m['libraries_changed'])})"
+                    v += f" ({changed_words(m['libraries_changed'])}: {', '.join(m['libraries_changed'])})"
                 lines.append(
                     f"| {m['metric']} | {_cell(m['baseline'])} | {_cell(m['now'])} | {_cell(m['change'])} "
                     f"| {_cell(m['tolerance'])} | {v} |"
@@ -697,7 +716,7 @@ def main(argv=None) -> int:
     for line in (
         [f"  failed: {n}" for n in report["failures"]]
         + [
-            f"  regressed: {r}" + (f" (library changed: {', '.join(behind[r])})" if r in behind else "")
+            f"  regressed: {r}" + (f" ({changed_words(behind[r])}: {', '.join(behind[r])})" if r in behind else "")
             for r in report["regressions"]
         ]
         + [f"  not comparable (other core count or clip): {r}" for r in report["not_comparable"]]

@@ -36,7 +36,7 @@ import time
 import traceback
 from pathlib import Path
 
-from playbook_utils import env
+from playbook_utils import env, media
 from playbook_utils.bench.harness import PROGRESS_FILE
 from playbook_utils.bench.verdicts import percent
 from playbook_utils.decoders import base
@@ -855,6 +855,7 @@ def main(argv=None) -> int:
         "commit": code_commit(),
         "capabilities": caps,
         "libraries": setup_env.installed_versions(),
+        "media_version": media.MEDIA_VERSION,  # the generated clips' encoding (the nightly names a change)
     }
     at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"

@@ -29,7 +29,9 @@ BASE = {
 }
 
 
-def _folder(path, headlines, mode="full", status=None, environment=None, cpu="Test CPU x4", libraries=None):
+def _folder(
+    path, headlines, mode="full", status=None, environment=None, cpu="Test CPU x4", libraries=None, media_version=None
+):
     """A results folder as the runner writes it: summary.json plus one <stem>.json per notebook."""
     path.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -54,6 +56,7 @@ def _folder(path, headlines, mode="full", status=None, environment=None, cpu="Te
         "cpu": cpu,
         "date_utc": "2000-01-01 00:00",
         **({"libraries": libraries} if libraries else {}),
+        **({"media_version": media_version} if media_version else {}),
     }
     (path / "summary.json").write_text(json.dumps({"mode": mode, "machine": machine, "notebooks": rows}))
     return path
@@ -446,6 +449,31 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
     nightly.main(["--compare-only", str(run), "--baseline", str(base)])
     report = json.loads((run / "report.json").read_text())
     assert report["library_changes"] == {} and "Library versions changed" not in (run / "report.md").read_text()
+
+
+def test_a_change_of_the_generated_media_is_named_beside_the_regressions_it_may_explain(tmp_path, capsys):
+    """Media version 4 held the realistic clips to their bitrate (the HEVC ones went from 3.0 to 3.5 Mbit/s):
+    their rates moved with no library changed. A baseline stamped before the runner stamped the version is older."""
+    from playbook_utils import media
+
+    libs = {"torch": "2.11.0", "av": "19.0.2"}
+    slower = _changed(**{"10__cpu_sequential_fps": 500.0})
+    base = _folder(tmp_path / "base", {"10_pyav": BASE["10_pyav"]}, libraries=libs)  # no media version: older
+    run = _folder(tmp_path / "run", {"10_pyav": slower["10_pyav"]}, libraries=libs, media_version=4)
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base)]) == 2
+    report = json.loads((run / "report.json").read_text())
+    assert report["library_changes"] == {"generated media": "before 4 -> 4"}
+    regressed = [m for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"]
+    assert [m["libraries_changed"] for m in regressed] == [["generated media before 4 -> 4"]]
+    md = (run / "report.md").read_text()
+    assert "Changed since the baseline: generated media before 4 -> 4" in md
+    assert "| **REGRESSION** (changed: generated media before 4 -> 4) |" in md
+    assert "(changed: generated media before 4 -> 4)" in capsys.readouterr().out
+    # the same version on both sides: nothing named; the runner stamps the version it encodes with
+    base = _folder(tmp_path / "base2", {"10_pyav": BASE["10_pyav"]}, libraries=libs, media_version=4)
+    nightly.main(["--compare-only", str(run), "--baseline", str(base)])
+    assert json.loads((run / "report.json").read_text())["library_changes"] == {}
+    assert nightly.media_change(None, None) == {} and media.MEDIA_VERSION >= 4
 
 
 def test_one_build_stamped_with_and_without_its_local_tag_is_no_change():
