@@ -13,7 +13,7 @@ import os
 import re
 from collections import Counter
 
-from playbook_utils import recipes
+from playbook_utils import media, recipes
 from playbook_utils.bench import loader_bench, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
 from playbook_utils.decoders import adapter, check_libraries, traits, why_unavailable
@@ -98,6 +98,23 @@ def table_words(measured, kept: dict) -> str:
         "than filmed video, and not by the same factor for every library"
         if left and set(kept) & measured
         else ""
+    )
+
+
+def media_mismatch(sources: dict) -> str | None:
+    """A line where notebooks whose numbers 22 sets side by side read the generated clips as another media version
+    encoded them than this run's (`media.MEDIA_VERSION`, in each notebook's JSON since version 4): the same names,
+    other bytes (version 4 held the realistic clips to their bitrates), so their rates do not quite compare.
+    `sources`: {what: that notebook's JSON, or None where it was not used}; None where all agree."""
+    seen = {what: doc.get("environment", {}).get("media_version") for what, doc in sources.items() if doc is not None}
+    other = {what: v for what, v in seen.items() if v != media.MEDIA_VERSION}
+    if not other:
+        return None
+    listed = "; ".join(f"{what}: {'before 4' if v is None else v}" for what, v in other.items())
+    return (
+        f"the generated clips were encoded otherwise for {', '.join(other)} than for this run (media version "
+        f"{media.MEDIA_VERSION}; {listed}): the same names over other bytes, so the rates set side by side here do "
+        "not quite compare. Run those notebooks again into this folder for one set"
     )
 
 

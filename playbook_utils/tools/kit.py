@@ -207,6 +207,7 @@ class Notebook:
         self.machine = f"{g['devices'][0]['name']}, {cpu}" if g["available"] else cpu
         self.results.data["environment"] = {k: rep[k] for k in ("date_utc", "host", "cpu_model", "cpu_usable_cores")}
         self.results.data["environment"]["gpu"] = g
+        self.results.data["environment"]["media_version"] = media.MEDIA_VERSION  # how the generated clips were made
         if stamp:  # notebook 00 prints the whole report instead
             print(machine_line(rep, self.device, libraries))
         if device not in ("auto", self.device):  # asked for a device this machine does not have

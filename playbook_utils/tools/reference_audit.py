@@ -5,7 +5,8 @@ One line per notebook of notebooks/: its row in the folder's summary.json (statu
 ran at), whether its executed copy holds the code cells of today's notebook (the parameters papermill injected
 left out), how many files of the package and of the notebook changed since that commit (git), and what a reader
 should not see in it (`notebook_stats.output_problems`: tracebacks, stderr, warning lines, a figure made but not
-shown). A notebook is current when it passed, carries its commit, holds today's code cells and shows no problem;
+shown), and the media version of the generated clips it read (the runner's stamp, since version 4). A notebook
+is current when it passed, carries its commit, holds today's code cells, read today's media and shows no problem;
 the exit status is 0 when every one is, 1 otherwise. What issue 31 asks of results/h200, checked rather than read.
 """
 
@@ -17,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from playbook_utils import media
 from playbook_utils.tools import notebook_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +55,8 @@ def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> lis
     """A row per notebook of `notebooks_dir` (default root/notebooks) whose name `pattern` matches (a glob, without
     '.ipynb'): {'notebook', 'status', 'seconds', 'date',
     'commit', 'copy' (whether the folder holds its executed copy), 'same_code', 'changed_since' (package and
-    notebook files changed since its commit, or None), 'problems' (list), 'current'}."""
+    notebook files changed since its commit, or None), 'media_version' (None: before 4), 'problems' (list),
+    'current'}."""
     folder = Path(folder)
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else Path(root) / "notebooks"
     try:
@@ -74,9 +77,11 @@ def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> lis
             "copy": copy.exists(),
             "same_code": copy.exists() and code_cells(copy) == code_cells(nb),
             "changed_since": changed_since(commit, ["playbook_utils", nb.relative_to(root)], root),
+            "media_version": machine.get("media_version"),
             "problems": notebook_stats.output_problems(copy) if copy.exists() else [],
         }
-        a["current"] = a["status"] == "passed" and bool(commit) and a["same_code"] and not a["problems"]
+        same_media = a["media_version"] == media.MEDIA_VERSION
+        a["current"] = a["status"] == "passed" and bool(commit) and a["same_code"] and same_media and not a["problems"]
         out.append(a)
     return out
 
@@ -108,10 +113,13 @@ def format_rows(rows: list[dict]) -> str:
             f"commit {(a['commit'] or 'none')[:10]:10s} "
             + ("code as today" if a["same_code"] else "code differs" if a["copy"] else "no executed copy")
             + f", files changed since: {since}"
+            + ("" if a["media_version"] == media.MEDIA_VERSION else f", media {a['media_version'] or 'before 4'}")
         )
         lines += [f"    {p}" for p in grouped(a["problems"])]
     done = sum(a["current"] for a in rows)
-    lines.append(f"{done} of {len(rows)} notebooks current (passed, stamped with a commit, today's code, no problem)")
+    lines.append(
+        f"{done} of {len(rows)} notebooks current (passed, stamped with a commit, today's code and media, no problem)"
+    )
     return "\n".join(lines)
 
 

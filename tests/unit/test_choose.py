@@ -370,3 +370,15 @@ def test_rates_taken_at_a_step_the_loaders_kept_up_with_are_said_to_be_the_steps
     assert "20 ms" in line and "16-20%" in line and "torchcodec, spdl" in line
     assert choose.step_bound([{**fed, "wait_fraction": 0.84}]) is None  # loader-bound: its rate is its own
     assert choose.step_bound([{"backend": "torchcodec"}]) is None  # a GPU row records no wait at a step
+
+
+def test_notebooks_that_read_clips_of_another_media_version_are_named():
+    """20's table made on the clips of media version 3 (no version stamped: older), 21's loaders on this run's:
+    22 says the rates it sets side by side came from other bytes under the same names."""
+    now = {"environment": {"media_version": media.MEDIA_VERSION}}
+    assert choose.media_mismatch({"notebook 20's table": now, "notebook 21's loaders": now}) is None
+    assert choose.media_mismatch({"notebook 20's table": None, "notebook 21's loaders": now}) is None  # not used
+    said = choose.media_mismatch({"notebook 20's table": {"environment": {}}, "notebook 21's loaders": now})
+    assert said.startswith("the generated clips were encoded otherwise for notebook 20's table than for this run")
+    assert f"(media version {media.MEDIA_VERSION}; notebook 20's table: before 4)" in said
+    assert "21" not in said.split(":")[0]

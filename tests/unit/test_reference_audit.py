@@ -3,6 +3,7 @@
 import json
 import shutil
 
+from playbook_utils import media
 from playbook_utils.tools import reference_audit
 
 
@@ -30,11 +31,20 @@ def _folder(tmp_path, rows):
 
 def test_a_copy_of_todays_code_stamped_and_clean_is_current(tmp_path):
     row = {"notebook": "99_lesson.ipynb", "status": "passed", "seconds": 3.0,
-           "machine": {"date_utc": "2026-12-04 21:30 UTC", "commit": "abc1234"}}  # fmt: skip
+           "machine": {"date_utc": "2026-12-04 21:30 UTC", "commit": "abc1234",
+                       "media_version": media.MEDIA_VERSION}}  # fmt: skip
     nbs, ref = _folder(tmp_path, [row])
     [a] = reference_audit.audit(ref, nbs, root=tmp_path)
     assert a["same_code"] and a["current"] and a["problems"] == [] and a["changed_since"] is None  # no git here
     assert reference_audit.format_rows([a]).startswith("current  99_lesson.ipynb")
+    assert "media" not in reference_audit.format_rows([a]).splitlines()[0]
+    # the same copy made on the generated clips of an older media version (no stamp: before 4) is not current
+    del row["machine"]["media_version"]
+    (tmp_path / "older").mkdir()
+    nbs, ref = _folder(tmp_path / "older", [row])
+    [a] = reference_audit.audit(ref, nbs, root=tmp_path / "older")
+    assert a["same_code"] and not a["current"] and a["media_version"] is None
+    assert reference_audit.format_rows([a]).splitlines()[0].endswith(", media before 4")
 
 
 def test_a_copy_of_other_code_without_a_commit_and_with_a_traceback_is_stale(tmp_path):
@@ -49,7 +59,7 @@ def test_a_copy_of_other_code_without_a_commit_and_with_a_traceback_is_stale(tmp
     text = reference_audit.format_rows([a])
     assert "STALE    99_lesson.ipynb" in text and "code differs" in text and "traceback: ValueError: bad" in text
     assert "2 warning lines, the first: WARNING: x" in text
-    assert text.endswith("0 of 1 notebooks current (passed, stamped with a commit, today's code, no problem)")
+    assert text.endswith("0 of 1 notebooks current (passed, stamped with a commit, today's code and media, no problem)")
     shutil.rmtree(ref)
     ref.mkdir()
     [gone] = reference_audit.audit(ref, nbs, root=tmp_path)  # no summary, no copy
