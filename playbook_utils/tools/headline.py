@@ -38,10 +38,20 @@ class Source:
         self.folder, self.readme_dir = folder, readme_dir
         self.rows = {r["notebook"].split("_")[0]: r for r in summary.get("notebooks", [])}
         self.cells: dict = {}  # {executed copy: its cells}, each copy read once for all the figures it printed
+        self.cited: set = set()  # the notebooks a row cites
 
     def date(self, number: str) -> str:
         """The UTC date and time notebook `number` ran at, '' where not recorded."""
         return ((self.rows.get(number) or {}).get("machine") or {}).get("date_utc") or ""
+
+    def older_media(self) -> list[str]:
+        """The cited notebooks that read the generated clips of another media version than today's code makes
+        (`media.MEDIA_VERSION`; the runner stamps it since version 4)."""
+        return sorted(
+            n
+            for n in self.cited
+            if ((self.rows.get(n) or {}).get("machine") or {}).get("media_version") != media.MEDIA_VERSION
+        )
 
     def headline(self, number: str) -> dict:
         """The headline of notebook `number` ('21'), {} where the reference has no row for it."""
@@ -51,6 +61,7 @@ class Source:
         """'[21, In [15]](link), 2026-12-03, `15696c4`': the notebook, the cell whose output holds the first of
         `needles` that one does (the figure as the row gives it, then as an older copy printed it), the run."""
         row = self.rows.get(number) or {}
+        self.cited.add(number)
         copy = self.folder / row.get("notebook", "")
         link = Path(os.path.relpath(copy, self.readme_dir)).as_posix()
         if copy not in self.cells:
@@ -378,6 +389,12 @@ def table(folder=ROOT / "results" / "h200", readme_dir=ROOT) -> str:
         + (f"; not recorded in it, so not shown: {', '.join(left)}" if left else "")
         + "."
     )
+    if older := src.older_media():  # the same paragraph: the README keeps to its length
+        lines[-1] += (
+            f" Notebook{'s' if len(older) > 1 else ''} {', '.join(older)} ran on the generated clips of an older media "
+            f"version than today's code makes ({media.MEDIA_VERSION}; before 4 the realistic clips came out at other "
+            "bitrates than their names give, today's at them): each row gives the bitrate its clip was measured at."
+        )
     return "\n".join(lines)
 
 

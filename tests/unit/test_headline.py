@@ -2,6 +2,7 @@
 
 import json
 
+from playbook_utils import media
 from playbook_utils.tools import headline
 
 
@@ -70,6 +71,13 @@ def test_the_table_quotes_summary_json_and_cites_the_cell_that_printed_each_figu
     assert "no cost read" in harness and "27.9" not in harness
     assert "not recorded in it, so not shown: training, sparse, choice, robustness, scaling" in text
     assert "each library" not in harness  # a record made before 20 set every library against its own loop
+    # both copies predate the media version stamp: the realistic clips were encoded otherwise then
+    assert ". Notebooks 20, 21 ran on the generated clips of an older media version" in text.splitlines()[-1]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for row in summary["notebooks"]:
+        row["machine"] = {**row["machine"], "media_version": media.MEDIA_VERSION}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    assert "older media version" not in headline.table(tmp_path, tmp_path)
 
 
 def test_the_harness_row_gives_every_librarys_cost_where_20_recorded_them(tmp_path):
