@@ -110,11 +110,12 @@ def media_mismatch(sources: dict) -> str | None:
     other = {what: v for what, v in seen.items() if v != media.MEDIA_VERSION}
     if not other:
         return None
-    listed = "; ".join(f"{what}: {'before 4' if v is None else v}" for what, v in other.items())
+    listed = " and ".join(f"{what} ({'before 4' if v is None else f'version {v}'})" for what, v in other.items())
     return (
-        f"the generated clips were encoded otherwise for {', '.join(other)} than for this run (media version "
-        f"{media.MEDIA_VERSION}; {listed}): the same names over other bytes, so the rates set side by side here do "
-        "not quite compare. Run those notebooks again into this folder for one set"
+        f"{listed} read the generated clips of another media version than this run's ({media.MEDIA_VERSION}): the "
+        "same names over other bytes, so the rates set side by side here do not quite compare. Run "
+        + ("that notebook" if len(other) == 1 else "those notebooks")
+        + " again into this folder for one set"
     )
 
 
