@@ -262,7 +262,6 @@ def stamp(results: dict) -> dict:
         "cuda": gpu.get("cuda_driver"),
         "python": e.get("python"),
         "libraries": libs or None,
-        "media_version": m.get("media_version"),
     }
 
 
@@ -338,7 +337,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     notebooks, failures, regressions, unjudged = [], [], [], []
     base_stamp, run_stamp = stamp(baseline), stamp(run)
     changes = library_changes(base_stamp["libraries"], run_stamp["libraries"])
-    changes |= media_change(base_stamp["media_version"], run_stamp["media_version"])
+    media_changes = set()  # per notebook: a reference's rows come from parts run on other days
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
         stem = Path(name).stem
@@ -356,6 +355,12 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             },
         }
         judge_per_core = not other_cores(entry["cores"])
+        media = (
+            media_change(*(((row or {}).get("machine") or {}).get("media_version") for row in (b, r)))
+            if b and r
+            else {}
+        )
+        media_changes.update(media.values())
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
         # (the light 1.7 Mbit/s one against the realistic 8 Mbit/s one) is not judged against it
         heads = [((h or {}).get("headline") or {}) for h in (b, r)]
@@ -403,7 +408,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                 )
                 if verdict in REGRESSED:
                     regressions.append(f"{name}: {metric}")
-                    entry["metrics"][-1]["libraries_changed"] = changes_behind(changes, stem, metric, bv, nv)
+                    entry["metrics"][-1]["libraries_changed"] = changes_behind(changes | media, stem, metric, bv, nv)
                 elif verdict == "not comparable":
                     unjudged.append(f"{name}: {metric}")
         notebooks.append(entry)
@@ -415,7 +420,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         "failures": failures,
         "regressions": regressions,
         "not_comparable": unjudged,
-        "library_changes": changes,
+        "library_changes": changes | ({"generated media": "; ".join(sorted(media_changes))} if media_changes else {}),
         "tolerances": table.get("source"),
         "baseline": base_stamp,
         "run": run_stamp,

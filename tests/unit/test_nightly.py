@@ -474,6 +474,12 @@ def test_a_change_of_the_generated_media_is_named_beside_the_regressions_it_may_
     nightly.main(["--compare-only", str(run), "--baseline", str(base)])
     assert json.loads((run / "report.json").read_text())["library_changes"] == {}
     assert nightly.media_change(None, None) == {} and media.MEDIA_VERSION >= 4
+    # a reference merged from parts: its stamp is the newest part's (version 4), 10's row is older (no version)
+    summary = json.loads((base / "summary.json").read_text())
+    summary["notebooks"][0]["machine"] = {k: v for k, v in summary["machine"].items() if k != "media_version"}
+    (base / "summary.json").write_text(json.dumps(summary))
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base)]) == 2
+    assert json.loads((run / "report.json").read_text())["library_changes"] == {"generated media": "before 4 -> 4"}
 
 
 def test_one_build_stamped_with_and_without_its_local_tag_is_no_change():
