@@ -106,7 +106,9 @@ def media_mismatch(sources: dict) -> str | None:
     encoded them than this run's (`media.MEDIA_VERSION`, in each notebook's JSON since version 4): the same names,
     other bytes (version 4 held the realistic clips to their bitrates), so their rates do not quite compare.
     `sources`: {what: that notebook's JSON, or None where it was not used}; None where all agree."""
-    seen = {what: doc.get("environment", {}).get("media_version") for what, doc in sources.items() if doc is not None}
+    seen = {
+        what: (doc.get("environment") or {}).get("media_version") for what, doc in sources.items() if doc is not None
+    }
     other = {what: v for what, v in seen.items() if v != media.MEDIA_VERSION}
     if not other:
         return None

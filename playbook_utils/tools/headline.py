@@ -44,14 +44,14 @@ class Source:
         """The UTC date and time notebook `number` ran at, '' where not recorded."""
         return ((self.rows.get(number) or {}).get("machine") or {}).get("date_utc") or ""
 
+    def media_version(self, number: str):
+        """The media version notebook `number` ran with (the runner's stamp; None: before 4, or no row)."""
+        return ((self.rows.get(number) or {}).get("machine") or {}).get("media_version")
+
     def older_media(self) -> list[str]:
         """The cited notebooks that read the generated clips of another media version than today's code makes
         (`media.MEDIA_VERSION`; the runner stamps it since version 4)."""
-        return sorted(
-            n
-            for n in self.cited
-            if ((self.rows.get(n) or {}).get("machine") or {}).get("media_version") != media.MEDIA_VERSION
-        )
+        return sorted(n for n in self.cited if self.media_version(n) != media.MEDIA_VERSION)
 
     def headline(self, number: str) -> dict:
         """The headline of notebook `number` ('21'), {} where the reference has no row for it."""
@@ -307,6 +307,12 @@ def choice_row(summary: dict, src: Source):
     later = [n for n in ("20", "21") if src.date(n) > src.date("22")]
     if later:  # 22 ranks what 20 and 21 measured: a 22 older than them ranked an earlier run's numbers
         text += f"; made from an earlier run of {' and '.join(later)} than the one above: stale until 22 runs again"
+    mixed = sorted({n for n in ("20", "21") if src.media_version(n) != src.media_version("22")} - set(later))
+    if mixed:  # 22 ran after them, but they read the generated clips as another media version made them
+        text += (
+            f"; {' and '.join(mixed)} ran on the generated clips of another media version than 22 "
+            f"(the same names over other bytes): stale until {'they run' if len(mixed) > 1 else 'it runs'} again, then 22"
+        )
     return f"notebook 22's recommendation for the {h.get('workload', '')} workload on the reference media", text
 
 
@@ -391,9 +397,10 @@ def table(folder=ROOT / "results" / "h200", readme_dir=ROOT) -> str:
     )
     if older := src.older_media():  # the same paragraph: the README keeps to its length
         lines[-1] += (
-            f" Notebook{'s' if len(older) > 1 else ''} {', '.join(older)} ran on the generated clips of an older media "
-            f"version than today's code makes ({media.MEDIA_VERSION}; before 4 the realistic clips came out at other "
-            "bitrates than their names give, today's at them): each row gives the bitrate its clip was measured at."
+            f" Notebook{'s' if len(older) > 1 else ''} {', '.join(older)} ran before today's media version "
+            f"({media.MEDIA_VERSION}; before 4 the realistic clips came out at other bitrates than their names give, "
+            "today's at them): their rates on those clips move with no library changed, and the rows that name a clip "
+            "give the bitrate it was measured at."
         )
     return "\n".join(lines)
 

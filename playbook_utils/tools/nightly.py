@@ -309,9 +309,12 @@ def library_changes(base: dict | None, now: dict | None) -> dict:
 
 def changes_behind(changes: dict, notebook: str, metric: str, *values) -> list[str]:
     """The library changes to name beside a regression: those of the libraries its notebook, metric name or
-    values mention (pyav, dali, ...), else every change (any of them may explain it); as 'av 19.0.2 -> 18.1.0'."""
+    values mention (pyav, dali, ...), else every change (any of them may explain it); as 'av 19.0.2 -> 18.1.0'.
+    A change of the generated media is named whatever the regression (it moves every library's rates)."""
     text = " ".join(map(str, (notebook, metric, *values))).lower()
     named = [k for k in changes if any(w in text for w in LIBRARY_WORDS.get(k, (k.lower(),)))]
+    if named and "generated media" in changes and "generated media" not in named:
+        named.append("generated media")
     return [f"{k} {changes[k]}" for k in (named or changes)]
 
 

@@ -72,7 +72,7 @@ def test_the_table_quotes_summary_json_and_cites_the_cell_that_printed_each_figu
     assert "not recorded in it, so not shown: training, sparse, choice, robustness, scaling" in text
     assert "each library" not in harness  # a record made before 20 set every library against its own loop
     # both copies predate the media version stamp: the realistic clips were encoded otherwise then
-    assert ". Notebooks 20, 21 ran on the generated clips of an older media version" in text.splitlines()[-1]
+    assert ". Notebooks 20, 21 ran before today's media version" in text.splitlines()[-1]
     summary = json.loads((tmp_path / "summary.json").read_text())
     for row in summary["notebooks"]:
         row["machine"] = {**row["machine"], "media_version": media.MEDIA_VERSION}
@@ -137,3 +137,15 @@ def test_rows_that_contradict_each_other_across_runs_say_so(tmp_path):
     assert "32-frame chunk" not in next(line for line in text.splitlines() if line.startswith("| NVDEC ceiling"))
     choice = next(line for line in text.splitlines() if line.startswith("| notebook 22's recommendation"))
     assert "made from an earlier run of 20 and 21 than the one above: stale until 22 runs again" in choice
+    assert "another media version" not in choice  # older by date already says it
+    # 22 ran after 20 and 21, but 21 and 22 on today's media and 20 on the older: 22 set other bytes side by side
+    rows = {r["notebook"][:2]: r for r in summary["notebooks"]}
+    rows["21"]["machine"] = {"date_utc": "2026-12-07 01:00", "media_version": media.MEDIA_VERSION}
+    rows["22"]["machine"] = {"date_utc": "2026-12-07 02:00", "media_version": media.MEDIA_VERSION}
+    (ref / "summary.json").write_text(json.dumps(summary))
+    choice = next(line for line in headline.table(ref, tmp_path).splitlines() if line.startswith("| notebook 22's"))
+    assert "stale until 22" not in choice
+    assert choice.endswith(
+        "; 20 ran on the generated clips of another media version than 22 (the same names over other bytes): "
+        "stale until it runs again, then 22 |"
+    )
