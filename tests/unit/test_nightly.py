@@ -454,8 +454,6 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
 def test_a_change_of_the_generated_media_is_named_beside_the_regressions_it_may_explain(tmp_path, capsys):
     """Media version 4 held the realistic clips to their bitrate (the HEVC ones went from 3.0 to 3.5 Mbit/s):
     their rates moved with no library changed. A baseline stamped before the runner stamped the version is older."""
-    from playbook_utils import media
-
     libs = {"torch": "2.11.0", "av": "19.0.2"}
     slower = _changed(**{"10__cpu_sequential_fps": 500.0})
     base = _folder(tmp_path / "base", {"10_pyav": BASE["10_pyav"]}, libraries=libs)  # no media version: older
