@@ -26,7 +26,8 @@ notebook ran with another number of usable cores than in the baseline, as `--lan
 measured on 16 cores says nothing against one measured on 32; and a library notebook's frames/s timed on
 another clip than the baseline's, its `rates_clip`; never a regression, and the report says so).
 A baseline notebook absent from the run is MISSING. Where the library versions of the run differ from
-the baseline's (notebook 00's stamp, else the runner's in summary.json), the report lists the changes and
+the baseline's (notebook by notebook: each summary row's stamp where both rows carry one, as a reference merged
+from parts run on other days does; else notebook 00's stamp, else the summary's), the report lists the changes and
 names, beside each regression, those of the libraries its notebook, metric or values mention (else all);
 likewise where the generated clips were encoded otherwise (`media.MEDIA_VERSION`, stamped by the runner).
 report.md and report.json go into the (first) results folder, or `--report-dir`.
@@ -340,7 +341,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     notebooks, failures, regressions, unjudged = [], [], [], []
     base_stamp, run_stamp = stamp(baseline), stamp(run)
     changes = library_changes(base_stamp["libraries"], run_stamp["libraries"])
-    media_changes = set()  # per notebook: a reference's rows come from parts run on other days
+    seen_changes: dict = {}  # per notebook: a reference's rows come from parts run on other days, other versions
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
         stem = Path(name).stem
@@ -358,12 +359,14 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             },
         }
         judge_per_core = not other_cores(entry["cores"])
-        media = (
-            media_change(*(((row or {}).get("machine") or {}).get("media_version") for row in (b, r)))
-            if b and r
-            else {}
-        )
-        media_changes.update(media.values())
+        machines = [((row or {}).get("machine") or {}) for row in (b, r)]
+        row_libraries = [m.get("libraries") for m in machines]
+        row_changes = {
+            **(library_changes(*row_libraries) if b and r and all(row_libraries) else changes),
+            **(media_change(*(m.get("media_version") for m in machines)) if b and r else {}),
+        }
+        for k, v in row_changes.items():
+            seen_changes.setdefault(k, set()).add(v)
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
         # (the light 1.7 Mbit/s one against the realistic 8 Mbit/s one) is not judged against it
         heads = [((h or {}).get("headline") or {}) for h in (b, r)]
@@ -411,7 +414,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                 )
                 if verdict in REGRESSED:
                     regressions.append(f"{name}: {metric}")
-                    entry["metrics"][-1]["libraries_changed"] = changes_behind(changes | media, stem, metric, bv, nv)
+                    entry["metrics"][-1]["libraries_changed"] = changes_behind(row_changes, stem, metric, bv, nv)
                 elif verdict == "not comparable":
                     unjudged.append(f"{name}: {metric}")
         notebooks.append(entry)
@@ -423,7 +426,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         "failures": failures,
         "regressions": regressions,
         "not_comparable": unjudged,
-        "library_changes": changes | ({"generated media": "; ".join(sorted(media_changes))} if media_changes else {}),
+        "library_changes": {k: "; ".join(sorted(v)) for k, v in seen_changes.items()},
         "tolerances": table.get("source"),
         "baseline": base_stamp,
         "run": run_stamp,

@@ -484,6 +484,24 @@ def test_a_change_of_the_generated_media_is_named_beside_the_regressions_it_may_
     assert json.loads((run / "report.json").read_text())["library_changes"] == {"generated media": "before 4 -> 4"}
 
 
+def test_library_versions_are_compared_per_notebook_row_where_the_rows_carry_them(tmp_path):
+    """A reference merged from parts: its top-level stamp is the newest part's (av 19.0.2), 10's row ran on av
+    18.0.0 days before; the run's 10 on av 19.0.2 is set against the row's versions, not the stamp's."""
+    slower = _changed(**{"10__cpu_sequential_fps": 500.0})
+    base = _folder(tmp_path / "base", {"10_pyav": BASE["10_pyav"], "12_torchcodec": {"cpu_sequential_fps": 900.0}},
+                   libraries={"torch": "2.11.0", "av": "19.0.2"})  # fmt: skip
+    summary = json.loads((base / "summary.json").read_text())
+    summary["notebooks"][0]["machine"] = {**summary["machine"], "libraries": {"torch": "2.11.0", "av": "18.0.0"}}
+    (base / "summary.json").write_text(json.dumps(summary))
+    run = _folder(tmp_path / "run", {"10_pyav": slower["10_pyav"], "12_torchcodec": {"cpu_sequential_fps": 900.0}},
+                  libraries={"torch": "2.11.0", "av": "19.0.2"})  # fmt: skip
+    assert nightly.main(["--compare-only", str(run), "--baseline", str(base)]) == 2
+    report = json.loads((run / "report.json").read_text())
+    assert report["library_changes"] == {"av": "18.0.0 -> 19.0.2"}  # 12's row: no change
+    regressed = [m for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"]
+    assert [m["libraries_changed"] for m in regressed] == [["av 18.0.0 -> 19.0.2"]]
+
+
 def test_one_build_stamped_with_and_without_its_local_tag_is_no_change():
     # notebook 00 stamps torch.__version__ (2.11.0+cu130), the runner the package's metadata (2.11.0): seen on the
     # H200 on 12-04, where every regression of 30 was put down to a torch 'change' that was not one
