@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
+import numpy as np
+
 
 def spread_pct(values) -> float | None:
     """The spread of repeated measurements of one quantity, in % of their median: the middle half of them
@@ -141,3 +143,35 @@ def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
             break
         also.append((label, value, ahead, s))
     return Verdict(b, bv, r, rv, margin, spread, tied, tuple(also))
+
+
+def growth_per_item(curve, skip: int = 1) -> tuple[float, float]:
+    """(MiB per item, its uncertainty) of a memory curve (`curve[i]`: the growth after item i + 1): the slope of a
+    straight line fitted after the first `skip` items (which set up what every later one shares), and twice the
+    slope's standard error. Resident memory moves in steps of tens of MiB as the allocator keeps or returns its
+    arenas (decord's readers dropped one by one on 2 cores: +1.4, -1.6, -2.4, -4.9 MiB per reader in four runs), so
+    a slope means growth only beyond that uncertainty. Notebook 11."""
+    y = np.asarray(curve[skip:], dtype=float)
+    x = np.arange(skip + 1, skip + 1 + len(y), dtype=float)
+    if len(y) < 3:
+        raise ValueError(f"growth_per_item: {len(y)} points after the first {skip}; a fit with its error needs 3")
+    slope, intercept = np.polyfit(x, y, 1)
+    residuals = y - (slope * x + intercept)
+    se = float(np.sqrt(residuals @ residuals / (len(y) - 2) / ((x - x.mean()) @ (x - x.mean()))))
+    return float(slope), 2 * se
+
+
+def grows(slope: float, error: float, whole_mib: float) -> bool:
+    """Whether `growth_per_item`'s slope less its error is above 5% of `whole_mib` (a whole decoded clip)."""
+    return slope - error > 0.05 * whole_mib
+
+
+def growth_words(slope: float, error: float, whole_mib: float, what: str = "reader") -> str:
+    """What `growth_per_item`'s slope says: each item holding a share of `whole_mib` (a whole decoded clip) where it
+    `grows`; otherwise no growth this run can tell from the allocator's noise."""
+    if grows(slope, error, whole_mib):
+        return f"each {what} holds about {slope / whole_mib:.0%} of the whole clip decoded ({whole_mib:.0f} MiB)"
+    return (
+        f"no growth per {what} this run can tell from the allocator's steps once the first has set up (a fitted "
+        f"{slope:+.1f} ± {error:.1f} MiB per {what}, against {whole_mib:.0f} MiB for a whole decoded clip)"
+    )
