@@ -341,6 +341,35 @@ def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str |
     return costs, costs_line(costs)
 
 
+def costs_apart(costs: dict) -> float | None:
+    """How many points the libraries' harness costs (`harness_costs`) lie apart where that is more than the sum of
+    the two widest spreads (`costs_line`'s "not one number"), else None: the gap below which two libraries' rows of
+    the table are not ordered by this run. Notebook 20."""
+    if len(costs) < 2:
+        return None
+    values = [c["overhead_pct"] for c in costs.values()]
+    apart, widest = max(values) - min(values), sum(sorted(c["spread_pct"] for c in costs.values())[-2:])
+    return apart if apart > widest else None
+
+
+def order_caveat(verdict, costs: dict) -> str | None:
+    """Where `verdict` (`verdicts.rank` over table rows labelled 'library ...') puts one library ahead of another by
+    less than the libraries' harness costs lie apart (`costs_apart`), the words that say their order is not settled
+    by this run; None where it is (a tie, a larger margin, costs alike, a library without a cost). In 20's smoke copy
+    on 2 cores: TorchCodec 14% ahead of decord beside harness costs 40 points apart. Notebook 20."""
+    apart = costs_apart(costs)
+    if apart is None or verdict is None or verdict.tied or verdict.margin_pct is None or verdict.margin_pct >= apart:
+        return None
+    best, other = verdict.best.split()[0], verdict.runner_up.split()[0]
+    if best not in costs or other not in costs:
+        return None
+    return (
+        f"but against their own bare loops the libraries' rows differed by {apart:.0f} points (section 3's harness "
+        f"line), more than this {verdict.margin_pct:.0f}% margin: the order of {best} and {other} is not settled by "
+        "this run"
+    )
+
+
 def costs_line(costs: dict) -> str | None:
     """The sentence of `harness_costs` for its {library: {'overhead_pct', 'spread_pct'}} (also the README's H200
     table, from the reference's record): None under two libraries."""

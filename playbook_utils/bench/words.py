@@ -10,9 +10,10 @@ from collections import Counter
 from pathlib import Path
 
 from playbook_utils.bench.nvdec import SATURATED_PCT
-from playbook_utils.bench.sparse import STRATEGIES
+from playbook_utils.bench.sparse import STRATEGIES, gop_pass
 from playbook_utils.bench.verdicts import percent, rank
 from playbook_utils.media import bitrate_class, default_media_specs
+from playbook_utils.sampling import uniform
 
 BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
 
@@ -487,8 +488,46 @@ def light_clip_note(info) -> str:
     while at smoke mode's 256x144 some sit within or above it, bits per pixel scaling only roughly with size.
     Notebook 00."""
     where = bitrate_class(info)
-    if where == "below":
-        return " (light synthetic clip: fewer bytes a frame than filmed video of this size)"
+    head = " (light: a smooth synthetic picture that notebook 01 makes"
     if where == "unknown":
-        return " (light synthetic clip: a smooth picture, no typical bitrate to set it against)"
-    return f" (light synthetic clip: a smooth picture, its bitrate {where} filmed video's range at this size)"
+        return f"{head}; no typical bitrate to set it against)"
+    return f"{head}; its bitrate {where} filmed video's range at this size)"
+
+
+def sparse_speedup_line(speedups: list[dict], infos: dict, max_frames: int | None = None) -> str | None:
+    """Notebook 20's sentence over the table's speed-ups of asking for 16 frames against decoding every frame
+    (`speedups`: {'backend', 'clip', 'speedup', 'spread_pct'} a row; `infos`: {clip: VideoInfo}; `max_frames`: the
+    frames a call read at most), None without rows. Below 1x by more than the two rates' spreads, decoding
+    everything was measurably quicker: each library is named with the clips where it was (a list of both had once
+    named decord beside a clip where it sat inside the spread), and the GOPs the 16 frames fall in say why."""
+    if not speedups:
+        return None
+    lo, hi = min(s["speedup"] for s in speedups), max(s["speedup"] for s in speedups)
+    slower = [s for s in speedups if s["speedup"] * (1 + s["spread_pct"] / 100) < 1]
+    level = [s for s in speedups if s["speedup"] < 1 and s not in slower]
+    by_backend = _clips_by_backend(slower)
+    line = f"asking for 16 ran at {lo:.2f}x to {hi:.2f}x the speed of decoding every frame of these clips"
+    if max_frames and any(infos[s["clip"]].num_frames > max_frames for s in speedups):
+        line += f" (their first {max_frames} frames)"
+    if slower:
+        named = "; ".join(f"{b} on {', '.join(clips)}" for b, clips in by_backend.items())
+        clip = min(by_backend.values())[0]
+        n = min(infos[clip].num_frames, max_frames or 10**9)
+        decoded, gops = gop_pass(uniform(n, 16), infos[clip].keyframes)
+        line += (
+            f"; below 1x by more than the two rates' spreads, decoding everything was the quicker way for {named}: "
+            f"in {clip} the 16 frames lie in {gops} GOPs, so asking still decodes {decoded} of the {n} frames, one "
+            "seek per GOP besides"
+        )
+    if level:
+        named = "; ".join(f"{b} on {', '.join(clips)}" for b, clips in _clips_by_backend(level).items())
+        line += f"; below 1x within the spread, no saving and no loss: {named}"
+    return line
+
+
+def _clips_by_backend(rows: list[dict]) -> dict[str, list[str]]:
+    """{backend: its rows' clips, sorted}, backends sorted."""
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(r["backend"], []).append(r["clip"])
+    return {b: sorted(out[b]) for b in sorted(out)}

@@ -169,3 +169,23 @@ def test_the_anchor_measures_in_the_tables_children_which_stay_for_the_table(tmp
         procs = [s.proc for s in harness.kept().values()]
         child.close_kept(harness.kept())
         assert all(p.poll() is not None for p in procs)
+
+
+def test_a_lead_smaller_than_the_harness_costs_lie_apart_is_not_an_order():
+    """20's smoke copy on 2 cores: TorchCodec's row 14% ahead of decord's, beyond their spreads, while against their
+    own bare loops the libraries' rows differed by 40 points: the table does not order the two."""
+    from playbook_utils.bench import verdicts
+
+    costs = {"spdl": {"overhead_pct": 26, "spread_pct": 10}, "torchcodec": {"overhead_pct": 2, "spread_pct": 8},
+             "decord": {"overhead_pct": -13, "spread_pct": 12}}  # fmt: skip
+    assert anchor.costs_apart(costs) == 39
+    best = verdicts.rank([("torchcodec cpu", 6640, 7.6), ("decord cpu", 5803, 5.0)])
+    said = anchor.order_caveat(best, costs)
+    assert said.startswith("but against their own bare loops the libraries' rows differed by 39 points")
+    assert said.endswith("more than this 14% margin: the order of torchcodec and decord is not settled by this run")
+    # a lead larger than that, a tie, costs alike, or a library with no cost: nothing to add
+    assert anchor.order_caveat(verdicts.rank([("spdl", 2000, 3.0), ("pyav", 1000, 3.0)]), costs) is None
+    assert anchor.order_caveat(verdicts.rank([("spdl", 1000, 30.0), ("decord", 950, 30.0)]), costs) is None
+    alike = {k: {**c, "spread_pct": 30} for k, c in costs.items()}
+    assert anchor.costs_apart(alike) is None and anchor.order_caveat(best, alike) is None
+    assert anchor.order_caveat(verdicts.rank([("pyav", 1140, 1.0), ("decord", 1000, 1.0)]), costs) is None

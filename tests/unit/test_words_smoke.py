@@ -121,7 +121,26 @@ def test_a_light_clip_is_marked_by_its_measured_bitrate_not_by_a_claim():
     def clip(mbps, width=1920, height=1080, codec="h264"):
         return SimpleNamespace(codec=codec, width=width, height=height, fps=30, bit_rate=mbps * 1e6)
 
-    assert "fewer bytes a frame" in words.light_clip_note(clip(1.7))
+    assert words.light_clip_note(clip(1.7)) == (
+        " (light: a smooth synthetic picture that notebook 01 makes; its bitrate below filmed video's range at this size)"
+    )  # says what 'light' means where it is first met
     assert "its bitrate within filmed video's range" in words.light_clip_note(clip(0.1, 256, 144))
     assert "its bitrate above filmed video's range" in words.light_clip_note(clip(0.2, 256, 144, "vp9"))
     assert "no typical bitrate" in words.light_clip_note(clip(1.0, codec="mpeg4"))
+
+
+def test_the_sparse_speed_up_line_names_each_library_with_the_clips_where_it_lost():
+    """20's smoke copy: decord lost beyond the spread on the realistic clip only, and sat inside it on the light one;
+    the line had named both libraries beside both clips."""
+    from types import SimpleNamespace
+
+    infos = {c: SimpleNamespace(num_frames=96, keyframes=list(range(0, 96, 12))) for c in ("light.mp4", "real.mp4")}
+    rows = [("pyav", "real.mp4", 2.05, 10), ("decord", "real.mp4", 0.68, 12), ("decord", "light.mp4", 0.92, 19),
+            ("torchcodec", "real.mp4", 0.81, 15), ("torchcodec", "light.mp4", 0.88, 9)]  # fmt: skip
+    speedups = [{"backend": b, "clip": c, "speedup": x, "spread_pct": s} for b, c, x, s in rows]
+    line = words.sparse_speedup_line(speedups, infos)
+    assert line.startswith("asking for 16 ran at 0.68x to 2.05x the speed of decoding every frame of these clips;")
+    assert "the quicker way for decord on real.mp4; torchcodec on light.mp4, real.mp4:" in line
+    assert "in light.mp4 the 16 frames lie in 8 GOPs, so asking still decodes 80 of the 96 frames" in line
+    assert line.endswith("below 1x within the spread, no saving and no loss: decord on light.mp4")
+    assert words.sparse_speedup_line([], infos) is None
