@@ -26,6 +26,12 @@ class VideoFolder:
         """A few lines for a notebook: how many videos, and every unreadable file with its whole cause."""
         lines = [f"{len(self.videos)} readable video(s) in {self.root}, {len(self.unreadable)} unreadable"]
         lines += [f"  skipped {name}: {cause}" for name, cause in self.unreadable.items()]
+        lines += [  # readable, as far as they go: a sampler spreads its frames over what is there
+            f"  cut short, read as far as it goes: {name}: {i.num_frames} frames, {i.missing_frames} more listed in "
+            "its index (an interrupted copy or download?)"
+            for name, i in self.infos.items()
+            if i.cut_short
+        ]
         return "\n".join(lines)
 
 

@@ -47,6 +47,7 @@ class VideoInfo:
     color_matrix: str | None = None  # what the file says: 'bt601', 'bt709' or 'bt2020'; None: no tag (`colour`)
     color_range: str | None = None  # 'limited' or 'full'; None: no tag
     bit_depth: int = 8  # bits per sample of the decoded picture
+    missing_frames: int = 0  # frames the container's index lists (MP4's sample table) that no packet holds: cut short
 
     @property
     def name(self) -> str:
@@ -67,6 +68,13 @@ class VideoInfo:
             k = i if i in keys else k
             out.append(k)
         return out
+
+    @property
+    def cut_short(self) -> bool:
+        """Whether the container's index lists frames that the file's packets do not hold (`missing_frames`): a
+        file cut short after its index, as an interrupted copy or download of a faststart MP4 leaves it. Its first
+        frames read as a whole, shorter video; `probe` counts what is there (notebook 23)."""
+        return self.missing_frames > 0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -139,9 +147,10 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         why = "its sample description names no codec FFmpeg knows (a damaged or unknown codec tag)"
         raise DecodeError(path, f"no decoder for its video stream: {why}", backend="probe")
     pts_key = []
-    open_gop, key_pts, hidden = False, None, 0
+    open_gop, key_pts, hidden, demuxed = False, None, 0, 0
     try:
         for packet in container.demux(stream):
+            demuxed += packet.size > 0  # every packet that holds data (the flush packet at the end holds none)
             if packet.size == 0 or packet.pts is None:
                 continue
             if packet.is_discard:  # before the edit list's start: decoded for reference, never shown
@@ -206,6 +215,7 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         color_matrix=AVCOL_SPC.get(getattr(ctx, "colorspace", None)),
         color_range="full" if full else AVCOL_RANGE.get(getattr(ctx, "color_range", None)),
         bit_depth=depth,
+        missing_frames=max(0, (stream.frames or 0) - demuxed),  # MKV, WebM: no count in the index, none missing
     )
 
 

@@ -111,12 +111,22 @@ def available(device="cpu") -> list[str]:
 video_info = probe.video_info  # the one cached door to a file's metadata, for every kind of source (notebook 10)
 
 
-def check_indices(path, indices, num_frames: int, backend: str | None = None) -> list[int]:
+def cut_note(missing: int) -> str:
+    """What an error about a file cut short after its index adds (`VideoInfo.missing_frames`), '' for a whole one:
+    the frames it still holds read, those near the cut may not (a B-frame waits for a later frame that is gone)."""
+    if not missing:
+        return ""
+    return f"; its index lists {missing} more frames that the file does not hold: it is cut short (an interrupted copy or download?)"
+
+
+def check_indices(path, indices, num_frames: int, backend: str | None = None, missing: int = 0) -> list[int]:
     """`indices` as a list of ints.
 
     A malformed argument is the caller's mistake, named with the file: `TypeError` for a bare integer, a
     string, or an index that is not an integer (a float, a bool, a nested list); `ValueError` for an array
-    of more than one dimension. An index the file does not have is a `DecodeError` naming the first one.
+    of more than one dimension. An index the file does not have is a `DecodeError` naming the first one, and,
+    where the container's index lists `missing` frames that no packet holds (`VideoInfo.cut_short`), that the
+    file is cut short.
     """
     import operator
 
@@ -145,7 +155,8 @@ def check_indices(path, indices, num_frames: int, backend: str | None = None) ->
         if not 0 <= i < num_frames:
             raise DecodeError(
                 path,
-                f"frame index {i} is out of range: the video has {num_frames} frames (0..{num_frames - 1})",
+                f"frame index {i} is out of range: the video has {num_frames} frames (0..{num_frames - 1})"
+                + cut_note(missing),
                 backend,
             )
         out.append(i)
@@ -233,7 +244,7 @@ def read(
             "locate a frame exactly; remux it to MP4 or MKV",
             backend,
         )
-    idx = check_indices(src.name, indices, found.num_frames, backend)
+    idx = check_indices(src.name, indices, found.num_frames, backend, found.missing_frames)
     why = ad.why_unavailable(device, found)
     if why:
         raise BackendUnavailable(src.name, why, backend)
@@ -268,10 +279,13 @@ def read(
         # named as the reader named it: an adapter that refuses at read time knows only what it was handed (a
         # spooled copy's temporary path, or none for bytes)
         raise BackendUnavailable(src.name, e.cause, e.backend or backend) from e
-    except DecodeError:
-        raise
+    except DecodeError as e:
+        if not found.cut_short or "cut short" in (e.cause or ""):
+            raise
+        raise DecodeError(e.path, (e.cause or "") + cut_note(found.missing_frames), e.backend) from e
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
-        raise DecodeError(src.name, f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}", backend) from e
+        cause = f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}" + cut_note(found.missing_frames)
+        raise DecodeError(src.name, cause, backend) from e
     if turn:
         import torch
 

@@ -93,3 +93,36 @@ def test_spdls_short_decode_of_damaged_data_says_so_not_an_index_error(tmp_path)
     with pytest.raises(DecodeError, match="some of its data did not decode") as e:
         read_frames(path, frames, "spdl")
     assert str(path) in str(e.value)
+
+
+@pytest.mark.media
+def test_a_faststart_file_cut_after_its_index_is_named_cut_short(tmp_path):
+    """A faststart MP4 cut at half its bytes keeps its whole index: its first frames read as a complete, shorter
+    video. The probe counts the index's frames that no packet holds; an error reading such a file says it is cut
+    (an index past the end, a frame near the cut that waits for one that is gone), and a folder's report lists it:
+    a sampler spreading its frames over what is there would read part of a video."""
+    from playbook_utils import DecodeError, folders
+    from playbook_utils.decoders import read_frames
+
+    cases = faults.make_bad_files(tmp_path / "bad")
+    cut, _ = cases["truncated at 50%, faststart"]
+    info = media.probe(cut)
+    assert (info.num_frames, info.missing_frames, info.cut_short) == (20, 28, True)  # the 20th packet cut inside
+    good = media.probe(cases["good, faststart (control)"][0])
+    assert (good.num_frames, good.missing_frames, good.cut_short) == (48, 0, False)
+    assert read_frames(cut, [0, 12], "pyav").shape[0] == 2  # what is there reads
+    said = r"; its index lists 28 more frames that the file does not hold: it is cut short"
+    with pytest.raises(DecodeError, match=r"the video has 20 frames \(0..19\)" + said):
+        read_frames(cut, [47], "pyav")
+    with pytest.raises(DecodeError, match=said):  # the last packets, cut inside or waited for, do not decode
+        read_frames(cut, [19], "pyav")
+    folder = tmp_path / "yours"
+    folder.mkdir()
+    for name in ("good_faststart.mp4", cut.name):
+        (folder / name).write_bytes((tmp_path / "bad" / name).read_bytes())
+    scanned = folders.scan_videos(folder)
+    assert sorted(scanned.videos) == ["good_faststart.mp4", cut.name]
+    assert (
+        f"  cut short, read as far as it goes: {cut.name}: 20 frames, 28 more listed in its index" in scanned.report()
+    )
+    assert "good_faststart.mp4" not in scanned.report()
