@@ -81,6 +81,15 @@ def _legend_outside(ax) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
+def _short(value: float) -> str:
+    """A bar's value in a few characters: 6,640 -> '6.6k', 893 -> '893', 12.5 -> '12.5'."""
+    if value >= 10_000:
+        return f"{value / 1000:.0f}k"
+    if value >= 1_000:
+        return f"{value / 1000:.1f}k"
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def grouped_bars(
     values: dict,
     categories,
@@ -106,9 +115,12 @@ def grouped_bars(
     fig, ax = plt.subplots(figsize=(width_in, 3.4))
     width = 0.8 / max(1, len(values))
     flagged = False
+    labelled = sum(v is not None for vals in values.values() for v in vals) <= 32  # a number over each bar, if few
     for k, (label, vals) in enumerate(values.items()):
         xs = np.arange(len(categories)) + k * width
-        ax.bar(xs, [v or 0 for v in vals], width, label=label)
+        bars = ax.bar(xs, [v or 0 for v in vals], width, label=label)
+        if labelled:  # on a log scale a bar's height does not read as its value: 2.9x looked like 1.4x
+            ax.bar_label(bars, [_short(v) if v else "" for v in vals], fontsize=6, padding=1)
         bad = [(x, v) for x, v, no in zip(xs, vals, (not_results or {}).get(label) or []) if no and v]
         if bad:  # hatched over the bar, so that the legend keeps the series' plain colour
             ax.bar([x for x, _ in bad], [v for _, v in bad], width, facecolor="none", edgecolor="black", hatch="xx")
