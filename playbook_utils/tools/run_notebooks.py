@@ -855,7 +855,8 @@ def main(argv=None) -> int:
         "commit": code_commit(),
         "capabilities": caps,
         "libraries": setup_env.installed_versions(),
-        "media_version": media.MEDIA_VERSION,  # the generated clips' encoding (the nightly names a change)
+        # the generated clips' encoding (the nightly names a change); none for a run on the reader's own files
+        "media_version": None if args.video_dir else media.MEDIA_VERSION,
     }
     at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
