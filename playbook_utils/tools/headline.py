@@ -399,8 +399,8 @@ def table(folder=ROOT / "results" / "h200", readme_dir=ROOT) -> str:
         lines[-1] += (
             f" Notebook{'s' if len(older) > 1 else ''} {', '.join(older)} ran before today's media version "
             f"({media.MEDIA_VERSION}; before 4 the realistic clips came out at other bitrates than their names give, "
-            "today's at them): their rates on those clips move with no library changed, and the rows that name a clip "
-            "give the bitrate it was measured at."
+            "today's at them): rerun, their rates on those clips can move with no library changed; the rows that "
+            "name a clip give the bitrate it was measured at."
         )
     return "\n".join(lines)
 
