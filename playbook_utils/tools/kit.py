@@ -143,7 +143,10 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
     reference copy of notebook `stem`, unless it has none or skipped some of them too (its JSON says which)."""
     reference = Path("results") / "h200" / f"{stem}.ipynb"
     if not (root / reference).exists():
-        return "has no executed reference copy yet: read it as what to check where those parts run"
+        return (
+            f"has not been run on the reference machine yet (no {reference} exists): read it as what to check where "
+            "those parts run"
+        )
     try:
         theirs = json.loads((root / reference.with_suffix(".json")).read_text()).get("skipped") or []
     except (OSError, ValueError, AttributeError):
@@ -163,11 +166,8 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
     }
     also = list(dict.fromkeys(t for ts in same.values() for t in ts))
     if also and all(same.values()):
-        # "the copy ... before this run": once a reference run is adopted, the copy it names is the one it replaced
-        return (
-            f"was not measured on the reference machine either (the copy in {reference} before this run skipped it "
-            f"too: {'; '.join(also)})"
-        )
+        # once a reference run is adopted, the copy named is the one it replaced: the reference as it stood
+        return f"was not measured on the reference machine either: its copy, {reference}, skipped it too ({'; '.join(also)})"
     if also:
         return f"was measured on the reference machine ({reference}), except what it skipped too: {'; '.join(also)}"
     return f"was measured on the reference machine: {reference}"

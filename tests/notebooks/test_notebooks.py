@@ -192,7 +192,9 @@ def test_24_vlm_path_is_exact_from_shards_and_the_bucket(smoke_run):
     assert pyav["whole object"]["requests"] == 1 and pyav["whole object"]["bytes_fetched"] == size
     assert pyav["range reads"]["bytes_fetched"] == 2 * size, "the probe reads every packet, then the decoder"
     assert pyav["keyframe index"]["bytes_fetched"] < size, "the plan fetches less than the object"
-    assert h["pyav_keyframe_index_bytes_pct"] == pytest.approx(100 * pyav["keyframe index"]["bytes_fetched"] / size, abs=0.1)
+    assert h["pyav_keyframe_index_bytes_pct"] == pytest.approx(
+        100 * pyav["keyframe index"]["bytes_fetched"] / size, abs=0.1
+    )
     loader = r["loader"]
     assert loader["samples"] == r["shards"]["decoded"] and loader["frames"] == 4 * loader["samples"]
     assert list(loader["skipped"]) == [

@@ -220,7 +220,9 @@ def test_the_printed_headline_is_rounded_and_the_file_keeps_every_digit():
 
 def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_not(tmp_path):
     skipped = ["scaling efficiency: only one world size ran (1)", "a GPU part: DEVICE='cpu'"]
-    assert "no executed reference copy yet" in kit.reference_for("90_x", skipped, root=tmp_path)
+    assert "has not been run on the reference machine yet (no results/h200/90_x.ipynb exists)" in kit.reference_for(
+        "90_x", skipped, root=tmp_path
+    )
     ref = tmp_path / "results" / "h200"
     ref.mkdir(parents=True)
     (ref / "90_x.ipynb").write_text("{}")
