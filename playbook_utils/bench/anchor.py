@@ -347,9 +347,15 @@ def costs_apart(costs: dict) -> float | None:
     the table are not ordered by this run. Notebook 20."""
     if len(costs) < 2:
         return None
-    values = [c["overhead_pct"] for c in costs.values()]
-    apart, widest = max(values) - min(values), sum(sorted(c["spread_pct"] for c in costs.values())[-2:])
+    apart, widest = _apart(costs)
     return apart if apart > widest else None
+
+
+def _apart(costs: dict) -> tuple[float, float]:
+    """(how many points the costs lie apart, the sum of the two widest spreads): two costs, each as uncertain as
+    its spread, can differ by the sum of their spreads from noise alone."""
+    values = [c["overhead_pct"] for c in costs.values()]
+    return max(values) - min(values), sum(sorted(c["spread_pct"] for c in costs.values())[-2:])
 
 
 def order_caveat(verdict, costs: dict) -> str | None:
@@ -375,9 +381,7 @@ def costs_line(costs: dict) -> str | None:
     table, from the reference's record): None under two libraries."""
     if len(costs) < 2:
         return None
-    values = [c["overhead_pct"] for c in costs.values()]
-    # two costs, each as uncertain as its spread, can differ by the sum of their spreads from noise alone
-    apart, widest = max(values) - min(values), sum(sorted(c["spread_pct"] for c in costs.values())[-2:])
+    apart, widest = _apart(costs)
     listed = ", ".join(
         f"{lib} {c['overhead_pct']:+.0f}%" for lib, c in sorted(costs.items(), key=lambda x: -x[1]["overhead_pct"])
     )

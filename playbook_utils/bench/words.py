@@ -505,29 +505,26 @@ def sparse_speedup_line(speedups: list[dict], infos: dict, max_frames: int | Non
     lo, hi = min(s["speedup"] for s in speedups), max(s["speedup"] for s in speedups)
     slower = [s for s in speedups if s["speedup"] * (1 + s["spread_pct"] / 100) < 1]
     level = [s for s in speedups if s["speedup"] < 1 and s not in slower]
-    by_backend = _clips_by_backend(slower)
     line = f"asking for 16 ran at {lo:.2f}x to {hi:.2f}x the speed of decoding every frame of these clips"
     if max_frames and any(infos[s["clip"]].num_frames > max_frames for s in speedups):
         line += f" (their first {max_frames} frames)"
     if slower:
-        named = "; ".join(f"{b} on {', '.join(clips)}" for b, clips in by_backend.items())
-        clip = min(by_backend.values())[0]
+        clip = min(s["clip"] for s in slower)
         n = min(infos[clip].num_frames, max_frames or 10**9)
         decoded, gops = gop_pass(uniform(n, 16), infos[clip].keyframes)
         line += (
-            f"; below 1x by more than the two rates' spreads, decoding everything was the quicker way for {named}: "
+            f"; below 1x by more than the two rates' spreads, decoding everything was the quicker way for {_on_clips(slower)}: "
             f"in {clip} the 16 frames lie in {gops} GOPs, so asking still decodes {decoded} of the {n} frames, one "
             "seek per GOP besides"
         )
     if level:
-        named = "; ".join(f"{b} on {', '.join(clips)}" for b, clips in _clips_by_backend(level).items())
-        line += f"; below 1x within the spread, no saving and no loss: {named}"
+        line += f"; below 1x within the spread, no saving and no loss: {_on_clips(level)}"
     return line
 
 
-def _clips_by_backend(rows: list[dict]) -> dict[str, list[str]]:
-    """{backend: its rows' clips, sorted}, backends sorted."""
-    out: dict[str, list[str]] = {}
+def _on_clips(rows: list[dict]) -> str:
+    """'decord on a.mp4; torchcodec on a.mp4, b.mp4': each backend of `rows` with its rows' clips, both sorted."""
+    clips: dict[str, list[str]] = {}
     for r in rows:
-        out.setdefault(r["backend"], []).append(r["clip"])
-    return {b: sorted(out[b]) for b in sorted(out)}
+        clips.setdefault(r["backend"], []).append(r["clip"])
+    return "; ".join(f"{b} on {', '.join(sorted(clips[b]))}" for b in sorted(clips))

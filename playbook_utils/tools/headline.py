@@ -40,13 +40,17 @@ class Source:
         self.cells: dict = {}  # {executed copy: its cells}, each copy read once for all the figures it printed
         self.cited: set = set()  # the notebooks a row cites
 
+    def machine(self, number: str) -> dict:
+        """The machine stamp of notebook `number`'s row, {} where there is none."""
+        return (self.rows.get(number) or {}).get("machine") or {}
+
     def date(self, number: str) -> str:
         """The UTC date and time notebook `number` ran at, '' where not recorded."""
-        return ((self.rows.get(number) or {}).get("machine") or {}).get("date_utc") or ""
+        return self.machine(number).get("date_utc") or ""
 
     def media_version(self, number: str):
         """The media version notebook `number` ran with (the runner's stamp; None: before 4, or no row)."""
-        return ((self.rows.get(number) or {}).get("machine") or {}).get("media_version")
+        return self.machine(number).get("media_version")
 
     def older_media(self) -> list[str]:
         """The cited notebooks that read the generated clips of another media version than today's code makes
@@ -68,7 +72,7 @@ class Source:
             self.cells[copy] = read_cells(copy)
         cell = next((n for n in (printed_in(self.cells[copy], x) for x in needles) if n is not None), None)
         where = f"In [{cell}]" if cell is not None else "not found in its output"
-        machine = row.get("machine") or {}
+        machine = self.machine(number)
         commit = (machine.get("commit") or "")[:7]
         run = f"{(machine.get('date_utc') or 'no date')[:10]}, " + (f"`{commit}`" if commit else "no commit recorded")
         return f"[{number}, {where}]({link}), {run}"

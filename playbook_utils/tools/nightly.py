@@ -266,6 +266,9 @@ def stamp(results: dict) -> dict:
     }
 
 
+MEDIA_CHANGE = "generated media"  # the name a change of `media.MEDIA_VERSION` goes by among the library changes
+
+
 def media_change(base: int | None, now: int | None) -> dict:
     """{'generated media': 'old -> new'} where the run's clips were encoded otherwise than the baseline's
     (`media.MEDIA_VERSION`, stamped by the runner since version 4: a baseline without it is older), else {}.
@@ -273,12 +276,12 @@ def media_change(base: int | None, now: int | None) -> dict:
     the HEVC ones from 3.0 to 3.5, so their rates moved with no change in any library."""
     if now is None or base == now:
         return {}
-    return {"generated media": f"{base if base is not None else 'before 4'} -> {now}"}
+    return {MEDIA_CHANGE: f"{base if base is not None else 'before 4'} -> {now}"}
 
 
 def changed_words(changes) -> str:
     """'library changed', or 'changed' where the generated media is among `changes` (names, or 'name old -> new')."""
-    return "changed" if any(str(c).startswith("generated media") for c in changes) else "library changed"
+    return "changed" if any(str(c).startswith(MEDIA_CHANGE) for c in changes) else "library changed"
 
 
 # library (as stamps name it) -> words in a notebook, metric or value that point at it
@@ -314,8 +317,8 @@ def changes_behind(changes: dict, notebook: str, metric: str, *values) -> list[s
     A change of the generated media is named whatever the regression (it moves every library's rates)."""
     text = " ".join(map(str, (notebook, metric, *values))).lower()
     named = [k for k in changes if any(w in text for w in LIBRARY_WORDS.get(k, (k.lower(),)))]
-    if named and "generated media" in changes and "generated media" not in named:
-        named.append("generated media")
+    if named and MEDIA_CHANGE in changes and MEDIA_CHANGE not in named:
+        named.append(MEDIA_CHANGE)
     return [f"{k} {changes[k]}" for k in (named or changes)]
 
 
