@@ -26,19 +26,14 @@ class VideoFolder:
         """A few lines for a notebook: how many videos, and every unreadable file with its whole cause."""
         lines = [f"{len(self.videos)} readable video(s) in {self.root}, {len(self.unreadable)} unreadable"]
         lines += [f"  skipped {name}: {cause}" for name, cause in self.unreadable.items()]
-        lines += [  # readable, as far as they go: a sampler spreads its frames over what is there
-            f"  cut short, read as far as it goes: {name}: {i.num_frames} frames, {i.missing_frames} more listed in "
-            "its index (an interrupted copy or download?)"
-            for name, i in self.infos.items()
-            if i.cut_short
-        ]
         return "\n".join(lines)
 
 
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
     """Every video file under `folder` (by suffix, `VIDEO_SUFFIXES`, sorted, at most `max_files`), probed from
-    its packets: a file that cannot be probed (broken, empty, no video stream) is listed in `unreadable` with
-    the whole cause instead of stopping the caller. Raises DecodeError when `folder` is not a folder.
+    its packets: a file that cannot be probed (broken, empty, no video stream) or is cut short (its index lists
+    frames it does not hold: a sampler would spread its frames over part of the video, and the frames near the cut
+    do not decode) is listed in `unreadable` with the whole cause instead of stopping the caller. Raises DecodeError when `folder` is not a folder.
     Introduced in notebook 20; used by 21 and 22 for `VIDEO_DIR`."""
     root = Path(folder).expanduser()
     if not root.is_dir():
@@ -48,8 +43,14 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
     for p in files[:max_files]:
         name = str(p.relative_to(root))
         try:
-            infos[name] = video_info(p)
-            videos[name] = p
+            info = video_info(p)
+            if info.cut_short:
+                unreadable[name] = (
+                    f"cut short: {info.num_frames} frames, and its index lists {info.missing_frames} more that the "
+                    "file does not hold (an interrupted copy or download?)"
+                )
+                continue
+            infos[name], videos[name] = info, p
         except Exception as e:  # the cause in full: the reader has to fix or drop this file
             unreadable[name] = getattr(e, "cause", None) or f"{type(e).__name__}: {e}"
     return VideoFolder(root, videos, infos, unreadable)

@@ -9,14 +9,16 @@ own code for it (`code_to_paste`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
+from pathlib import Path
 
-from playbook_utils import media, recipes
+from playbook_utils import handover, media
 from playbook_utils.bench import loader_bench, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
-from playbook_utils.decoders import adapter, check_libraries, traits, why_unavailable
+from playbook_utils.decoders import check_libraries, traits, why_unavailable
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
@@ -467,64 +469,40 @@ def tie_break(a: dict, b: dict) -> tuple[str, str]:
     return label(win), "nothing else tells them apart: the higher rate"
 
 
-def code_to_paste(rec: dict | None, workload: str, infos: dict | None = None) -> tuple[str | None, str]:
-    """(code, note): the library's own `Dataset` for the recommended backend and device (`recipes.recipe`), with
-    K from `workload` ('uniformK'; 16 otherwise, said in the note) and the worker count (CPU; the machine's cores
-    where it names none) or decoding threads (GPU; 4 where it names none) the recommendation was measured with;
-    (None, why) where there is no recipe for it.
-    `infos` ({name: probe} of the reader's files): the note names those the playbook's adapter reads only forward
-    from frame 0 (open GOP), which this code, seeking, would read wrong; where the recipe can read them so too
-    (`recipes.FORWARD_ONLY`: TorchCodec on CUDA), the code does, and the note says so instead."""
+def hand_over(rec: dict | None, workload: str, folder, files=()) -> dict:
+    """The code notebook 22 hands over for its recommendation: the module of the recommended path (`handover`),
+    written into `folder`, and the lines that use it with K from `workload` ('uniformK'; 16 otherwise) and the
+    workers (CPU) or decoding threads (GPU) and batch size the recommendation was measured with. For a route (the
+    recommendation refuses some of `files` and has a fallback), both legs' modules, and `22_route.json` in `folder`:
+    which of the files each reads. Returns {'modules': [file names], 'usage', 'k', 'workers', 'batch_size',
+    'route': {leg: [paths]} or None, 'why': None, or why nothing is handed over}."""
+    out = {"modules": [], "usage": None, "k": None, "workers": None, "batch_size": None, "route": None, "why": None}
     if rec is None:
-        return None, "no recommendation, so no code"
+        return {**out, "why": "no recommendation"}
     m = re.fullmatch(r"uniform(\d+)", workload)
     k = int(m.group(1)) if m else 16
     workers, threads = settings(rec)
-    batch = batch_of(rec)
-    on_gpu = str(rec["device"]).startswith("cuda")
-    # a CPU row's FFmpeg threads per decoder (make_loader's share of the cores: PyAV's and TorchCodec's only)
-    per_decoder = (rec.get("decoder_threads") or 0) if rec["backend"] in ("pyav", "torchcodec") else 0
-    kind = "cuda" if on_gpu else "cpu"
-    forward = sorted(n for n, i in (infos or {}).items() if adapter(rec["backend"]).forward_only(i, kind))
-    in_code = bool(forward) and (rec["backend"], kind) in recipes.FORWARD_ONLY
-    try:
-        code = recipes.recipe(
-            rec["backend"],
-            rec["device"],
-            k=k,
-            workers=workers,
-            threads=per_decoder,
-            gpu_threads=threads,
-            open_gop=in_code,
-            batch=None if on_gpu else batch,
-        )
-    except KeyError as e:
-        return None, f"{e.args[0]}: use the playbook's call above, or the library notebook's recipe"
-    caveat = recipes.entry(rec["backend"], rec["device"])["caveat"]
-    note = f"{rec['backend']} on {rec['device']}, K = {k}, " + (
-        f"{threads} decoding threads"
-        if on_gpu
-        else f"{workers} workers"
-        + (f", batches of {batch} videos" if batch else "")
-        + (f", {per_decoder} thread(s) per decoder" if per_decoder else "")
-    )
-    if not m:
-        note += f" (the recipes sample K frames per video; your workload {workload} is not one of them)"
-    if not forward:
-        return code, f"{note}. Not in this code but in the playbook's adapter: {caveat}."
-    names = ", ".join(forward[:5]) + (f" and {len(forward) - 5} more" if len(forward) > 5 else "")
-    is_, it = ("is", "it") if len(forward) == 1 else ("are", "them")
-    if in_code:
-        return code, (
-            f"{note}. {len(forward)} of your files ({names}) {is_} open GOP, where TorchCodec on NVDEC returned "
-            f"neighbouring frames after a seek (notebook 12): this code reads {it} by one forward pass from frame 0 "
-            f"(`frame_table`, which needs PyAV for the packets' timestamps), as the playbook's adapter does."
-        )
-    return code, (
-        f"{note}. Not in this code but in the playbook's adapter: {caveat}. {len(forward)} of your files ({names}) "
-        f"{is_} of that kind: this code would hand {it} neighbouring frames. Read {it} with the playbook's call above "
-        f"(whose rates these are: it reads {it} exactly), or keep {it} out of this loader."
-    )
+    gpu = str(rec["device"]).startswith("cuda")
+    batch = batch_of(rec) or 8
+    legs = [(rec["backend"], rec["device"])]
+    if rec.get("fallback"):
+        legs.append((rec["fallback"]["backend"], rec["fallback"]["device"]))
+    missing = [f"{b} on {d}" for b, d in legs if handover.module(b, d) is None]
+    if missing:
+        return {**out, "why": f"no module for {', '.join(missing)}: use the playbook's call above"}
+    modules = [handover.write(b, d, folder).name for b, d in dict.fromkeys(legs)]
+    use = [(b, d, threads if str(d).startswith("cuda") else workers) for b, d in legs]
+    usage = handover.usage(*use[0][:2], k=k, workers=use[0][2], batch_size=batch)
+    route = None
+    if len(legs) > 1:
+        first, rest = [], []
+        for f in map(str, files):
+            (first if why_unavailable(rec["backend"], rec["device"], f) is None else rest).append(f)
+        route = {f"{b} on {d}": fs for (b, d), fs in zip(legs, (first, rest))}
+        Path(folder, "22_route.json").write_text(json.dumps(route, indent=1))
+        usage = handover.route_usage(use, k=k, batch_size=batch)
+    return {**out, "modules": modules, "usage": usage, "k": k, "workers": threads if gpu else workers,
+            "batch_size": batch, "route": route, "why": None if m else f"K = 16: {workload} samples no K frames"}  # fmt: skip
 
 
 def settings(rec: dict) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from playbook_utils import child, loaders, media
+from playbook_utils import child, handover, loaders, media
 from playbook_utils.bench import nvdec, verdicts, words
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
@@ -1037,9 +1037,52 @@ class _DaliVideos:
         return (out[0]["video"] for out in self.iterator)
 
 
+class _Batches:
+    """Batches of videos from a loader, for `measure_flat_out`: the frames of each batch of a handed-over module's
+    loader (whose batches also carry names and skipped files) or of the playbook's CPU `make_loader`, with the
+    loader's look-ahead in items and its epoch's length."""
+
+    def __init__(self, loader, items: int, lookahead: int, module: bool):
+        self.loader, self.paths, self.lookahead, self.module = loader, range(items), lookahead, module
+
+    def __iter__(self):
+        for batch in self.loader:
+            frames = batch[0] if self.module else batch
+            if len(frames):
+                yield frames
+
+
+def _side_by_side_loader(spec: dict):
+    """The loader of a 'module' spec (the module `handover` hands over for the spec's backend and device, imported
+    from its file as a reader's script does) or of a 'cpu' spec (the playbook's `make_loader`), as `_Batches`."""
+    k, size, batch, workers = spec["k"], spec["size"], spec["batch_size"], spec["workers"]
+    if spec["kind"] == "cpu":
+        made = loaders.make_loader(spec["paths"], spec["backend"], batch, workers, k=k, size=(size, size))
+        return _Batches(made, len(spec["paths"]), lookahead_of(made)[0], module=False)
+    import importlib.util
+    import inspect
+
+    # as a reader's script has it: the file beside it, on the path, so that DataLoader workers import it by name
+    sys.path.insert(0, str(handover.FOLDER))
+    name = handover.module(spec["backend"], spec["device"])
+    found = importlib.util.spec_from_file_location(name, handover.path(spec["backend"], spec["device"]))
+    mod = sys.modules[name] = importlib.util.module_from_spec(found)
+    found.loader.exec_module(mod)
+    takes = inspect.signature(mod.VideoClips).parameters
+    clips = mod.VideoClips(spec["paths"], k=k, size=size, **({"device": spec["device"]} if "device" in takes else {}))
+    made = mod.loader(clips, batch_size=batch, workers=workers)
+    ahead = lookahead_of(made)[0] if hasattr(made, "num_workers") else 2 * workers  # DataLoader, or threads
+    return _Batches(made, len(spec["paths"]), ahead, module=True)
+
+
 def _run_spec(spec: dict) -> dict:
     """Build the loader `spec` describes and measure it in this process (the child of `measure_isolated`)."""
-    if spec["kind"] == "dali":
+    if spec["kind"] in ("module", "cpu"):
+
+        def make():
+            return _side_by_side_loader(spec)
+
+    elif spec["kind"] == "dali":
 
         def make():
             length = spec.get("sequence_length", 32)
@@ -1067,7 +1110,7 @@ def _run_spec(spec: dict) -> dict:
                 chunk=spec.get("chunk", 32),
             )
     else:
-        sampled = {k: spec[k] for k in ("strategy", "k") if k in spec}  # K sampled frames instead of every frame
+        sampled = {k: spec[k] for k in ("strategy", "k", "size") if k in spec}  # K sampled frames, not every frame
 
         def make():
             return GpuLoader(
@@ -1199,6 +1242,50 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     return child.call(
         child.python("-m", "playbook_utils.bench.loader_bench", json.dumps(spec)), timeout=timeout, env=child_env()
     )
+
+
+# where a handed-over module's rate may stand apart from the playbook's loader's for the same path, and why
+APART_WITHIN_PCT = 10.0
+
+
+def module_beside_playbook(backend: str, device: str, files, k: int, workers: int, batch_size: int, folder,
+                           size: int = 224, rounds: int = 2, items: int | None = None) -> dict:  # fmt: skip
+    """The module `handover` hands over for `backend` on `device`, and the playbook's own loader for the same path
+    (`make_loader` on the CPU, a `GpuLoader` of as many threads on a GPU), each flat out in a process of its own
+    over the same epoch of distinct copies of `files` in `folder`, K sampled frames a video at `size`, taking
+    turns `rounds` times (21's steady-state method, `measure_flat_out`). Returns {'module', 'playbook': the median
+    rates (frames/s), 'module_spread_pct', 'playbook_spread_pct' (across rounds, or the window's own where one
+    round), 'apart_pct' (the module's rate against the playbook's, signed), 'within' (|apart| <= APART_WITHIN_PCT),
+    'items', 'runs': every run's record}; {'status': the failure, 'error'} where a run failed. Notebook 22."""
+    gpu = str(device).startswith("cuda")
+    ahead = 2 * workers if gpu else workers * 2 * batch_size
+    n = items or steady_epoch(ahead, batch_size, batch_size=batch_size)
+    paths = [str(p) for p in epoch_items(files, n, folder)]
+    common = {"backend": backend, "device": device, "paths": paths, "k": k, "size": size, "batch_size": batch_size}
+    specs = {
+        "module": {**common, "kind": "module", "workers": workers},
+        "playbook": {**common, "kind": "gpu", "threads": workers, "strategy": "uniform", "warmup_batches": 1}
+        if gpu
+        else {**common, "kind": "cpu", "workers": workers},
+    }
+    runs = {name: [] for name in specs}
+    for _ in range(rounds):
+        for name, spec in specs.items():
+            r = measure_isolated(spec)
+            if r.get("status") != "ok" or not r.get("frames_per_s"):
+                return {"status": r.get("status", "no rate"), "error": r.get("error") or r.get("why"), "loader": name}
+            runs[name].append(r)
+    rates = {name: sorted(r["frames_per_s"] for r in rs) for name, rs in runs.items()}
+    median = {name: rs[len(rs) // 2] if len(rs) % 2 else sum(rs[len(rs) // 2 - 1 : len(rs) // 2 + 1]) / 2
+              for name, rs in rates.items()}  # fmt: skip
+    spread = {name: spread_pct(rs) if len(rs) > 1 else runs[name][0].get("frames_per_s_spread_pct")
+              for name, rs in rates.items()}  # fmt: skip
+    apart = 100.0 * (median["module"] / median["playbook"] - 1)
+    return {
+        "status": "ok", "module": median["module"], "playbook": median["playbook"],
+        "module_spread_pct": spread["module"], "playbook_spread_pct": spread["playbook"],
+        "apart_pct": apart, "within": abs(apart) <= APART_WITHIN_PCT, "items": n, "runs": runs,
+    }  # fmt: skip
 
 
 def measure_until_steady(spec: dict, items_for, n: int, min_window_s: float, tries: int = 2) -> tuple[dict, int]:

@@ -266,6 +266,7 @@ class Adapter:
     RESIZES_ON      the device kinds `read_resized` works on (None: every one of DEVICES)
     FORWARD_ON      the device kinds on which its `read` serves a file that a `KNOWN_WRONG` row with reads='seek'
                     names by one forward pass from the first frame (`forward_only`), proven frame-exact there
+    HANDOVER        {device kind: the module of `handover` that does the same with the library alone}
 
     and implements `read(path, indices, device, info)`, returning uint8 (N, 3, H, W) on the device; optionally
     `read_file(fileobj, ...)` (reads an open binary file itself) and `read_resized(source, ..., size)` (decodes
@@ -284,6 +285,7 @@ class Adapter:
     KNOWN_WRONG: tuple = ()
     RESIZES_ON: tuple | None = None
     FORWARD_ON: tuple = ()
+    HANDOVER: dict = {}
     read_file = None
     read_resized = None
 

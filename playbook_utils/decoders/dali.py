@@ -68,6 +68,7 @@ class Dali(base.Adapter):
     NAME, IMPORT, DISTRIBUTION, LABEL = "dali", "nvidia.dali", "", "DALI"
     DEVICES = ("cpu", "cuda")
     CODECS = {"cpu": ("vp8", "vp9", "mjpeg")}
+    HANDOVER = {"cpu": "dali_clips", "cuda": "dali_clips"}
     KNOWN_WRONG = (
         base.known_wrong(
             "edit-list",

@@ -8,6 +8,7 @@ dropped by FFmpeg's decoder and left out of the probe's frame list, so frame 0 i
 
 from __future__ import annotations
 
+from playbook_utils import colour
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, first_line
@@ -17,6 +18,7 @@ class PyAV(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "pyav", "av", "av"
     DEVICES = ("cpu", "cuda")
     CHOOSES_STREAM = True  # any video stream of the file (read_frames' stream=)
+    HANDOVER = {"cpu": "pyav_clips"}
 
     def read(self, path: str, indices: list[int], device: Device, info):
         if not device.is_cuda:
@@ -48,6 +50,9 @@ class PyAV(base.Adapter):
         return _read(source, indices, device, info, [], size=size)
 
 
+_SWS_MATRIX = {"bt601": "ITU601", "bt709": "ITU709", "bt2020": "BT2020"}  # `colour`'s names -> swscale's
+
+
 def _open(path: str, device: Device):
     import av
 
@@ -75,6 +80,9 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
     for k, i in enumerate(indices):
         slots.setdefault(i, []).append(k)
     out = None
+    # the playbook's one rule, said to swscale: frames NVDEC hands back have lost the tags FFmpeg's CPU decoder keeps
+    matrix, rng = colour.effective(info)
+    colours = {"src_colorspace": _SWS_MATRIX[matrix], "src_color_range": "JPEG" if rng == "full" else "MPEG"}
     with _open(path, device) as container:
         stream = container.streams[info.stream]
         stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
@@ -92,11 +100,8 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                 pos = index_of.get(frame.pts, -1)
                 if pos == t:
                     decoded.append(t)
-                    rgb = (
-                        frame.to_ndarray(format="rgb24")
-                        if size is None
-                        else frame.to_ndarray(format="rgb24", width=size[1], height=size[0], interpolation="BILINEAR")
-                    )
+                    scale = {} if size is None else {"width": size[1], "height": size[0], "interpolation": "BILINEAR"}
+                    rgb = frame.to_ndarray(format="rgb24", **colours, **scale)
                     if out is None:  # the output is made once and each frame converted into its place
                         out = np.empty((len(indices), *rgb.shape), dtype=np.uint8)
                     for k in slots[t]:

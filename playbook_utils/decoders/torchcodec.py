@@ -97,6 +97,7 @@ class TorchCodec(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CHOOSES_STREAM = True  # stream_index=
     ROTATES = True  # returns frames turned as the display matrix says
+    HANDOVER = {"cpu": "torchcodec_clips", "cuda": "torchcodec_clips"}
     RESIZES_ON = ("cpu",)  # decoder transforms: 0.17 on CUDA raises "Transforms are only supported for CPU devices"
     KNOWN_WRONG = (
         base.known_wrong(

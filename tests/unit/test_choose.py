@@ -1,5 +1,8 @@
 """Notebook 22's decision as data: the reader's folder, the tree, the candidates and the recommendation."""
 
+import json
+import shutil
+
 import pytest
 
 from playbook_utils import folders, media
@@ -183,40 +186,37 @@ def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
     assert tree[("cpu", "h264", choose.gop_class(12), "sequential")]["best"] == "spdl"
 
 
-def test_the_code_to_paste_is_the_recommended_librarys_with_the_measured_settings():
+def test_the_module_handed_over_is_the_recommended_paths_with_the_measured_settings(tmp_path):
     rec = {
         "backend": "torchcodec",
         "device": "cpu",
-        "how": "loaders.make_loader(paths, backend='torchcodec', num_workers=6, k=8)",
+        "how": "loaders.make_loader(paths, backend='torchcodec', num_workers=6, k=8, batch_size=2)",
     }
-    code, note = choose.code_to_paste(rec, "uniform8")
-    assert "from torchcodec.decoders import VideoDecoder" in code and "num_workers=6" in code and "k=8" in code
-    assert note.startswith("torchcodec on cpu, K = 8, 6 workers") and "refuses variable-frame-rate" in note
-    # the threads per decoder the worker sweep measured (make_loader's share of the cores) go into the code
-    code, note = choose.code_to_paste({**rec, "decoder_threads": 2}, "uniform8")
-    assert "num_ffmpeg_threads=2,  # the cores shared" in code and "6 workers, 2 thread(s) per decoder" in note
-    batched = {**rec, "how": rec["how"].replace("k=8)", "k=8, batch_size=2)")}  # 21's batches of 2 videos
-    code, note = choose.code_to_paste(batched, "uniform8")
-    assert "DataLoader(VideoClips(paths), batch_size=2, shuffle=True, num_workers=6)" in code
-    assert "batches of 2 videos" in note
-    code, _ = choose.code_to_paste({**rec, "backend": "pyav", "decoder_threads": 2}, "uniform8")
-    assert "stream.thread_count = 2" in code
-    code, note = choose.code_to_paste({**rec, "backend": "spdl", "decoder_threads": 2}, "uniform8")  # SPDL: no setting
-    assert "thread" not in note
+    got = choose.hand_over(rec, "uniform8", tmp_path)
+    assert got["modules"] == ["torchcodec_clips.py"] and (tmp_path / "torchcodec_clips.py").is_file()
+    assert (got["k"], got["workers"], got["batch_size"], got["route"]) == (8, 6, 2, None)
     gpu = {
-        "backend": "torchcodec",
+        "backend": "pynvvideocodec",
         "device": "cuda",
-        "how": "loaders.GpuLoader(paths, backend='torchcodec', threads=8)",
+        "how": "loaders.GpuLoader(paths, backend='pynvvideocodec', threads=12)",
     }
-    code, note = choose.code_to_paste(gpu, "uniform16")  # the measured threads, not DataLoader workers
-    assert "def decode_ahead(clips, order, threads=8)" in code and "DataLoader" not in code
-    assert note.startswith("torchcodec on cuda, K = 16, 8 decoding threads")
-    code, note = choose.code_to_paste({**gpu, "backend": "dali"}, "uniform16")  # DALI's pipeline in a Dataset
-    assert "fn.decoders.video" in code and "bt601_to" in code and "threads=8" in code
-    assert "process-wide NVDEC decoder cache" in note
-    code, note = choose.code_to_paste({**rec, "backend": "decord", "device": "cuda"}, "sequential")
-    assert code is None and "no recipe for decord on cuda" in note
-    assert choose.code_to_paste(None, "uniform16") == (None, "no recommendation, so no code")
+    got = choose.hand_over(gpu, "sequential", tmp_path)  # the measured threads; K = 16 where the workload has none
+    assert (got["k"], got["workers"], got["modules"]) == (16, 12, ["pynvvideocodec_clips.py"]) and got["why"]
+    assert choose.hand_over({**rec, "backend": "decord", "device": "cuda"}, "uniform8", tmp_path)["modules"] == []
+    assert choose.hand_over(None, "uniform8", tmp_path)["why"]
+
+
+@pytest.mark.media
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs the ffmpeg command-line tool (an edit list)")
+def test_a_route_hands_over_both_legs_and_which_files_each_reads(tmp_path):
+    clip = media.make_clip(tmp_path / "a.mp4", width=256, height=144, num_frames=24, gop=4)
+    files = [clip, media.hide_leading_frames(clip, tmp_path / "c.mp4", 6)]
+    rec = {"backend": "torchcodec", "device": "cpu", "how": "loaders.make_loader(paths, backend='torchcodec', num_workers=2)",
+           "fallback": {"backend": "pyav", "device": "cpu"}}  # fmt: skip
+    got = choose.hand_over(rec, "uniform4", tmp_path / "out", files)
+    assert sorted(got["modules"]) == ["pyav_clips.py", "torchcodec_clips.py"]
+    assert got["route"] == {"torchcodec on cpu": [str(files[0])], "pyav on cpu": [str(files[1])]}  # edit list: PyAV
+    assert json.loads((tmp_path / "out" / "22_route.json").read_text()) == got["route"]
 
 
 def test_a_recommendation_that_refuses_files_becomes_a_route_with_its_fallback():

@@ -119,47 +119,6 @@ def test_the_gpu_forward_read_is_exact_on_open_gop(open_gop_clips, monkeypatch, 
     assert len(wrong) >= 2 and not any(wrong.values()), (wrong, other)
 
 
-def test_the_code_to_paste_names_the_readers_files_it_would_read_wrong(open_gop_clips, tmp_path):
-    # 22's pasteable decord code seeks (get_batch); the playbook's adapter reads open-GOP files forward instead,
-    # so the note beside the code names the reader's open-GOP files, and only those
-    from playbook_utils.bench import choose
-
-    infos = {n: video_info(p) for n, p in open_gop_clips.items()}
-    closed = media.make_clip(tmp_path / "closed.mp4", width=256, height=144, num_frames=24, closed_gop=True)
-    infos["closed.mp4"] = video_info(closed)
-    rec = {"backend": "decord", "device": "cpu", "how": "loaders.make_loader(paths, backend='decord', num_workers=2)"}
-    code, note = choose.code_to_paste(rec, "uniform16", infos)
-    assert "get_batch" in code and f"{len(open_gop_clips)} of your files" in note and "closed.mp4" not in note
-    assert all(n in note for n in list(open_gop_clips)[:5]) and "neighbouring frames" in note
-    assert "of your files" not in choose.code_to_paste(rec, "uniform16", {"closed.mp4": infos["closed.mp4"]})[1]
-    one = next(iter(open_gop_clips))  # one such file is named in the singular (the H200 smoke run: "1 ... are")
-    note = choose.code_to_paste(rec, "uniform16", {one: infos[one], "closed.mp4": infos["closed.mp4"]})[1]
-    assert f"1 of your files ({one}) is of that kind: this code would hand it neighbouring frames" in note
-
-
-def test_the_code_to_paste_for_torchcodec_on_nvdec_reads_the_readers_open_gop_files_forward(open_gop_clips, tmp_path):
-    # where the recipe can read open-GOP files as the adapter does (TorchCodec on CUDA), 22's code does, and its
-    # note names the files it reads so instead of warning about them; with no such file, the plain recipe
-    from playbook_utils.bench import choose
-
-    infos = {n: video_info(p) for n, p in open_gop_clips.items()}
-    closed = media.make_clip(tmp_path / "closed.mp4", width=256, height=144, num_frames=24, closed_gop=True)
-    infos["closed.mp4"] = video_info(closed)
-    rec = {
-        "backend": "torchcodec",
-        "device": "cuda",
-        "how": "loaders.GpuLoader(paths, backend='torchcodec', threads=8)",
-    }
-    code, note = choose.code_to_paste(rec, "uniform16", infos)
-    forward = sorted(n for n, i in infos.items() if adapter("torchcodec").forward_only(i, "cuda"))
-    assert forward == ["hevc_gop12.mp4", "hevc_gop24.mkv"]  # open-GOP HEVC: its H.264 seeks were exact on NVDEC
-    assert "def frame_table" in code and "threads=8" in code
-    assert f"2 of your files ({', '.join(forward)}) are open GOP" in note and "reads them by one forward pass" in note
-    assert "closed.mp4" not in note and "would hand" not in note
-    code, note = choose.code_to_paste(rec, "uniform16", {"closed.mp4": infos["closed.mp4"]})
-    assert "frame_table" not in code and "Not in this code but in the playbook's adapter" in note
-
-
 class _FakeSpdlIo:
     """What `decoders.spdl._frames_cuda` calls of spdl.io, for a machine without NVDEC: the file's timestamps and
     a demux by time window (the windows asked for are recorded)."""

@@ -1,0 +1,101 @@
+"""The code we hand over: for each library path, one self-contained module of that library's own calls (it imports
+nothing of this package) that reads K evenly spaced frames of every video of a folder, batched at one size, upright,
+coloured by the playbook's one rule (`colour.effective`), reading forward or refusing by name the files its library
+was seen to get wrong, skipping and naming broken files, and sharding by rank. Each adapter names its modules
+(`Adapter.HANDOVER`). Notebook 22 writes the one it recommends beside its results (`write`) and prints how to use it
+(`usage`); tests/unit/test_handover.py runs every module on a folder like a reader's.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from playbook_utils.decoders import ADAPTERS, adapter
+
+__all__ = ["DIFFERS", "FOLDER", "module", "path", "route_usage", "usage", "write"]
+
+FOLDER = Path(__file__).parent
+
+# what each module does otherwise than the playbook's loader for the same path, where their rates may part
+_FULL_SIZE = "the playbook's loader converts each frame at full size and resizes it after"
+DIFFERS = {
+    ("pyav", "cpu"): f"the module scales inside FFmpeg's conversion to RGB; {_FULL_SIZE}",
+    ("torchcodec", "cpu"): f"the module resizes inside TorchCodec's decoder (a Resize transform); {_FULL_SIZE}",
+    ("decord", "cpu"): f"the module resizes inside decord's reader; {_FULL_SIZE}",
+    ("spdl", "cpu"): f"the module scales in FFmpeg's filter graph; {_FULL_SIZE}",
+    ("torchcodec", "cuda"): "the module opens a new decoder for each file after reading its packets with PyAV; the "
+    "playbook's loader reads a file's frame table once (its probe) and keeps the decoder for the file",
+    ("pynvvideocodec", "cuda"): "the module opens a new decoder for each file and decodes its first frame with PyAV "
+    "for the display rotation; the playbook's loader reconfigures one decoder per thread and reads the rotation "
+    "from the MP4 header",
+    ("dali", "cuda"): "the module decodes the first frame of each file with PyAV for the display rotation",
+    ("dali", "cpu"): "the module decodes the first frame of each file with PyAV for the display rotation",
+}
+
+
+def module(backend: str, device: str = "cpu") -> str | None:
+    """The name of the module handed over for `backend` on `device` ('cuda:1' counts as 'cuda'), or None where there
+    is none. Introduced in notebook 22."""
+    return adapter(backend).HANDOVER.get("cuda" if str(device).startswith("cuda") else "cpu")
+
+
+def path(backend: str, device: str = "cpu") -> Path:
+    """The file of `module(backend, device)`; KeyError naming the paths that have one where there is none."""
+    name = module(backend, device)
+    if name is None:
+        have = ", ".join(f"{b} on {d}" for b, a in ADAPTERS.items() for d in a.HANDOVER)
+        raise KeyError(f"no module for {backend} on {device}; there are: {have}")
+    return FOLDER / f"{name}.py"
+
+
+def write(backend: str, device: str, folder) -> Path:
+    """Copy the module of `backend` on `device` into `folder`; return the copy's path. Notebook 22."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy(path(backend, device), folder))
+
+
+def _clips(backend: str, device: str, files: str, k: int, size: int) -> str:
+    where = f', device="{device}"' if backend in ("torchcodec", "dali") else ""
+    return f"VideoClips({files}, k={k}, size={size}{where})"
+
+
+def usage(backend: str, device: str, k: int = 16, workers: int = 4, batch_size: int = 8, size: int = 224) -> str:
+    """Five lines that use the module of `backend` on `device` with K frames per video, `workers` (DataLoader
+    workers on the CPU, decoding threads on a GPU) and `batch_size`, as the recommendation was measured. Notebook 22."""
+    name = path(backend, device).stem
+    gpu = str(device).startswith("cuda")
+    return "\n".join(
+        (
+            f"from {name} import VideoClips, loader  # {name}.py beside your training script",
+            f"batches = loader({_clips(backend, device, 'paths', k, size)}, batch_size={batch_size}, "
+            f"workers={workers})  # {'decoding threads' if gpu else 'worker processes'}",
+            "for epoch in range(epochs):",
+            "    batches.sampler.set_epoch(epoch)  # the shuffle, and each rank's share under torch.distributed",
+            f"    for frames, names, skipped in batches: ...  # frames uint8 (B, {k}, 3, {size}, {size}); skipped "
+            "[(path, why)]",
+        )
+    )
+
+
+def route_usage(legs, k: int = 16, batch_size: int = 8, size: int = 224) -> str:
+    """The lines that use a route's modules, `legs` [(backend, device, workers or threads), ...]: each leg's module
+    reads its list of the reader's files in `22_route.json` (which notebook 22 writes beside them), one epoch the
+    first leg's files, then the next's. Notebook 22."""
+    names = [path(b, d).stem for b, d, _ in legs]
+    lines = [
+        f"import itertools, json, {', '.join(dict.fromkeys(names))}  # beside your training script",
+        'route = json.load(open("22_route.json"))  # which of your files each module reads',
+    ]
+    for j, ((b, d, w), name) in enumerate(zip(legs, names)):
+        clips = _clips(b, d, f'route["{b} on {d}"]', k, size)
+        lines.append(f"leg{j} = {name}.loader({name}.{clips}, batch_size={batch_size}, workers={w})")
+    legs_ = ", ".join(f"leg{j}" for j in range(len(legs)))
+    lines += [
+        "for epoch in range(epochs):",
+        f"    for leg in ({legs_}):",
+        "        leg.sampler.set_epoch(epoch)",
+        f"    for frames, names, skipped in itertools.chain({legs_}): ...  # uint8 (B, {k}, 3, {size}, {size})",
+    ]
+    return "\n".join(lines)

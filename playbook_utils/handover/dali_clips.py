@@ -1,0 +1,185 @@
+"""K frames of every video in a folder, decoded by NVIDIA DALI on the GPU (NVDEC) or the CPU, batched for training.
+
+From the Accelerated Video Loading Playbook (notebook 22); needs `pip install nvidia-dali-cuda130 av` (the wheel of
+your CUDA major; PyAV reads the packets and the colour tags, and decodes the first frame for the display rotation).
+An item is K evenly spaced frames of one video, upright, uint8 (K, 3, SIZE, SIZE) on the decoding device: the
+shorter side resized to SIZE (antialiased), the centre cut out, so videos of any size batch together. Colour follows
+the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook). A
+file that cannot be read or is refused is skipped and named. DALI's CPU decoder takes VP8, VP9 and MJPEG only.
+Threads of this process feed DALI (`loader`): its pipelines do not survive in forked DataLoader workers.
+
+    clips = VideoClips(paths, k=16, size=224, device="cuda")
+    batches = loader(clips, batch_size=8, workers=4)   # threads
+    for epoch in range(epochs):
+        batches.sampler.set_epoch(epoch)
+        for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
+"""
+
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+
+import av
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from nvidia.dali import fn, pipeline_def, types
+from torch.utils.data import Dataset, DistributedSampler
+
+K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by FFmpeg's colorspace number; else BT.601
+
+
+def uniform(n, k):
+    """The middle frame of each of k equal parts of n frames."""
+    return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
+
+
+def probe(path):
+    """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
+    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the frames its
+    index lists that it does not hold (cut short), and the first frame (size, rotation, pixel format, colour tags)."""
+    with av.open(path) as container:
+        stream = container.streams.best("video")
+        got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
+        shown = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
+        open_gop, key = False, None
+        for j, (pts, is_key) in enumerate(shown):  # decode order: a frame after a keyframe, shown before it
+            key = pts if is_key and j else key
+            open_gop |= key is not None and pts < key
+        container.seek(0)
+        stream.thread_count = 1
+        first = next(container.decode(stream))
+        return {
+            "codec": stream.codec_context.name, "container": container.format.name,
+            "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
+            "hidden": len(got) - len(shown), "missing": max(0, stream.frames - len(got)), "first": first,
+        }  # fmt: skip
+
+
+@pipeline_def(batch_size=1, num_threads=2, prefetch_queue_depth=1)
+def frames_of(decoder):
+    encoded = fn.external_source(name="encoded", dtype=types.UINT8, ndim=1)  # a file's bytes, at each run
+    frames = fn.external_source(name="frames", dtype=types.INT32, ndim=1)  # the frames wanted, at each run
+    return fn.decoders.video(encoded, device=decoder, frames=frames)
+
+
+def from_bt601(rgb, colorspace):
+    """R'G'B' (N, 3, H, W) float that DALI's NVDEC path converted as BT.601 (with the file's range: it never reads
+    the matrix), converted again by the file's matrix; colours the first conversion clipped stay clipped."""
+    kr, kb = KR_KB.get(int(colorspace), (0.299, 0.114))
+    r, g, b = rgb.unbind(1)
+    y = 0.299 * r + 0.587 * g + 0.114 * b
+    r, b = y + (1 - kr) / (1 - 0.299) * (r - y), y + (1 - kb) / (1 - 0.114) * (b - y)
+    return torch.stack((r, (y - kr * r - kb * b) / (1 - kr - kb), b), 1)
+
+
+class VideoClips(Dataset):
+    """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
+
+    def __init__(self, paths, k=K, size=SIZE, device="cuda"):
+        self.paths, self.k, self.size, self.device = [str(p) for p in paths], k, size, str(device)
+        self.pipes, self.whole, self.lock = {}, set(), threading.Lock()  # one DALI run at a time
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        try:
+            return self.read(self.paths[i]), self.paths[i], None
+        except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
+            return None, self.paths[i], f"{type(e).__name__}: {e}"
+
+    def read(self, path):
+        info = probe(path)
+        first, n, codec, gpu = info["first"], info["frames"], info["codec"], self.device.startswith("cuda")
+        step = 16 if codec in ("h264", "mpeg2video", "mpeg4") else 8  # the codec's block: the coded size
+        coded = (codec, -(-first.width // step) * step, -(-first.height // step) * step)
+        refused = {  # what DALI 2.4 was seen to get wrong or cannot read (notebooks 14 and 20)
+            f"cut short: its index lists {info['missing']} more frames than it holds": info["missing"],
+            "refused: DALI's CPU decoder takes VP8, VP9 and MJPEG only": not gpu and codec not in ("vp8", "vp9", "mjpeg"),
+            "refused: DALI's NVDEC path was not checked on MP4s whose edit list hides frames": gpu and info["hidden"],
+            # DALI keeps its NVDEC decoders per process, reused by coded size: a picture cropped from that size, read
+            # after one shown whole, got its chroma from the wrong rows
+            "refused: a file shown whole at this coded size was read before in this process": gpu
+            and coded in self.whole and coded[1:] != (first.width, first.height),
+        }  # fmt: skip
+        for why, found in refused.items():
+            if found:
+                raise ValueError(why)
+        want = uniform(n, self.k)
+        unique = sorted(set(want))
+        kind = (codec, first.width, first.height, first.format.name)  # a decoder keeps the first file's picture
+        with self.lock:
+            pipe = self.pipes.pop(kind, None)
+            if pipe is None:
+                pipe = frames_of(
+                    "mixed" if gpu else "cpu", device_id=(torch.device(self.device).index or 0) if gpu else None
+                )
+                pipe.build()
+            self.pipes[kind] = pipe  # the one used last, last; 4 kept, each holding a decoder
+            while len(self.pipes) > 4:
+                self.pipes.pop(next(iter(self.pipes)))
+            pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8)])
+            pipe.feed_input("frames", [np.asarray(unique, dtype=np.int32)])
+            try:
+                (video,) = pipe.run()
+            except Exception:
+                self.pipes.pop(kind, None)  # DALI marks a pipeline invalid after an error
+                raise
+            rgb = torch.from_dlpack(video[0]).clone()  # copied: DALI reuses its output
+            if gpu:
+                torch.cuda.current_stream().synchronize()  # copied before DALI's next run writes there
+                if coded[1:] == (first.width, first.height):
+                    self.whole.add(coded)
+        if rgb.shape[0] != len(unique):  # past its own count of frames DALI drops them, in silence
+            raise ValueError(f"DALI returned {rgb.shape[0]} frames for the {len(unique)} asked")
+        turn = first.rotation // 90 % 4  # quarter turns counterclockwise, from the display matrix
+        h, w = (first.width, first.height) if turn % 2 else (first.height, first.width)
+        s = self.size / min(h, w)
+        h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+        rgb = F.interpolate(rgb.permute(0, 3, 1, 2).float(), (w, h) if turn % 2 else (h, w), mode="bilinear",
+                            antialias=True)  # fmt: skip
+        rgb = from_bt601(rgb, first.colorspace) if gpu else rgb
+        rgb = torch.rot90(rgb.round_().clamp_(0, 255).to(torch.uint8), turn, dims=(2, 3))
+        top, left = (h - self.size) // 2, (w - self.size) // 2
+        return rgb[[unique.index(j) for j in want], :, top : top + self.size, left : left + self.size]
+
+
+def collate(items):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+    good = [(f, p) for f, p, _ in items if f is not None]
+    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
+
+
+class ThreadLoader:
+    """Batches decoded by `threads` threads of this process, at most 2 x threads videos ahead."""
+
+    def __init__(self, clips, batch_size, threads, sampler):
+        self.clips, self.batch_size, self.threads, self.sampler = clips, batch_size, threads, sampler
+
+    def __len__(self):
+        return -(-len(self.sampler) // self.batch_size)
+
+    def __iter__(self):
+        order, batch = iter(self.sampler), []
+        with ThreadPoolExecutor(self.threads) as pool:
+            pending = deque(pool.submit(self.clips.__getitem__, i) for i in islice(order, 2 * self.threads))
+            while pending:
+                batch.append(pending.popleft().result())
+                pending.extend(pool.submit(self.clips.__getitem__, i) for i in islice(order, 1))
+                if len(batch) == self.batch_size or not pending:
+                    yield collate(batch)
+                    batch = []
+
+
+def loader(clips, batch_size=8, workers=4, seed=0):
+    """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
+    epoch: call `loader.sampler.set_epoch(epoch)` before each. `workers`: threads feeding DALI."""
+    ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    rank = dist.get_rank() if ranks > 1 else 0
+    sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
+    return ThreadLoader(clips, batch_size, workers, sampler)

@@ -1,0 +1,122 @@
+"""K frames of every video in a folder, decoded by decord on the CPU, batched for training.
+
+From the Accelerated Video Loading Playbook (notebook 22); needs `pip install decord av` (PyAV reads the packets to
+find the files decord gets wrong). decord 0.6 (2021) is unmaintained: the playbook's notebook 11 shows what it gets
+wrong, and this code reads or refuses those files as the playbook does. An item is K evenly spaced frames of one
+video, upright, uint8 (K, 3, SIZE, SIZE): the shorter side resized to SIZE, the centre cut out, so videos of any
+size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's
+rule, as every path of the playbook). A file that cannot be read or is refused is skipped and named.
+
+    clips = VideoClips(paths, k=16, size=224)
+    batches = loader(clips, batch_size=8, workers=4)
+    for epoch in range(epochs):
+        batches.sampler.set_epoch(epoch)
+        for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
+"""
+
+import av
+import decord
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+RUN = 32  # frames per get_batch call of a forward read
+
+
+def uniform(n, k):
+    """The middle frame of each of k equal parts of n frames."""
+    return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
+
+
+def probe(path):
+    """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
+    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the frames its
+    index lists that it does not hold (cut short), and the first frame (size, rotation, pixel format, colour tags)."""
+    with av.open(path) as container:
+        stream = container.streams.best("video")
+        got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
+        shown = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
+        open_gop, key = False, None
+        for j, (pts, is_key) in enumerate(shown):  # decode order: a frame after a keyframe, shown before it
+            key = pts if is_key and j else key
+            open_gop |= key is not None and pts < key
+        container.seek(0)
+        stream.thread_count = 1
+        first = next(container.decode(stream))
+        return {
+            "codec": stream.codec_context.name, "container": container.format.name,
+            "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
+            "hidden": len(got) - len(shown), "missing": max(0, stream.frames - len(got)), "first": first,
+        }  # fmt: skip
+
+
+class VideoClips(Dataset):
+    """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
+
+    def __init__(self, paths, k=K, size=SIZE):
+        self.paths, self.k, self.size = [str(p) for p in paths], k, size
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        try:
+            return self.read(self.paths[i]), self.paths[i], None
+        except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
+            return None, self.paths[i], f"{type(e).__name__}: {e}"
+
+    def read(self, path):
+        info = probe(path)
+        refused = {  # what decord 0.6 was seen to get wrong (notebook 11)
+            "cut short: its index lists more frames than it holds": info["missing"],
+            "refused: decord counts the frames an MP4 edit list hides": info["hidden"],
+            "refused: decord's FFmpeg 4 has no AV1 decoder": info["codec"] == "av1",
+            "refused: decord's random access in AVI returns frames of the first GOP": info["container"] == "avi",
+            "refused: decord picks another of several video streams than FFmpeg": info["streams"] > 1,
+        }
+        for why, found in refused.items():
+            if found:
+                raise ValueError(why)
+        first, n = info["first"], info["frames"]
+        h, w = (first.width, first.height) if first.rotation % 180 else (first.height, first.width)
+        s = self.size / min(h, w)
+        h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+        reader = decord.VideoReader(path, width=w, height=h)  # turns rotated video upright itself
+        if len(reader) != n:
+            raise ValueError(f"decord counts {len(reader)} frames, the packets {n}")
+        want = uniform(n, self.k)
+        unique = sorted(set(want))
+        if info[
+            "open_gop"
+        ]:  # after a seek into open-GOP video decord returned neighbouring frames: read forward, no seek
+            got = {}
+            for a in range(0, unique[-1] + 1, RUN):
+                run = reader.get_batch(list(range(a, min(a + RUN, unique[-1] + 1)))).asnumpy()
+                got.update((j, run[j - a]) for j in unique if a <= j < a + RUN)
+            frames = torch.from_numpy(np.stack([got[j] for j in unique]))
+        else:
+            frames = torch.from_numpy(reader.get_batch(unique).asnumpy())
+        frames = frames[[unique.index(j) for j in want]].permute(0, 3, 1, 2)
+        top, left = (h - self.size) // 2, (w - self.size) // 2
+        return frames[..., top : top + self.size, left : left + self.size].contiguous()
+
+
+def collate(items):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+    good = [(f, p) for f, p, _ in items if f is not None]
+    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
+
+
+def loader(clips, batch_size=8, workers=4, seed=0):
+    """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
+    epoch: call `loader.sampler.set_epoch(epoch)` before each."""
+    ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    rank = dist.get_rank() if ranks > 1 else 0
+    sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
+    # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
+    context = "forkserver" if workers else None
+    return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=collate,
+                      persistent_workers=workers > 0, multiprocessing_context=context)  # fmt: skip

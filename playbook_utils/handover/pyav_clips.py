@@ -1,0 +1,105 @@
+"""K frames of every video in a folder, decoded by PyAV (FFmpeg) on the CPU, batched for training.
+
+From the Accelerated Video Loading Playbook (notebook 22); needs only `pip install av torch`. An item is K evenly
+spaced frames of one video, upright, uint8 (K, 3, SIZE, SIZE): the shorter side resized to SIZE, the centre cut
+out, so videos of any size batch together. Colour follows the file's tags; untagged video is read as BT.601,
+limited range (FFmpeg's rule, as every path of the playbook). A file that cannot be read is skipped and named.
+
+    clips = VideoClips(paths, k=16, size=224)
+    batches = loader(clips, batch_size=8, workers=4)
+    for epoch in range(epochs):
+        batches.sampler.set_epoch(epoch)
+        for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
+"""
+
+import os
+
+import av
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+
+
+def uniform(n, k):
+    """The middle frame of each of k equal parts of n frames."""
+    return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
+
+
+class VideoClips(Dataset):
+    """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read."""
+
+    def __init__(self, paths, k=K, size=SIZE, threads=None):
+        self.paths, self.k, self.size, self.threads = [str(p) for p in paths], k, size, threads
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        try:
+            return self.read(self.paths[i]), self.paths[i], None
+        except Exception as e:  # a broken file is skipped and named; the epoch goes on
+            return None, self.paths[i], f"{type(e).__name__}: {e}"
+
+    def read(self, path):
+        with av.open(path) as container:
+            stream = container.streams.best("video")
+            stream.thread_type, stream.thread_count = "AUTO", self.threads or 0  # FFmpeg's default: one thread
+            packets = [p for p in container.demux(stream) if p.size]
+            if stream.frames > len(packets):  # an MP4 whose index lists more frames than it holds
+                raise ValueError(f"cut short: its index lists {stream.frames} frames, it holds {len(packets)}")
+            # the frames shown, in presentation order (packets an MP4 edit list hides are marked discard)
+            shown = sorted((p.pts, p.is_keyframe) for p in packets if p.pts is not None and not p.is_discard)
+            pts, index = [t for t, _ in shown], {t: j for j, (t, _) in enumerate(shown)}
+            key_of, key = [], 0  # for each frame, the keyframe a seek to it lands on
+            for j, (_, is_key) in enumerate(shown):
+                key = j if is_key else key
+                key_of.append(key)
+            want, got, frames, at = uniform(len(pts), self.k), {}, None, -1
+            for j in sorted(set(want)):
+                if frames is None or key_of[j] > at + 1:  # seek only to skip whole GOPs
+                    container.seek(pts[key_of[j]], stream=stream)
+                    frames = container.decode(stream)
+                for frame in frames:
+                    at = index.get(frame.pts, -1)
+                    if at == j:
+                        got[j] = self.picture(frame)
+                        break
+                else:
+                    raise ValueError(f"frame {j} of {len(pts)} did not decode")
+        return torch.stack([got[j] for j in want])
+
+    def picture(self, frame):
+        """(3, size, size): scaled by FFmpeg (with the colour conversion), turned upright, the centre cut out."""
+        turn = frame.rotation // 90 % 4  # quarter turns counterclockwise, from the display matrix
+        h, w = (frame.width, frame.height) if turn % 2 else (frame.height, frame.width)
+        s = self.size / min(h, w)
+        h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+        sw, sh = (h, w) if turn % 2 else (w, h)
+        rgb = torch.from_numpy(frame.to_ndarray(width=sw, height=sh, format="rgb24", interpolation="BILINEAR"))
+        rgb = torch.rot90(rgb.permute(2, 0, 1), turn, dims=(1, 2))
+        top, left = (h - self.size) // 2, (w - self.size) // 2
+        return rgb[:, top : top + self.size, left : left + self.size]
+
+
+def collate(items):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+    good = [(f, p) for f, p, _ in items if f is not None]
+    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
+
+
+def loader(clips, batch_size=8, workers=4, seed=0):
+    """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
+    epoch: call `loader.sampler.set_epoch(epoch)` before each. Each worker's decoder gets its share of the cores."""
+    if clips.threads is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        clips.threads = max(1, cores // max(1, workers))
+    ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    rank = dist.get_rank() if ranks > 1 else 0
+    sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
+    # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
+    context = "forkserver" if workers else None
+    return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=collate,
+                      persistent_workers=workers > 0, multiprocessing_context=context)  # fmt: skip

@@ -1,0 +1,176 @@
+"""K frames of every video in a folder, decoded on the GPU (NVDEC) by PyNvVideoCodec, batched for training.
+
+From the Accelerated Video Loading Playbook (notebook 22); needs `pip install pynvvideocodec av` (PyAV reads the
+packets and the colour tags, and decodes the first frame for the display rotation). An item is K evenly spaced frames
+of one video, upright, uint8 (K, 3, SIZE, SIZE) on the GPU: the shorter side resized to SIZE (antialiased, on the
+GPU), the centre cut out, so videos of any size batch together. NVDEC hands out NV12, converted here by the file's
+colour tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook), where
+PyNvVideoCodec's own RGB takes BT.709 for every file. A file that cannot be read or is refused is skipped and named.
+Threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
+
+    clips = VideoClips(paths, k=16, size=224, gpu=0)
+    batches = loader(clips, batch_size=8, workers=8)   # decoding threads
+    for epoch in range(epochs):
+        batches.sampler.set_epoch(epoch)
+        for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224) on the GPU; skipped [(path, why)]
+"""
+
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from itertools import chain, islice
+
+import av
+import PyNvVideoCodec as nvc
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.utils.data import Dataset, DistributedSampler
+
+K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by FFmpeg's colorspace number; else BT.601
+
+
+def uniform(n, k):
+    """The middle frame of each of k equal parts of n frames."""
+    return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
+
+
+def probe(path):
+    """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
+    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the frames its
+    index lists that it does not hold (cut short), and the first frame (size, rotation, pixel format, colour tags)."""
+    with av.open(path) as container:
+        stream = container.streams.best("video")
+        got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
+        shown = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
+        open_gop, key = False, None
+        for j, (pts, is_key) in enumerate(shown):  # decode order: a frame after a keyframe, shown before it
+            key = pts if is_key and j else key
+            open_gop |= key is not None and pts < key
+        container.seek(0)
+        stream.thread_count = 1
+        first = next(container.decode(stream))
+        return {
+            "codec": stream.codec_context.name, "container": container.format.name,
+            "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
+            "hidden": len(got) - len(shown), "missing": max(0, stream.frames - len(got)), "first": first,
+        }  # fmt: skip
+
+
+def nv12_to_rgb(nv12, h, w, first):
+    """uint8 (N, 3, h, w) from NV12 surfaces (N, rows, pitch): the luma on the first 2/3 of the rows, then U and V
+    interleaved at half size; converted by the matrix and range of the file's tags (`first`, a PyAV frame)."""
+    kr, kb = KR_KB.get(int(first.colorspace), (0.299, 0.114))
+    full = int(first.color_range) == 2 or first.format.name.startswith("yuvj")
+    rows = nv12.shape[1] * 2 // 3
+    y = (nv12[:, :h, :w].float() - (0 if full else 16)) / (255 if full else 219)
+    uv = nv12[:, rows : rows + (h + 1) // 2, : 2 * ((w + 1) // 2)].unflatten(2, (-1, 2)).permute(0, 3, 1, 2)
+    cb, cr = F.interpolate((uv.float() - 128) / (255 if full else 224), size=(h, w), mode="bilinear").unbind(1)
+    r, b = y + 2 * (1 - kr) * cr, y + 2 * (1 - kb) * cb
+    g = (y - kr * r - kb * b) / (1 - kr - kb)
+    return torch.stack((r, g, b), 1).mul_(255)
+
+
+class VideoClips(Dataset):
+    """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
+
+    def __init__(self, paths, k=K, size=SIZE, gpu=0):
+        self.paths, self.k, self.size, self.gpu = [str(p) for p in paths], k, size, gpu
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        try:
+            with torch.cuda.device(self.gpu):
+                return self.read(self.paths[i]), self.paths[i], None
+        except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
+            return None, self.paths[i], f"{type(e).__name__}: {e}"
+
+    def read(self, path):
+        info = probe(path)
+        first, n = info["first"], info["frames"]
+        refused = {  # what PyNvVideoCodec 2.2 was seen to get wrong (notebook 13)
+            f"cut short: its index lists {info['missing']} more frames than it holds": info["missing"],
+            "refused: PyNvVideoCodec decodes the frames an MP4 edit list hides": info["hidden"],
+            "refused: PyNvVideoCodec returned wrong frames for 10-bit video": first.format.name not in ("yuv420p", "yuvj420p"),
+            "refused: PyNvVideoCodec's frame indices drift near the end of MKV files": info["container"] == "matroska,webm",
+        }  # fmt: skip
+        for why, found in refused.items():
+            if found:
+                raise ValueError(why)
+        want = uniform(n, self.k)
+        unique = sorted(set(want))
+        if info["open_gop"]:  # after a seek into open-GOP video it returned other frames: read forward, no seek
+            demuxer = nvc.CreateDemuxer(path)
+            decoder = nvc.CreateDecoder(gpuid=self.gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0,
+                                        usedevicememory=True)  # fmt: skip
+            got, at = {}, 0
+            for packet in chain(demuxer, [nvc.PacketData()]):  # the empty packet flushes the decoder at the end
+                for frame in decoder.Decode(packet):  # in display order
+                    if at in unique:
+                        got[at] = torch.from_dlpack(frame).clone()  # copied: the decoder reuses its surfaces
+                    at += 1
+                if at > unique[-1]:
+                    break
+        else:
+            decoder = nvc.SimpleDecoder(path, gpu_id=self.gpu, use_device_memory=True,
+                                        output_color_type=nvc.OutputColorType.NATIVE)  # fmt: skip
+            if len(decoder) != n:
+                raise ValueError(f"PyNvVideoCodec counts {len(decoder)} frames, the packets {n}")
+            got = {}
+            for a in range(0, len(unique), 8):  # the frames borrow the decoder's surfaces: copied before the next ask
+                chunk = unique[a : a + 8]
+                frames = [torch.from_dlpack(f) for f in decoder.get_batch_frames_by_index(chunk)]
+                got.update(zip(chunk, torch.stack(frames).unbind(0) if len(frames) == len(chunk) else ()))
+        if len(got) != len(unique):
+            raise ValueError(f"PyNvVideoCodec gave {len(got)} of the {len(unique)} frames asked")
+        nv12 = torch.stack([got[j] for j in unique])
+        rgb = nv12_to_rgb(nv12.flatten(2) if nv12.dim() == 4 else nv12, first.height, first.width, first)
+        turn = first.rotation // 90 % 4  # quarter turns counterclockwise, from the display matrix
+        h, w = (first.width, first.height) if turn % 2 else (first.height, first.width)
+        s = self.size / min(h, w)
+        h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+        rgb = F.interpolate(rgb, (w, h) if turn % 2 else (h, w), mode="bilinear", antialias=True)
+        rgb = torch.rot90(rgb.round_().clamp_(0, 255).to(torch.uint8), turn, dims=(2, 3))
+        top, left = (h - self.size) // 2, (w - self.size) // 2
+        rgb = rgb[[unique.index(j) for j in want], :, top : top + self.size, left : left + self.size]
+        torch.cuda.current_stream().synchronize()  # the item is ready when its thread returns it
+        return rgb
+
+
+def collate(items):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+    good = [(f, p) for f, p, _ in items if f is not None]
+    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
+
+
+class ThreadLoader:
+    """Batches decoded by `threads` threads of this process, at most 2 x threads videos ahead."""
+
+    def __init__(self, clips, batch_size, threads, sampler):
+        self.clips, self.batch_size, self.threads, self.sampler = clips, batch_size, threads, sampler
+
+    def __len__(self):
+        return -(-len(self.sampler) // self.batch_size)
+
+    def __iter__(self):
+        order, batch = iter(self.sampler), []
+        with ThreadPoolExecutor(self.threads) as pool:
+            pending = deque(pool.submit(self.clips.__getitem__, i) for i in islice(order, 2 * self.threads))
+            while pending:
+                batch.append(pending.popleft().result())
+                pending.extend(pool.submit(self.clips.__getitem__, i) for i in islice(order, 1))
+                if len(batch) == self.batch_size or not pending:
+                    yield collate(batch)
+                    batch = []
+
+
+def loader(clips, batch_size=8, workers=8, seed=0):
+    """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
+    epoch: call `loader.sampler.set_epoch(epoch)` before each. `workers`: decoding threads."""
+    ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    rank = dist.get_rank() if ranks > 1 else 0
+    sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
+    return ThreadLoader(clips, batch_size, workers, sampler)

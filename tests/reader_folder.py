@@ -1,0 +1,115 @@
+"""A folder like a reader's own, made with the ffmpeg command-line tool, and what the ffmpeg tool decodes of it.
+
+Nested folders; H.264 with B-frames, HEVC with x265's default open GOP (MP4 and MKV), 10-bit HEVC, a phone clip
+turned by its display matrix, footage of another shape, a file tagged BT.709, VP9 in WebM, an MP4 whose edit list
+hides its first frames, a faststart copy cut off halfway (its index lists frames it no longer holds) and a copy cut
+off before its index. `reference` is every frame as the ffmpeg tool shows it (upright, edit list applied, coloured by
+the tags), resized and cut as the handed-over modules do, saved beside the folder so that a machine without the tool
+(the GPU machine) checks against the same pictures:
+
+    python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+SIZE = 112  # the tests' output size: the shorter side resized to it, the centre square cut out
+FRAMES = 60
+
+
+def _src(size: str) -> str:
+    return f"testsrc2=size={size}:rate=30,format=yuv420p"
+
+
+# name -> (ffmpeg arguments after -i SOURCE, the lavfi source)
+ENCODED = {
+    "h264_bframes.mp4": (["-c:v", "libx264", "-bf", "2", "-g", "15"], _src("320x180")),
+    "sub/hevc_open.mp4": (["-c:v", "libx265", "-x265-params", "keyint=20:log-level=error", "-tag:v", "hvc1"], _src("320x180")),
+    "sub/deeper/open_gop.mkv": (["-c:v", "libx265", "-x265-params", "keyint=20:log-level=error"], _src("342x192")),
+    "hevc_10bit.mp4": (["-c:v", "libx265", "-pix_fmt", "yuv420p10le", "-x265-params", "keyint=20:log-level=error",
+                        "-tag:v", "hvc1"], _src("320x180")),
+    "film_640x272.mp4": (["-c:v", "libx264", "-g", "30"], _src("640x272")),
+    "tagged_bt709.mp4": (["-c:v", "libx264", "-g", "15", "-vf", "scale=out_color_matrix=bt709", "-colorspace", "bt709",
+                          "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv"], _src("320x180")),
+    "sub/clip.webm": (["-c:v", "libvpx-vp9", "-b:v", "300k", "-g", "30"], _src("320x180")),
+    "faststart.mp4": (["-c:v", "libx264", "-g", "15", "-movflags", "+faststart"], _src("320x180")),
+}  # fmt: skip
+DERIVED = ("sub/phone_rot90.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
+BROKEN = {"cut_download.mp4", "cut_copy.mp4"}  # no module may read them: a cut index, no index at all
+
+
+def ffmpeg(*args) -> None:
+    run = subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", *map(str, args)], capture_output=True)
+    if run.returncode:
+        raise RuntimeError(f"ffmpeg {' '.join(map(str, args))}: {run.stderr.decode()[-300:]}")
+
+
+def build(folder) -> dict[str, Path]:
+    """{name: path} of the folder's files (made once), with the references of the readable ones beside them."""
+    folder = Path(folder)
+    for name, (args, src) in ENCODED.items():
+        out = folder / name
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            ffmpeg("-f", "lavfi", "-i", src, "-t", FRAMES / 30, *args, out.with_name(".tmp" + out.suffix))
+            out.with_name(".tmp" + out.suffix).rename(out)
+    made = {n: folder / n for n in ENCODED}
+    steps = {
+        "sub/phone_rot90.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], "-c", "copy", "-metadata:s:v", "rotate=90", p),
+        "edit_list.mp4": lambda p: ffmpeg("-ss", "0.2", "-i", made["faststart.mp4"], "-c", "copy", p),
+        "cut_download.mp4": lambda p: p.write_bytes(made["faststart.mp4"].read_bytes()[: made["faststart.mp4"].stat().st_size // 2]),
+        "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),
+    }  # fmt: skip
+    for name in DERIVED:
+        if not (folder / name).exists():
+            steps[name](folder / name)
+        made[name] = folder / name
+    for name, p in made.items():
+        if name not in BROKEN and not _ref_file(p).exists():
+            _ref_file(p).parent.mkdir(exist_ok=True)
+            np.savez_compressed(_ref_file(p), frames=_decode(p))
+    return made
+
+
+def _ref_file(path: Path) -> Path:
+    return path.parent / ".reference" / f"{path.name}.{SIZE}.npz"
+
+
+def _decode(path: Path) -> np.ndarray:
+    """Every frame the ffmpeg tool shows of `path`, (N, 3, SIZE, SIZE) uint8: the shorter side resized to SIZE
+    (bilinear), the centre cut out at the offsets the modules use."""
+    shown = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height:stream_side_data=rotation",
+         "-of", "default=nw=1", path], capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    fields = dict(line.split("=", 1) for line in shown.split() if "=" in line)
+    w, h = int(fields["width"]), int(fields["height"])
+    if int(float(fields.get("rotation", 0))) % 180:
+        w, h = h, w
+    s = SIZE / min(h, w)
+    hh, ww = max(SIZE, round(h * s)), max(SIZE, round(w * s))
+    cut = f"scale={ww}:{hh}:flags=bilinear,crop={SIZE}:{SIZE}:{(ww - SIZE) // 2}:{(hh - SIZE) // 2}"
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", "-i", path, "-vf", cut, "-fps_mode", "passthrough", "-f", "rawvideo",
+         "-pix_fmt", "rgb24", "-"], capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    return np.frombuffer(raw, np.uint8).reshape(-1, SIZE, SIZE, 3).transpose(0, 3, 1, 2).copy()
+
+
+def reference(path) -> np.ndarray:
+    """The frames the ffmpeg tool shows of `path` (a readable file of `build`'s folder), as `_decode` makes them."""
+    return np.load(_ref_file(Path(path)))["frames"]
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1])
+    if not shutil.which("ffmpeg"):
+        sys.exit("needs the ffmpeg command-line tool")
+    for name, p in build(target).items():
+        print(f"{name:28s} {p.stat().st_size:>9,d} bytes")

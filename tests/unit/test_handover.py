@@ -1,0 +1,201 @@
+"""The code we hand over (`handover`): each module, loaded from its own file as a reader would, reads one whole epoch of
+a folder like a reader's through its own `loader` (two DataLoader workers on the CPU, threads on a GPU): every
+readable file once, each frame the one the ffmpeg tool shows at that index (upright, edit list applied), the files
+its library gets wrong and the broken ones skipped and named; the usage notebook 22 prints runs as printed; and
+every two paths agree on colour, tagged and untagged. The GPU modules run the same under the `gpu` marker, on a
+folder built beforehand on a machine with the ffmpeg tool (`PLAYBOOK_READER_FOLDER`: `python -m tests.reader_folder
+DIR`)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import itertools
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from playbook_utils import handover, media
+from playbook_utils.decoders import why_unavailable
+from tests import reader_folder
+
+pytestmark = pytest.mark.media
+K = 8
+
+# (backend, device) -> the files of the folder its module must skip, beyond the broken ones
+REFUSED = {
+    ("pyav", "cpu"): set(),
+    ("torchcodec", "cpu"): {"edit_list.mp4"},
+    ("decord", "cpu"): {"edit_list.mp4"},
+    ("spdl", "cpu"): {"edit_list.mp4"},
+    ("dali", "cpu"): (set(reader_folder.ENCODED) | set(reader_folder.DERIVED)) - {"sub/clip.webm"},
+    ("torchcodec", "cuda"): {"edit_list.mp4"},
+    ("pynvvideocodec", "cuda"): {"edit_list.mp4", "hevc_10bit.mp4", "sub/deeper/open_gop.mkv", "sub/clip.webm"},
+    ("dali", "cuda"): {"edit_list.mp4"},
+}
+PATHS = [pytest.param(b, d, marks=[pytest.mark.gpu] if d == "cuda" else [], id=f"{b}-{d}") for b, d in REFUSED]
+
+
+def load(backend: str, device: str):
+    """The module of `backend` on `device`, imported by its file's name from the folder it is in (`child` puts it on
+    the path, as a reader's script beside it has it), so that DataLoader workers find it by that name."""
+    return importlib.import_module(handover.module(backend, device))
+
+
+def available(backend: str, device: str) -> None:
+    why = why_unavailable(backend, device)
+    if why:
+        pytest.skip(f"{backend} on {device}: {why}")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """{name: path} of the reader's folder: the one named by PLAYBOOK_READER_FOLDER (built with its references on
+    a machine with the ffmpeg tool), else one built here."""
+    given = os.environ.get("PLAYBOOK_READER_FOLDER")
+    if given:
+        root = Path(given)
+        return {n: root / n for n in (*reader_folder.ENCODED, *reader_folder.DERIVED)}
+    if not shutil.which("ffmpeg"):
+        pytest.skip("needs the ffmpeg command-line tool to make the reader's folder")
+    return reader_folder.build(tmp_path_factory.mktemp("my videos"))
+
+
+def psnr(a, b) -> float:
+    mse = float(((a.float() - b.float()) ** 2).mean())
+    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+def shown_at(frames, ref) -> list[int]:
+    """For each frame, the index of the reference frame it is closest to."""
+    return [max(range(len(ref)), key=lambda j: psnr(f, ref[j])) for f in frames]
+
+
+@pytest.mark.parametrize("backend, device", list(REFUSED), ids=lambda x: x)
+def test_each_module_imports_nothing_of_the_playbook(backend, device):
+    tree = ast.parse(handover.path(backend, device).read_text())
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert names and not [n for n in names if n.startswith(("playbook_utils", "tests"))]
+
+
+def child(*args, timeout: float = 600):
+    """This file run as a script in a child process (`main`), its JSON answer: each path in a process of its own,
+    as TorchCodec and PyNvVideoCodec must not share one (their FFmpeg libraries clash)."""
+    root = Path(__file__).resolve().parents[2]
+    path = [str(root), str(handover.FOLDER), os.environ.get("PYTHONPATH")]  # the modules as files beside a script
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
+    run = subprocess.run(
+        [sys.executable, __file__, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def options(backend: str, device: str) -> dict:
+    return {"device": device} if backend in ("torchcodec", "dali") else {}
+
+
+def epoch(backend: str, device: str, paths: list[str]) -> dict:
+    """One epoch of the module's own loader (2 workers or threads, batches of 3) over `paths`: the files read, in
+    order, the ones skipped with why, and for each file read the reference frames its frames are closest to."""
+    mod = load(backend, device)
+    clips = mod.VideoClips(paths, k=K, size=reader_folder.SIZE, **options(backend, device))
+    out = {"seen": [], "skipped": {}, "shown_at": {}, "want": {}, "low_db": {}, "shapes": set(), "devices": set()}
+    for frames, names, failed in mod.loader(clips, batch_size=3, workers=2):
+        if names:
+            out["shapes"].add(str((frames.dtype, tuple(frames.shape[1:]))))
+        for name, video in zip(names, frames.cpu()):
+            out["devices"].add(frames.device.type)
+            ref = torch.from_numpy(reader_folder.reference(name))
+            want = mod.uniform(len(ref), K)
+            out["shown_at"][name], out["want"][name] = shown_at(video, ref), want
+            out["low_db"][name] = min(psnr(v, ref[j]) for v, j in zip(video, want))
+        out["seen"] += names
+        out["skipped"].update(failed)
+    return {**out, "shapes": sorted(out["shapes"]), "devices": sorted(out["devices"])}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, device", PATHS)
+def test_one_epoch_over_the_readers_folder_reads_every_file_right_or_names_it(backend, device, folder):
+    available(backend, device)
+    got = child("epoch", backend, device, *folder.values())
+    assert got["shapes"] == [str((torch.uint8, (K, 3, reader_folder.SIZE, reader_folder.SIZE)))]
+    assert got["devices"] == ["cuda" if device == "cuda" else "cpu"]
+    for name in got["seen"]:  # the frames the ffmpeg tool shows at the sampled indices, upright
+        assert got["shown_at"][name] == got["want"][name], f"{backend} on {device}: {name}"
+        assert got["low_db"][name] > 22, (name, got["low_db"][name])
+    expected_skips = REFUSED[(backend, device)] | reader_folder.BROKEN
+    by_name = {str(p): n for n, p in folder.items()}
+    assert sorted(got["seen"]) == sorted(str(folder[n]) for n in folder if n not in expected_skips)  # each once
+    assert {by_name[p] for p in got["skipped"]} == expected_skips
+    assert all(why.strip() for why in got["skipped"].values())
+
+
+@pytest.mark.slow
+def test_the_usage_notebook_22_prints_runs_as_printed(folder, tmp_path):
+    # the module written beside the reader's script, the five lines pasted after their `paths` and `epochs`
+    available("pyav", "cpu")
+    handover.write("pyav", "cpu", tmp_path)
+    paths = sorted(str(p) for p in folder.values())
+    lines = handover.usage("pyav", "cpu", k=4, workers=2, batch_size=4)
+    script = f"paths, epochs = {paths!r}, 2\nif __name__ == '__main__':\n{textwrap.indent(lines, '    ')}\n"
+    script += "    print(tuple(frames.shape), len(skipped) + len(names))\n"
+    (tmp_path / "train.py").write_text(script)
+    run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    shape, _ = run.stdout.split(")")
+    assert shape.endswith("4, 3, 224, 224")
+
+
+@pytest.fixture(scope="module")
+def colour_clips(tmp_path_factory):
+    """media.colour_clips: smooth gradients, each encoded with the matrix and range its tags name, one untagged."""
+    given = os.environ.get("PLAYBOOK_COLOUR_CLIPS")
+    clips = media.colour_clips(given or tmp_path_factory.mktemp("colour"), smoke=True)
+    if not clips:
+        pytest.skip("needs the ffmpeg command-line tool to make the colour clips")
+    return clips
+
+
+def colours(backend: str, device: str, files: list[str], out: str) -> dict:
+    """Two frames of each file at the modules' default size by the module of `backend` on `device`, saved to `out`
+    (None where it refused the file)."""
+    clips = load(backend, device).VideoClips(files, k=2, **options(backend, device))
+    torch.save([None if f is None else f.cpu() for f, _, _ in (clips[i] for i in range(len(files)))], out)
+    return {"saved": out}
+
+
+@pytest.mark.slow
+def test_every_two_paths_agree_on_colour_tagged_and_untagged(colour_clips, tmp_path):
+    # the playbook's one rule (tags, else BT.601 limited) on every path: 35 dB or better between any two
+    paths = [(b, d) for b, d in REFUSED if why_unavailable(b, d) is None and not (b == "dali" and d == "cpu")]
+    files = [str(p) for p in colour_clips.values()]
+    got = {}
+    for b, d in paths:
+        child("colours", b, d, tmp_path / f"{b}-{d}.pt", *files)
+        got[(b, d)] = torch.load(tmp_path / f"{b}-{d}.pt")
+    assert len(got) >= 2
+    low = {}
+    for a, b in itertools.combinations(got, 2):
+        for name, fa, fb in zip(colour_clips, got[a], got[b]):
+            if fa is not None and fb is not None:
+                low[(a, b, name)] = psnr(fa, fb)
+    assert low and min(low.values()) >= 35, sorted(low.items(), key=lambda kv: kv[1])[:5]
+
+
+if __name__ == "__main__":  # a child process of `child`: what it asks, answered as one line of JSON
+    what, backend, device, *rest = sys.argv[1:]
+    if what == "epoch":
+        print(json.dumps(epoch(backend, device, rest)))
+    else:
+        print(json.dumps(colours(backend, device, rest[1:], rest[0])))
