@@ -42,11 +42,12 @@ def packets(path):
     with av.open(path) as container:
         stream = container.streams.best("video")
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
+        kept = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
         open_gop, key = False, None
-        for pts, is_key, _ in got:  # decode order: a frame decoded after a keyframe but shown before it
-            key = pts if is_key and pts is not None else key
-            open_gop |= key is not None and pts is not None and pts < key
-        shown = sorted(pts for pts, _, hidden in got if pts is not None and not hidden)
+        for j, (pts, is_key) in enumerate(kept):  # decode order: a frame after a keyframe, shown before it
+            key = pts if is_key and j else key
+            open_gop |= key is not None and pts < key
+        shown = sorted(pts for pts, _ in kept)
         missing = max(0, stream.frames - len(got))
         return stream.codec_context.name, container.format.name, shown, open_gop, len(got) - len(shown), missing
 

@@ -87,6 +87,24 @@ def test_each_module_imports_nothing_of_the_playbook(backend, device):
     assert names and not [n for n in names if n.startswith(("playbook_utils", "tests"))]
 
 
+def test_the_parts_the_modules_share_are_the_same_text_in_each():
+    # each module is self-contained, so its sampler, batching, probe and thread loader are copies: kept identical,
+    # a fix in one goes to all
+    parts = {}
+    for name in sorted({handover.module(b, d) for b, d in REFUSED}):
+        source = (handover.FOLDER / f"{name}.py").read_text()
+        for node in ast.parse(source).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in (
+                "uniform",
+                "collate",
+                "probe",
+                "ThreadLoader",
+            ):
+                parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
+    assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
+    assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
+
+
 def child(*args, timeout: float = 600):
     """This file run as a script in a child process (`main`), its JSON answer: each path in a process of its own,
     as TorchCodec and PyNvVideoCodec must not share one (their FFmpeg libraries clash)."""
@@ -155,6 +173,40 @@ def test_the_usage_notebook_22_prints_runs_as_printed(folder, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     shape, _ = run.stdout.split(")")
     assert shape.endswith("4, 3, 224, 224")
+
+
+def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
+    """Each rank's files, epoch by epoch, from the module's loader under an initialized torch.distributed (gloo),
+    `world` ranks as threads of this process would not do: one process each (`torch.multiprocessing.spawn`)."""
+    import torch.multiprocessing as mp
+
+    got = mp.get_context("spawn").Manager().dict()
+    mp.spawn(_rank, (backend, device, paths, world, init, epochs, got), nprocs=world)
+    return dict(got)
+
+
+def _rank(rank, backend, device, paths, world, init, epochs, got):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    sys.path.insert(0, str(handover.FOLDER))
+    mod = load(backend, device)
+    batches = mod.loader(mod.VideoClips(paths, k=1, size=16, **options(backend, device)), batch_size=2, workers=0)
+    for epoch in range(epochs):
+        batches.sampler.set_epoch(epoch)
+        got[(rank, epoch)] = [n for _, names, failed in batches for n in [*names, *(p for p, _ in failed)]]
+    dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_each_rank_reads_its_own_share_shuffled_by_the_epoch(folder, tmp_path):
+    available("pyav", "cpu")
+    paths = sorted(str(p) for p in folder.values())  # 12 files: 6 a rank
+    got = shards("pyav", "cpu", paths, 2, f"file://{tmp_path / 'rendezvous'}")
+    for epoch in (0, 1):
+        a, b = got[(0, epoch)], got[(1, epoch)]
+        assert len(a) == len(b) == len(paths) // 2 and sorted(a + b) == paths  # disjoint, every file once
+    assert got[(0, 0)] != got[(0, 1)]  # another order, and share, each epoch
 
 
 @pytest.fixture(scope="module")
