@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from playbook_utils import media  # noqa: E402
 from playbook_utils.decoders import why_unavailable  # noqa: E402
+from tests import reader_folder  # noqa: E402
 from tests.unit import test_handover as th  # noqa: E402
 
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
@@ -67,23 +68,30 @@ def which() -> None:
         pasted = subprocess.run([sys.executable, "train.py"], cwd=work / "out", capture_output=True, text=True)
         print(f"the usage as printed: exit {pasted.returncode} {pasted.stderr[-500:]}")
         result["usage_exit"] = pasted.returncode
-    legs = [(head["recommended"].split(" on ")[0], head["recommended"].split(" on ")[1])]
-    if handed.get("route"):
-        legs = [tuple(leg.split(" on ")) for leg in handed["route"]]
-    for backend, device in legs:  # one epoch of each leg's module (written by 22), every frame checked
+    # each leg's module (written by 22) over the files it is given: the route's list, or every file; every frame
+    # checked against the ffmpeg tool's, and every readable file read once across the legs
+    route = handed.get("route") or {head["recommended"]: paths}
+    seen = []
+    for leg, files in route.items():
+        backend, device = leg.split(" on ")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(work / "out"), str(ROOT)])}
-        got = subprocess.run([sys.executable, th.__file__, "epoch", backend, device, *paths], env=env,
+        got = subprocess.run([sys.executable, th.__file__, "epoch", backend, device, *files], env=env,
                              capture_output=True, text=True, cwd=work / "out")  # fmt: skip
         if got.returncode:
-            print(f"{backend} on {device}: the epoch failed: {got.stderr[-1500:]}")
+            print(f"{leg}: the epoch failed: {got.stderr[-1500:]}")
             continue
         e = json.loads(got.stdout.splitlines()[-1])
         right = [n for n in e["seen"] if e["shown_at"][n] == e["want"][n]]
-        print(f"{backend} on {device}: {len(e['seen'])} files read, {len(right)} right against the ffmpeg tool's "
+        print(f"{leg}: {len(e['seen'])} of its {len(files)} files read, {len(right)} right against the ffmpeg tool's "
               f"frames (lowest {min(e['low_db'].values(), default=0):.1f} dB), {len(e['skipped'])} skipped:")  # fmt: skip
         for p, why in sorted(e["skipped"].items()):
             print(f"   {Path(p).relative_to(work / 'videos')}: {why[:150]}")
-        result["epochs"][f"{backend} on {device}"] = e
+        result["epochs"][leg] = e
+        seen += e["seen"]
+    readable = [p for p in paths if Path(p).name not in reader_folder.BROKEN]
+    once = sorted(seen) == sorted(readable)
+    print(f"every readable file read once across the legs: {once} ({len(seen)} reads, {len(readable)} readable files)")
+    result["every_readable_once"] = once
     save("which", result)
 
 
@@ -132,13 +140,13 @@ def rates(full: bool) -> None:
         r = loader_bench.module_beside_playbook(backend, device, files, 16, workers, batch, "/tmp/epochs", rounds=2)
         r.pop("runs", None)
         out.append({"backend": backend, "device": device, "clips": kind, "files": [Path(f).name for f in files], **r})
+        save("rates_gpu" if gpu else "rates_cpu", out)  # after each row: a run stopped by its limit keeps the rest
         if r["status"] != "ok":
             print(f"{backend} on {device}, {kind}: {r}")
             continue
         print(f"{backend:15s} {device:4s} {kind:14s} module {r['module']:7,.0f} frames/s "
               f"(spread {r['module_spread_pct'] or 0:.0f}%)  playbook {r['playbook']:7,.0f} "
               f"({r['playbook_spread_pct'] or 0:.0f}%)  {r['apart_pct']:+.0f}%")  # fmt: skip
-    save("rates_gpu" if gpu else "rates_cpu", out)
 
 
 if __name__ == "__main__":

@@ -415,8 +415,8 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
         vs = rank(
             [(v.best, v.best_value, pool[v.best]["spread_pct"]), (f.best, f.best_value, full[f.best]["spread_pct"])]
         )
-        if vs.tied:  # not clearly faster than a loader that takes every file: take that one
-            v = f
+        if vs.tied:  # not clearly faster than a loader that takes every file: the tie rule takes that one
+            v = vs
         else:
             fallback = full[f.best]
     sentence, chosen = v.sentence(what="the best choice"), v.best

@@ -213,7 +213,7 @@ def order_line(backends, said: str | None, missing: str) -> str:
     ranked them, else the H200 reference's order, with `missing` saying why no table here did."""
     if said:
         return "the CPU libraries in the order of " + said
-    return f"the CPU libraries: {', '.join(backends)} ({missing}: in the order of the H200's 20 of 2026-12-04)"
+    return f"the CPU libraries: {', '.join(backends)} ({missing}: in the order of the H200 reference's 20)"
 
 
 def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
@@ -242,8 +242,8 @@ def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
 # 22's table past a 30 s budget; on a GPU, TorchCodec's and PyNvVideoCodec's sampled-frames GpuLoader of 4 threads)
 SHORT = {"step_s": 0.02, "steps_videos": 24, "max_s": 5, "budget_s": 30, "libraries": 2, "gpu_threads": 4, "videos": 8}
 # the CPU libraries notebook 21's worker sweep takes, in the order it takes them where no table of notebook 20 ranks
-# them here: that of the H200's full-mode 20 (2026-12-04, K = 16 sampled frames of realistic 1080p on the CPU, one
-# caller: TorchCodec 16-17 frames/s, PyAV 10-11, decord 11, SPDL 5-6)
+# them here: that of the H200 reference's full-mode 20 (K = 16 sampled frames of realistic 1080p on the CPU, one
+# caller: TorchCodec fastest, then PyAV and decord, then SPDL)
 CPU_SWEPT = ("torchcodec", "pyav", "decord", "spdl")
 
 
@@ -824,8 +824,8 @@ def measure_loader(
     `prefetch_factor` per worker), are not measured: they were decoded before the clock could start. A loader
     that keeps videos in flight itself (a `GpuLoader`'s `lookahead`) refills them while those steps eat them, so
     with `drain` its clock starts only at the first later step that had to wait for it (its look-ahead drained),
-    or one more look-ahead of steps on, where it keeps up (`drain=False`: the count before 2026-12-03, whose steps
-    drew 2% above the loader's own steady rate on the H200). Then
+    or one more look-ahead of steps on, where it keeps up (`drain=False`: the clock starts right after the
+    prefetched batches, which reads a little above the loader's own steady rate). Then
     `steps` steps are measured, fewer when the epoch ends first or when `max_seconds` have passed (after at
     least `min_steps`): a slow configuration, such as one worker decoding 1080p clips, is measured over fewer
     steps instead of holding the run for minutes. With workers, `steps` and `min_steps` are counted in whole rounds

@@ -113,7 +113,7 @@ def _frames_before(t_end: float, chunks, spans: list | None = None) -> float:
     count. The chunk still decoding at `t_end` counts only the share of its frames that its time before `t_end`
     covers (its frames taken as decoded evenly over its time), so nothing decoded after the window's end is
     counted. Counting that chunk whole had put each TorchCodec decoder (chunks of 32 frames) about 16 frames past
-    its window: with 64 decoders over 3 s, some 340 frames/s on a ceiling of 8,000 (up to 2026-12-05). `spans`
+    its window: with 64 decoders over 3 s, some 340 frames/s on a ceiling of 8,000. `spans`
     gets (start, end, frames counted) of each chunk, for the window's parts (`_spread_into`, after the window: no
     bookkeeping beyond an append between two decoder calls)."""
     t = time.perf_counter()
@@ -569,7 +569,7 @@ def ceilings(
     with every decoder library, only the layouts where the first sweep levelled off (`where_it_levelled`: its best
     and the one below it, then `if_unsaturated`'s others where those did not saturate); then each clip of `others`
     with the layout that did best on the `first` clip of its codec. The whole sweep once, not once per codec: on
-    the H200 it took 440 of notebook 20's 1,267 s to that point in full mode (2026-12-04), two sweeps of 14 runs.
+    the H200 it took a third of notebook 20's time in full mode.
     `clips` maps names to paths, `infos` names to `media.VideoInfo`; `log` gets a line per layout."""
     out: dict = {}
     step = (lambda m: log("    " + m)) if log else None

@@ -72,9 +72,8 @@ def train_steps(
     step, `lookahead_batches` of `gpu_batches` and `cpu_batches`) has them ready before any step could wait, so the
     clock starts only after they are drawn too, at the first later step that found its look-ahead empty
     (`loader_bench.found_empty`), or one more look-ahead on, where it keeps up: the rule of
-    `loader_bench.measure_loader`. On the H200's smoke run of 2026-12-04 the clock had started after 2 steps, and
-    all 6 videos drawn were among the 8 the loader had started before the first step: 106 videos/s and a 6% wait,
-    neither the loader's. Fewer steps are measured where the batches end first ('why' says so; none measured
+    `loader_bench.measure_loader` (a clock started after the first steps would time videos decoded before it).
+    Fewer steps are measured where the batches end first ('why' says so; none measured
     raises RuntimeError). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median), 'wait_mean_s',
     'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during the
     steps, above what was held before them; None on the CPU), 'batch_mb' (the model input's bytes), 'batch_videos'

@@ -72,8 +72,8 @@ class PyNvVideoCodec(base.Adapter):
     )
 
     # Open-GOP files are read by one forward pass from frame 0 (`_forward`: its demuxer and decoder from the first
-    # packet, no seek): exact on the H200 on every stamped open-GOP clip it takes, with out-of-order, repeated and
-    # keyframe-boundary indices (tests/unit/test_open_gop.py, 2026-12-03, PyNvVideoCodec 2.2.4)
+    # packet, no seek): exact on every stamped open-GOP clip it takes, with out-of-order, repeated and
+    # keyframe-boundary indices (tests/unit/test_open_gop.py on a GPU)
     FORWARD_ON: tuple = ("cuda",)
 
     def read(self, path: str, indices: list[int], device: Device, info):
@@ -98,9 +98,9 @@ class PyNvVideoCodec(base.Adapter):
 
 def reuse_key(info) -> tuple:
     """What a decoder pointed at another file with `reconfigure_decoder` must share with it: the codec, the picture's
-    display size and the pixel format. On the H200 (PyNvVideoCodec 2.2.4), with one decoder reused over 1920x1080
-    files (coded 1088 rows, cropped) and a 1920x1088 one, the 1920x1088 file came out 35 dB from the reference in
-    two of three rounds (benchmarks/h200/gpu_pixels.py, 2026-12-03): for another key a new decoder is made."""
+    display size and the pixel format: with one decoder reused over 1920x1080 files (coded 1088 rows, cropped) and
+    a 1920x1088 one, the 1920x1088 file came out 35 dB from the reference (benchmarks/h200/gpu_pixels.py): for
+    another key a new decoder is made."""
     return (info.codec, info.width, info.height, info.pix_fmt) if info is not None else None
 
 
@@ -162,10 +162,8 @@ def _forward(path: str, unique: list[int], gpu: int, info):
     hands them out (display order), no seek. NV12 copied out of the decoder's surfaces, converted by `_rgb`.
 
     The pass is kept, per thread and GPU, where it stopped (`_ForwardPass`): a later read of the same file that
-    starts at or after that frame goes on from there, as a `GpuLoader` reads every frame of a video in chunks. Each
-    chunk had started a new pass from frame 0 (a 300-frame video in chunks of 64 decoded 940 frames and made five
-    decoders), and PyNvVideoCodec's loader read open-GOP HEVC at 7% of the NVDEC ceiling on the H200, the engines
-    18% busy (2026-12-04)."""
+    starts at or after that frame goes on from there, as a `GpuLoader` reads every frame of a video in chunks
+    (a new pass for each chunk would decode a 300-frame video in chunks of 64 three times over)."""
     import torch
 
     passes = _held("forward")

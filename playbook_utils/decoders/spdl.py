@@ -157,8 +157,7 @@ def _frames_cuda(src, wanted: list[int], device: Device, info, size=None, name=N
 def _open_gop_shortfall(name, first: int, last: int, what: str) -> BackendUnavailable:
     """The refusal for an open-GOP file whose NVDEC window came back short: a valid file this path cannot read
     exactly, so `BackendUnavailable` (a skip policy does not count it as damage), never a frame taken by position
-    from a short window. Seen on the H200 (SPDL 0.8.0, `benchmarks/h200/open_gop_matrix.py`, 2026-12-04): on
-    stamped 256x144 open-GOP MP4s (H.264 GOP 12, HEVC GOP 12 and 48) every kind of read, whole clips included, where
+    from a short window. Seen with SPDL 0.8.0 (`benchmarks/h200/open_gop_matrix.py`): on stamped 256x144 open-GOP MP4s (H.264 GOP 12, HEVC GOP 12 and 48) every kind of read, whole clips included, where
     the open-GOP MKVs and the x265 1080p clips read exactly."""
     return BackendUnavailable(
         name,

@@ -118,15 +118,15 @@ class TorchCodec(base.Adapter):
         base.known_wrong(
             "container:avi",
             "TorchCodec's CUDA path raised 'Requested next frame while there are no more frames left to decode' on "
-            "an AVI (H.264 without B-frames) in the correctness matrix on the H200 (0.17, 2026-12-05); its CPU path "
+            "an AVI (H.264 without B-frames) in the correctness matrix (TorchCodec 0.17); its CPU path "
             "was exact: use device='cpu' for this file",
             devices=("cuda",),
             seen="0.17.0",
         ),
     )
     # Where the open-GOP row above applies (CUDA), open-GOP files are read by one forward pass from frame 0
-    # (`frame_mappings(forward=True)`): exact on the H200 on every stamped open-GOP clip, with out-of-order, repeated
-    # and keyframe-boundary indices (tests/unit/test_open_gop.py, 2026-12-03, TorchCodec 0.17)
+    # (`frame_mappings(forward=True)`): exact on every stamped open-GOP clip, with out-of-order, repeated and
+    # keyframe-boundary indices (tests/unit/test_open_gop.py on a GPU)
     FORWARD_ON: tuple = ("cuda",)
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):

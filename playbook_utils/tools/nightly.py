@@ -2,7 +2,7 @@
 
     python -m playbook_utils.tools.nightly                                  # all notebooks, full mode, then compare
     python -m playbook_utils.tools.nightly --pattern '0*' --pattern 1*      # some notebooks (into the same dated folder)
-    python -m playbook_utils.tools.nightly --compare-only nightly/2026-12-01
+    python -m playbook_utils.tools.nightly --compare-only nightly/DATE
     python -m playbook_utils.tools.nightly --compare-only part1/ part2/ --report-dir merged/
     python -m playbook_utils.tools.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
     python -m playbook_utils.tools.nightly --part 1 --output nightly/h200   # then --part 2, 3 and 4 (PARTS)
@@ -563,9 +563,7 @@ def adopt(part: Path, reference: Path = BASELINE) -> dict[str, list[str]]:
 # into the same folder: a part's notebooks may read an earlier part's output (22 reads 20 and 21), and the
 # folder's summary keeps every part's rows, each stamped with its machine, date and commit (a part run on another
 # machine, in another session, reads the earlier parts' output copied into that folder first: `benchmarks/h200/
-# part.sh` with PARTS_FROM). Times in full mode on one H200 with 16 cores, 2026-12-04: 20 alone 20 min 18 s (99 s
-# of it reading frame stamps, a tenth of that since); 21 about 20 min, and 22 (half a minute, reading 20's and
-# 21's output) after it; 23 8 min 49 s, 30 1 min 44 s on one GPU, 24 more than 5 min (not yet timed to its end).
+# part.sh` with PARTS_FROM). Each part's time on the reference machine: results/h200/README.md.
 PARTS = {
     "1": ("00*", "01*", "1*"),
     "2": ("20*",),

@@ -135,9 +135,9 @@ def params_per_notebook(notebooks: list[Path], params: dict) -> tuple[dict, list
     return {p.name: {k: v for k, v in params.items() if k in defined[p.name]} for p in notebooks}, notes
 
 
-# A path a workshop can run on one GPU in about half an hour and read in under two hours: the machine (00), the
-# media (01), TorchCodec and PyNvVideoCodec (12, 13), the head-to-head (20) and the choice for your files (22).
-WORKSHOP = ("00", "01", "12", "13", "20", "22")
+# A path a workshop can read in under two hours: the machine (00), the media (01), TorchCodec and PyNvVideoCodec
+# (12, 13), the head-to-head (20), the whole loaders against the NVDEC ceiling (21) and the choice for your files (22).
+WORKSHOP = ("00", "01", "12", "13", "20", "21", "22")
 
 
 def matches(name: str, patterns: list[str] | None) -> bool:
@@ -820,7 +820,7 @@ def main(argv=None) -> int:
         "--workshop",
         action="store_true",
         help=f"the workshop path, {', '.join(WORKSHOP)}: the machine, the media, two libraries, the "
-        "head-to-head and the choice, in full mode unless --mode says otherwise (README: its times)",
+        "head-to-head, the loaders and the choice, in full mode unless --mode says otherwise",
     )
     ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)  # a lane's child writes its rows here
     args = ap.parse_args(argv)
