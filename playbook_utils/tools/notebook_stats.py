@@ -25,7 +25,7 @@ LIMITS = {
     "code_lines": 2200,
     "cells_over_30": 0,
     "cells_over_25": 5,
-    "markdown_words": 10000,
+    "markdown_words": 9000,
     "names_in_several_notebooks": 0,
 }
 
