@@ -20,7 +20,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from playbook_utils.decoders import why_unavailable
+from playbook_utils.decoders import by_role, why_unavailable
 from playbook_utils.device import Device
 from playbook_utils.errors import DecodeError
 from playbook_utils.loaders import (
@@ -32,7 +32,7 @@ from playbook_utils.loaders import (
     worker_options,
 )
 
-GPU_BACKENDS = ("pynvvideocodec", "torchcodec", "dali")  # can decode on the rank's GPU
+GPU_BACKENDS = by_role("rank_gpu")  # can decode on the rank's GPU, in the order 'auto' tries them
 
 
 def choose_backend(asked: str, kind: str, here, best_gpu: str | None = None) -> tuple[str, str, str | None]:
@@ -46,7 +46,7 @@ def choose_backend(asked: str, kind: str, here, best_gpu: str | None = None) -> 
         if why:
             raise ValueError(f"BACKEND={asked!r} cannot run here: {why}")
         return asked, "BACKEND", None
-    order = ("torchcodec", "pynvvideocodec", "dali") if kind == "cuda" else ("torchcodec", "pyav", "decord")
+    order = GPU_BACKENDS if kind == "cuda" else by_role("rank_cpu")
     if kind == "cuda" and best_gpu:
         order = (best_gpu, *[b for b in order if b != best_gpu])
     backend = next((b for b in order if b in here), None)
@@ -55,9 +55,9 @@ def choose_backend(asked: str, kind: str, here, best_gpu: str | None = None) -> 
             return backend, "notebook 21's best GPU-side loader here", None
         missing = "" if best_gpu or kind == "cpu" else " (notebook 21 did not run into this folder)"
         return backend, f"the first available of {', '.join(order)}{missing}", None
-    backend = next((b for b in ("torchcodec", "pyav") if why_unavailable(b, "cpu") is None), None)
+    backend = next((b for b in by_role("rank_cpu") if why_unavailable(b, "cpu") is None), None)
     if backend is None:
-        raise ValueError("no backend can decode here: neither TorchCodec nor PyAV is usable on the CPU")
+        raise ValueError(f"no backend can decode here: none of {', '.join(by_role('rank_cpu'))} is usable on the CPU")
     return (
         backend,
         "no GPU decoder here",

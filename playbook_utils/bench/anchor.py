@@ -18,9 +18,9 @@ import time
 from playbook_utils import child
 from playbook_utils.bench import timing
 from playbook_utils.bench.verdicts import percent, spread_pct
-from playbook_utils.decoders import check_libraries, child_env, read_frames, video_info, why_unavailable
+from playbook_utils.decoders import by_role, check_libraries, child_env, read_frames, video_info, why_unavailable
 
-LIBRARIES = ("pyav", "torchcodec", "decord", "spdl")  # the CPU libraries that decode H.264/HEVC here
+LIBRARIES = by_role("cpu_anchor")  # the CPU libraries set against the command line
 TARGET_PCT = 90  # an adapter should reach this share of the command line where its library can
 
 

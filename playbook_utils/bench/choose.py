@@ -18,7 +18,7 @@ from pathlib import Path
 from playbook_utils import handover, media
 from playbook_utils.bench import loader_bench, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
-from playbook_utils.decoders import check_libraries, traits, why_unavailable
+from playbook_utils.decoders import by_role, check_libraries, traits, why_unavailable
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
@@ -443,7 +443,7 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
 # Tied loaders (the margin inside the spread) are told apart by this rule, in order: the one that takes more of the
 # reader's files; then the one that decodes on the GPU (it leaves the host's cores to the rest of the pipeline); then
 # the simpler dependency, in this order (PyAV: one wheel with its FFmpeg; decord: unmaintained since 2021, last).
-SIMPLER_FIRST = ("pyav", "torchcodec", "spdl", "pynvvideocodec", "dali", "decord")
+SIMPLER_FIRST = by_role("simpler")
 
 
 def tie_break(a: dict, b: dict) -> tuple[str, str]:

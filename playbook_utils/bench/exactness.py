@@ -16,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from playbook_utils.decoders import read_frames, video_info, why_unavailable
+from playbook_utils.decoders import by_role, read_frames, video_info, why_unavailable
 from playbook_utils.media import StampError, read_stamp
 
-REFERENCE_BACKENDS = ("pyav", "torchcodec", "decord")  # CPU decoders, in the order they are tried
+REFERENCE_BACKENDS = by_role("cpu_reference")  # CPU decoders, in the order they are tried
 FLOOR_DB = 20.0  # below this PSNR against its own reference a frame is wrong whatever its neighbours say
 NEIGHBOUR_DB = 0.5  # a frame this much closer to a neighbour than to its own reference is the neighbour
 SAME_DB = 50.0  # reference neighbours this alike cannot be told apart (a still scene)

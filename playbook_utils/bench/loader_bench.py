@@ -20,7 +20,7 @@ from playbook_utils import child, handover, loaders, media
 from playbook_utils.bench import nvdec, verdicts, words
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
-from playbook_utils.decoders import available, child_env, read_frames, video_info, why_unavailable
+from playbook_utils.decoders import available, by_role, child_env, read_frames, video_info, why_unavailable
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
@@ -244,7 +244,7 @@ SHORT = {"step_s": 0.02, "steps_videos": 24, "max_s": 5, "budget_s": 30, "librar
 # the CPU libraries notebook 21's worker sweep takes, in the order it takes them where no table of notebook 20 ranks
 # them here: that of the H200 reference's full-mode 20 (K = 16 sampled frames of realistic 1080p on the CPU, one
 # caller: TorchCodec fastest, then PyAV and decord, then SPDL)
-CPU_SWEPT = ("torchcodec", "pyav", "decord", "spdl")
+CPU_SWEPT = by_role("cpu_sweep")
 
 
 def _short_batch() -> int:
@@ -283,7 +283,7 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
         budget_s=SHORT["budget_s"], prefetch=1, first_of=SHORT["libraries"],
     )  # fmt: skip
     gpu = []
-    for b in ("pynvvideocodec", "torchcodec") if device.startswith("cuda") else ():
+    for b in by_role("gpu_loader") if device.startswith("cuda") else ():
         takes = [p for p in base if why_unavailable(b, device, p) is None]
         if not takes:
             log(f"{b}: not measured: it takes none of the files ({why_unavailable(b, device, base[0])})")
@@ -376,7 +376,7 @@ def gpu_specs(
     `GpuProcessLoader` per (processes, threads), and DALI's reader where DALI takes the clip, unless `dali_skip`
     says why not (a note then). Returns (specs, notes), a note for each backend that refuses the clip."""
     specs, notes = [], []
-    for b in ("pynvvideocodec", "torchcodec"):
+    for b in by_role("gpu_loader"):
         why = why_unavailable(b, device, clip)
         if why:
             notes.append(f"{b}: not measured: {why}")

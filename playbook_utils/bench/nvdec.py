@@ -17,7 +17,7 @@ import time
 from playbook_utils import child, env
 from playbook_utils.bench.monitor import MIN_SAMPLES
 from playbook_utils.bench.verdicts import spread_pct
-from playbook_utils.decoders import why_unavailable
+from playbook_utils.decoders import by_role, why_unavailable
 from playbook_utils.errors import describe
 from playbook_utils.media import StampError, read_stamp
 
@@ -90,7 +90,7 @@ def codec_matrix(clips: dict, libraries=CHECK_LIBRARIES, timeout: float = 120) -
 # --------------------------------------------------------------------------- the engines' ceiling
 
 
-DECODERS = ("pynvvideocodec", "torchcodec")  # the libraries whose raw NVDEC decode the ceiling takes the best of
+DECODERS = by_role("raw_nvdec")  # the libraries whose raw NVDEC decode the ceiling takes the best of
 
 
 WINDOW_BINS = 6  # equal parts of a saturation window, each counted apart: the spread of the rate within the window

@@ -40,6 +40,7 @@ __all__ = [
     "adapter",
     "as_stored",
     "available",
+    "by_role",
     "check_indices",
     "check_libraries",
     "child_env",
@@ -65,6 +66,14 @@ def adapter(backend: str) -> base.Adapter:
         return ADAPTERS[backend]
     except KeyError:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}") from None
+
+
+def by_role(role: str) -> tuple[str, ...]:
+    """The backends whose adapters declare `role` (`base.ROLES` names them), lowest rank first: where the
+    measurements pick libraries, so that a new backend takes its parts by its adapter alone."""
+    if role not in base.ROLES:
+        raise ValueError(f"unknown role {role!r}; choose from {', '.join(base.ROLES)}")
+    return tuple(sorted((b for b, a in ADAPTERS.items() if role in a.ROLES), key=lambda b: ADAPTERS[b].ROLES[role]))
 
 
 def why_unavailable(backend: str, device="cpu", path=None) -> str | None:

@@ -267,6 +267,8 @@ class Adapter:
     FORWARD_ON      the device kinds on which its `read` serves a file that a `KNOWN_WRONG` row with reads='seek'
                     names by one forward pass from the first frame (`forward_only`), proven frame-exact there
     HANDOVER        {device kind: the module of `handover` that does the same with the library alone}
+    ROLES           {role: rank}: the parts it plays where the measurements pick libraries, lowest rank first
+                    (`decoders.by_role`; ROLES below names each)
 
     and implements `read(path, indices, device, info)`, returning uint8 (N, 3, H, W) on the device; optionally
     `read_file(fileobj, ...)` (reads an open binary file itself) and `read_resized(source, ..., size)` (decodes
@@ -286,6 +288,7 @@ class Adapter:
     RESIZES_ON: tuple | None = None
     FORWARD_ON: tuple = ()
     HANDOVER: dict = {}
+    ROLES: dict = {}
     read_file = None
     read_resized = None
 
@@ -365,6 +368,19 @@ class Adapter:
         if kind not in self.FORWARD_ON:
             return None
         return next((row.why for row in self._rows_for(info, kind) if row.reads == "seek"), None)
+
+
+# The roles an adapter may declare (`Adapter.ROLES`), each with what its rank orders
+ROLES = {
+    "simpler": "every library, by how simple a dependency it is: the tie rule's last resort (notebook 22)",
+    "cpu_reference": "the CPU decoders whose decode checks another library's frames of an unstamped file, tried in turn",
+    "cpu_anchor": "the CPU libraries notebook 20 sets against the FFmpeg command line",
+    "cpu_sweep": "the CPU libraries of notebook 21's worker sweep, in the order it takes them without a table of 20",
+    "gpu_loader": "the libraries of the sampled-frames GPU loaders (notebooks 21 and 22)",
+    "raw_nvdec": "the libraries whose raw NVDEC decode the ceiling takes the best of (`bench.nvdec`)",
+    "rank_gpu": "what a rank decodes with on its GPU in notebook 30, in the order 'auto' tries",
+    "rank_cpu": "what a rank decodes with on the CPU in notebook 30, in the order 'auto' tries",
+}
 
 
 # --------------------------------------------------------------------------- helpers the adapters share

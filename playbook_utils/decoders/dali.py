@@ -69,6 +69,7 @@ class Dali(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CODECS = {"cpu": ("vp8", "vp9", "mjpeg")}
     HANDOVER = {"cpu": "dali_clips", "cuda": "dali_clips"}
+    ROLES = {"simpler": 4, "rank_gpu": 2}
     KNOWN_WRONG = (
         base.known_wrong(
             "edit-list",

@@ -24,6 +24,7 @@ class Decord(base.Adapter):
     DEVICES = ("cpu", "cuda")
     ROTATES = True  # returns frames turned as the display matrix says
     HANDOVER = {"cpu": "decord_clips"}
+    ROLES = {"simpler": 5, "cpu_reference": 2, "cpu_anchor": 2, "cpu_sweep": 2, "rank_cpu": 2}
     # File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
     # Open GOP: wrong only after a seek, so on the CPU such a file is read in one forward pass (`_forward`), which
     # the correctness tests prove exact on stamped open-GOP clips (H.264 and HEVC, MP4 and MKV, GOP 12-48)

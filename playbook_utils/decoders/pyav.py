@@ -19,6 +19,7 @@ class PyAV(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CHOOSES_STREAM = True  # any video stream of the file (read_frames' stream=)
     HANDOVER = {"cpu": "pyav_clips"}
+    ROLES = {"simpler": 0, "cpu_reference": 0, "cpu_anchor": 0, "cpu_sweep": 1, "rank_cpu": 1}
 
     def read(self, path: str, indices: list[int], device: Device, info):
         if not device.is_cuda:

@@ -46,6 +46,7 @@ class PyNvVideoCodec(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "pynvvideocodec", "PyNvVideoCodec", "pynvvideocodec"
     DEVICES = ("cuda",)
     HANDOVER = {"cuda": "pynvvideocodec_clips"}
+    ROLES = {"simpler": 3, "gpu_loader": 0, "raw_nvdec": 0, "rank_gpu": 1}
     # What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong, and files it has
     # not been checked on: refused.
     KNOWN_WRONG = (

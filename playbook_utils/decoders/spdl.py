@@ -26,6 +26,7 @@ class Spdl(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "spdl", "spdl.io", "spdl-io"
     DEVICES = ("cpu", "cuda")
     HANDOVER = {"cpu": "spdl_clips"}
+    ROLES = {"simpler": 2, "cpu_anchor": 3, "cpu_sweep": 3}
     # SPDL 0.8's NVDEC path fails MPEG-4 Part 2 and AV1 with "NOT IMPLEMENTED." (its decoder.cpp). Seen on the H200
     # in a GPU test on a 6,673-byte clip whose codec the kept log does not name: only the codecs below are taken
     CODECS = {"cuda": ("h264", "hevc", "vp8", "vp9", "mpeg1video", "mpeg2video")}

@@ -98,6 +98,8 @@ class TorchCodec(base.Adapter):
     CHOOSES_STREAM = True  # stream_index=
     ROTATES = True  # returns frames turned as the display matrix says
     HANDOVER = {"cpu": "torchcodec_clips", "cuda": "torchcodec_clips"}
+    ROLES = {"simpler": 1, "cpu_reference": 1, "cpu_anchor": 1, "cpu_sweep": 0, "gpu_loader": 1, "raw_nvdec": 1,
+             "rank_gpu": 0, "rank_cpu": 0}  # fmt: skip
     RESIZES_ON = ("cpu",)  # decoder transforms: 0.17 on CUDA raises "Transforms are only supported for CPU devices"
     KNOWN_WRONG = (
         base.known_wrong(

@@ -270,3 +270,21 @@ def test_torchcodec_cuda_refuses_avi_where_the_h200_matrix_saw_it_fail():
     assert row.applies({"container:avi", "codec:h264"}, "cuda", "0.17.0")
     assert not row.applies({"container:avi", "codec:h264"}, "cpu", "0.17.0")
     assert "use device='cpu'" in row.why
+
+
+def test_a_new_backend_takes_its_parts_from_its_adapter_and_one_registry_line(monkeypatch):
+    # what the measurements pick a library for (`by_role`) and the module handed over come from the adapter alone
+    from playbook_utils import decoders, handover
+    from playbook_utils.decoders import base
+
+    class Fake(base.Adapter):
+        NAME, IMPORT = "fake", "fake"
+        ROLES = {"cpu_reference": -1, "simpler": 99, "rank_cpu": 5}
+        HANDOVER = {"cpu": "pyav_clips"}
+
+    monkeypatch.setitem(decoders.ADAPTERS, "fake", Fake())  # the registry line
+    assert decoders.by_role("cpu_reference")[0] == "fake" and decoders.by_role("simpler")[-1] == "fake"
+    assert "fake" in decoders.by_role("rank_cpu") and "fake" not in decoders.by_role("gpu_loader")
+    assert handover.module("fake", "cpu") == "pyav_clips" and handover.module("fake", "cuda") is None
+    with pytest.raises(ValueError):
+        decoders.by_role("no such role")
