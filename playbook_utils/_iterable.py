@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["Iterable"]
+
 
 class Iterable(torch.utils.data.IterableDataset):
     """`dataset` seen by a DataLoader as an IterableDataset (each worker iterates its own copy)."""

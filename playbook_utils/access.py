@@ -15,6 +15,8 @@ import json
 from playbook_utils import media, sources
 from playbook_utils.media import VideoInfo
 
+__all__ = ["byte_index", "ByteIndex"]
+
 
 @dataclasses.dataclass
 class ByteIndex:

@@ -25,6 +25,21 @@ import sys
 
 from playbook_utils.errors import BackendUnavailable, DecodeError, clipped, first_line, last_line
 
+__all__ = [
+    "answer",
+    "call",
+    "call_all",
+    "close_kept",
+    "OURS",
+    "OUTCOMES",
+    "python",
+    "reply",
+    "serve",
+    "serve_all",
+    "serve_requests",
+    "Spares",
+]
+
 OUTCOMES = ("ok", "unavailable", "error", "crashed", "timeout")
 OURS = ("DecodeError", "BackendUnavailable")  # the exception names `errors` defines
 

@@ -3,11 +3,17 @@ conversion by them, in torch on any device (notebook 20).
 
 A decoder hands out Y'CbCr; RGB is computed from it with a matrix (BT.601 for standard definition, BT.709 for
 HD, BT.2020 for UHD/HDR) and a range (limited: Y' in 16-235 at 8 bits; full: 0-255). A file says which in its
-tags; a file that says nothing is read by FFmpeg's rule: BT.601, limited range. Two libraries that choose
-differently hand a model differently coloured pictures of the same file (notebook 20 measures how far apart).
+tags. **The playbook's one rule for a file that says nothing: BT.601, limited range** (`effective`), on every path,
+the adapters and the modules handed over (`handover`) alike. It is FFmpeg's rule, so it is what the `ffmpeg` tool,
+every CPU library here (PyAV, TorchCodec, decord, SPDL) and TorchCodec's CUDA path already give, as do the tools
+video datasets are commonly extracted with; the paths that convert otherwise (PyNvVideoCodec's own RGB, DALI's NVDEC
+path, PyAV's NVDEC frames) are converted to it. Players take untagged HD as BT.709 instead: a model trained on one
+rule and served frames of the other sees slightly other colours, which is why the rule is one.
 """
 
 from __future__ import annotations
+
+__all__ = ["effective", "nv12_to_rgb", "reconvert", "rgb_to_yuv", "yuv_to_rgb"]
 
 # Kr, Kb of each matrix (ITU-R BT.601, BT.709, BT.2020 non-constant luminance)
 MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722), "bt2020": (0.2627, 0.0593)}

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
+__all__ = ["cuda_visible", "Device"]
+
 KINDS = ("cpu", "cuda")
 
 

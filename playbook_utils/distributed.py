@@ -32,6 +32,19 @@ from playbook_utils.loaders import (
     worker_options,
 )
 
+__all__ = [
+    "choose_backend",
+    "default_world_sizes",
+    "exactly_once",
+    "file_sizes",
+    "GPU_BACKENDS",
+    "rank_device",
+    "shard",
+    "sharded_loader",
+    "ShardedLoader",
+    "ShardSampler",
+]
+
 GPU_BACKENDS = by_role("rank_gpu")  # can decode on the rank's GPU, in the order 'auto' tries them
 
 

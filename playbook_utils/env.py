@@ -17,6 +17,23 @@ from concurrent.futures import ThreadPoolExecutor
 from playbook_utils import child
 from playbook_utils.device import Device, cuda_visible
 
+__all__ = [
+    "capabilities",
+    "check_import",
+    "cpu_and_memory",
+    "driver_video_libraries",
+    "ffmpeg_versions",
+    "format_report",
+    "gpus",
+    "LIBRARIES",
+    "libraries",
+    "library_versions",
+    "machine_facts",
+    "nvml_handle",
+    "report",
+    "resolve_device",
+]
+
 # import name -> how people call it
 LIBRARIES = {
     "av": "PyAV",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+__all__ = ["BackendUnavailable", "clipped", "DecodeError", "describe", "first_line", "last_line", "redact"]
+
 # Query parameters whose values are secrets in a signed or credentialed URL, matched case-insensitively:
 # AWS SigV4 (X-Amz-Credential, -Signature, -Security-Token) and SigV2 (AWSAccessKeyId, Signature), GCS V4
 # (X-Goog-Credential, -Signature) and V2 (GoogleAccessId, Signature), Azure SAS (sig; skoid/sktid name the

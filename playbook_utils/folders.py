@@ -9,6 +9,8 @@ from pathlib import Path
 from playbook_utils.errors import DecodeError
 from playbook_utils.probe import video_info
 
+__all__ = ["scan_videos", "VIDEO_SUFFIXES", "VideoFolder"]
+
 VIDEO_SUFFIXES = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".mpg", ".mpeg", ".flv")
 
 

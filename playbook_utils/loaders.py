@@ -25,6 +25,28 @@ from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, r
 from playbook_utils.resize import resize_uint8
 from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
 
+__all__ = [
+    "batch_of",
+    "check_item_size",
+    "close_loader",
+    "collate_skipping",
+    "collate_videos",
+    "dali_loader",
+    "decode_ahead",
+    "finish_sending",
+    "GpuLoader",
+    "GpuProcessLoader",
+    "make_loader",
+    "MAX_FRAME_PIXELS",
+    "MAX_ITEM_BYTES",
+    "parse_route",
+    "share_of_cores",
+    "Skipped",
+    "start_worker_server",
+    "VideoClipDataset",
+    "worker_options",
+]
+
 
 class Skipped(NamedTuple):
     """An item the dataset could not deliver, carried to the main process instead of a crash (notebook 23):

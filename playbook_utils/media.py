@@ -25,6 +25,41 @@ import numpy as np
 
 from playbook_utils.probe import VideoInfo, probe  # noqa: F401 (it lives there; the notebooks ask media)
 
+__all__ = [
+    "bitrate_class",
+    "ClipSpec",
+    "colour_clips",
+    "damage_mp4",
+    "DAMAGES",
+    "default_media",
+    "default_media_dir",
+    "default_media_specs",
+    "detailed_frame",
+    "encoder_for",
+    "EncoderFailed",
+    "ffmpeg_cli",
+    "footage_frame",
+    "hide_leading_frames",
+    "is_light",
+    "long_media",
+    "long_media_specs",
+    "make_clip",
+    "MEDIA_VERSION",
+    "mux_video_streams",
+    "pad_mp4",
+    "pick_clip",
+    "read_stamp",
+    "read_stamps",
+    "realistic_media",
+    "rotate_display",
+    "shown_stamps",
+    "skipped_media",
+    "StampError",
+    "synth_frame",
+    "typical_bit_rate",
+    "unusual_clips",
+]
+
 MEDIA_VERSION = 4  # bump when make_clip's output changes, so cached media sets are rebuilt
 STAMP_BITS = 16
 MAX_STAMP = (1 << STAMP_BITS) - 1

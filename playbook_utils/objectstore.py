@@ -14,6 +14,8 @@ import os
 import threading
 from pathlib import Path
 
+__all__ = ["local_s3", "LocalS3", "upload"]
+
 _ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
 
 

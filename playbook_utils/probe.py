@@ -19,6 +19,8 @@ import numpy as np
 from playbook_utils import sources
 from playbook_utils.errors import DecodeError, describe, first_line
 
+__all__ = ["forget", "probe", "video_info", "VideoInfo"]
+
 
 @dataclasses.dataclass
 class VideoInfo:

@@ -24,6 +24,8 @@ from playbook_utils import decoders
 from playbook_utils.decoders import adapter
 from playbook_utils.device import Device
 
+__all__ = ["can_resize_in_decoder", "psnr", "read_resized", "resize_uint8"]
+
 
 RESIZE_CHUNK_BYTES = 64 * 2**20  # float32 working memory of one resize step: a few frames at a time, not the clip
 

@@ -14,6 +14,25 @@ from __future__ import annotations
 import math
 import random
 
+__all__ = [
+    "all_frames",
+    "at_fps",
+    "clip_span",
+    "QWEN_FRAME_FACTOR",
+    "QWEN_MERGE",
+    "QWEN_PATCH",
+    "QWEN_VIDEO_MIN_TOKENS",
+    "random_clips",
+    "smart_resize",
+    "torchcodec_samplers",
+    "uniform",
+    "vlm_frame_size",
+    "vlm_indices",
+    "vlm_most_frames_at_full_size",
+    "vlm_num_frames",
+    "vlm_tokens",
+]
+
 
 def _check_count(num_frames: int) -> None:
     if num_frames <= 0:

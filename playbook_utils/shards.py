@@ -29,6 +29,19 @@ from playbook_utils.probe import video_info
 from playbook_utils.resize import resize_uint8
 from playbook_utils.sources import tar_index
 
+__all__ = [
+    "assign",
+    "collate_samples",
+    "epoch",
+    "list_samples",
+    "SampleRef",
+    "shard_loader",
+    "ShardDataset",
+    "split_name",
+    "video_member",
+    "write_shards",
+]
+
 VIDEO_EXTS = ("mp4", "webm", "mkv", "mov", "avi")
 _KEY = re.compile(r"^((?:.*/|)[^./]+)\.([^/]*)$")
 

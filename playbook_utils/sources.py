@@ -51,6 +51,28 @@ from typing import NamedTuple
 
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, redact
 
+__all__ = [
+    "BytesSource",
+    "check_protocol",
+    "DEFAULT_BLOCK",
+    "display_name",
+    "file_identity",
+    "FileSource",
+    "IOStats",
+    "is_local",
+    "parse_tar_url",
+    "PathSource",
+    "RangeFile",
+    "resolve",
+    "Source",
+    "tar_index",
+    "TarMember",
+    "TarSource",
+    "url_protocol",
+    "UrlSource",
+    "Window",
+]
+
 DEFAULT_BLOCK = 256 * 1024  # bytes per range request: a few requests for a short clip, not one per packet
 CACHE_BLOCKS = 256  # blocks a `RangeFile` keeps (64 MiB at DEFAULT_BLOCK); a larger read is returned whole all the same
 # The URL protocols `resolve` takes (besides local paths, file:// and tar://): object stores and the web.

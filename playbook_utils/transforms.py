@@ -6,6 +6,8 @@ on the GPU. Doing that on the GPU after the copy moves 4x fewer bytes than norma
 
 from __future__ import annotations
 
+__all__ = ["CLIP_MEAN", "CLIP_STD", "to_model_batch"]
+
 # CLIP's statistics, used by most VLM vision towers (SigLIP uses 0.5 / 0.5).
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)

@@ -24,6 +24,29 @@ from playbook_utils import env
 from playbook_utils.device import Device, cuda_visible
 from playbook_utils.sources import file_identity  # noqa: F401 (the key of the adapters' decoder caches)
 
+__all__ = [
+    "Adapter",
+    "check_imports",
+    "child_env",
+    "CPU_THREADS",
+    "importable",
+    "in_order",
+    "known_wrong",
+    "KnownWrong",
+    "library_version",
+    "nv12_path_refusals",
+    "NVDEC_MIN_SIZE",
+    "nvdec_too_small",
+    "PROBED_ENV",
+    "RECORD_ENV",
+    "reorder",
+    "ROLES",
+    "set_cpu_threads",
+    "trait_words",
+    "traits",
+    "version_tuple",
+]
+
 CPU_THREADS = 0  # threads per decoder for PyAV and TorchCodec's CPU path; 0: the library's choice (every core)
 
 

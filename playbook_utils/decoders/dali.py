@@ -25,6 +25,8 @@ from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable
 
+__all__ = ["ADAPTER", "coded_size", "Dali", "pipeline_key"]
+
 _lock = threading.Lock()
 _pipes: dict = {}  # pipelines by `pipeline_key`, the most recently used last
 PIPELINES = 4  # kept per process: each holds a decoder (on the GPU, NVDEC surfaces)

@@ -12,6 +12,8 @@ from playbook_utils import child
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 
+__all__ = ["ADAPTER", "Decord"]
+
 
 def _wrong(trait: str, what: str, reads: str = "any") -> base.KnownWrong:
     return base.known_wrong(

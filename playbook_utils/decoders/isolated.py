@@ -18,6 +18,8 @@ from playbook_utils.decoders import as_stored, child_env, read_frames, video_inf
 from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.media import StampError, read_stamp
 
+__all__ = ["raise_result", "read_frames_isolated", "run_requests"]
+
 
 def read_frames_isolated(
     path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300, stream: int | None = None

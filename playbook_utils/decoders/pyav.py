@@ -13,6 +13,8 @@ from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, first_line
 
+__all__ = ["ADAPTER", "PyAV"]
+
 
 class PyAV(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "pyav", "av", "av"

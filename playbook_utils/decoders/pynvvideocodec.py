@@ -20,6 +20,8 @@ from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable
 
+__all__ = ["ADAPTER", "decoder_for", "PyNvVideoCodec", "reuse_key"]
+
 _CHUNK = 8
 _local = threading.local()
 

@@ -19,6 +19,8 @@ from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, describe
 
+__all__ = ["ADAPTER", "Spdl"]
+
 _EXT = {"cpu": "_libspdl", "cuda": "_libspdl_cuda"}
 
 

@@ -16,6 +16,8 @@ from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable
 
+__all__ = ["ADAPTER", "cached_decoder", "decoder", "frame_mappings", "TorchCodec"]
+
 _local = threading.local()
 _inherited: list = []
 

@@ -296,3 +296,18 @@ def test_the_packages_own_modules_are_imported_at_the_top():
                     if (n.startswith("playbook_utils") or n.startswith(".")) and n not in TORCH_AT_TOP
                 ]
     assert not inside, inside
+
+
+def test_every_module_a_user_imports_says_what_it_offers():
+    """The library room's modules each fence their public names with `__all__`, and every name listed exists."""
+    import importlib
+
+    unfenced, missing = [], []
+    for module in MODULES:
+        if room(module) != "library" or module.endswith("__main__") or module == "playbook_utils":
+            continue
+        m = importlib.import_module(module)
+        if not hasattr(m, "__all__"):
+            unfenced.append(module)
+        missing += [f"{module}.{n}" for n in getattr(m, "__all__", []) if not hasattr(m, n)]
+    assert unfenced == [] and missing == []
