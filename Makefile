@@ -49,12 +49,13 @@ lint: setup  ## ruff check and ruff format --check (the version the test extra p
 	$(PY) -m ruff check --select F notebooks  # undefined or unused names, also in branches CI never runs (the GPU's)
 	$(PY) -m ruff format --check playbook_utils tests benchmarks
 
-# Nightly validation: every notebook in full mode into nightly/<date>/, then compared with results/h200/
+# Nightly validation: every notebook in full mode into nightly/<date>/, then compared with this GPU's reference
+# (results/<gpu>/, e.g. results/h100; the newest GPU reference where this machine has none)
 # (exit 0 passed, 1 a notebook failed, 2 a regression, 3 a usage error; see docker/README.md). make turns
 # every failure into its own status 2: a scheduler that acts on the code calls the module directly.
 # e.g. make nightly NIGHTLY_ARGS="--device cuda"   or   NIGHTLY_ARGS="--compare-only nightly/2026-12-01"
 NIGHTLY_ARGS ?=
-nightly: setup  ## every notebook in full mode, compared with results/h200 (report.md)
+nightly: setup  ## every notebook in full mode, compared with this GPU's reference (report.md)
 	$(PY) -m playbook_utils.tools.nightly $(NIGHTLY_ARGS)
 
 clean:  ## remove .venv, playbook-output and the pytest cache

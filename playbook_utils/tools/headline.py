@@ -1,6 +1,6 @@
 """The README's table of what the reference machine measured, made from its `summary.json` and nothing else:
 
-    python -m playbook_utils.tools.headline                  # print the table for results/h200
+    python -m playbook_utils.tools.headline                  # print the table of the newest GPU reference
     python -m playbook_utils.tools.headline --write          # put it between the README's markers
     python -m playbook_utils.tools.headline --check          # exit 1 where the README's table differs
 
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from playbook_utils import media
 from playbook_utils.bench.verdicts import percent
+from playbook_utils.tools.results import newest_gpu_reference
 
 __all__ = ["END", "START", "main", "replace_block", "table"]
 
@@ -230,9 +231,14 @@ ROWS = (
 )
 
 
-def table(folder=ROOT / "results" / "h200", readme_dir=ROOT) -> str:
+def default_folder() -> Path:
+    """The reference the README quotes: the newest complete GPU reference, else the newest GPU reference."""
+    return newest_gpu_reference(complete=True) or newest_gpu_reference() or ROOT / "results" / "h200"
+
+
+def table(folder=None, readme_dir=ROOT) -> str:
     """The markdown table (with the line under it) for the reference in `folder`, links relative to `readme_dir`."""
-    folder = Path(folder)
+    folder = Path(folder) if folder is not None else default_folder()
     summary = json.loads((folder / "summary.json").read_text())
     src = Source(folder, summary, Path(readme_dir))
     gpu = (summary.get("machine") or {}).get("gpu") or "the reference machine"
@@ -262,7 +268,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("folder", nargs="?", default=str(ROOT / "results" / "h200"), help="the reference folder")
+    ap.add_argument("folder", nargs="?", default=None, help="the reference folder (default: `default_folder`)")
     ap.add_argument("--readme", default=str(ROOT / "README.md"), help="the README whose table --write/--check use")
     how = ap.add_mutually_exclusive_group()
     how.add_argument("--write", action="store_true", help="put the table between the README's markers")

@@ -25,7 +25,7 @@ from playbook_utils.bench import exactness, matrix, timing, words
 from playbook_utils.decoders import BACKENDS
 from playbook_utils.device import Device
 from playbook_utils.errors import describe
-from playbook_utils.tools.results import NotebookResults
+from playbook_utils.tools.results import NotebookResults, newest_gpu_reference
 
 # import name -> the name a reader knows (env.LIBRARIES) plus torch
 _NAMES = {"torch": "torch", **env.LIBRARIES}
@@ -139,9 +139,10 @@ def _for_reading(value):
 
 
 def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).resolve().parents[2]) -> str:
-    """Where the claims about the sections `skipped` here (lines 'section: why') were measured: the H200
-    reference copy of notebook `stem`, unless it has none or skipped some of them too (its JSON says which)."""
-    reference = Path("results") / "h200" / f"{stem}.ipynb"
+    """Where the claims about the sections `skipped` here (lines 'section: why') were measured: the newest GPU
+    reference's copy of notebook `stem`, unless it has none or skipped some of them too (its JSON says which)."""
+    newest = newest_gpu_reference(root / "results") or root / "results" / "h200"
+    reference = newest.relative_to(root) / f"{stem}.ipynb"
     if not (root / reference).exists():
         return (
             f"has not been run on the reference machine yet (no {reference} exists): read it as what to check where "

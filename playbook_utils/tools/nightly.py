@@ -5,8 +5,8 @@
     python -m playbook_utils.tools.nightly --compare-only nightly/DATE
     python -m playbook_utils.tools.nightly --compare-only part1/ part2/ --report-dir merged/
     python -m playbook_utils.tools.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
-    python -m playbook_utils.tools.nightly --part 1 --output nightly/h200   # then --part 2, 3 and 4 (PARTS)
-    python -m playbook_utils.tools.nightly --adopt nightly/h200             # that run becomes results/h200's
+    python -m playbook_utils.tools.nightly --part 1 --output nightly/gpu    # then --part 2, 3 and 4 (PARTS)
+    python -m playbook_utils.tools.nightly --adopt nightly/gpu              # that run becomes its machine's reference
 
 By default the notebooks run through `playbook_utils.tools.run_notebooks` (full mode) into
 `nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
@@ -17,7 +17,7 @@ compares folders that already hold results; given several, it merges them (a not
 the folder named last wins).
 
 Each notebook's `<stem>.json` headline is compared with the same file in the baseline folder
-(`--baseline`, default results/h200) under the rules in results/tolerances.json (`--tolerances`).
+(`--baseline`, default this machine's results/<gpu>, else the newest GPU reference) under the rules in results/tolerances.json (`--tolerances`).
 `--pattern` also limits which notebooks are compared, on both sides. Verdicts per metric: ok, better,
 REGRESSION, MISSING (measured in the baseline, absent or None now: counted as a regression, since a
 section that stopped running is lost coverage), new (not in the baseline: never a regression),
@@ -52,10 +52,10 @@ import sys
 from pathlib import Path
 
 from playbook_utils.tools import run_notebooks
+from playbook_utils.tools.results import CPU_REFERENCE, machine_reference, machine_slug, reference_for
 from playbook_utils.tools.run_notebooks import matches
 
 ROOT = Path(__file__).resolve().parents[2]
-BASELINE = ROOT / "results" / "h200"
 TOLERANCES = ROOT / "results" / "tolerances.json"
 DIRECTIONS = ("higher", "lower", "near", "equal", "info")
 REGRESSED = ("REGRESSION", "MISSING")
@@ -529,7 +529,7 @@ def _merge_summary(output: Path, before: dict | None) -> None:
     run_notebooks.write_summary(_merged_rows(before, after), output, after["mode"], after.get("machine", {}))
 
 
-def adopt(part: Path, reference: Path = BASELINE) -> dict[str, list[str]]:
+def adopt(part: Path, reference: Path | None = None) -> dict[str, list[str]]:
     """Make a part's run (a `--part` output folder, e.g. one `benchmarks/h200/wait_part.sh` brought back) the
     reference for its notebooks: each notebook's files in `part` (those named NN_..., its executed copy, JSON,
     figures and tables) replace the reference's files of that notebook number, and the reference's summary keeps
@@ -537,8 +537,22 @@ def adopt(part: Path, reference: Path = BASELINE) -> dict[str, list[str]]:
     part at a time). The mode must match. A run lost before its end (its summary lists the notebooks
     `unfinished`) gives the rows of those it finished, and only those are adopted; a notebook that failed is not
     adopted either (the reference keeps its earlier copy: a failed copy is no reference). Returns the notebooks
-    `adopted`, those that `failed` and those left `unfinished`."""
-    after, before = _read_json(part / "summary.json"), _read_json(reference / "summary.json")
+    `adopted`, those that `failed` and those left `unfinished`. `reference`: by default the folder named for the
+    part's GPU (`results.machine_reference`: results/h100 for an H100), made where it is the first run there; a
+    reference is never a mix of machines, so a part from another GPU than the reference's is refused."""
+    after = _read_json(part / "summary.json")
+    gpu = (after.get("machine") or {}).get("gpu")
+    if reference is None:
+        reference = machine_reference(gpu) or CPU_REFERENCE
+    reference.mkdir(parents=True, exist_ok=True)
+    held = reference / "summary.json"
+    before = _read_json(held) if held.exists() else {"mode": after.get("mode"), "notebooks": [], "machine": {}}
+    theirs = (before.get("machine") or {}).get("gpu")
+    if held.exists() and machine_slug(theirs) != machine_slug(gpu):
+        raise NightlyError(
+            f"{_shown(part)} ran on {gpu or 'no GPU'}, {_shown(reference)} on {theirs or 'no GPU'}: a reference is never "
+            "a mix of machines"
+        )
     failed = [r["notebook"] for r in after["notebooks"] if r["status"] != "passed"]
     unfinished = list(after.get("unfinished") or [])
     if after.get("mode") != before.get("mode"):
@@ -556,7 +570,12 @@ def adopt(part: Path, reference: Path = BASELINE) -> dict[str, list[str]]:
             (shutil.copytree if new.is_dir() else shutil.copy2)(new, reference / new.name)
     machine = max((before.get("machine", {}), after.get("machine", {})), key=lambda m: m.get("date_utc") or "")
     run_notebooks.write_summary(_merged_rows(before, after), reference, before["mode"], machine)
-    return {"adopted": [r["notebook"] for r in after["notebooks"]], "failed": failed, "unfinished": unfinished}
+    return {
+        "adopted": [r["notebook"] for r in after["notebooks"]],
+        "failed": failed,
+        "unfinished": unfinished,
+        "reference": str(reference),
+    }
 
 
 # The full run in parts, each meant to take under 20 minutes of notebook time on one H200, run one after another
@@ -610,8 +629,9 @@ def main(argv=None) -> int:
     )
     ap.add_argument(
         "--baseline",
-        default=str(BASELINE),
-        help="folder of reference results, e.g. results/cpu-2core for a smoke run (default: results/h200)",
+        default=None,
+        help="folder of reference results, e.g. results/cpu-2core for a smoke run (default: this machine's "
+        "results/<gpu> where it exists, else the newest GPU reference; with --adopt, the part's machine's)",
     )
     ap.add_argument("--tolerances", default=str(TOLERANCES), help="tolerance table (default: results/tolerances.json)")
     ap.add_argument("--report-dir", default=None, help="where report.md/json go (default: the first results folder)")
@@ -677,11 +697,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.adopt:
         try:
-            done = adopt(Path(args.adopt), Path(args.baseline))
+            done = adopt(Path(args.adopt), Path(args.baseline) if args.baseline else None)
         except NightlyError as e:
             print(f"nightly: error: {e}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"nightly: {', '.join(done['adopted'])} from {args.adopt} now the reference in {args.baseline}")
+        print(f"nightly: {', '.join(done['adopted'])} from {args.adopt} now the reference in {done['reference']}")
         if done["failed"]:
             print(
                 "nightly: not adopted, as they failed (the reference keeps their earlier copies): "
@@ -692,8 +712,7 @@ def main(argv=None) -> int:
             print(
                 f"nightly: that run did not finish: {', '.join(left)} had not run (or not to the end) and keep their earlier copies"
             )
-        if Path(args.baseline).resolve() == BASELINE.resolve():  # the README's table quotes this folder's summary
-            print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table from it")
+        print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table")
         return EXIT_OK
     if args.part:
         if args.pattern:
@@ -703,6 +722,7 @@ def main(argv=None) -> int:
     try:
         table = load_tolerances(args.tolerances)
         table["source"] = _shown(args.tolerances)
+        args.baseline = args.baseline or str(reference_for("cpu" if args.mode == "smoke" else "gpu"))
         baseline = load_results([args.baseline], "baseline")
         folders = [Path(f) for f in args.compare_only] if args.compare_only else [run(args)]
         results = load_results(folders, "results")

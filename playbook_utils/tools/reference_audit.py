@@ -20,6 +20,7 @@ from pathlib import Path
 
 from playbook_utils import media
 from playbook_utils.tools import notebook_stats
+from playbook_utils.tools.results import newest_gpu_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,10 +126,10 @@ def format_rows(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default=str(ROOT / "results" / "h200"))
+    parser.add_argument("folder", nargs="?", default=None, help="default: the newest GPU reference")
     parser.add_argument("--pattern", default="[0-9]*", help="the notebooks to audit, a glob: '2[0-2]*' for 20-22")
     args = parser.parse_args(argv)
-    rows = audit(args.folder, pattern=args.pattern)
+    rows = audit(args.folder or newest_gpu_reference() or ROOT / "results" / "h200", pattern=args.pattern)
     print(format_rows(rows))
     return 0 if rows and all(a["current"] for a in rows) else 1
 

@@ -8,10 +8,59 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from pathlib import Path
 
+from playbook_utils import env
 from playbook_utils.bench import sparse, verdicts
 from playbook_utils.errors import first_line
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+CPU_REFERENCE = RESULTS / "cpu-2core"  # the CI machine's kind: the smoke reference `make test` compares with
+
+
+def machine_slug(gpu_name: str | None) -> str | None:
+    """The folder name of a GPU's reference, from its name as `nvidia-smi` and NVML give it: 'NVIDIA H100 80GB
+    HBM3' -> 'h100', 'NVIDIA H200' -> 'h200'; None for no GPU."""
+    words = [w for w in re.split(r"[\s-]+", (gpu_name or "").strip()) if w and w.upper() not in ("NVIDIA", "TESLA")]
+    return words[0].lower() if words and gpu_name.lower() not in ("none", "no gpu") else None
+
+
+def machine_reference(gpu_name: str | None = None) -> Path | None:
+    """results/<slug>/ of this machine's first GPU (or of `gpu_name`): where its reference run goes, whether or
+    not one exists yet; None without a GPU. Notebook runs on an H100 and on an H200 never share one folder."""
+    if gpu_name is None:
+        g = env.gpus()
+        gpu_name = g["devices"][0]["name"] if g.get("available") and g.get("devices") else None
+    slug = machine_slug(gpu_name)
+    return RESULTS / slug if slug else None
+
+
+def newest_gpu_reference(results=RESULTS, complete: bool = False) -> Path | None:
+    """The GPU reference folder (one whose summary.json names a GPU) that ran last, by its summary's date; with
+    `complete`, only one whose summary holds every notebook of notebooks/, passed (the one the README quotes).
+    None where there is none."""
+    notebooks = {p.name for p in (Path(results).parent / "notebooks").glob("[0-9]*.ipynb")}
+    found = []
+    for summary in Path(results).glob("*/summary.json"):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(summary.read_text())
+            machine = data.get("machine") or {}
+            passed = {r.get("notebook") for r in data.get("notebooks", []) if r.get("status") == "passed"}
+            if machine_slug(machine.get("gpu")) and (not complete or notebooks <= passed):
+                found.append((machine.get("date_utc") or "", summary.parent))
+    return max(found)[1] if found else None
+
+
+def reference_for(kind: str = "gpu") -> Path:
+    """The reference a run compares with: on a GPU machine its own (`machine_reference`) where it exists, else the
+    newest GPU reference; `kind='cpu'`: the CPU reference."""
+    if kind == "cpu":
+        return CPU_REFERENCE
+    own = machine_reference()
+    if own is not None and (own / "summary.json").exists():
+        return own
+    return newest_gpu_reference() or RESULTS / "h200"
 
 
 def _jsonable(value):

@@ -41,14 +41,16 @@ from playbook_utils.bench.harness import PROGRESS_FILE
 from playbook_utils.bench.verdicts import percent
 from playbook_utils.decoders import base
 from playbook_utils.tools import setup_env
-from playbook_utils.tools.results import reference_numbers
+from playbook_utils.tools.results import reference_for, reference_numbers
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
-REFERENCE_SUMMARY = {
-    "full": ROOT / "results" / "h200" / "summary.json",
-    "smoke": ROOT / "results" / "cpu-2core" / "summary.json",
-}
+
+
+def reference_summary(mode: str) -> Path:
+    """The summary.json of the reference run of `mode`: this machine's GPU reference (or the newest) for full mode,
+    the CPU reference for smoke mode."""
+    return reference_for("cpu" if mode == "smoke" else "gpu") / "summary.json"
 
 
 def _playbook_meta(path) -> dict:
@@ -415,10 +417,9 @@ def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dic
 
 def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
     """({notebook name: seconds it took last time it passed}, where those times come from): the previous run of
-    the same mode in `output` when there is one, else the reference run of that mode (results/h200 for full,
-    results/cpu-2core for smoke); ({}, None) when neither can be read. A notebook that failed there has no
+    the same mode in `output` when there is one, else the reference run of that mode (`reference_summary`); ({}, None) when neither can be read. A notebook that failed there has no
     expected time."""
-    for path in (Path(output) / "summary.json", REFERENCE_SUMMARY[mode]):
+    for path in (Path(output) / "summary.json", reference_summary(mode)):
         try:
             doc = json.loads(path.read_text())
             if doc.get("mode") != mode:

@@ -36,8 +36,23 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BASELINES = {"gpu": ROOT / "results" / "h200", "cpu": ROOT / "results" / "cpu-2core"}
+BASELINES = {"cpu": ROOT / "results" / "cpu-2core"}  # "gpu": this machine's reference, or the newest (`baseline`)
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def gpu_reference(run=subprocess.run) -> Path:
+    """This GPU machine's reference folder (results/h100 on an H100, from `nvidia-smi`'s name) where it holds the
+    versions its results were measured with, else the H200 reference's; read without importing the package (it
+    may not be installed yet)."""
+    try:
+        name = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout
+    except OSError:
+        name = ""
+    words = [w for w in re.split(r"[\s-]+", name.splitlines()[0] if name.strip() else "") if w.upper() != "NVIDIA"]
+    own = ROOT / "results" / words[0].lower() if words else None
+    return own if own is not None and (own / "constraints.txt").exists() else ROOT / "results" / "h200"
+
+
 # import name (as environment stamps write it) -> distribution name; DALI's depends on the CUDA major
 DISTRIBUTIONS = {
     "torch": "torch",
@@ -387,7 +402,7 @@ def main(argv=None) -> int:
     path = (
         None
         if args.no_constraints
-        else Path(args.constraints or BASELINES["gpu" if gpu else "cpu"] / "constraints.txt")
+        else Path(args.constraints or (gpu_reference() if gpu else BASELINES["cpu"]) / "constraints.txt")
     )
     constraints = read_constraints(path) if path and path.exists() else None
     install = Installer(constraints)

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from playbook_utils.tools import nightly
+from playbook_utils.tools.results import machine_slug
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,15 @@ BASE = {
 
 
 def _folder(
-    path, headlines, mode="full", status=None, environment=None, cpu="Test CPU x4", libraries=None, media_version=None
+    path,
+    headlines,
+    mode="full",
+    status=None,
+    environment=None,
+    cpu="Test CPU x4",
+    libraries=None,
+    media_version=None,
+    gpu="Test GPU",
 ):
     """A results folder as the runner writes it: summary.json plus one <stem>.json per notebook."""
     path.mkdir(parents=True, exist_ok=True)
@@ -52,7 +61,7 @@ def _folder(
             doc["environment"] = environment
         (path / f"{stem}.json").write_text(json.dumps(doc))
     machine = {
-        "gpu": "Test GPU",
+        "gpu": gpu,
         "cpu": cpu,
         "date_utc": "2000-01-01 00:00",
         **({"libraries": libraries} if libraries else {}),
@@ -560,7 +569,7 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     (part / "10_bench" / "bench.csv").write_text("x\n")
     assert nightly.main(["--adopt", str(part), "--baseline", str(ref)]) == 0
     said = capsys.readouterr().out
-    assert "10_pyav.ipynb" in said and "headline --write" not in said  # only results/h200 feeds the README's table
+    assert "10_pyav.ipynb" in said
     assert not (ref / "10_old_figure.png").exists() and (ref / "10_new_figure.png").read_bytes() == b"new"
     assert (ref / "10_bench" / "bench.csv").exists() and (ref / "00_figure.png").read_bytes() == b"kept"
     assert json.loads((ref / "10_pyav.json").read_text())["headline"]["cpu_sequential_fps"] == 1234.0
@@ -623,7 +632,7 @@ def test_a_run_lost_mid_part_keeps_the_finished_notebooks_rows_and_adopts_only_t
     summary = json.loads((out / "summary.json").read_text())
     assert [r["notebook"] for r in summary["notebooks"]] == [first]
     assert summary["unfinished"] == [second] and "**Unfinished run**" in (out / "summary.md").read_text()
-    ref = _folder(tmp_path / "ref", BASE)
+    ref = _folder(tmp_path / "ref", BASE, gpu=summary["machine"].get("gpu"))  # the same machine as the run's
     (ref / second).write_text("earlier")
     assert nightly.main(["--adopt", str(out), "--baseline", str(ref)]) == 0
     assert f"{second} had not run" in capsys.readouterr().out
@@ -665,3 +674,16 @@ def test_a_part_lost_and_run_again_keeps_the_rows_of_the_parts_before_it(tmp_pat
     nightly.main([*common, "--pattern", "2*"])  # part 2 again, to its end
     names = [r["notebook"] for r in json.loads((out / "summary.json").read_text())["notebooks"]]
     assert names == ["00_a.ipynb", "20_b.ipynb", "21_c.ipynb"]
+
+
+def test_a_part_goes_to_its_machines_reference_and_never_into_another_machines(tmp_path, monkeypatch, capsys):
+    # 58: an H100's run makes results/h100 (the first time too), and an H200's reference takes no H100 part
+    h100 = _folder(tmp_path / "h100-part", BASE, gpu="NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(nightly, "machine_reference", lambda gpu: tmp_path / "results" / machine_slug(gpu))
+    assert nightly.main(["--adopt", str(h100)]) == 0
+    made = json.loads((tmp_path / "results" / "h100" / "summary.json").read_text())
+    assert made["machine"]["gpu"] == "NVIDIA H100 80GB HBM3" and len(made["notebooks"]) == len(BASE)
+    h200 = _folder(tmp_path / "h200-ref", BASE, gpu="NVIDIA H200")
+    before = (h200 / "summary.json").read_text()
+    assert nightly.main(["--adopt", str(h100), "--baseline", str(h200)]) == nightly.EXIT_USAGE
+    assert (h200 / "summary.json").read_text() == before
