@@ -9,6 +9,8 @@ PARAMS ?=
 VIDEO_DIR ?=
 # make setup SETUP_ARGS="--no-constraints"   (python -m playbook_utils.tools.setup_env --help lists them)
 SETUP_ARGS ?=
+# make setup DECORD=decord2   the maintained fork of decord instead of decord 0.6 (the other goes beside, for notebook 11)
+DECORD ?=
 PY     := $(VENV)/bin/python
 
 .PHONY: help setup playbook test test-fast lint nightly clean
@@ -25,6 +27,7 @@ help:  ## this list
 	@echo "  NIGHTLY_ARGS=\"...\"       nightly: options of python -m playbook_utils.tools.nightly (--help lists them)"
 	@echo "  SETUP_ARGS=\"...\"         setup: options of python -m playbook_utils.tools.setup_env, e.g. --no-constraints"
 	@echo "  TORCH_SPEC=SPEC          setup: the torch to install where none is importable, e.g. torch==2.13.0"
+	@echo "  DECORD=decord2           setup: decord2, the maintained fork, instead of decord 0.6"
 	@echo "  PYTHON=python3 VENV=.venv  the interpreter that makes the virtual environment, and where it goes"
 
 $(PY):
@@ -32,7 +35,7 @@ $(PY):
 
 # --system-site-packages keeps a torch the machine already has (e.g. the NGC container's).
 setup: $(PY)  ## create .venv and install what is missing (silent when nothing is)
-	@$(PY) -m playbook_utils.tools.setup_env $(SETUP_ARGS)
+	@$(PY) -m playbook_utils.tools.setup_env $(SETUP_ARGS) $(if $(DECORD),--decord $(DECORD))
 
 playbook: setup  ## run every notebook headlessly into OUT, with summary.md
 	$(PY) -m playbook_utils.tools.run_notebooks --mode $(MODE) --output $(OUT) \

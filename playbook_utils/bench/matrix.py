@@ -177,25 +177,39 @@ def outcome(result: dict, wanted: list[int]) -> str:
     return f"{'refused' if result['status'] == 'unavailable' else result['status']}: {result.get('cause') or result['error']}"
 
 
-def table(cases: dict, backends, device: str, classify=None, timeout: float = 300) -> dict[str, dict[str, str]]:
+def table(
+    cases: dict, backends, device: str, classify=None, timeout: float = 300, env: dict | None = None, raw: bool = False
+) -> dict[str, dict[str, str]]:
     """{case: {backend: outcome}} for cases given as {name: (path, indices[, stamps shown there[, stream]])}
-    (the stamps default to the indices, the stream to FFmpeg's best); each backend in its own process."""
+    (the stamps default to the indices, the stream to FFmpeg's best); each backend in its own process, with `env`
+    besides this process's variables; `raw`: the library's own call instead of `read_frames` (decord only)."""
     classify = classify or outcome
     full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None) for name, c in cases.items()}
     result: dict[str, dict[str, str]] = {name: {} for name in cases}
     for backend in backends:
         reqs = [
-            {"path": str(p), "indices": idx, "backend": backend, "device": device, "stamps": True, "stream": s}
+            {
+                "path": str(p),
+                "indices": idx,
+                "backend": backend,
+                "device": device,
+                "stamps": True,
+                "stream": s,
+                "raw": raw,
+            }
             for p, idx, _, s in full.values()
         ]
-        for (name, (_, _, shown, _)), r in zip(full.items(), run_requests(reqs, timeout=timeout)):
+        for (name, (_, _, shown, _)), r in zip(full.items(), run_requests(reqs, timeout=timeout, env=env)):
             result[name][backend] = classify(r, shown)
     return result
 
 
-def run(backends, device: str, directory, **size) -> dict[str, dict[str, str]]:
-    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process."""
-    return table(cases_to_ask(build_cases(directory, **size)), backends, device)
+def run(
+    backends, device: str, directory, env: dict | None = None, raw: bool = False, **size
+) -> dict[str, dict[str, str]]:
+    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process (with `env`; `raw`: the
+    library's own call, `table`)."""
+    return table(cases_to_ask(build_cases(directory, **size)), backends, device, env=env, raw=raw)
 
 
 # what each trait in a row's name means, printed under the table for the traits it holds (a newcomer's reading of

@@ -93,10 +93,11 @@ def controls(path, indices) -> dict:
     }
 
 
-def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: int = 3, timeout: float = 300):
+def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: int = 3, timeout: float = 300, env=None):
     """The pixel-agreement matrix: every backend reads `indices` of every clip of `clips` ({name: path}), the
     clips in turn, `rounds` times, all in one child process per backend (`decoders.isolated`), and each read is
-    put against the clip's reference. Returns one row per (backend, clip, round): {'backend', 'device', 'clip',
+    put against the clip's reference (`env`: variables the children get besides this process's, as another build of
+    a library on their path: notebook 11). Returns one row per (backend, clip, round): {'backend', 'device', 'clip',
     'round', 'status', 'psnr_db' (the worst frame; None when every frame is identical, 'identical' then True),
     'agrees' (every frame at least THRESHOLD_DB), 'error' (the reason, for a refusal or a failure)}. Notebook 20."""
     import numpy as np
@@ -124,7 +125,7 @@ def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: i
                     {"path": str(clips[n]), "indices": indices, "backend": backend, "device": device,
                      "reference": refs[n], "_clip": n, "_round": r}
                 )  # fmt: skip
-            answers = run_requests(requests, timeout=timeout)
+            answers = run_requests(requests, timeout=timeout, env=env)
             rows += [_row(backend, device, n, 0, {"status": "unavailable", "error": why}) for n, why in refused.items()]
             rows += [_row(backend, device, q["_clip"], q["_round"], a) for q, a in zip(requests, answers)]
     return rows

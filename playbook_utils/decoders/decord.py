@@ -1,23 +1,62 @@
 """decord adapter: a C++ video reader with batched random access; CPU only from PyPI (notebook 11).
 
-decord's PyPI wheel (0.6.0, 2021) has no GPU path; a source build with CUDA is used when present.
-Known problems, shown in notebook 11: frame-inaccurate seeks on some streams and memory that
-grows with each reader. This adapter checks decord's frame count against the packets and refuses
-the file traits that the correctness matrix found decord to get wrong.
+Two builds install the same `decord` module: decord 0.6.0 (PyPI, 2021) and decord2, its maintained fork
+(`make setup DECORD=decord2`). Neither PyPI wheel has a GPU path; a source build with CUDA is used when present.
+Known problems, shown in notebook 11: frame-inaccurate seeks on some streams and memory that grows with each
+reader. This adapter checks decord's frame count against the packets and refuses the file traits the correctness
+matrix found the installed build to get wrong, naming the build and its version.
 """
 
 from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
 
 from playbook_utils import child
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
 
-__all__ = ["ADAPTER", "Decord"]
+__all__ = ["ADAPTER", "Decord", "alternative", "installed", "raw_read"]
+
+BUILDS = ("decord2", "decord")  # the distributions that install the `decord` module
 
 
-def _wrong(trait: str, what: str, reads: str = "any") -> base.KnownWrong:
+def installed(path=None) -> tuple[str, str] | None:
+    """(distribution, version) of the build whose `decord` module this process imports ('decord', '0.6.0' or
+    'decord2', '3.4.0'), read from the metadata beside the module without importing it; None where there is none.
+    `path`: a folder to look in instead of sys.path (`alternative`'s)."""
+    if path is not None:
+        site = Path(path)
+    else:
+        spec = importlib.util.find_spec("decord")
+        if spec is None or not spec.origin:
+            return None
+        site = Path(spec.origin).parent.parent
+    for dist in BUILDS:
+        for info in sorted(site.glob(f"{dist}-*.dist-info")):
+            return dist, info.name[len(dist) + 1 : -len(".dist-info")]
+    return None
+
+
+def alternative(prefix=None) -> tuple[str, str, Path] | None:
+    """(distribution, version, folder) of the decord build `make setup` put beside the environment
+    (<venv>/decord-alt/<name>): the one not installed in it, which a child process imports first with that folder on
+    its PYTHONPATH (notebook 11). None where there is none."""
+    for folder in sorted((Path(prefix or sys.prefix) / "decord-alt").glob("*")):
+        found = installed(folder)
+        if found and found != installed():
+            return (*found, folder)
+    return None
+
+
+def _wrong(trait: str, what: str, reads: str = "any", fixed: str | None = None) -> base.KnownWrong:
     return base.known_wrong(
-        trait, f"decord cannot be trusted with {base.trait_words(trait)} video: {what}", seen="0.6.0", reads=reads
+        trait,
+        f"decord cannot be trusted with {base.trait_words(trait)} video: {what}",
+        seen="0.6.0",
+        fixed=fixed,
+        reads=reads,
     )
 
 
@@ -37,7 +76,9 @@ class Decord(base.Adapter):
             "after a seek it returns a neighbouring frame (seen with H.264 and HEVC, off by 1-3)",
             reads="seek",
         ),
-        _wrong("codec:av1", "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')"),
+        # decord2 3.4.0 brings FFmpeg 8, whose AV1 decoder read every frame exactly (notebook 11); decord's versions
+        # (0.6) sort below every decord2 release, so a row fixed in decord2 still refuses decord 0.6
+        _wrong("codec:av1", "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')", fixed="3.4.0"),
         _wrong("container:avi", "random access returns frames of the first GOP (seen with and without B-frames)"),
         _wrong(
             "edit-list",
@@ -45,11 +86,20 @@ class Decord(base.Adapter):
         ),
         _wrong(
             "several-streams",
-            "its bundled FFmpeg 4 picks the video stream by another rule than FFmpeg 5 and "
-            "later (which prefer the stream flagged default): it read a 204x114 stream where "
-            "the others read the 256x144 default one",
+            "it has no way to choose a stream, and decord 0.6's FFmpeg 4 picked another than FFmpeg's best "
+            "(a 204x114 stream where the others read the 256x144 default one; decord2 not yet checked)",
         ),
     )
+
+    def version(self) -> str | None:
+        """The version of the installed build (`installed`): decord 0.6.0, or decord2's."""
+        found = installed()
+        return found[1] if found else None
+
+    def _why_file(self, info, kind: str) -> str | None:
+        why = super()._why_file(info, kind)  # the refusal names the build and version it is about
+        found = installed()
+        return why.replace("decord ", f"{found[0]} {found[1]} ", 1) if why and found else why
 
     def _check_device(self, kind: str) -> str | None:
         """Whether this decord was built with CUDA, asked of a child process (once per process, as every machine
@@ -93,6 +143,16 @@ class Decord(base.Adapter):
             # .contiguous() after the permute copied it again (together 2-3x the time of decoding, notebook 20)
             frames = torch.from_dlpack(vr.get_batch(unique).to_dlpack())
         return base.in_order(frames, unique, indices).permute(0, 3, 1, 2)
+
+
+def raw_read(path: str, indices: list[int]):
+    """The library's own call with none of the adapter's checks: a `VideoReader` and one `get_batch` of `indices`,
+    uint8 (N, 3, H, W). What notebook 11 sets decord 0.6 and decord2 side by side with, on the correctness matrix."""
+    import decord
+    import torch
+
+    decord.logging.set_level(decord.logging.QUIET)
+    return torch.from_numpy(decord.VideoReader(str(path)).get_batch(list(indices)).asnumpy()).permute(0, 3, 1, 2)
 
 
 # frames per get_batch call of the forward pass: 32 frames of 1080p RGB are 200 MB at a time

@@ -55,24 +55,32 @@ def raise_result(r: dict, path, backend: str):
     raise cls(path, r.get("cause") or r["error"], backend)
 
 
-def run_requests(requests: list[dict], timeout: float = 300) -> list[dict]:
+def run_requests(requests: list[dict], timeout: float = 300, env: dict | None = None) -> list[dict]:
     """Serve `requests` (dicts of path, indices, backend, device[, stream][, save][, stamps]) in one child process.
 
     Each result is a `child` answer: 'status' among `child.OUTCOMES`, 'error', 'exception', and for 'ok' the
     'shape' and, asked with 'stamps': True, the 'stamps' read from the frames; asked with 'reference' (a .npy of
     uint8 RGB frames), 'psnr_db', one per frame (None where identical). If the child dies or runs out of
-    time, the request it was on is 'crashed' or 'timeout' and a new child takes the rest.
+    time, the request it was on is 'crashed' or 'timeout' and a new child takes the rest. `env`: variables the child
+    gets besides this process's (a `PYTHONPATH` that puts another build of a library first, say: notebook 11).
     """
     # the imports this process has checked need no second check there
-    return child.serve(child.python("-m", "playbook_utils.decoders.isolated"), requests, timeout, child_env())
+    return child.serve(
+        child.python("-m", "playbook_utils.decoders.isolated"), requests, timeout, {**child_env(), **(env or {})}
+    )
 
 
 def _serve_one(req: dict) -> dict:
     import numpy as np
 
-    frames = read_frames(
-        req["path"], req["indices"], backend=req["backend"], device=req["device"], stream=req.get("stream")
-    )
+    if req.get("raw"):  # the library's own call, none of the adapter's checks (decord: notebook 11)
+        from playbook_utils.decoders import decord
+
+        frames = decord.raw_read(req["path"], req["indices"])
+    else:
+        frames = read_frames(
+            req["path"], req["indices"], backend=req["backend"], device=req["device"], stream=req.get("stream")
+        )
     result = {"shape": list(frames.shape)}
     if req.get("stamps"):
         stamps = []

@@ -1,7 +1,7 @@
 """K frames of every video in a folder, decoded by decord on the CPU, batched for training.
 
-From the Accelerated Video Loading Playbook (notebook 22); needs `pip install decord av` (PyAV reads the packets to
-find the files decord gets wrong). decord 0.6 (2021) is unmaintained: the playbook's notebook 11 shows what it gets
+From the Accelerated Video Loading Playbook (notebook 22); needs `pip install decord av` or `pip install decord2 av`,
+the maintained fork (PyAV reads the packets to find the files decord gets wrong). Notebook 11 shows what each gets
 wrong, and this code reads or refuses those files as the playbook does. An item is K evenly spaced frames of one
 video, upright, uint8 (K, 3, SIZE, SIZE): the shorter side resized to SIZE, the centre cut out, so videos of any
 size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's
@@ -69,10 +69,11 @@ class VideoClips(Dataset):
 
     def read(self, path):
         info = probe(path)
-        refused = {  # what decord 0.6 was seen to get wrong (notebook 11)
+        refused = {  # what decord 0.6 and decord2 3.4 were seen to get wrong (notebook 11)
             "cut short: its index lists more frames than it holds": info["missing"],
             "refused: decord counts the frames an MP4 edit list hides": info["hidden"],
-            "refused: decord's FFmpeg 4 has no AV1 decoder": info["codec"] == "av1",
+            "refused: decord 0.6's FFmpeg 4 has no AV1 decoder (decord2 reads it)": info["codec"] == "av1"
+            and decord.__version__.startswith("0."),
             "refused: decord's random access in AVI returns frames of the first GOP": info["container"] == "avi",
             "refused: decord picks another of several video streams than FFmpeg": info["streams"] > 1,
         }

@@ -373,6 +373,13 @@ def main(argv=None) -> int:
         "(default: auto)",
     )
     ap.add_argument(
+        "--decord",
+        choices=["decord", "decord2"],
+        default=os.environ.get("DECORD") or "decord",
+        help="which build of the decord module to install: decord 0.6 (PyPI's, 2021) or decord2, the maintained fork; "
+        "the other goes into <venv>/decord-alt/ for notebook 11's side-by-side (default: $DECORD, else decord)",
+    )
+    ap.add_argument(
         "--no-apt",
         action="store_true",
         help="never run apt-get, even as root: print the command that installs FFmpeg instead",
@@ -453,7 +460,10 @@ def main(argv=None) -> int:
     if not args.no_decoders:
         tc, why = torchcodec_spec(torch_version, cuda)
         dali = dali_spec(cuda)
-        optional = [*extras["decord"], *extras["spdl"], *(extras["gpu"] if gpu else []), *([tc] if tc else [])]
+        other = "decord2" if args.decord == "decord" else "decord"
+        if not satisfied(extras[args.decord][0]) and _installed(other):  # one `decord` module per environment
+            subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", other], check=False)
+        optional = [*extras[args.decord], *extras["spdl"], *(extras["gpu"] if gpu else []), *([tc] if tc else [])]
         pending = [spec for spec in optional if not satisfied(spec)]
         dali_pending = not satisfied(dali)
         if pending or dali_pending:
@@ -488,9 +498,37 @@ def main(argv=None) -> int:
                     flush=True,
                 )
 
+    if not args.no_decoders:
+        install_alternative(extras[other][0])
+
     if not _project_installed():
         install([str(ROOT)], options=("--no-deps", "--no-build-isolation", "-e"))
     return 0
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        md.version(distribution)
+        return True
+    except md.PackageNotFoundError:
+        return False
+
+
+def install_alternative(spec: str, prefix=None) -> Path | None:
+    """The decord build not installed in the environment (`spec`), put into <venv>/decord-alt/<name> with pip's
+    --target, where notebook 11 runs it in child processes beside the other (`decoders.decord.alternative`); once,
+    silently when already there. The folder, or None where pip could not install it (it says why)."""
+    name = _requirement(spec).name
+    target = Path(prefix or sys.prefix) / "decord-alt" / name
+    if any(target.glob(f"{name.replace('-', '_')}-*.dist-info")):
+        return target
+    cmd = [sys.executable, "-m", "pip", "install", "-qq", "--disable-pip-version-check", "--no-deps", "--target"]
+    print(f"setup: {spec} into {target} (notebook 11 sets it beside the decord installed here)", flush=True)
+    run = subprocess.run([*cmd, str(target), spec], stderr=subprocess.PIPE, text=True)
+    if run.returncode != 0:
+        print(f"setup: {spec} not installed beside: {run.stderr.strip().splitlines()[-1:]}", flush=True)
+        return None
+    return target
 
 
 def _shown(path: Path) -> str:
