@@ -15,6 +15,7 @@ from pathlib import Path
 
 from playbook_utils import child
 from playbook_utils.decoders import as_stored, child_env, read_frames, video_info
+from playbook_utils.decoders import decord as decord_builds
 from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.media import StampError, read_stamp
 
@@ -74,9 +75,7 @@ def _serve_one(req: dict) -> dict:
     import numpy as np
 
     if req.get("raw"):  # the library's own call, none of the adapter's checks (decord: notebook 11)
-        from playbook_utils.decoders import decord
-
-        frames = decord.raw_read(req["path"], req["indices"])
+        frames = decord_builds.raw_read(req["path"], req["indices"])
     else:
         frames = read_frames(
             req["path"], req["indices"], backend=req["backend"], device=req["device"], stream=req.get("stream")

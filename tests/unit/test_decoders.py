@@ -160,7 +160,7 @@ def test_matrix_never_returns_a_wrong_frame_silently(tmp_path):
         for case in ("two video streams", "edit list", "rotated 90"):
             assert table[f"vp9 mp4, {case}"]["dali"] == "exact"
         assert table["h264 mp4, two streams, stream 0"]["torchcodec"] == "exact"
-        assert table["h264 mp4, two streams, stream 0"]["decord"].startswith("refused: decord cannot be trusted")
+        assert table["h264 mp4, two streams, stream 0"]["decord"].startswith("refused: ")
         for b in ("decord", "torchcodec", "spdl"):
             outcome = table["h264 mp4, edit list"][b]
             assert outcome.startswith("refused") and "edit list" in outcome
@@ -566,13 +566,8 @@ def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, un
         assert stamps(unusual["two"], [23, 0, 7]) == ((180, 320), [23, 0, 7])
         assert stamps(unusual["two"], [17, 0], stream=0) == ((144, 256), [17, 0])
     except BackendUnavailable as e:
-        assert (backend, e.cause.split(":")[0]) in (
-            ("decord", "decord cannot be trusted with multi-stream video"),
-            *(
-                (b, f"{b} always decodes FFmpeg's best video stream (1); it cannot read stream 0")
-                for b in ("dali", "spdl")
-            ),
-        ), e
+        # a refusal, not a wrong frame: decord for any file of several streams, DALI and SPDL for stream 0
+        assert backend in ("decord", "dali", "spdl") and ("multi-stream" in e.cause or "stream 0" in e.cause), e
     with pytest.raises(DecodeError, match="stream 2 is not a video stream.*0, 1"):
         read_frames(unusual["two"], [0], backend=backend, stream=2)
     # an edit list: frame 0 is the first frame shown (stamped 6), 18 frames in all
