@@ -1,8 +1,8 @@
 """A folder like a reader's own, made with the ffmpeg command-line tool, and what the ffmpeg tool decodes of it.
 
-Nested folders; H.264 with B-frames, HEVC with x265's default open GOP (MP4 and MKV), 10-bit HEVC, a phone clip
-turned by its display matrix, footage of another shape, a file tagged BT.709, VP9 in WebM, an MP4 whose edit list
-hides its first frames, a faststart copy cut off halfway (its index lists frames it no longer holds) and a copy cut
+Nested folders; H.264 with B-frames, HEVC with x265's default open GOP (MP4 and MKV), 10-bit HEVC, phone clips
+turned 90° and 270° by their display matrix, footage of another shape, a file tagged BT.709, VP9 in WebM, an MP4
+whose edit list hides its first frames, a faststart copy cut off halfway (its index lists frames it no longer holds) and a copy cut
 off before its index. `reference` is every frame as the ffmpeg tool shows it (upright, edit list applied, coloured by
 the tags), resized and cut as the handed-over modules do, saved beside the folder so that a machine without the tool
 (the GPU machine) checks against the same pictures:
@@ -40,7 +40,7 @@ ENCODED = {
     "sub/clip.webm": (["-c:v", "libvpx-vp9", "-b:v", "300k", "-g", "30"], _src("320x180")),
     "faststart.mp4": (["-c:v", "libx264", "-g", "15", "-movflags", "+faststart"], _src("320x180")),
 }  # fmt: skip
-DERIVED = ("sub/phone_rot90.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
+DERIVED = ("sub/phone_rot90.mp4", "phone_rot270.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
 BROKEN = {"cut_download.mp4", "cut_copy.mp4"}  # no module may read them: a cut index, no index at all
 
 
@@ -62,6 +62,7 @@ def build(folder) -> dict[str, Path]:
     made = {n: folder / n for n in ENCODED}
     steps = {
         "sub/phone_rot90.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], "-c", "copy", "-metadata:s:v", "rotate=90", p),
+        "phone_rot270.mp4": lambda p: ffmpeg("-i", made["film_640x272.mp4"], "-c", "copy", "-metadata:s:v", "rotate=270", p),
         "edit_list.mp4": lambda p: ffmpeg("-ss", "0.2", "-i", made["faststart.mp4"], "-c", "copy", p),
         "cut_download.mp4": lambda p: p.write_bytes(made["faststart.mp4"].read_bytes()[: made["faststart.mp4"].stat().st_size // 2]),
         "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),

@@ -201,11 +201,12 @@ def _rank(rank, backend, device, paths, world, init, epochs, got):
 @pytest.mark.slow
 def test_each_rank_reads_its_own_share_shuffled_by_the_epoch(folder, tmp_path):
     available("pyav", "cpu")
-    paths = sorted(str(p) for p in folder.values())  # 12 files: 6 a rank
+    paths = sorted(str(p) for p in folder.values())
     got = shards("pyav", "cpu", paths, 2, f"file://{tmp_path / 'rendezvous'}")
+    share = -(-len(paths) // 2)  # DistributedSampler pads an odd count by repeating a file, so ranks step together
     for epoch in (0, 1):
         a, b = got[(0, epoch)], got[(1, epoch)]
-        assert len(a) == len(b) == len(paths) // 2 and sorted(a + b) == paths  # disjoint, every file once
+        assert len(a) == len(b) == share and set(a) | set(b) == set(paths) and len(a + b) - len(set(a + b)) < 2
     assert got[(0, 0)] != got[(0, 1)]  # another order, and share, each epoch
 
 
