@@ -92,7 +92,7 @@ class Verdict:
             spread = "an unknown spread" if self.spread_pct is None else f"a spread of {percent(self.spread_pct)}"
             return (
                 f"{self.best} and {self.runner_up} are tied here: {_number(self.best_value)} vs "
-                f"{_number(self.runner_up_value)} {unit}, a {percent(self.margin_pct)} margin against {spread} "
+                f"{_number(self.runner_up_value)} {unit}, a margin of {percent(self.margin_pct)} against {spread} "
                 f"of the measurements"
             )
         margin, spread = percent(self.margin_pct), percent(self.spread_pct)

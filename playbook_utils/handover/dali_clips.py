@@ -136,7 +136,7 @@ class VideoClips(Dataset):
                     self.whole.add(coded)
         if rgb.shape[0] != len(unique):  # past its own count of frames DALI drops them, in silence
             raise ValueError(f"DALI returned {rgb.shape[0]} frames for the {len(unique)} asked")
-        turn = first.rotation // 90 % 4  # quarter turns counterclockwise, from the display matrix
+        turn = int(first.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
         h, w = (first.width, first.height) if turn % 2 else (first.height, first.width)
         s = self.size / min(h, w)
         h, w = max(self.size, round(h * s)), max(self.size, round(w * s))

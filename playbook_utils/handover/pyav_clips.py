@@ -72,7 +72,7 @@ class VideoClips(Dataset):
 
     def picture(self, frame):
         """(3, size, size): scaled by FFmpeg (with the colour conversion), turned upright, the centre cut out."""
-        turn = frame.rotation // 90 % 4  # quarter turns counterclockwise, from the display matrix
+        turn = int(frame.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
         h, w = (frame.width, frame.height) if turn % 2 else (frame.height, frame.width)
         s = self.size / min(h, w)
         h, w = max(self.size, round(h * s)), max(self.size, round(w * s))

@@ -127,7 +127,7 @@ class VideoClips(Dataset):
             raise ValueError(f"PyNvVideoCodec gave {len(got)} of the {len(unique)} frames asked")
         nv12 = torch.stack([got[j] for j in unique])
         rgb = nv12_to_rgb(nv12.flatten(2) if nv12.dim() == 4 else nv12, first.height, first.width, first)
-        turn = first.rotation // 90 % 4  # quarter turns counterclockwise, from the display matrix
+        turn = int(first.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
         h, w = (first.width, first.height) if turn % 2 else (first.height, first.width)
         s = self.size / min(h, w)
         h, w = max(self.size, round(h * s)), max(self.size, round(w * s))

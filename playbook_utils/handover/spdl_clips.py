@@ -72,7 +72,7 @@ class VideoClips(Dataset):
         if info["hidden"]:  # SPDL 0.8 returned frame 41 for frame 47 of such a file
             raise ValueError(f"refused: an MP4 edit list hides {info['hidden']} frames, which SPDL counts")
         first, n = info["first"], info["frames"]
-        turn = first.rotation // 90 % 4  # quarter turns counterclockwise, from the display matrix
+        turn = int(first.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
         h, w = (first.width, first.height) if turn % 2 else (first.height, first.width)
         s = self.size / min(h, w)
         h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
