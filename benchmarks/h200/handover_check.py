@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from playbook_utils import media  # noqa: E402
+from playbook_utils.bench import pixels  # noqa: E402
 from playbook_utils.decoders import why_unavailable  # noqa: E402
 from tests import reader_folder  # noqa: E402
 from tests.unit import test_handover as th  # noqa: E402
@@ -112,7 +113,7 @@ def colours() -> None:
     for a, b in itertools.combinations(got, 2):
         for name, fa, fb in zip(clips, got[a], got[b]):
             if fa is not None and fb is not None:
-                table[f"{a[0]}@{a[1]} | {b[0]}@{b[1]} | {name}"] = th.psnr(fa, fb)
+                table[f"{a[0]}@{a[1]} | {b[0]}@{b[1]} | {name}"] = pixels.psnr(fa, fb)
     for key, db in sorted(table.items(), key=lambda kv: kv[1])[:12]:
         print(f"{db:6.1f} dB  {key}")
     print(f"{len(table)} pairs, lowest {min(table.values()):.1f} dB, paths: {', '.join(f'{b}@{d}' for b, d in got)}")

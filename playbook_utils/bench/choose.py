@@ -482,7 +482,6 @@ def hand_over(rec: dict | None, workload: str, folder, files=()) -> dict:
     m = re.fullmatch(r"uniform(\d+)", workload)
     k = int(m.group(1)) if m else 16
     workers, threads = settings(rec)
-    gpu = str(rec["device"]).startswith("cuda")
     batch = batch_of(rec) or 8
     legs = [(rec["backend"], rec["device"])]
     if rec.get("fallback"):
@@ -501,7 +500,7 @@ def hand_over(rec: dict | None, workload: str, folder, files=()) -> dict:
         route = {f"{b} on {d}": fs for (b, d), fs in zip(legs, (first, rest))}
         Path(folder, "22_route.json").write_text(json.dumps(route, indent=1))
         usage = handover.route_usage(use, k=k, batch_size=batch)
-    return {**out, "modules": modules, "usage": usage, "k": k, "workers": threads if gpu else workers,
+    return {**out, "modules": modules, "usage": usage, "k": k, "workers": use[0][2],
             "batch_size": batch, "route": route, "why": None if m else f"K = 16: {workload} samples no K frames"}  # fmt: skip
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import time
 from collections import Counter
@@ -1244,7 +1245,7 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     )
 
 
-# where a handed-over module's rate may stand apart from the playbook's loader's for the same path, and why
+# how far a handed-over module's rate may stand from the playbook's loader's for the same path (issue 56)
 APART_WITHIN_PCT = 10.0
 
 
@@ -1275,9 +1276,8 @@ def module_beside_playbook(backend: str, device: str, files, k: int, workers: in
             if r.get("status") != "ok" or not r.get("frames_per_s"):
                 return {"status": r.get("status", "no rate"), "error": r.get("error") or r.get("why"), "loader": name}
             runs[name].append(r)
-    rates = {name: sorted(r["frames_per_s"] for r in rs) for name, rs in runs.items()}
-    median = {name: rs[len(rs) // 2] if len(rs) % 2 else sum(rs[len(rs) // 2 - 1 : len(rs) // 2 + 1]) / 2
-              for name, rs in rates.items()}  # fmt: skip
+    rates = {name: [r["frames_per_s"] for r in rs] for name, rs in runs.items()}
+    median = {name: statistics.median(rs) for name, rs in rates.items()}
     spread = {name: spread_pct(rs) if len(rs) > 1 else runs[name][0].get("frames_per_s_spread_pct")
               for name, rs in rates.items()}  # fmt: skip
     apart = 100.0 * (median["module"] / median["playbook"] - 1)

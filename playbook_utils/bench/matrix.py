@@ -251,20 +251,21 @@ def builds_side_by_side(builds: dict, directory, backend: str = "decord") -> dic
     outcome}}, 'fixed': cases the second build reads that the first cannot, 'wrong_in_both': {outcome through
     read_frames: cases both own calls return wrong frames for}, 'alike': cases both own calls read right that
     read_frames refuses}. Notebook 11."""
-    own = {b: run([backend], "cpu", directory, env=env, raw=True) for b, env in builds.items()}
-    kept = {b: run([backend], "cpu", directory, env=env) for b, env in builds.items()}
+    cases = cases_to_ask(build_cases(directory))  # probed once for the four runs
+    own = {b: table(cases, [backend], "cpu", env=env, raw=True) for b, env in builds.items()}
+    kept = {b: table(cases, [backend], "cpu", env=env) for b, env in builds.items()}
     first, second = builds
-    table = {
+    side = {
         case: {f"{b} {how}": r[b][case][backend] for b in builds for how, r in (("own", own), ("read_frames", kept))}
         for case in own[first]
     }
-    word = {c: {col: o.split(":")[0] for col, o in row.items()} for c, row in table.items()}
+    word = {c: {col: o.split(":")[0] for col, o in row.items()} for c, row in side.items()}
     both: dict = {}
     for c, w in word.items():
         if w[f"{first} own"] == w[f"{second} own"] == "WRONG":
             both.setdefault(w[f"{second} read_frames"], []).append(c)
     return {
-        "table": table,
+        "table": side,
         "fixed": [c for c, w in word.items() if w[f"{first} own"] != "exact" and w[f"{second} own"] == "exact"],
         "wrong_in_both": both,
         "alike": [
@@ -278,10 +279,10 @@ def builds_side_by_side(builds: dict, directory, backend: str = "decord") -> dic
 def raised_on_repeat(paths, repeats: int, env: dict | None = None, backend: str = "decord") -> int:
     """How many of `repeats` reads of each of `paths` (the matrix's request, the library's own call, in one child
     process with `env`) raised: an error that comes and goes (decord2's on HEVC, notebook 11)."""
-    asks = [
+    once = [
         {"path": str(p), "indices": request_for(media.probe(p).num_frames), "backend": backend, "device": "cpu",
          "raw": True}
         for p in paths
-        for _ in range(repeats)
     ]  # fmt: skip
+    asks = [ask for ask in once for _ in range(repeats)]
     return sum(a["status"] != "ok" for a in run_requests(asks, env=env))

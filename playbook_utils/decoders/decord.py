@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from playbook_utils import child
@@ -26,17 +27,23 @@ def installed(path=None) -> tuple[str, str] | None:
     """(distribution, version) of the build whose `decord` module this process imports ('decord', '0.6.0' or
     'decord2', '3.4.0'), read from the metadata beside the module without importing it; None where there is none.
     `path`: a folder to look in instead of sys.path (`alternative`'s)."""
-    if path is not None:
-        site = Path(path)
-    else:
-        spec = importlib.util.find_spec("decord")
-        if spec is None or not spec.origin:
+    if path is None:
+        site = _site()
+        if site is None:
             return None
-        site = Path(spec.origin).parent.parent
+    else:
+        site = Path(path)
     for dist in BUILDS:
         for info in sorted(site.glob(f"{dist}-*.dist-info")):
             return dist, info.name[len(dist) + 1 : -len(".dist-info")]
     return None
+
+
+@lru_cache(maxsize=1)
+def _site() -> Path | None:
+    """The folder holding the `decord` package this process imports (found once: every refusal names its build)."""
+    spec = importlib.util.find_spec("decord")
+    return Path(spec.origin).parent.parent if spec is not None and spec.origin else None
 
 
 def alternative(prefix=None) -> tuple[str, str, Path] | None:

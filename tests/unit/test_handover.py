@@ -12,7 +12,6 @@ import ast
 import importlib
 import itertools
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 import torch
 
 from playbook_utils import handover, media
+from playbook_utils.bench.pixels import psnr
 from playbook_utils.decoders import why_unavailable
 from tests import reader_folder
 
@@ -67,11 +67,6 @@ def folder(tmp_path_factory):
     if not shutil.which("ffmpeg"):
         pytest.skip("needs the ffmpeg command-line tool to make the reader's folder")
     return reader_folder.build(tmp_path_factory.mktemp("my videos"))
-
-
-def psnr(a, b) -> float:
-    mse = float(((a.float() - b.float()) ** 2).mean())
-    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
 
 
 def shown_at(frames, ref) -> list[int]:
