@@ -175,8 +175,8 @@ def reference_numbers(folder) -> dict:
                 "decoder": best.get("decoder", "pynvvideocodec"),
                 "nvdec_util_median": best.get("nvdec_util_median"),
                 "saturated": c.get("saturated"),
-                "counted": best.get("counted"),  # None: a run before 2026-12-05 (its last chunks counted whole)
-                "spread_pct": c.get("spread_pct"),  # across its window's parts; None before 2026-12-05
+                "counted": best.get("counted"),  # None: counted the old way (its last chunks whole)
+                "spread_pct": c.get("spread_pct"),  # across its window's parts; None from a run that kept no parts
             }
     if ceilings:
         out["nvdec_ceiling_fps"] = ceilings
