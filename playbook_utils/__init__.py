@@ -1,15 +1,7 @@
-"""Shared helpers for the Accelerated Video Loading Playbook, in three rooms whose imports point one way:
+"""Shared helpers for the Accelerated Video Loading Playbook: the library (decoders, loaders, sampling, ...),
+the measurements (`bench`) and the tools (`tools`), imports pointing that way.
 
-    playbook_utils/          the library a user imports: errors, media, env, device, child, decoders/
-                             (read_frames and one adapter per decoder library), loaders, distributed,
-                             sampling, transforms, sources, shards, objectstore, resize, access
-    playbook_utils/bench/    the measurements (benchmarks, ceilings, correctness and fault matrices); they
-                             import the library
-    playbook_utils/tools/    the notebook runner, nightly validation, setup, and the notebooks' kit; they
-                             import both
-
-Importing this package does nothing but define names: no decoder library, no torch,
-no matplotlib is imported until a function that needs it is called.
+Importing this package imports no decoder library, torch or matplotlib.
 """
 
 from playbook_utils.errors import BackendUnavailable, DecodeError

@@ -1,10 +1,7 @@
 """A keyframe index that fetches only what a sampled clip needs from object storage (notebook 24).
 
-A training step reads K frames of a video, not the video. From a bucket that can mean one request for the
-whole object, ranged reads as the decoder seeks (`sources.RangeFile`), or, with a `ByteIndex` built once
-per file (each frame's packet offset and size, the keyframes, the container's own metadata bytes), a plan
-of a few ranges fetched up front: the metadata and the GOP of each wanted frame. `bench.access_cost.measure_access`
-compares the three on one clip: requests, bytes, time to the first frame and to the whole clip.
+A `ByteIndex` (built once per file by `byte_index`) plans a few ranged requests: the container metadata and the
+GOP of each wanted frame. `bench.access_cost.measure_access` compares it with whole and ranged reads.
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ __all__ = ["byte_index", "ByteIndex"]
 
 @dataclasses.dataclass
 class ByteIndex:
-    """Where a video's bytes are: per frame (presentation order) its packet's byte offset and size, the keyframe
-    indices, the byte ranges outside the video packets (container metadata), the object's size, and the
-    `media.VideoInfo` (so a reader needs no probe). Built once per file by `byte_index`; JSON-able."""
+    """Where a video's bytes are: each frame's packet offset and size, the keyframes, the metadata byte ranges, the
+    object's size and its `media.VideoInfo`. Built once per file by `byte_index`; JSON-able."""
 
     size: int
     pos: list[int]

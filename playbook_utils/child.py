@@ -1,20 +1,7 @@
-"""Work done in a child Python process, its answer read back as data (the import check, the isolated decoder,
-the benchmarks' jobs).
-
-Some libraries cannot share a process (PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once both are
-loaded), some crash or hang on bad input, and a measurement needs a fresh process. The child prints one JSON
-object per answer on its stdout (`answer`); the parent (`call`, `serve`) reads them back. Every answer has a
-'status', one of `OUTCOMES`:
-
-    ok           the work was done; the answer carries its result
-    unavailable  our `BackendUnavailable`: the library, device or file trait is refused
-    error        an exception: `DecodeError` (ours) or a library's own exception that reached the child's top
-
-An 'unavailable' or 'error' answer carries 'error' (the exception's type and message), 'cause' (what went
-wrong, without the file and backend the caller already knows) and 'exception' (the type's name).
-    crashed      the child died without an answer: 'error' holds its exit status and last line of stderr
-    timeout      no answer within the time limit
-"""
+"""Work done in a child Python process, its answer read back as data (the import check, the isolated decoder, the
+benchmarks' jobs). The child prints one JSON answer per line (`answer`); the parent (`call`, `serve`) reads them
+back. Each answer's 'status' is one of `OUTCOMES`: ok, unavailable (`BackendUnavailable`), error (an exception),
+crashed (the child died without an answer) or timeout."""
 
 from __future__ import annotations
 
@@ -218,14 +205,9 @@ def serve(
     server: _Server | None = None,
     keep: list | None = None,
 ) -> list[dict]:
-    """Send `requests` to one child `argv` (one JSON line each on its stdin; it answers one line per request, in
-    order) and return one answer per request. Each request gets `timeout` seconds; `on_answer(request, answer)`
-    is called as each answer arrives (a progress bar). When the child dies or runs out of time, the request it
-    was on gets a 'crashed' or 'timeout' answer and a new child serves the rest. Each answer gets 'served_s': the
-    seconds since the answer before it (for a child's first, since the child was started: its start-up is in it,
-    unless `server`, a child `serve_all` started and warmed beforehand, serves them: then since they were sent).
-    `keep`: a list to which the child is appended, still running and waiting for more, once it has answered every
-    request (`serve_all`'s `kept` hands it more later); without it the child ends."""
+    """Send `requests` to one child `argv`, one JSON line each; return one answer per request, each with 'served_s'.
+    A request whose child dies or times out gets a 'crashed' or 'timeout' answer and a new child serves the rest.
+    `server`: a child already warmed; `keep`: a list that gets the child, still running, once it has answered all."""
     import time
 
     results: list[dict] = []
@@ -265,17 +247,9 @@ def serve_all(
     on_answer=None,
     kept: dict | None = None,
 ) -> dict:
-    """`serve` for several children, one per key of `groups` ({key: [request, ...]}), each key's requests served
-    in turn, one child at a time, so that no two measure at once. All the children are started first, side by
-    side, and each sent its `warm[key]` request (its libraries imported, its CUDA context made): with nothing
-    measured yet, their start-ups overlap instead of adding up (six backends' children took 4-10 s each on the H200).
-    Returns {key: [answer, ...]}; each key's first answer also holds 'warm_s', its child's start and warm-up
-    (run side by side with the others'), and 'warm', the answer to the warm request (a failed warm-up is no
-    failure of the requests: a child that died of it is replaced when its turn comes).
-
-    `kept` ({key: child}): children an earlier call left running; a key found there is served by its child (no
-    start, no warm-up), and every child that answered all its requests is put back, still running, for a later
-    call (those no later call takes end with this process, or with `close_kept`). Without it each child ends."""
+    """`serve` for one child per key of `groups` ({key: [request, ...]}): all started and warmed (`warm[key]`) side
+    by side, then served one at a time. Returns {key: [answer, ...]}; each key's first answer holds 'warm_s' and
+    'warm'. `kept` ({key: child}): children left running by an earlier call, reused and put back."""
     reused = {k for k in groups if kept and k in kept and kept[k].proc.poll() is None}  # still running
     servers = {k: kept.pop(k) if k in reused else _Server(argv, env) for k in groups}
     warmed = {}
@@ -308,16 +282,9 @@ def close_kept(kept: dict) -> None:
 
 
 class Spares:
-    """Children started ahead and warmed side by side, each to serve one request and end: for measurements that
-    each need a fresh process (notebook 21's GPU-side loaders) without paying each one's start-up in turn.
-
-    `start(key, warm, count)` starts `count` children of `argv` and sends each the warm-up `warm` (a `serve_all`
-    warm request's body: libraries imported, a CUDA context made); `ready()` waits until every one has answered it.
-    `call(key, request)` hands `request` to a warmed child of `key` (one request, then its stdin is closed and it
-    ends) and returns its answer with 'warm_s', its start-up; None when no warmed child of `key` is left, or its
-    warm-up failed (that child is ended): the caller then runs the request in a fresh child, whose own failure is the
-    one to report. `close()` ends the children not used (a child also ends when this process does: its stdin
-    closes)."""
+    """Children started ahead and warmed side by side, each to serve one request and end (notebook 21's GPU-side
+    loaders). `start(key, warm, count)`, `ready()`; `call(key, request)` returns the answer with 'warm_s', or None
+    when no warmed child of `key` is left; `close()` ends the unused ones."""
 
     def __init__(self, argv: list[str], env: dict | None = None, timeout: float = 300):
         self.argv, self.env, self.timeout = argv, env, timeout

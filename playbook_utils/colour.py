@@ -1,14 +1,7 @@
-"""Colour: what a file's tags say (the matrix from Y'CbCr to R'G'B', and the range of the code values), and the
-conversion by them, in torch on any device (notebook 20).
+"""Colour: what a file's tags say (Y'CbCr-to-R'G'B' matrix and range) and the conversion by them, in torch on any
+device (notebook 20).
 
-A decoder hands out Y'CbCr; RGB is computed from it with a matrix (BT.601 for standard definition, BT.709 for
-HD, BT.2020 for UHD/HDR) and a range (limited: Y' in 16-235 at 8 bits; full: 0-255). A file says which in its
-tags. **The playbook's one rule for a file that says nothing: BT.601, limited range** (`effective`), on every path,
-the adapters and the modules handed over (`handover`) alike. It is FFmpeg's rule, so it is what the `ffmpeg` tool,
-every CPU library here (PyAV, TorchCodec, decord, SPDL) and TorchCodec's CUDA path already give, as do the tools
-video datasets are commonly extracted with; the paths that convert otherwise (PyNvVideoCodec's own RGB, DALI's NVDEC
-path, PyAV's NVDEC frames) are converted to it. Players take untagged HD as BT.709 instead: a model trained on one
-rule and served frames of the other sees slightly other colours, which is why the rule is one.
+The playbook's one rule for an untagged file, on every path: BT.601, limited range (FFmpeg's rule, `effective`).
 """
 
 from __future__ import annotations
@@ -28,10 +21,8 @@ def effective(info) -> tuple[str, str]:
 
 
 def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bits: int = 8):
-    """R'G'B' uint8 (N, 3, H, W) from the planes of 4:2:0 (or 4:2:2, 4:4:4) Y'CbCr pictures: `y` (N, H, W),
-    `u` and `v` (N, h, w) integer tensors of `bits` bits, chroma upsampled bilinearly to the luma's size, converted
-    by `matrix` ('bt601', 'bt709', 'bt2020') and `colour_range` ('limited' or 'full'), on the planes' device.
-    Introduced in notebook 20."""
+    """R'G'B' uint8 (N, 3, H, W) from 4:2:0 (4:2:2, 4:4:4) Y'CbCr planes `y` (N, H, W), `u`, `v` (N, h, w) of `bits`
+    bits, converted by `matrix` and `colour_range` on the planes' device. Introduced in notebook 20."""
     import torch
     import torch.nn.functional as F
 
@@ -48,8 +39,7 @@ def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bi
     y_gain, y_off, c_gain = 255 / y_span, -y_black * 255 / y_span, 255 / c_span
     cr_r, cb_b = 2 * (1 - kr), 2 * (1 - kb)
     # at the chroma's size, by elementwise products: a matrix product (einsum) would run on cuBLAS, whose workspace
-    # each decoding thread gets for itself and keeps (on the H200 a PyNvVideoCodec GpuLoader stopped early left
-    # 64 MiB allocated with no tensor alive)
+    # each decoding thread gets for itself and keeps
     g = c_gain / scale
     cb = u.to(torch.float32).sub_(128 * scale).mul_(g)  # (N, h, w)
     cr = v.to(torch.float32).sub_(128 * scale).mul_(g)
@@ -61,12 +51,8 @@ def yuv_to_rgb(y, u, v, matrix: str = "bt601", colour_range: str = "limited", bi
 
 
 def nv12_to_rgb(nv12, height: int, width: int, matrix: str = "bt601", colour_range: str = "limited"):
-    """R'G'B' uint8 (N, 3, height, width) from NV12 pictures as a GPU decoder hands them out: a uint8 tensor
-    (N, rows, pitch) (or (N, rows, pitch, 1)) holding the luma plane on its first two thirds of rows and the
-    chroma, U and V interleaved at half size, on the last third. The surface may be larger than the picture
-    (a decoder's coded size, e.g. 1088 rows for 1080, or a row pitch): the picture is its top-left `height` x
-    `width`. Converted by `yuv_to_rgb` with `matrix` and `colour_range` (the file's, from `effective`), so an
-    NVDEC frame is coloured as FFmpeg colours the same file on the CPU. 8-bit (NV12) only. Notebook 13."""
+    """R'G'B' uint8 (N, 3, height, width) from NV12 pictures (N, rows, pitch) as a GPU decoder hands them out (the
+    top-left `height` x `width` of the surface), converted by `yuv_to_rgb`. 8-bit only. Notebook 13."""
     if nv12.dim() == 4 and nv12.shape[-1] == 1:
         nv12 = nv12[..., 0]
     if nv12.dim() != 3:
@@ -96,10 +82,8 @@ def rgb_to_yuv(rgb, matrix: str = "bt601", colour_range: str = "limited"):
 
 
 def reconvert(rgb, decoded_as: tuple[str, str], wanted: tuple[str, str]):
-    """R'G'B' uint8 (N, 3, H, W) that a decoder converted by one fixed (matrix, range), `decoded_as`, converted
-    again as the file's tags say, `wanted`: back to Y'CbCr by `rgb_to_yuv`, then `yuv_to_rgb` (the chroma already
-    at full size). Exact but for rounding wherever the first conversion did not clip: where it clipped (a colour
-    outside what `decoded_as` can show in 0-255) the lost part stays lost. `rgb` itself when the two are the same."""
+    """R'G'B' uint8 (N, 3, H, W) a decoder converted by (matrix, range) `decoded_as`, converted again as `wanted`;
+    exact but for rounding where the first conversion did not clip. `rgb` itself when the two are the same."""
     if tuple(decoded_as) == tuple(wanted):
         return rgb
     return yuv_to_rgb(*rgb_to_yuv(rgb, *decoded_as), *wanted)

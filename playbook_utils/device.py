@@ -1,12 +1,8 @@
-"""Where frames are decoded: one small type for 'cpu', 'cuda' and 'cuda:N' (used by every module that takes a device).
+"""Where frames are decoded: one small type for 'cpu', 'cuda' and 'cuda:N', parsed once from the string a reader
+writes (`Device.parse`); `str(device)` gives the string back for torch and the libraries.
 
     >>> Device.parse("cuda:1")
     Device(kind='cuda', index=1)
-    >>> str(Device.parse("cuda")), Device.parse("cuda").ordinal
-    ('cuda', 0)
-
-Functions keep taking the plain strings a reader writes (`read_frames(..., device="cuda:1")`) and parse them
-here once; `str(device)` gives the string back for torch and the libraries.
 """
 
 from __future__ import annotations

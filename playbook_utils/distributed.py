@@ -1,18 +1,6 @@
-"""Sharded video loading for many GPUs and many nodes: one shard per rank, every sample once (notebook 30).
-
-Each rank (one process per GPU, started by `torchrun`) decodes its own shard on its own GPU, so
-decoding scales with the GPUs' NVDEC engines as long as storage keeps up.
-
-Why not `torch.utils.data.DistributedSampler` as it is: to give every rank the same number of
-samples it either pads the last round by *repeating* samples (drop_last=False) or drops the tail
-(drop_last=True), so an epoch sees some samples twice or never. `ShardSampler` takes the same
-(optionally shuffled, seed + epoch) order and the same strided split, without padding: every
-sample is seen exactly once per epoch, and shard sizes differ by at most one. The price: ranks run
-different numbers of steps, so a DDP training loop must handle the uneven end
-(`torch.distributed.algorithms.join.Join([model])`), or pad, knowing which samples it repeats.
-
-Nothing heavy is imported here until a function that needs it is called.
-"""
+"""Sharded video loading for many GPUs and nodes: one shard per rank, every sample once per epoch (notebook 30).
+`ShardSampler` is `DistributedSampler` without padding: shard sizes differ by at most one, so a DDP loop must handle
+the uneven end (`torch.distributed.algorithms.join.Join`)."""
 
 from __future__ import annotations
 
@@ -49,11 +37,9 @@ GPU_BACKENDS = by_role("rank_gpu")  # can decode on the rank's GPU, in the order
 
 
 def choose_backend(asked: str, kind: str, here, best_gpu: str | None = None) -> tuple[str, str, str | None]:
-    """(backend, why it was chosen, why decoding falls back to the CPU or None): notebook 30's `BACKEND` on a
-    machine of `kind` ('cuda' or 'cpu') whose usable backends are `here`. 'auto': on a GPU machine `best_gpu`
-    (notebook 21's best GPU-side loader there) first, then TorchCodec, PyNvVideoCodec, DALI; on the CPU TorchCodec,
-    PyAV, decord; the first of them in `here`. A GPU machine with none of them decodes with TorchCodec or PyAV on
-    the CPU (the third value says so). A backend named that cannot run here: ValueError with the reason."""
+    """(backend, why it was chosen, why decoding falls back to the CPU or None): notebook 30's `BACKEND` on a `kind`
+    machine whose usable backends are `here`. 'auto' tries `best_gpu` (notebook 21's) first, then the role's order; a
+    named backend that cannot run here raises ValueError with the reason."""
     if asked != "auto":
         why = why_unavailable(asked, kind if asked in GPU_BACKENDS and kind == "cuda" else "cpu")
         if why:
@@ -100,12 +86,8 @@ def shard(items, rank: int, world_size: int) -> list:
 
 
 class ShardSampler:
-    """A `DistributedSampler` without padding: rank's share of range(n), each index once per epoch.
-
-    With shuffle, the order is `torch.randperm(n)` seeded by seed + epoch (call `set_epoch` each
-    epoch, as with DistributedSampler), so for n divisible by world_size it yields exactly what
-    DistributedSampler yields. Usable as `DataLoader(sampler=...)`. Introduced in notebook 30.
-    """
+    """A `DistributedSampler` without padding: rank's share of range(n), each index once per epoch. With shuffle,
+    seeded by seed + epoch (call `set_epoch`); usable as `DataLoader(sampler=...)`. Notebook 30."""
 
     def __init__(self, n: int, rank: int, world_size: int, shuffle: bool = False, seed: int = 0):
         shard([], rank, world_size)  # validates rank and world_size
@@ -172,11 +154,9 @@ class _ThreadedBatches:
 
 
 class ShardedLoader:
-    """Iterates (sample_ids, frames) over one rank's shard: ids a list of ints, frames uint8
-    (B, K, 3, H, W) on the rank's device (a list of (K, 3, H, W) tensors for a batch of several sizes
-    with mixed_sizes='list'). With on_error='skip', (sample_ids, frames or None, skipped): the
-    `loaders.Skipped` samples of the batch, so that ids and skipped together hold every sample of the
-    shard once. Call `set_epoch(e)` before each epoch when shuffling."""
+    """Iterates (sample_ids, frames) over one rank's shard: frames uint8 (B, K, 3, H, W) on the rank's device (a list
+    with mixed_sizes='list'); with on_error='skip', (sample_ids, frames or None, skipped). Call `set_epoch(e)` before
+    each epoch when shuffling."""
 
     def __init__(self, loader, sampler: ShardSampler, device: str, decode_device: str, skipping: bool = False):
         self.loader, self.sampler, self.device, self.decode_device = loader, sampler, device, decode_device
@@ -219,21 +199,9 @@ def sharded_loader(
     decode_device: str = "auto",
     **dataset_kwargs,
 ) -> ShardedLoader:
-    """The loader of one rank for `backend`: its shard of `paths`, decoded, delivered on `device`.
-
-    `device` is the rank's device (`cuda:LOCAL_RANK` or 'cpu'). decode_device 'auto' decodes on
-    that GPU for the backends that can (PyNvVideoCodec, TorchCodec, DALI: in the rank's process,
-    `num_workers` decoding threads) and on the CPU otherwise (PyAV, decord: in `num_workers`
-    DataLoader workers, batches then copied to `device`). DALI goes through the same per-rank path
-    (`read_frames` with device cuda:N); DALI's own `fn.readers.video(shard_id=, num_shards=)`
-    is not used, since it samples fixed-length sequences rather than our K frames per video.
-    (Measured on two H200s with NCCL and PyNvVideoCodec, results/h200/; no GPU result of the DALI path is kept.)
-    dataset_kwargs go to `loaders.VideoClipDataset` (k, strategy, size, mixed_sizes, on_error, ...).
-    With on_error='skip' a sample that fails (unreadable, too short for the clip, another size) is
-    handed back as skipped, once, and every other sample is delivered once. Returns a
-    `ShardedLoader` of (sample_ids, frames), or (sample_ids, frames, skipped) with on_error='skip'.
-    Introduced in notebook 30.
-    """
+    """The loader of one rank for `backend`: its shard of `paths`, delivered on `device` (`cuda:LOCAL_RANK` or
+    'cpu'). decode_device 'auto': GPU backends decode on that GPU in threads, others in DataLoader workers.
+    `dataset_kwargs` go to `loaders.VideoClipDataset`. Returns a `ShardedLoader`. Notebook 30."""
     import torch
 
     rank_cuda = Device.parse(device).is_cuda

@@ -1,8 +1,7 @@
 """What this machine is: GPU, NVDEC, CPU, memory and the five decoder libraries (notebook 00).
 
-`report()` returns a plain dict, `format_report()` a readable table. Decoder libraries are
-probed in child processes, so the report never loads them (or their clashing FFmpeg builds)
-into your kernel, and a library that crashes on import cannot take the notebook with it.
+`report()` returns a plain dict, `format_report()` a readable table; decoder libraries are probed in child
+processes, never imported into your kernel.
 """
 
 from __future__ import annotations
@@ -119,13 +118,8 @@ def _nvml_call(fn, *args):
 
 
 def nvml_handle(cuda_index: int = 0):
-    """(pynvml, handle) for the GPU that CUDA calls `cuda_index`, or None where NVML cannot say (used by
-    notebook 20's ceiling and bench rows and 23's soak).
-
-    NVML numbers every GPU of the machine and ignores CUDA_VISIBLE_DEVICES; CUDA numbers only the
-    visible ones. With CUDA_VISIBLE_DEVICES=1, 'cuda:0' is NVML's GPU 1: reading NVML's GPU 0 would
-    measure another job's GPU. Entries may be indices or UUIDs (GPU-...); a MIG entry gives None.
-    """
+    """(pynvml, handle) for the GPU that CUDA calls `cuda_index` (CUDA_VISIBLE_DEVICES honoured), or None where NVML
+    cannot say, e.g. MIG. Used by notebook 20's ceiling and 23's soak."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
         import pynvml
@@ -145,12 +139,8 @@ def nvml_handle(cuda_index: int = 0):
 
 
 def gpus() -> dict:
-    """GPUs as NVML sees them: {'available', 'error', 'driver', 'cuda_driver', 'devices': [...]}.
-
-    Per device: name, compute capability, memory, video clock (current and max, MHz) and, where
-    NVML gives them, the NVDEC / NVENC / NVJPG / OFA engine counts (read from the whole-GPU
-    instance profile, which MIG-capable GPUs report).
-    """
+    """GPUs as NVML sees them: {'available', 'error', 'driver', 'cuda_driver', 'devices': [...]}, each device with
+    name, compute capability, memory, video clock and, where NVML gives them, its NVDEC/NVENC/NVJPG/OFA counts."""
     try:
         import pynvml
     except ImportError:
@@ -273,9 +263,8 @@ def report(probe_libraries: bool = True) -> dict:
 
 
 def machine_facts(rep: dict) -> dict:
-    """The facts of `report()` a result carries to say where it was measured: {'date_utc', 'gpu' (the first GPU's
-    name, or 'none'), 'driver', 'cuda', 'cpu' ('<model> x<usable cores>', for people), 'cores' (usable cores, an
-    int, for comparisons)}. Used by the benchmark tables (notebook 20) and the runner's summary."""
+    """Where a result was measured, from `report()`: {'date_utc', 'gpu', 'driver', 'cuda', 'cpu', 'cores'}. Used by
+    the benchmark tables (notebook 20) and the runner's summary."""
     g = rep["gpu"]
     return {
         "date_utc": rep["date_utc"],
@@ -341,12 +330,8 @@ def capabilities(rep: dict | None = None) -> dict:
 
 
 def resolve_device(requested: str = "auto") -> tuple[str, str]:
-    """Map a notebook's DEVICE parameter to 'cuda', 'cuda:N' or 'cpu', with a one-line explanation.
-
-    'auto' picks cuda when torch sees a GPU. 'cuda' without a GPU falls back to 'cpu' and says so,
-    so the notebook runs its CPU parts instead of crashing. Raises ValueError for anything `device.Device`
-    does not parse.
-    """
+    """Map a notebook's DEVICE parameter to ('cuda', 'cuda:N' or 'cpu', a one-line explanation): 'auto' picks cuda
+    where torch sees a GPU, 'cuda' without one falls back to 'cpu'. Raises ValueError for an unparsable device."""
     try:
         asked = None if requested == "auto" else Device.parse(requested)
     except ValueError:

@@ -42,10 +42,8 @@ _SECRET_QUERY = re.compile(
 
 
 def redact(text):
-    """`text` with the secrets of every URL in it replaced by '***': the user info ('key:secret@' after
-    'scheme://') and the values of the query parameters in `SECRET_PARAMS` (signed S3/GCS URLs, Azure SAS
-    tokens). Everything else is kept, so the message still says which object and why; None stays None.
-    Every `DecodeError` and `BackendUnavailable` message goes through it (issue 29)."""
+    """`text` with the secrets of every URL in it replaced by '***' (user info, values of `SECRET_PARAMS`),
+    everything else kept; None stays None. Every `DecodeError` and `BackendUnavailable` message goes through it."""
     if text is None:
         return None
     text = str(text)
@@ -59,15 +57,9 @@ _MESSAGE = re.compile(r"(?s)^(?:(?P<path>.*?) )?\[(?P<backend>[\w.-]+)\]: (?P<ca
 
 
 class _VideoError(Exception):
-    """Base class: every message names the file, the backend and the cause.
-
-    The error keeps its type, file, backend and cause across processes: it pickles (a `multiprocessing`
-    queue, a process pool), and PyTorch's DataLoader, which re-raises a worker's error as
-    `type(message)` with the worker's traceback as the message, gets the same type back, with `path`,
-    `backend` and `cause` read from the traceback's last line (notebook 23). The path and the cause are
-    `redact`ed in the constructor, so no URL's credentials reach a message, a log or a results file, however
-    the error was built or rebuilt.
-    """
+    """Base class: every message names the file, the backend and the cause, URL secrets `redact`ed. It keeps its
+    type, path, backend and cause across processes: it pickles, and survives DataLoader's re-raise of a worker's
+    error (notebook 23)."""
 
     def __init__(self, path: str | os.PathLike | None, cause: str | None = None, backend: str | None = None):
         if cause is None and backend is None and isinstance(path, str):
@@ -142,10 +134,8 @@ def _is_ffmpeg_error(e: BaseException) -> bool:
 
 def describe(e: BaseException) -> str:
     """'TypeName: first line of its message': how the playbook reports another library's exception. A first line
-    that only announces more ('Critical error in pipeline:', DALI) takes the next line with it; a message that
-    says nothing ('GetFramesByIdxList : ', PyNvVideoCodec on corrupt packets) says so. FFmpeg's errors through
-    PyAV are told by FFmpeg's words alone: their message carries a raw code and the path ('[Errno 1094995529]
-    Invalid data found when processing input: PATH'), and every error of the playbook names its file already."""
+    ending in ':' takes the next with it, an empty message says so, and FFmpeg's errors through PyAV keep FFmpeg's
+    words only."""
     if _is_ffmpeg_error(e) and getattr(e, "strerror", None):
         return f"{type(e).__name__}: {e.strerror}"
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]

@@ -32,11 +32,9 @@ class VideoFolder:
 
 
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
-    """Every video file under `folder` (by suffix, `VIDEO_SUFFIXES`, sorted, at most `max_files`), probed from
-    its packets: a file that cannot be probed (broken, empty, no video stream) or is cut short (its index lists
-    frames it does not hold: a sampler would spread its frames over part of the video, and the frames near the cut
-    do not decode) is listed in `unreadable` with the whole cause instead of stopping the caller. Raises DecodeError when `folder` is not a folder.
-    Introduced in notebook 20; used by 21 and 22 for `VIDEO_DIR`."""
+    """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`), probed; a file that cannot be
+    probed or is cut short is listed in `unreadable` with its cause. Raises DecodeError when `folder` is not a
+    folder. Introduced in notebook 20; used by 21 and 22."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")

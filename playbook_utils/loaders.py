@@ -1,10 +1,5 @@
-"""Training loaders over `read_frames`: a Dataset of sampled clips and a DataLoader factory (notebook 21).
-
-For the CPU libraries (and TorchCodec on the CPU) the PyTorch way is worker processes: each worker
-decodes whole samples and the main process only collates and copies. For the GPU libraries, threads in
-this process (`GpuLoader`) or several processes (`GpuProcessLoader`) decode straight into GPU memory;
-DALI's own reader is `dali_loader`. `bench.loader_bench` measures them.
-"""
+"""Training loaders over `read_frames` (notebook 21): a Dataset of sampled clips, a DataLoader on CPU workers
+(`make_loader`), GPU loaders on threads (`GpuLoader`) or processes (`GpuProcessLoader`), and DALI's (`dali_loader`)."""
 
 from __future__ import annotations
 
@@ -62,11 +57,8 @@ MAX_ITEM_BYTES = 2 * 2**30  # an item's decoded RGB frames (K x 3 x H x W bytes)
 
 
 def check_item_size(path, info, count: int, backend: str | None, limits) -> None:
-    """Refuse, from the probe and before decoding, an item whose frames would take a worker's memory: a frame of
-    more than `limits.max_frame_pixels` pixels, or `count` frames of more than `limits.max_item_bytes` decoded
-    (RGB at full size, what the library hands back before any resize). A small file can hold huge frames: 8
-    frames of 4096 x 4096 come from a 50 KB file and decode to 400 MB. `DecodeError` naming the file and the
-    limit (the item's failure: on_error='skip' absorbs it); a limit of None is no limit."""
+    """Raise `DecodeError` naming the file and the limit, from the probe and before decoding, where a frame exceeds
+    `limits.max_frame_pixels` or `count` decoded RGB frames exceed `limits.max_item_bytes` (None: no limit)."""
     pixels = info.width * info.height
     if limits.max_frame_pixels is not None and pixels > limits.max_frame_pixels:
         raise DecodeError(
@@ -99,30 +91,9 @@ def parse_route(backend, device: str) -> list[tuple[str, str]]:
 
 
 class VideoClipDataset:
-    """Item i: uint8 frames (K, 3, H, W) sampled from video i by `strategy`, decoded by `backend`.
-
-    backend: one library's name, or a route: a sequence tried in order for each file, so that the fastest path
-    reads every file it accepts and the next reads the ones it refuses (an open-GOP HEVC file that NVDEC's paths
-    refuse, say): `backend=("torchcodec@cuda", "pyav@cpu")`. Frames read on another device than `device` are
-    moved there; `backend_for(i)` says which entry reads item i, and a file no entry accepts is the item's
-    `BackendUnavailable` with every entry's reason.
-
-    strategy: 'uniform' (K = k frames over the video) or 'clip' (one random clip of `clip_len`
-    frames at `stride`, drawn from `seed` and the item index, so epochs are reproducible).
-
-    Videos of several sizes need a choice: `size` (H, W) resizes every item on the decoding side, and
-    mixed_sizes='list' lets a batch of several sizes be a list of tensors instead of one tensor. With
-    neither, every video must have the size of the first one that can be read (the dataset's
-    reference; `reference_size`), and another size is the item's failure.
-
-    An item whose frames would take a worker's memory is refused from the probe, before decoding
-    (`check_item_size`: `max_frame_pixels`, `max_item_bytes`; None for no limit).
-
-    on_error='raise' stops at the first item that fails, with an error naming its file: `DecodeError`
-    (unreadable, too short for the clip, or above a limit), `BackendUnavailable` (a file this library is known to
-    decode wrongly) or ValueError (another size). on_error='skip' returns a `Skipped` record for it
-    instead, which `collate_skipping` sets aside, so the epoch goes on with every other item once.
-    """
+    """Item i: uint8 frames (K, 3, H, W) sampled from video i by `strategy` ('uniform' or 'clip'), decoded by `backend`
+    (a library, or a route tried in order per file); `size` or mixed_sizes='list' for videos of several sizes.
+    on_error='raise' raises an error naming the file, 'skip' returns a `Skipped` record. Notebook 21."""
 
     def __init__(
         self,
@@ -173,10 +144,8 @@ class VideoClipDataset:
         raise BackendUnavailable(self.paths[i], "no backend of the route takes it (" + "; ".join(reasons) + ")", None)
 
     def read(self, i: int, idx: list[int], entry: tuple[str, str] | None = None):
-        """Frames `idx` of video i, read by its route entry (`backend_for`, or `entry` where the caller already
-        chose it) and moved to this dataset's device where that entry decodes elsewhere. An entry that refuses
-        the file only when it reads it (`BackendUnavailable` from the read: SPDL's NVDEC on some open-GOP files,
-        say) passes it to the next entry of the route, and is not asked for that file again."""
+        """Frames `idx` of video i, read by its route entry (`backend_for`, or `entry`) and moved to this dataset's
+        device; an entry that refuses the file when it reads it passes it to the next entry, for good."""
         entry = entry or self.backend_for(i)
         while True:
             if len(self.route) > 1 and (i, *entry) in self._refused:
@@ -289,16 +258,8 @@ FEEDER_JOIN_S = 10.0  # how long an exiting worker waits for its last batch to l
 
 
 def finish_sending(timeout_s: float = FEEDER_JOIN_S) -> None:
-    """Wait (at most `timeout_s`) for this process's `multiprocessing` queue feeder threads to finish: run at a
-    loader worker's exit (make_loader, sharded_loader, GpuProcessLoader; notebook 23).
-
-    A worker told to stop while it decodes finishes that batch, hands it to its queue's feeder thread, and
-    exits. The feeder is a daemon thread: if it is still dropping the batch's tensors when the interpreter
-    starts finalizing, torch's tensor deallocation (C++) releases and retakes the GIL, and Python ends the
-    thread there with pthread_exit, whose unwinding through C++ aborts the process ("terminate called
-    without an active exception", SIGABRT, seen with PyAV and decord workers alike). Joining the feeder
-    before finalization lets it finish in time. Bounded, since a feeder of a queue nobody closed never ends.
-    """
+    """Wait (at most `timeout_s`) for this process's multiprocessing queue feeder threads, at a loader worker's exit, so
+    that interpreter shutdown does not abort it mid-send (SIGABRT). Notebook 23."""
     import threading
     import time
 
@@ -321,28 +282,9 @@ def make_loader(
     prefetch_factor: int | None = None,
     **dataset_kwargs,
 ):
-    """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers.
-
-    dataset_kwargs go to `VideoClipDataset` (k, strategy, size, mixed_sizes, on_error, ...). A batch of
-    videos of several sizes (mixed_sizes='list') is a list of (K, 3, H, W) tensors. With on_error='skip'
-    each batch is a pair (the batch of the good items, or None; the list of `Skipped` items).
-    `close_loader` ends the workers mid-epoch.
-
-    Workers start with `start_method` (default `START_METHOD`, 'forkserver'; not Linux's 'fork'): on the H200
-    machine (32 cores, Python 3.12) a forked PyAV worker of notebook 21 hung for 20 minutes without a batch, its
-    parent multi-threaded by CUDA and the notebook kernel, which Python 3.12 warns may deadlock a forked child. A
-    forkserver is one fresh interpreter, started once, that imports `FORKSERVER_PRELOAD` (PyTorch, not any video
-    library) and forks each worker from itself: no thread or CUDA state of the caller reaches a worker, and no
-    worker imports PyTorch again ('spawn' starts each worker from a fresh interpreter: on the H200, 16 spawned
-    workers took 14-15 s to their first batch, 16 interpreters importing PyTorch at once taking 5 s of it). Workers
-    persist between epochs; a script that builds the loader needs the `if __name__ == "__main__":` guard, as on
-    macOS and Windows.
-    A worker that delivers no batch for `timeout_s` seconds raises RuntimeError instead of hanging.
-    `prefetch_factor`: batches each worker decodes ahead (the DataLoader's default, 2, where None).
-    Each worker's PyAV and TorchCodec decoders use `decoder_threads` threads, by default the cores divided
-    among the workers: a decoder left to its default takes every core, so N workers would run N x cores
-    threads (notebook 10 measures what the extra frame threads cost at each seek).
-    """
+    """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers (notebook 21).
+    dataset_kwargs go to `VideoClipDataset`. Workers start by `start_method` (default forkserver: a forked child of a
+    CUDA-threaded parent may deadlock) and raise RuntimeError after `timeout_s` without a batch."""
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
@@ -360,19 +302,8 @@ def make_loader(
 
 
 def close_loader(loader, now: bool = False) -> list[int]:
-    """End the worker processes of a loader from `make_loader` (or of a `distributed.ShardedLoader`) now, even
-    mid-epoch with batches in flight; each worker finishes the batch in hand and exits cleanly. Returns the
-    workers' exit codes: 0 each, a negative code is the signal that ended one (notebook 23).
-
-    Workers persist between epochs (`persistent_workers`), so breaking out of an epoch leaves them running
-    until the loader is dropped; `close_loader` stops them without waiting for that. Iterating the loader
-    again starts new workers.
-
-    `now`: the workers are ended at once (SIGTERM, exit code -15) instead of finishing the batch in hand, which
-    is dropped: for a measurement that is over (notebook 21's sweep, where a worker decoding a 1080p video on one
-    thread took seconds to finish it). The loader must not be iterated while its workers are ended, and must
-    not pin memory (a pinning thread reads what an ended worker may have half written).
-    """
+    """End the workers of a `make_loader` loader (or a `ShardedLoader`) now, even mid-epoch: each finishes its batch, or
+    with `now` is killed at once (SIGTERM). Returns the workers' exit codes (notebook 23)."""
     inner = getattr(loader, "loader", loader)  # a ShardedLoader holds its DataLoader as .loader
     it = getattr(inner, "_iterator", None)
     if it is None or not hasattr(it, "_shutdown_workers"):
@@ -403,9 +334,8 @@ FORKSERVER_PRELOAD = ("torch", "playbook_utils.loaders")  # what the forkserver 
 
 
 def start_worker_server() -> None:
-    """Start the forkserver that `make_loader`'s workers are forked from (`START_METHOD`) now, without waiting for
-    it: its import of FORKSERVER_PRELOAD (PyTorch: 2-4 s) then runs beside whatever comes before the first loader
-    with workers, instead of inside that loader's time to its first batch (notebook 21's first configuration)."""
+    """Start `make_loader`'s forkserver (`START_METHOD`) now, in the background, so that its import of
+    FORKSERVER_PRELOAD is not counted in the first loader's time to its first batch (notebook 21)."""
     import multiprocessing
     from multiprocessing import forkserver
 
@@ -418,9 +348,7 @@ def worker_options(
     num_workers: int, start_method: str | None = None, timeout_s: float = 600.0, decoder_threads: int | None = None
 ) -> dict:
     """The DataLoader arguments of `make_loader`'s workers (also `distributed.sharded_loader`'s and
-    `shards.shard_loader`'s): started by `start_method` (default `START_METHOD`; a forkserver imports
-    FORKSERVER_PRELOAD first, where it is not running yet), persistent, a batch timeout, and decoders that share the
-    cores; {} without workers."""
+    `shards.shard_loader`'s): start method, persistent, a batch timeout, decoder threads sharing the cores; {} for 0."""
     import functools
     import multiprocessing
 
@@ -439,10 +367,8 @@ def worker_options(
 
 
 def decode_ahead(fn, items, threads: int, ahead: int):
-    """`fn(item)` for each item, results yielded in order, computed by `threads` threads with at most `ahead`
-    items in flight (GpuLoader, and the GPU ranks of `distributed.sharded_loader`): decoders on the GPU work
-    while Python waits, so threads keep several busy without the copies that worker processes would need.
-    Closing the generator early cancels the items not yet started and joins the threads."""
+    """`fn(item)` for each item, yielded in order, computed by `threads` threads with at most `ahead` items in flight
+    (GpuLoader, `distributed.sharded_loader`). Closing the generator early cancels the items not yet started."""
     import itertools
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
@@ -466,10 +392,8 @@ def _deliver(loader, videos, copy: bool = False):
 
 
 def _videos_to_batch(videos, copy: bool = False):
-    """One (B, K, 3, S, S) tensor when the videos have the same length, else the list of them (videos of
-    different lengths read whole): what GpuLoader and GpuProcessLoader yield. The stacked tensor is always
-    new memory; with `copy`, so is each video of a list (GpuProcessLoader: the videos it got belong to
-    its worker processes)."""
+    """One new (B, K, 3, S, S) tensor when the videos have the same length, else the list of them (copied with `copy`):
+    what GpuLoader and GpuProcessLoader yield."""
     import torch
 
     if len({tuple(v.shape) for v in videos}) == 1:
@@ -478,16 +402,8 @@ def _videos_to_batch(videos, copy: bool = False):
 
 
 class GpuLoader:
-    """Model-ready batches decoded on the GPU by `threads` threads in this process (notebook 21).
-
-    Item i is video i: every frame (strategy='all', read in chunks of `chunk` frames) or the frames
-    `VideoClipDataset` samples, decoded by a GPU backend (pynvvideocodec, torchcodec, pyav) straight
-    into GPU memory, then resized to `size` and normalized there (`transforms.to_model_batch`).
-    Threads suit GPU decoders: the decode runs on NVDEC while Python waits, and the frames never leave
-    the GPU, which worker processes could not share without copies. Yields float16 tensors
-    (B, K, 3, size, size); `frames_delivered` counts the frames handed out so far.
-    `bench.loader_bench.measure_flat_out` times one flat out.
-    """
+    """Model-ready float16 batches (B, K, 3, size, size) decoded on the GPU by `threads` threads in this process,
+    resized and normalized there (`transforms.to_model_batch`); `frames_delivered` counts frames. Notebook 21."""
 
     def __init__(
         self,
@@ -543,17 +459,8 @@ class GpuLoader:
 
 
 class GpuProcessLoader:
-    """Model-ready batches from `processes` worker processes, each a `GpuLoader` of `threads` threads over
-    every `processes`-th video (notebook 21).
-
-    One Python process drives only so many decoders: notebook 20's ceiling sweep needs several processes
-    to keep every NVDEC engine busy. Here each worker decodes, resizes and normalizes on the GPU as
-    `GpuLoader` does, and hands each finished video to this process through a bounded
-    `torch.multiprocessing` queue: a CUDA tensor travels as a CUDA IPC handle (no copy through the
-    host), a CPU tensor through shared memory. Videos arrive in the order they finish, not in index
-    order; each is still exactly the frames asked for. A worker stays alive until the epoch ends,
-    since CUDA IPC memory belongs to the process that made it. Takes GpuLoader's arguments.
-    """
+    """Model-ready batches from `processes` worker processes, each a `GpuLoader` of `threads` threads over every
+    `processes`-th video, handed over by CUDA IPC in the order they finish. Takes GpuLoader's arguments. Notebook 21."""
 
     def __init__(self, paths, processes: int = 4, threads: int = 2, batch_size: int = 4, **loader_kwargs):
         self.paths = [str(p) for p in paths]
@@ -633,11 +540,8 @@ class GpuProcessLoader:
 
 
 def _drain(q, procs: dict, limit_s: float = 30.0) -> None:
-    """Take and drop every message the worker processes `procs` ({rank: process}) sent and no one took, until each
-    has said goodbye (its last message: all it sent is in the queue before it) or has died, at most `limit_s`. On
-    CUDA a message maps a worker's tensor in this process (CUDA IPC); one still unreceived when its worker exits
-    makes torch log that the producer ended before the consumer released it (seen in 23 on the H200), so the
-    workers wait for `released`, set after this."""
+    """Take and drop every message the workers `procs` ({rank: process}) sent and no one took, until each has said
+    goodbye or died (at most `limit_s`), so that no CUDA IPC tensor is still mapped when its worker exits."""
     import time
 
     end, gone = time.monotonic() + limit_s, set()
@@ -665,10 +569,8 @@ def _put_unless(q, item, stop) -> bool:
 
 
 def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch, released):
-    """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message.
-    When the training process ends the epoch early (`finished_epoch` set before this worker is done), the
-    worker stops decoding instead of waiting for room on the queue. Its last message is ('bye', rank); it exits
-    once the training process has taken every message (`released`): on CUDA the tensors it sent live in its memory."""
+    """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message, then
+    ('bye', rank); stops early once `finished_epoch` is set and exits once `released` is."""
     import queue as queue_module
 
     videos = iter(GpuLoader(paths, threads=threads, batch_size=1, **kwargs))
@@ -700,13 +602,8 @@ def dali_loader(
     num_threads: int = 8,
     prefetch: int = 2,
 ):
-    """A DALI pipeline + `DALIGenericIterator` of model-ready sequences on the GPU (notebook 21).
-
-    `fn.experimental.readers.video` decodes consecutive, non-overlapping sequences of
-    `sequence_length` frames from `paths` on NVDEC; `fn.resize` and `fn.crop_mirror_normalize`
-    make float16 (B, L, 3, size, size) batches with CLIP's statistics in the same graph, so the
-    preprocessing overlaps with the next batch's decoding. One epoch = every full sequence once.
-    """
+    """A DALI pipeline + `DALIGenericIterator` of float16 (B, L, 3, size, size) sequences of `sequence_length`
+    consecutive frames, decoded on NVDEC, resized and normalized with CLIP's statistics in the graph. Notebook 21."""
     from nvidia.dali import fn, pipeline_def, types
     from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
 

@@ -1,12 +1,6 @@
-"""Test media made locally with PyAV: stamped clips and the shared default set.
-
-Every generated frame carries its own index as a 16-bit code plus its complement, drawn as
-large black/white cells across the top sixth of the picture. The layout is proportional to the
-frame size, so `read_stamp` recovers the index after lossy encoding, after colour conversion and
-after resizing, and it raises `StampError` rather than guess when the code does not check out.
-
-Introduced in notebook 01; used by every decoder test and benchmark.
-"""
+"""Test media made locally with PyAV: stamped clips and the shared default set (notebook 01; every decoder test and
+benchmark). Each frame carries its index as a 16-bit code plus its complement across the top of the picture;
+`read_stamp` reads it back after encoding, colour conversion and resizing, or raises `StampError`."""
 
 from __future__ import annotations
 
@@ -126,10 +120,8 @@ def _layout(frame) -> tuple[int, int, bool]:
 
 
 def _to_luma(frame, rows: int | None = None, cols: int | None = None) -> np.ndarray:
-    """A float (H, W) luma plane from a frame in any layout `_layout` takes; numpy or torch. `rows` and `cols`:
-    only the top-left rows x cols of the picture, cut before the copy from the GPU and the conversion (a stamp
-    fills the top sixth: reading one from a whole 1080p frame took 10 ms, most of it converting pixels it never
-    looks at)."""
+    """A float (H, W) luma plane from a frame in any layout `_layout` takes; numpy or torch. `rows` and `cols`: only
+    the top-left rows x cols, cut before the copy from the GPU and the conversion."""
     shape, chw = tuple(frame.shape), _layout(frame)[2]
     frame = frame[((slice(None),) if chw else ()) + (slice(0, rows), slice(0, cols))]
     if hasattr(frame, "detach"):  # a torch tensor, possibly on the GPU
@@ -146,13 +138,8 @@ def _to_luma(frame, rows: int | None = None, cols: int | None = None) -> np.ndar
 
 
 def read_stamp(frame) -> int:
-    """Return the frame index stamped into `frame` by `make_clip`.
-
-    `frame` is one decoded frame: RGB as (H, W, 3) or (3, H, W), or a luma plane (H, W), as a numpy
-    array or a torch tensor on any device; any resolution (the stamp scales with the picture).
-    Raises `StampError` when the code and its complement disagree, so a damaged, rotated or foreign
-    frame is never read as a wrong index. Introduced in notebook 01.
-    """
+    """Return the frame index `make_clip` stamped into `frame`: RGB (H, W, 3) or (3, H, W) or luma (H, W), numpy or
+    torch on any device, any resolution. Raises `StampError` when the code fails its complement check. Notebook 01."""
     ch, cw = _stamp_cells(*_layout(frame)[:2])
     y = _to_luma(frame, 2 * ch, STAMP_BITS * cw)  # the two rows of cells only
     # Sample the middle half of each cell: robust to ringing at cell edges and to resizing.
@@ -223,10 +210,8 @@ def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
 
 
 def footage_frame(index: int, width: int, height: int, num_frames: int = 300):
-    """The (Y, U, V) planes of frame `index` of an unstamped clip that stands for a reader's own footage: a
-    fine random texture panning a few pixels per frame under a slow brightness wave, so that every frame
-    differs from its neighbours the way filmed motion does, and nothing in it says which frame it is.
-    Used to test what the playbook does with video it did not stamp (notebooks 20-22)."""
+    """The (Y, U, V) planes of frame `index` of an unstamped clip standing for a reader's own footage: a random
+    texture panning under a slow brightness wave, nothing in it saying which frame it is (notebooks 20-22)."""
     rng = np.random.default_rng(width * 7919 + height)
     texture = rng.integers(40, 216, size=(height + 64, width + 64), dtype=np.uint8)
     dx, dy = (3 * index) % 64, index % 64
@@ -256,11 +241,8 @@ def _texture(width: int, height: int) -> np.ndarray:
 
 
 def detailed_frame(index: int, width: int, height: int, num_frames: int = 300):
-    """The (Y, U, V) planes of frame `index` of a stamped clip as heavy to encode and decode as filmed video:
-    detail at every scale, the top half panning sideways and the bottom half diagonally at other speeds, a slow
-    brightness wave, textured colour, and a moving square; with the frame number and the stamp that `read_stamp`
-    reads back. `make_clip(..., picture=detailed_frame, bit_rate=...)` makes the realistic clips of the default
-    set (`ClipSpec.bitrate`). Introduced in notebook 01."""
+    """The (Y, U, V) planes of frame `index` of a stamped clip as heavy to encode and decode as filmed video.
+    `make_clip(..., picture=detailed_frame, bit_rate=...)` makes the default set's realistic clips. Notebook 01."""
     tex = _texture(width, height)
     half = height // 2
     y = np.empty((height, width), dtype=np.int16)
@@ -311,9 +293,8 @@ def _encoder_options(
     options = _gop_options(encoder, gop, bframes, closed_gop, preset, defaults)
     key = {"libx264": "x264-params", "libx265": "x265-params"}.get(encoder)
     if bit_rate and key:
-        # An average rate alone overshot on short detailed clips: 300 frames of 4K asked at 32 Mbit/s came out at
-        # 50, 1080p at 8 came out at 9.7 (x264 had no time to correct its first GOPs). A buffer of one second,
-        # filled at the rate asked, holds every second to it, as streaming encodes are made.
+        # An average rate alone overshoots on short detailed clips (x264 has no time to correct its first GOPs): a
+        # buffer of one second, filled at the rate asked, holds every second to it, as streaming encodes are made.
         kbit = max(1, round(bit_rate / 1000))
         options[key] += f":vbv-maxrate={kbit}:vbv-bufsize={kbit}"
     return options
@@ -361,17 +342,9 @@ def make_clip(
     picture=None,
     bit_rate: int | None = None,
 ) -> Path:
-    """Encode a stamped synthetic clip and return its path.
-
-    The container follows the file suffix (.mp4, .mkv, .webm, .avi). `gop` is the keyframe interval
-    in frames, `bframes` the maximum run of B-frames (ignored by codecs without them), `pix_fmt`
-    e.g. 'yuv420p' or 'yuv420p10le'. `frame_times` (seconds, increasing) makes a variable-frame-rate
-    clip. `picture(index, width, height, num_frames) -> (Y, U, V)` draws the frames instead of `synth_frame`
-    (`detailed_frame`: as heavy as filmed video; `footage_frame`: no stamp). `bit_rate` (bit/s) encodes to that
-    rate instead of the encoder's default quality (x264 and x265: each second held to it by a one-second buffer). `closed_gop=None` sets only the keyframe interval and
-    leaves the rest of the GOP to the encoder's defaults, as most real files are made (x265's: open GOP). Raises
-    RuntimeError when this PyAV has no encoder for `codec`. Introduced in notebook 01.
-    """
+    """Encode a stamped synthetic clip at `path` (container by suffix) and return the path. `gop`: keyframe interval;
+    `frame_times`: variable frame rate; `picture(i, w, h, n) -> (Y, U, V)`: the frames (default `synth_frame`);
+    `bit_rate`: bit/s; `closed_gop=None`: the encoder's own GOP. RuntimeError without an encoder. Notebook 01."""
     import av
 
     if width % 2 or height % 2:
@@ -398,9 +371,8 @@ def make_clip(
                 _encode(tmp, **settings)
             break
         except (av.error.FFmpegError, EncoderFailed) as e:
-            # Seen once in CI: SVT-AV1 on a loaded 2-core machine handed the MP4 muxer a packet it
-            # rejected (EINVAL), and 600 encodes of the same clip here never did. The encoder is
-            # not deterministic under load, so the clip is encoded again before giving up.
+            # SVT-AV1 under load can hand the MP4 muxer a packet it rejects (EINVAL); it is not deterministic,
+            # so the clip is encoded again before giving up.
             failure = f"{path}: {encoder} could not write this clip ({e}; packets {getattr(e, 'packets', '?')})"
             tmp.unlink(missing_ok=True)
     else:
@@ -409,9 +381,8 @@ def make_clip(
     return path
 
 
-# Encoders run in a child process under a watchdog. SVT-AV1 (4.1, in PyAV's wheel) was seen once to hang for good in
-# its flush (`svt_av1_enc_get_packet`, CPU idle), and a hang inside C cannot be interrupted from Python: a test
-# session waited until CI's limit. SVT-AV1 3.1 has reports of the same (linuxserver/docker-ffmpeg#116).
+# Encoders run in a child process under a watchdog: SVT-AV1 can hang for good in its flush (`svt_av1_enc_get_packet`;
+# linuxserver/docker-ffmpeg#116), and a hang inside C cannot be interrupted from Python.
 WATCHED_ENCODERS = frozenset({"libsvtav1"})
 STALL_S = 60.0  # no frame sent and no packet received for this long: the encoder hung (a 1080p frame takes < 2 s)
 
@@ -454,9 +425,9 @@ def _encode_main() -> None:
 
 
 def _encode_watched(tmp, settings: dict, stall_s: float | None = None) -> None:
-    """`_encode` in a fresh Python process, killed when it makes no progress (a frame sent or a packet received)
-    for `stall_s` seconds (default `STALL_S`): `EncoderFailed` then, or with the child's own error. A `picture`
-    the child cannot import by name (a lambda, a local function) is encoded here, unwatched."""
+    """`_encode` in a fresh Python process, killed after `stall_s` seconds (default `STALL_S`) without progress:
+    raises `EncoderFailed` then, or with the child's error. A `picture` that cannot be pickled is encoded here,
+    unwatched."""
     import pickle
     import select
     import subprocess
@@ -624,13 +595,9 @@ COLOUR_CASES = (
 
 
 def colour_clips(directory=None, smoke: bool = True, frames: int = 8) -> dict[str, Path]:
-    """{name: path} of short clips of smooth, saturated colour gradients (FFmpeg's `gradients` source: no edge for
-    chroma upsampling to blur, and colours a wrong matrix or range visibly shifts), one per `COLOUR_CASES` entry:
-    encoded with the matrix and range their tags name (BT.601 / BT.709 / BT.2020, limited / full), and one with no
-    tags, encoded by FFmpeg's rule for untagged video (BT.601, limited); SD, HD and 4K in full mode (smoke: small
-    pictures), 8- and 10-bit. Made with the ffmpeg command-line tool (`ffmpeg_cli`), once, in `directory` (default:
-    `colour/` in the media set's folder, so a machine without the tool can be given them there); {} where they
-    are neither there nor makeable. Notebook 20's pixel agreement reads them."""
+    """{name: path} of short colour-gradient clips, one per `COLOUR_CASES` entry (matrix and range, tagged or not),
+    made once with the ffmpeg tool in `directory` (default: the media set's `colour/`); {} where they are neither
+    there nor makeable. Notebook 20."""
     directory = Path(directory) if directory is not None else default_media_dir(smoke) / "colour"
     out = {}
     for name, full_size, smoke_size, matrix, rng, tags, codec, pix_fmt in COLOUR_CASES:
@@ -716,13 +683,9 @@ DAMAGES = ("unknown sample entry", "short track header", "huge moov")
 
 
 def damage_mp4(src, path, how: str) -> Path:
-    """A copy of the moov-at-end MP4 `src` (made by `make_clip`) with its header damaged as scraped files are,
-    each a file FFmpeg still opens (notebook 23, the probe's tests):
-
-    'unknown sample entry'  the codec's tag in the sample description (avc1, hvc1, ...) overwritten: no decoder
-    'short track header'    the last track's header cut to 4 bytes and moved to the end of the moov
-    'huge moov'             the moov box's size given as 2^62 bytes (a 64-bit size), far more than the file
-    """
+    """A copy of the moov-at-end MP4 `src` (`make_clip`'s) with its header damaged as scraped files are, still opened
+    by FFmpeg; `how` in `DAMAGES`: codec tag overwritten, last track header cut short, or a moov size of 2^62.
+    Notebook 23."""
     import struct
 
     if how not in DAMAGES:
@@ -753,11 +716,8 @@ def damage_mp4(src, path, how: str) -> Path:
 
 
 def unusual_clips(directory) -> dict[str, Path]:
-    """{'rot': a clip whose display matrix turns it 90 degrees, 'two': a file of two video streams, the second
-    FFmpeg's best} in `directory`, made once with the ffmpeg command-line tool (`rotate_display`,
-    `mux_video_streams`); files already there are used as they are, so that a machine without the tool (the GPU
-    machine) can be given them. {} where they are neither there nor makeable. The sources tests read them from
-    every kind of source."""
+    """{'rot': a clip turned 90 degrees by its display matrix, 'two': two video streams, the second FFmpeg's best} in
+    `directory`, made once with the ffmpeg tool (files already there are used); {} where neither there nor makeable."""
     directory = Path(directory)
     out = {n: directory / f"{n}.mp4" for n in ("rot", "two")}
     if all(p.exists() for p in out.values()):
@@ -785,9 +745,8 @@ def mux_video_streams(path, sources, best: int = 1) -> Path:
 
 
 def hide_leading_frames(src, path, frames: int, fps: int = 30) -> Path:
-    """A copy of the MP4 `src` whose edit list hides its first `frames` frames: the packets from the keyframe
-    before are kept for decoding, and a player starts at frame `frames` (the file `-ss` with `-c copy`
-    writes). Checked with the ffmpeg tool: RuntimeError unless the first frame it shows is stamped `frames`."""
+    """A copy of the MP4 `src` whose edit list hides its first `frames` frames (what `-ss` with `-c copy` writes).
+    RuntimeError unless the ffmpeg tool shows frame `frames` first."""
     _run_ffmpeg("-ss", f"{frames / fps:.6f}", "-i", src, "-c", "copy", path)
     first = shown_stamps(path, max_frames=1)
     if first != [frames]:
@@ -830,8 +789,8 @@ class ClipSpec:
         return f"{self.codec}_{self.height}p_gop{self.gop}{heavy}{length}{suffix}"
 
     def record(self) -> dict:
-        """What the manifest keeps of this clip: its fields (those still at their default left out, so the light
-        clips cached before the realistic ones existed stay valid) and `MEDIA_VERSION`."""
+        """What the manifest keeps of this clip: its fields (those at their default left out, so that older manifests
+        stay valid) and `MEDIA_VERSION`."""
         fields = dataclasses.asdict(self)
         for key in ("bitrate", "open_gop"):
             if not fields[key]:
@@ -871,10 +830,8 @@ def typical_bit_rate(codec: str, width: int, height: int, fps: float = 30) -> tu
 
 
 def bitrate_class(info) -> str:
-    """Where the bitrate of `info` (a `VideoInfo`) falls against `typical_bit_rate` for its codec, size and rate:
-    'below', 'within' or 'above' the range, or 'unknown' (no bitrate, or a codec without a typical range). Bits
-    per pixel are held constant across sizes, which real encodes only roughly follow: small pictures take more
-    per pixel. Printed in notebook 01."""
+    """'below', 'within' or 'above' `typical_bit_rate` for the bitrate of `info` (a `VideoInfo`), or 'unknown' (no
+    bitrate, or no typical range for its codec). Printed in notebook 01."""
     typical = typical_bit_rate(info.codec, info.width, info.height, info.fps)
     if typical is None or not info.bit_rate:
         return "unknown"
@@ -959,13 +916,9 @@ def realistic_media(directory=None, smoke: bool = True, log=None, max_height: in
 
 
 def default_media(directory=None, smoke: bool = True, log=None, specs=None) -> dict[str, Path]:
-    """Build (once) and return the shared media set as {clip name: path}.
-
-    Clips already present with the same spec are reused, so every notebook can call this cheaply.
-    Codecs this PyAV cannot encode (often AV1) are left out and listed under the key '_skipped'
-    of the manifest. `log` is called with a line per clip built. `specs` replaces the default set
-    (see `long_media`). Introduced in notebook 01.
-    """
+    """Build (once) and return the shared media set as {clip name: path}; clips present with the same spec are
+    reused. Codecs this PyAV cannot encode are listed under the manifest's '_skipped'. `log`: called per clip built;
+    `specs`: replaces the default set. Notebook 01."""
     specs = default_media_specs(smoke) if specs is None else specs
     directory = Path(directory) if directory is not None else default_media_dir(smoke)
     directory.mkdir(parents=True, exist_ok=True)
@@ -995,7 +948,7 @@ def _build_media(directory: Path, specs, log) -> dict[str, Path]:
     # Encoders use several threads each; a few clips at a time keep a large machine busy.
     workers = max(1, min(len(todo), len(os.sched_getaffinity(0)) // 4))
     # spawned, never forked: a process with threads (a notebook's kernel, a test worker, PyTorch) can fork a child
-    # that deadlocks on a lock one of them held; a forked x264 encode in a pytest worker hung that way in a CI run
+    # that deadlocks on a lock one of them held
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=spawn) if workers > 1 else _InlineExecutor() as pool:
         jobs = {spec: pool.submit(spec.make, directory / spec.name) for spec in todo}
@@ -1018,10 +971,9 @@ def _build_media(directory: Path, specs, log) -> dict[str, Path]:
 def pick_clip(
     infos: dict, codec: str, long_gop: bool = False, height: int = 1080, realistic: bool | None = None
 ) -> str | None:
-    """The name of the clip of `codec` at the size closest to `height`, with the shortest (or longest)
-    mean GOP there; None when `infos` ({name: VideoInfo}) holds no such clip. `realistic=False` takes only the
-    light synthetic clips of the default set (`is_light`), True every other clip (the realistic ones, and any
-    file of yours), None any. Used by 01, 10-14, 20, 21."""
+    """The name of the `codec` clip closest to `height` rows with the shortest (`long_gop`: longest) mean GOP, or
+    None. `realistic`: False only the light clips (`is_light`), True only the others, None any. Notebooks 01, 10-14,
+    20, 21."""
     named = [n for n, i in infos.items() if i.codec == codec]
     if realistic is not None:
         named = [n for n in named if is_light(n) != realistic]

@@ -1,10 +1,6 @@
 """A real S3 endpoint on this machine for tests and notebook 24: moto's server on localhost, no cloud account.
-
-`local_s3()` starts the server on 127.0.0.1 at a free port and points this process's S3 clients (and the
-loader workers it starts) at it through the standard AWS_* environment variables, the same variables a
-user sets for a real bucket or an S3-compatible store; `upload` puts files there through s3fs. Nothing
-leaves the machine.
-"""
+`local_s3()` starts it and points this process's S3 clients at it through the standard AWS_* variables; `upload` puts
+files there. Nothing leaves the machine."""
 
 from __future__ import annotations
 
@@ -56,17 +52,9 @@ def _stop_at_exit() -> None:
 
 
 class LocalS3:
-    """moto's S3 server on 127.0.0.1 at a free port: `start()` returns the endpoint URL ('http://127.0.0.1:N')
-    with the bucket `bucket` made and this process's S3 clients pointed at it through the AWS_* variables;
-    `stop()` restores the variables and stops the server. s3fs's cached clients are dropped on both sides,
-    so no client outlives its endpoint. A notebook, whose cells cannot share one `with` block, calls the
-    two itself (notebook 24); elsewhere use `local_s3()`.
-
-    Safe to re-run (issue 29): a second `start()` on a running server returns its endpoint; a new LocalS3
-    started while another runs stops that one first (one server per process; moto's buckets live in the
-    process, so the bucket is kept). The caller's own AWS_* variables are saved once, when the first server
-    starts, and given back exactly (an unset one unset) when the running server stops, or at interpreter exit.
-    A `stop()` of a server already stopped or superseded changes nothing."""
+    """moto's S3 server on 127.0.0.1 at a free port: `start()` makes `bucket`, points the AWS_* variables at it and
+    returns the endpoint URL; `stop()` gives the caller's variables back (notebook 24; elsewhere `local_s3()`). Safe
+    to re-run: one server per process."""
 
     def __init__(self, bucket: str = "playbook"):
         self.bucket, self.server, self.endpoint = bucket, None, None

@@ -1,9 +1,5 @@
-"""What a video file holds, read from its packets without decoding: `VideoInfo`, `probe`, and the one cached door
-to it, `video_info`, for every kind of source (a path, bytes, a file-like object, a tar member, a URL).
-
-The floor every read stands on: `decoders.read_frames` checks indices, file traits and shapes against it. It
-imports only the byte layer (`sources`) and `errors`; PyAV reads the packets. Introduced in notebook 01.
-"""
+"""What a video file holds, read from its packets without decoding: `VideoInfo`, `probe`, and the cached
+`video_info` for every kind of source (path, bytes, file-like, tar member, URL). Introduced in notebook 01."""
 
 from __future__ import annotations
 
@@ -73,9 +69,8 @@ class VideoInfo:
 
     @property
     def cut_short(self) -> bool:
-        """Whether the container's index lists frames that the file's packets do not hold (`missing_frames`): a
-        file cut short after its index, as an interrupted copy or download of a faststart MP4 leaves it. Its first
-        frames read as a whole, shorter video; `probe` counts what is there (notebook 23)."""
+        """Whether the container's index lists frames that the file's packets do not hold (`missing_frames`): a file cut
+        short after its index, read as a shorter video (notebook 23)."""
         return self.missing_frames > 0
 
     def to_dict(self) -> dict:
@@ -88,18 +83,9 @@ AVCOL_RANGE = {1: "limited", 2: "full"}
 
 
 def probe(path, stream: int | None = None) -> VideoInfo:
-    """Return a `VideoInfo` for a video stream of `path`, from its packets (no decoding).
-
-    The stream is FFmpeg's best video stream (what ffmpeg, TorchCodec, decord and DALI pick by default),
-    or the container's stream `stream` (ffprobe's numbering). Frames are the frames a player shows:
-    frame count and keyframe indices come from the packets in presentation order, so they are exact
-    even where the container's header is wrong, and packets an MP4 edit list hides (decoded only to
-    reach the first frame shown) are left out and counted in `edit_list_hidden`. `rotation` is read
-    from the MP4 display matrix. Raises `DecodeError` naming the file and the cause for a missing,
-    empty, unreadable or video-less file, or a `stream` that is not a video stream of it. `path` may
-    also be any input `sources.resolve` takes (bytes, a file-like object, a tar member, a URL); the
-    packets are then read through it. Introduced in notebook 01.
-    """
+    """Return a `VideoInfo` for FFmpeg's best video stream of `path` (or the container's `stream`), from its packets
+    in presentation order, without decoding; `path` may be any input `sources.resolve` takes. Raises `DecodeError`
+    naming the file and the cause. Introduced in notebook 01."""
     import av
 
     opened = None
@@ -240,9 +226,8 @@ def _mp4_boxes(data: bytes, start: int, end: int):
 
 
 def _mp4_rotations(path) -> dict[int, int]:
-    """{track ID: degrees counterclockwise} from each track header's display matrix of an MP4/MOV file, as
-    FFmpeg reads it (av_display_rotation_get), rounded to a quarter turn. {} when there is no readable moov.
-    `path` may be an open, seekable binary file (a source of `sources.resolve`): it is read where the boxes are."""
+    """{track ID: degrees counterclockwise} from each MP4/MOV track header's display matrix, as FFmpeg reads it, rounded
+    to a quarter turn; {} without a readable moov. `path` may be an open, seekable binary file."""
     import math
     import struct
 
@@ -284,11 +269,8 @@ _lock = threading.Lock()
 
 
 def video_info(source, backend: str | None = None, stream: int | None = None) -> VideoInfo:
-    """`probe(source, stream)`, cached while the source is the same one: one identity for every kind of source
-    (`sources.Source.key`: a local file's device, inode, size, mtime and ctime, so a file replaced in place or by
-    `rsync -a` is probed again; a tar member's shard identity and name; an object's size and ETag or version).
-    Bytes and file-like objects, which have no identity, are probed each time. A `DecodeError` names `backend`,
-    the library the probe was made for (the probe itself reads with PyAV). Introduced in notebook 10."""
+    """`probe(source, stream)`, cached by the source's identity (`sources.Source.key`); bytes and file-like objects are
+    probed each time. A `DecodeError` names `backend`, the library the probe was made for. Introduced in notebook 10."""
     src = None
     try:
         src = sources.resolve(source)

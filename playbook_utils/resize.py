@@ -1,21 +1,7 @@
 """Resizing decoded frames, and decoding straight to the size a model wants (notebook 24).
 
-A VLM takes frames of a few hundred pixels a side (`sampling.vlm_frame_size`); decoding 1080p to RGB and
-then resizing makes, moves and reads a full-size frame that nobody uses. Where the library can, resize
-in the decoder instead (`read_resized`):
-
-==============  ======================================================================================
-pyav            swscale converts YUV to RGB and scales (bilinear) in one pass: `frame.to_ndarray(width=, height=)`
-torchcodec      `VideoDecoder(..., transforms=[torchcodec.transforms.Resize((h, w))])` (0.13+; CPU only: 0.17 on CUDA
-                says "Transforms are only supported for CPU devices")
-dali            `fn.resize` after `fn.decoders.video` in the same pipeline (GPU with device='cuda')
-spdl            FFmpeg's scale filter on the CPU; NVDEC's own output scaling on the GPU (scale_width/height)
-decord          no resize in the decoder here (its VideoReader's width/height re-open the file per reader)
-pynvvideocodec  SimpleDecoder has no output size: decode, then resize on the GPU
-==============  ======================================================================================
-
-`resize_uint8` is the reference: decode at full size, then resize with torch (bilinear, antialiased).
-`compare` measures both on one clip: frames/s, bytes held per batch, PSNR against that reference.
+`read_resized` resizes inside the decoder where the library can (`can_resize_in_decoder`); `resize_uint8` is the
+decode-then-resize reference (torch, bilinear, antialiased); `psnr` compares the two.
 """
 
 from __future__ import annotations
@@ -31,10 +17,8 @@ RESIZE_CHUNK_BYTES = 64 * 2**20  # float32 working memory of one resize step: a 
 
 
 def resize_uint8(frames, size):
-    """uint8 (N, 3, H, W) -> uint8 (N, 3, *size) by bilinear, antialiased interpolation, on the frames' device
-    (the decode-then-resize reference of notebook 24; the loaders' and shards' one resize). The float32 copy is
-    made a few frames at a time (`RESIZE_CHUNK_BYTES`, at least one frame): 8 frames of 4096 x 4096 took 2.3 GB
-    at once. Each frame is resized on its own either way, so the result is the same to the bit."""
+    """uint8 (N, 3, H, W) -> uint8 (N, 3, *size) by bilinear, antialiased interpolation on the frames' device, a few
+    frames at a time (`RESIZE_CHUNK_BYTES`). The reference of notebook 24 and the loaders' resize."""
     import torch
     import torch.nn.functional as F
 
@@ -58,15 +42,12 @@ def psnr(a, b) -> float:
 
 
 def can_resize_in_decoder(backend: str, device: str = "cpu") -> bool:
-    """Whether `backend`'s adapter decodes straight to a size (`read_resized`) on `device`; see the module's
-    table. An adapter may resize on some devices only (`RESIZES_ON`)."""
+    """Whether `backend`'s adapter decodes straight to a size (`read_resized`) on `device` (`RESIZES_ON`)."""
     ad = adapter(backend)
     return ad.read_resized is not None and (ad.RESIZES_ON is None or Device.parse(device).kind in ad.RESIZES_ON)
 
 
 def read_resized(source, indices, size, backend: str = "torchcodec", device: str = "cpu"):
-    """Frames `indices` of `source` (a path or any input of `sources.resolve`) as uint8 (N, 3, *size) on
-    `device`, resized inside the decoder: `decoders.read` with `size`, the same checks as `read_frames`. Raises
-    BackendUnavailable for a backend that cannot (decord, PyNvVideoCodec: decode, then `resize_uint8`).
-    Introduced in notebook 24."""
+    """Frames `indices` of `source` as uint8 (N, 3, *size) on `device`, resized inside the decoder, with `read_frames`'
+    checks. Raises BackendUnavailable for a backend that cannot (decord, PyNvVideoCodec). Introduced in notebook 24."""
     return decoders.read(source, indices, backend, device, size=tuple(size)).frames

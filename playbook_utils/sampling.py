@@ -1,12 +1,7 @@
 """Frame-index strategies used to feed video to vision-language models (introduced in notebook 01).
 
-Pure functions of the frame count (and a seed where random): each returns a sorted or ordered
-list of frame indices in [0, num_frames). They never open a file, except `torchcodec_samplers`,
-which shows TorchCodec's own samplers on a file beside ours (notebook 24).
-
-The Qwen2-VL / Qwen2.5-VL rules (`vlm_num_frames`, `vlm_indices`, `smart_resize`, `vlm_frame_size`)
-are our own code written from the published `qwen-vl-utils` 0.0.14 (`smart_nframes`, `smart_resize`,
-`fetch_video`); a unit test checks them against that package on a grid of durations, rates and sizes.
+Pure functions of the frame count (and a seed where random), except `torchcodec_samplers` (notebook 24). The
+Qwen2-VL rules are our own code, written from and tested against `qwen-vl-utils` 0.0.14.
 """
 
 from __future__ import annotations
@@ -135,14 +130,8 @@ def vlm_num_frames(
     frame_factor: int = QWEN_FRAME_FACTOR,
     nframes: int | None = None,
 ) -> int:
-    """How many frames a Qwen2-VL-style model takes from a video of `num_frames` at `video_fps`.
-
-    `fps` frames per second of video, at least `min_frames`, at most `max_frames` (default: 768 or the
-    video's frame count) and the video's frame count, rounded down to a multiple of `frame_factor`;
-    or, given `nframes`, that count rounded to the factor. Raises ValueError when the result is below
-    `frame_factor` or above the frame count (a video too short for the model), as qwen-vl-utils'
-    `smart_nframes` does. Introduced in notebook 24.
-    """
+    """How many frames a Qwen2-VL-style model takes from a video of `num_frames` at `video_fps`, as qwen-vl-utils'
+    `smart_nframes`. Raises ValueError for a video too short for the model. Introduced in notebook 24."""
     _check_count(num_frames)
     if nframes is not None:
         n = _round_to(nframes, frame_factor)
@@ -187,16 +176,8 @@ def vlm_indices(
     start_s: float | None = None,
     end_s: float | None = None,
 ) -> list[int]:
-    """The frame indices a Qwen2-VL-style model takes: `vlm_num_frames` of them, evenly from the first to
-    the last frame of the range (both included), rounded to the nearest frame (ties to even).
-
-    `start_s` / `end_s` cut a time range first (qwen-vl-utils' `video_start` / `video_end`). qwen-vl-utils'
-    readers compute the same points with `torch.linspace(first, last, n).round()` in float32; on long
-    videos float32 moves a point that lies within ~0.01 of a half-frame across it, so about one frame in
-    a thousand is its neighbour there (which one depends on the CPU's vector width). These are the exact
-    points. Non-decreasing; a frame repeats only when more frames are asked than the range has.
-    Introduced in notebook 24.
-    """
+    """The frame indices a Qwen2-VL-style model takes: `vlm_num_frames` of them, evenly from the first to the last frame
+    of the range (`start_s`/`end_s`), rounded exactly (ties to even). Introduced in notebook 24."""
     _check_count(num_frames)
     first, last = 0, num_frames - 1
     if start_s is not None or end_s is not None:
@@ -221,11 +202,8 @@ def smart_resize(
     min_pixels: int | None = None,
     max_pixels: int | None = None,
 ) -> tuple[int, int]:
-    """(height, width) for a frame of `height` x `width`: both multiples of `factor` (patch x merge, 28 for
-    Qwen2-VL), the pixel count within [min_pixels, max_pixels], the aspect ratio kept as closely as that
-    allows. Defaults are the image budget (4 to 16384 tokens); `vlm_frame_size` gives a video frame's.
-    Raises ValueError past an aspect ratio of 200. Introduced in notebook 24.
-    """
+    """(height, width) for a frame, both multiples of `factor`, the pixel count within [min_pixels, max_pixels], the
+    aspect ratio kept. Raises ValueError past an aspect ratio of 200. Introduced in notebook 24."""
     max_pixels = 16384 * factor**2 if max_pixels is None else max_pixels
     min_pixels = 4 * factor**2 if min_pixels is None else min_pixels
     if max_pixels < min_pixels:
@@ -253,13 +231,8 @@ def vlm_frame_size(
     max_pixels: int | None = None,
     total_pixels: float | None = None,
 ) -> tuple[int, int]:
-    """(height, width) each of `nframes` video frames is resized to for a Qwen2-VL-style model.
-
-    The per-frame budget of qwen-vl-utils' `fetch_video`: at least 128 tokens, at most 768 tokens and at most
-    the video's share of `total_pixels` (by default 90% of a 128000-token sequence, split over the frame
-    pairs), never below 1.05 x min_pixels; a `max_pixels` asked for can only lower it. A token is
-    (patch x merge)^2 pixels. Introduced in notebook 24.
-    """
+    """(height, width) each of `nframes` video frames is resized to for a Qwen2-VL-style model, within qwen-vl-utils'
+    per-frame token budget (`fetch_video`). Introduced in notebook 24."""
     factor = patch * merge
     lo = QWEN_VIDEO_MIN_TOKENS * factor**2 if min_pixels is None else min_pixels
     total = QWEN_SEQ_LEN * factor**2 * 0.9 if total_pixels is None else total_pixels
@@ -270,9 +243,8 @@ def vlm_frame_size(
 
 
 def vlm_most_frames_at_full_size(height: int, width: int, **budget) -> int:
-    """The most frames (even, at most QWEN_MAX_FRAMES) a video can have for `vlm_frame_size` to give each frame
-    the size it gives a pair: past it, the video's share of the sequence (`total_pixels`) shrinks every frame, so
-    tokens counted at the pair's size are an upper bound. `budget`: `vlm_frame_size`'s keywords. Notebook 24."""
+    """The most frames (even, at most QWEN_MAX_FRAMES) a video can have before `total_pixels` shrinks each frame below
+    the size `vlm_frame_size` gives a pair; `budget`: its keywords. Notebook 24."""
     first, n = vlm_frame_size(height, width, 2, **budget), 2
     while n + 2 <= QWEN_MAX_FRAMES and vlm_frame_size(height, width, n + 2, **budget) == first:
         n += 2
@@ -299,14 +271,8 @@ def _frame_times(source) -> list[float]:
 def torchcodec_samplers(
     source, fps: float = QWEN_FPS, num_clips: int = 4, frames_per_clip: int = 2, max_frames: int | None = None
 ) -> dict:
-    """TorchCodec's own samplers beside `vlm_indices` on one video, as frame indices (notebook 24).
-
-    Returns {'vlm': `vlm_indices(fps=fps)`, 'regular_timestamps': TorchCodec's `clips_at_regular_timestamps`
-    (one frame every 1/fps s from the first frame's time), 'regular_indices': `clips_at_regular_indices`
-    (`num_clips` clips of `frames_per_clip` consecutive frames at evenly spaced starts), 'num_frames',
-    'fps'}. TorchCodec's samplers hand back decoded frames; their presentation times are mapped to frame
-    indices through the packets' timestamps. `source`: a path or the file's bytes.
-    """
+    """TorchCodec's own samplers beside `vlm_indices` on one video (a path or bytes), as frame indices: {'vlm',
+    'regular_timestamps', 'regular_indices', 'num_frames', 'fps'} (notebook 24)."""
     from torchcodec.decoders import VideoDecoder
     from torchcodec.samplers import clips_at_regular_indices, clips_at_regular_timestamps
 

@@ -1,16 +1,6 @@
 """WebDataset-style .tar shards of videos: write them, list them, and load them without extracting (notebook 24).
-
-A shard is an uncompressed tar whose members are grouped into samples by key: `clip0001.mp4` and
-`clip0001.json` are the video and the metadata of sample `clip0001` (WebDataset's rule: the key is the
-member name up to the first dot of its last path component). Shards may be local paths or URLs
-(`s3://bucket/train-000.tar`); a video is read in place as a byte range of its shard (`sources.TarMember`).
-
-`ShardDataset` iterates over a list of shards: split across ranks and DataLoader
-workers (whole shards by default, so each worker reads its shards front to back; or sample by sample),
-every sample exactly once per epoch, a broken member skipped and named (a `loaders.Skipped` record)
-while the epoch goes on. `shard_loader` wraps it in a DataLoader. (`ShardDataset` is a plain class, so
-that importing this module imports no torch; `_iterable.Iterable` makes it a torch IterableDataset.)
-"""
+Members are grouped into samples by key (`clip0001.mp4`, `clip0001.json`); a video is read in place as a byte range
+of its shard (`sources.TarMember`). `ShardDataset` and `shard_loader` give every sample once per epoch."""
 
 from __future__ import annotations
 
@@ -129,16 +119,10 @@ def assign(refs: list[SampleRef], part: int, parts: int, split: str = "shard") -
 
 
 class ShardDataset:
-    """Samples of `shards` as dicts {'id', 'key', 'frames' uint8 (K, 3, H, W), 'meta' (the .json member or {}),
-    'source' ('tar://...')}, or a `loaders.Skipped` record for a sample that cannot be read (notebook 24).
-
-    Frames: strategy 'uniform' (k frames) or 'vlm' (`sampling.vlm_indices` at `fps`, capped by `max_frames`);
-    `size` (H, W) resizes after decoding (all videos of a batch must share a size to be stacked).
-    `max_frame_pixels` and `max_item_bytes` refuse a sample too large to decode, as `loaders.check_item_size` says. The
-    samples are listed once, here, from the tar headers; each DataLoader worker of each rank then reads
-    its part (`assign`). on_error='skip' (the default here, as a shard read in one pass should not stop
-    at one bad member) or 'raise'.
-    """
+    """Samples of `shards` as dicts {'id', 'key', 'frames' uint8 (K, 3, H, W), 'meta', 'source'}, or a
+    `loaders.Skipped` record for one that cannot be read (on_error='skip', the default). Frames: strategy 'uniform'
+    (k) or 'vlm' (`fps`, `max_frames`); `size` resizes. Each worker of each rank reads its part (`assign`). Notebook
+    24."""
 
     def __init__(
         self,
@@ -178,8 +162,8 @@ class ShardDataset:
         return assign(self.refs, self.rank * workers + worker, self.world_size * workers, self.split)
 
     def indices(self, info) -> list[int]:
-        """The frames a sample of `info` gives; `DecodeError` where the sampling rule refuses the video (a VLM's
-        rule wants at least `sampling.QWEN_FRAME_FACTOR` frames): the sample's failure, which on_error='skip' absorbs."""
+        """The frames a sample of `info` gives; `DecodeError` where the sampling rule refuses the video (a VLM's rule
+        wants at least `sampling.QWEN_FRAME_FACTOR` frames), which on_error='skip' absorbs."""
         try:
             if self.strategy == "vlm":
                 return sampling.vlm_indices(info.num_frames, info.fps, fps=self.fps, max_frames=self.max_frames)
@@ -252,9 +236,8 @@ def shard_loader(
     start_method: str | None = None,
     **dataset_kwargs,
 ):
-    """A DataLoader over this rank's part of `shards` (`ShardDataset`), batches from `collate_samples`;
-    workers started as `loaders.make_loader`'s (a forkserver's, persistent, a batch timeout, decoders sharing the
-    cores). Every sample of every shard reaches exactly one (rank, worker) per epoch. Notebook 24."""
+    """A DataLoader over this rank's part of `shards` (`ShardDataset`), batches from `collate_samples`, workers as
+    `loaders.make_loader`'s; every sample reaches exactly one (rank, worker) per epoch. Notebook 24."""
     import torch
 
     from playbook_utils._iterable import Iterable  # imports torch: only where a DataLoader is made

@@ -1,40 +1,8 @@
 """Video inputs beyond a local path: bytes, file-like objects, members of .tar shards, object-store URLs (notebook 24).
 
-`decoders.read_frames`, `media.probe`, `decoders.video_info` and the loaders take any of these where they
-take a path:
-
-* a local path (str or Path; `file://` URLs too): read as before;
-* `bytes` (or bytearray / memoryview): the whole file in memory;
-* a binary file-like object with read() and seek() (an open file, io.BytesIO, an fsspec file);
-* a member of an uncompressed .tar shard: `TarMember(shard, member)`, or the string
-  `"tar://<member>::<shard>"` (fsspec's own spelling of a file inside a tar, so the same string opens it
-  with `fsspec.open`); the shard is a local path or a URL. The member is read in place as a byte range
-  of the shard, never extracted;
-* an object-store or web URL (`URL_PROTOCOLS`: `s3://bucket/key`, `gs://`, `gcs://`, `az://`, `abfs(s)://`,
-  `http(s)://`), read through fsspec with range requests of `block_size` bytes (`RangeFile`), or whole in
-  one request with `fetch="whole"` (`open_source`). Another fsspec protocol (ftp, sftp, memory, ...) is
-  refused with a DecodeError that lists these. Credentials and endpoints come from the usual places (for S3:
-  AWS_* environment variables, ~/.aws), so spawned loader workers see them too; `storage_options` overrides
-  them per call. A URL's own credentials (user info, signed-URL parameters) never reach a name, an error or a
-  result: `errors.redact` takes them out of every `Source.name`.
-
-What each decoder takes (`decoders.how_read`):
-
-==============  =========================================================================
-pyav            a file-like object: FFmpeg pulls bytes through its read/seek callbacks
-torchcodec      a file-like object (VideoDecoder(source) takes read/seek objects and bytes since 0.10),
-                with the probe's frame table (custom_frame_mappings) instead of its own scan of the file
-decord          a file-like object, read whole into memory first by decord's VideoReader
-dali            bytes in memory (`fn.decoders.video` decodes an encoded buffer; the path case reads the file)
-spdl            bytes in memory (its Demuxer takes a path or bytes, not file-like objects)
-pynvvideocodec  a file path only (SimpleDecoder opens a file name): spooled to a temporary file
-==============  =========================================================================
-
-A backend that cannot take the input itself gets a temporary copy on local disk, deleted after the read;
-`decoders.read_source` returns how each read went ('native' or 'spooled'), with the bytes and requests it cost.
-This module is the byte layer: it imports only `errors`; reading frames is `decoders`' one read sequence.
-
-Nothing heavy is imported here until a function needs it.
+`decoders.read_frames`, `media.probe` and the loaders take any of these where they take a path: `TarMember` (or
+"tar://<member>::<shard>"), fsspec URLs (`URL_PROTOCOLS`, `RangeFile`); a backend that cannot take one gets a
+temporary local copy (`decoders.how_read`). `errors.redact` keeps a URL's credentials out of every name.
 """
 
 from __future__ import annotations
@@ -91,7 +59,7 @@ class TarMember(NamedTuple):
 
 
 def is_local(source) -> bool:
-    """True for what the playbook always took: a local path (str or os.PathLike without a URL scheme)."""
+    """True for a local path (str or os.PathLike without a URL scheme)."""
     if isinstance(source, TarMember):
         return False
     if isinstance(source, os.PathLike):
@@ -160,13 +128,8 @@ class _SizedReader(io.RawIOBase):
 
 
 class RangeFile(_SizedReader):
-    """A read-only, seekable file over `fetch(start, end) -> bytes` (end exclusive) of an object of `size`
-    bytes: every cache miss is one ranged request of at least `block_size` bytes, counted in `stats`.
-
-    `prefetched` {start: bytes} is served without requests (the ranges a `ByteIndex` plan fetched up
-    front); `name` is what errors show. Used for URLs, tar members of remote shards, and notebook 24's
-    byte counts.
-    """
+    """A read-only, seekable file over `fetch(start, end) -> bytes` of an object of `size` bytes: each cache miss is one
+    ranged request of at least `block_size` bytes, counted in `stats`; `prefetched` {start: bytes} costs none."""
 
     def __init__(
         self,
@@ -353,14 +316,8 @@ class Source:
 
 
 def file_identity(path) -> tuple:
-    """(device, inode, size, mtime in ns, ctime in ns) of the file at `path`: the key of every cache that holds
-    something read from a file (the probe, the tar index, TorchCodec's and PyNvVideoCodec's open decoders).
-
-    Size and mtime alone miss a file replaced by another of the same size with its mtime kept
-    (`rsync -a`, `cp -p` of a re-encoded file): moved into place (`os.replace`) it has another inode,
-    written in place its ctime moves (setting the mtime back sets the ctime), so the cache re-opens it.
-    Raises OSError when the file cannot be stat'ed.
-    """
+    """(device, inode, size, mtime in ns, ctime in ns) of the file at `path`: the key of every cache of something read
+    from a file, so a replaced file is re-opened. Raises OSError when the file cannot be stat'ed."""
     st = os.stat(path)
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
@@ -489,9 +446,8 @@ _lock = threading.Lock()
 
 
 class UrlSource(Source):
-    """An object behind an fsspec URL. fetch='range': `RangeFile` reads of `block_size` bytes; 'whole': one
-    request for the whole object, then decoded from memory. `plan`: byte ranges [(start, end), ...] fetched
-    first, one request each (`access.ByteIndex.plan`), the rest read on demand as with 'range'."""
+    """An object behind an fsspec URL: fetch='range' reads `RangeFile` blocks, 'whole' one request for all of it;
+    `plan` [(start, end), ...] fetches those ranges first (`access.ByteIndex.plan`)."""
 
     kind = "url"
 
@@ -559,10 +515,8 @@ TAR_INDEXES = 256  # shard indexes kept per process: a long-running worker that 
 
 
 def tar_index(shard, storage_options: dict | None = None, block_size: int = 64 * 1024) -> dict:
-    """{member name: (data offset, size)} of the uncompressed tar `shard` (a path or URL), from its headers
-    only: a remote shard costs one ranged read per header block, not the whole shard. Cached per shard, by the
-    shard's identity (`Source.key`: a rebuilt local shard, same size and mtime, is indexed again), the TAR_INDEXES
-    most recently used. Used by `TarMember` reads and `shards.iter_shard` (notebook 24)."""
+    """{member name: (data offset, size)} of the uncompressed tar `shard` (a path or URL), from its headers only;
+    cached per shard identity (`TAR_INDEXES` most recent). Used by `TarMember` and `shards.iter_shard` (notebook 24)."""
     import tarfile
 
     src = resolve(shard, storage_options=storage_options, block_size=block_size)

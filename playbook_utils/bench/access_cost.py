@@ -1,9 +1,4 @@
-"""What one sampled clip costs to read from object storage, in each access pattern (notebook 24).
-
-`measure_access` reads the same frames of one object as one whole GET, as ranged reads while the decoder seeks,
-the same with the `VideoInfo` known, and with a keyframe index's plan fetched first (`access.ByteIndex`): the
-requests, the bytes, and the time to the first frame and to the whole clip.
-"""
+"""What one sampled clip costs to read from object storage, in each access pattern (notebook 24)."""
 
 from __future__ import annotations
 
@@ -23,15 +18,9 @@ def measure_access(
     block_size: int | None = None,
     reference=None,
 ) -> list[dict]:
-    """Read frames `indices` of the object at `url` in each access pattern, each from a fresh start; one row each:
-    {'access', 'requests', 'bytes_fetched', 'object_bytes', 'first_frame_s' (a fresh read of the first frame
-    alone), 'clip_s' (all the frames), 'identical' (frames equal to `reference`, when given)}.
-
-    'whole object': one GET, then probe and decode from memory. 'range reads': the probe and the decoder
-    read through `sources.RangeFile` blocks. 'range reads, stored info': the same with the VideoInfo known
-    (no probe). 'keyframe index': `index.plan` fetched first, then decoded, anything else on demand.
-    The last two need `index` (`byte_index`). Introduced in notebook 24.
-    """
+    """Read frames `indices` of the object at `url` in each access pattern (whole GET, range reads, range reads
+    with stored info, keyframe index; the last two need `index`). Returns one row per pattern: requests, bytes,
+    first-frame and clip seconds, 'identical' to `reference` when given. Notebook 24."""
     import torch
 
     why = why_unavailable(backend, "cpu")  # also pays the one-off import check before any clock starts
@@ -72,9 +61,9 @@ def measure_access(
 
 
 def choose_access(rows, backend: str, frames: int) -> tuple[str, dict, str | None]:
-    """(whose rows decide, {access pattern: bytes fetched per frame}, the pattern chosen) over `measure_access`
-    rows (each with its 'backend'): `backend`'s rows, or PyAV's where `backend` was not measured; the fewest
-    bytes, then, among patterns within 5% of that, the first frame soonest. None chosen without rows (notebook 24)."""
+    """Pick an access pattern from `measure_access` rows: `backend`'s rows (else PyAV's), fewest bytes, then
+    the soonest first frame within 5% of that. Returns (whose rows, {pattern: bytes per frame}, chosen or None).
+    Notebook 24."""
     who = backend if any(r["backend"] == backend for r in rows) else "pyav"
     mine = [r for r in rows if r["backend"] == who]
     per_frame = {r["access"]: r["bytes_fetched"] / frames for r in mine}

@@ -1,10 +1,7 @@
-"""Every frame of a clip to RGB on the CPU, against its physical anchor (notebook 20): the FFmpeg command line
-decoding the same clip to raw RGB on the same cores, each library's own bare loop with the adapter's settings,
-and `read_frames` through the adapter, so that what an adapter costs, and what its library cannot reach, are
-both measured.
+"""Every frame of a clip to RGB on the CPU: the FFmpeg command line, each library's bare loop and `read_frames`
+side by side, so an adapter's cost and its library's limit are both measured (notebook 20).
 
-    python -m playbook_utils.bench.anchor LIBRARY PATH REPEATS [FIRST]   (one library, one answer)
-"""
+    python -m playbook_utils.bench.anchor LIBRARY PATH REPEATS [FIRST]   (one library, one answer)"""
 
 from __future__ import annotations
 
@@ -42,15 +39,9 @@ def _timed_rate(fn, frames: int) -> float:
 
 
 def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> dict | None:
-    """The FFmpeg command line decoding every frame of `path` (or its `first` frames: `-frames:v`) to raw RGB
-    (`-f rawvideo -pix_fmt rgb24`, all cores, written to /dev/null), or None where no `ffmpeg` is on PATH. Returns
-    {'fps': its decoding rate, the command's start-up left out, 'fps_with_startup' (the median of `repeats` whole
-    commands), 'spread_pct' (theirs), 'startup_s': the same command decoding nothing (`-frames:v 0`: a process
-    started, the file opened and probed), 'startup_pct' (its share of the whole command's time), 'version'}.
-    The start-up is left out of the rate because a library, measured in a process already running, never pays
-    for one: on 120 frames of 720p on 2 cores it was 21-23% of the command's time, and with it counted the
-    libraries' own loops came out at up to 115% of the command line (`verdicts` takes no command line whose
-    start-up is more than a quarter of its time as an anchor at all)."""
+    """The FFmpeg command line decoding every frame of `path` (or its `first`) to raw RGB on all cores, or None
+    without `ffmpeg`. Returns {'fps' (start-up left out), 'fps_with_startup', 'spread_pct', 'startup_s', 'startup_pct',
+    'version'}."""
     exe = shutil.which("ffmpeg")
     if exe is None:
         return None
@@ -75,9 +66,8 @@ def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> d
 
 
 def output_cost(frames: int, height: int, width: int, repeats: int = 3) -> float:
-    """Seconds to make a fresh (frames, height, width, 3) uint8 array and touch every byte once: what returning a
-    whole clip as one tensor costs beyond decoding, which the command line, writing each frame to the same small
-    buffer, never pays (a machine whose memory is slow to hand out, as a virtual machine's often is, shows it)."""
+    """Seconds to make a fresh (frames, height, width, 3) uint8 array and touch every byte: what returning a whole
+    clip costs beyond decoding."""
     import numpy as np
 
     def make():
@@ -141,11 +131,8 @@ BARE = {"pyav": _bare_pyav, "torchcodec": _bare_torchcodec, "decord": _bare_deco
 
 
 def _child(library: str, path: str, repeats: int, first: int | None = None) -> dict:
-    """The bare loop and `read_frames` of one library over every frame (or the `first` ones), timed alternately in
-    this process (its own). Each call reads another name of the file (`timing.other_names`), as a loader moves
-    on to another video: an adapter that keeps its decoder for the file it read last (TorchCodec's) would
-    otherwise skip the opening that the bare loop pays on every call (on 144p clips of 96 frames, on the H200,
-    read_frames came out at 175% of TorchCodec's own loop that way)."""
+    """The bare loop and `read_frames` of one library over every frame (or the `first`), timed alternately in this
+    process, each call on another name of the file (`timing.other_names`) so no adapter reuses a cached decoder."""
     n = video_info(path, library).num_frames
     n = min(n, first) if first else n
     idx = list(range(n))
@@ -184,13 +171,9 @@ def library_rates(
     first: int | None = None,
     kept: dict | None = None,
 ) -> dict:
-    """{library: the child's answer}: each library's bare loop and its adapter decoding every frame of `path` (or
-    its `first` frames, as notebook 20's smoke mode reads) to RGB, in a child process of its own (no two
-    libraries' FFmpegs in one process). The children start and import their library side by side, then measure
-    one at a time (`child.serve_all`). A library that is not installed, or refuses the file, answers
-    'unavailable' with the reason. The children are the benchmark harness's (`python -m playbook_utils.bench
-    --serve`): with `kept` (`harness.kept()`, after `harness.start_children`), the table's children, already
-    started and warmed, measure the anchor too, and stay for the table. Notebook 20."""
+    """{library: answer}: each library's bare loop and adapter over every frame of `path` (or its `first`), each
+    in its own child process (`child.serve_all`); 'unavailable' with the reason where it cannot run. With `kept`,
+    the harness's warm children are reused. Notebook 20."""
     out = {}
     check_libraries(libraries)  # the import checks side by side
     for lib in libraries:
@@ -213,16 +196,14 @@ STARTUP_MAX_PCT = 25  # a command line spending more of its time starting than t
 
 
 def is_anchor(cli: dict | None) -> bool:
-    """Whether a `cli_rate` result anchors the libraries' rates: measured, and its start-up (a process, the file
-    opened and probed) no more than STARTUP_MAX_PCT of its time. On a clip too short for that (smoke mode's), each
-    library is put against its own bare loop only, and no figure or headline compares it with the command line."""
+    """Whether a `cli_rate` result can anchor the libraries' rates: measured, and its start-up no more than
+    STARTUP_MAX_PCT of its time."""
     return bool(cli) and cli.get("startup_pct", 0) <= STARTUP_MAX_PCT
 
 
 def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
-    """One sentence per library: its adapter against the command line and against its own bare loop, and where it
-    falls short of TARGET_PCT of the command line, the measured reason (the bare loop is as slow: the library;
-    the bare loop is faster: the adapter; making the output array alone: its share of the time)."""
+    """One sentence per library: its adapter against the command line and its own bare loop, with the measured
+    reason where it falls short of TARGET_PCT."""
     lines = []
     no_anchor = bool(cli) and not is_anchor(cli)
     if no_anchor:
@@ -275,12 +256,8 @@ def harness_readable(overhead_pct: float, spread_pct: float | None) -> bool:
 
 
 def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
-    """Notebook 20's harness against the code a reader would write: `row`, the table's PyAV row (every frame of a
-    clip, one caller), against `bare`, section 1's answer for PyAV on the same clip and frames (`library_rates`).
-    Returns the record and its sentence. A harness adds work to the same decode and cannot remove any: a row
-    faster than the bare loop by more than the spread says the two ran under other conditions (on a shared 2-core
-    VM one clip's calls ranged 166-394 frames/s; on the H200 a row read 8% above its bare loop against a 6.8% spread),
-    not that the harness costs less than nothing; the record says so ('readable': False) and no cost is read."""
+    """Notebook 20's harness (`row`, the table's PyAV row) against PyAV's bare loop (`bare`, from `library_rates`).
+    Returns (record, sentence); 'readable' is False where the row beats the bare loop beyond the spread."""
     overhead = 100 * (bare["bare_fps"] / row["fps"] - 1)
     spread = max(bare.get("bare_spread_pct") or 0, row.get("rate_spread_pct") or 0)
     head = (
@@ -325,13 +302,8 @@ def table_row(rows: list[dict], library: str, clip: str) -> dict | None:
 
 
 def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str | None]:
-    """Every CPU library's table row (every frame of `clip`, one caller) against its own bare loop of section 1
-    (`library_rates`), beside `harness_cost`'s PyAV: {library: {'overhead_pct', 'spread_pct'}} and a sentence
-    (None with fewer than two libraries measured both ways). Costs further apart than the sum of the two widest
-    spreads are no one cost of the harness, and rows faster than their bare loops (`harness_readable`) give
-    none (`costs_line`): in 20's smoke copy on 2 cores they ran from PyAV's +32% to a TorchCodec row 11% faster
-    than its bare loop, so a gap between two rows smaller than that range says nothing
-    about the libraries. Notebook 20."""
+    """Every CPU library's table row against its own bare loop: ({library: {'overhead_pct', 'spread_pct'}},
+    sentence or None under two libraries). Notebook 20."""
     costs = {}
     for lib, bare in rates.items():
         row = table_row(rows, lib, clip)
@@ -342,9 +314,8 @@ def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str |
 
 
 def costs_apart(costs: dict) -> float | None:
-    """How many points the libraries' harness costs (`harness_costs`) lie apart where that is more than the sum of
-    the two widest spreads (`costs_line`'s "not one number"), else None: the gap below which two libraries' rows of
-    the table are not ordered by this run. Notebook 20."""
+    """How many points the libraries' harness costs lie apart where that exceeds the two widest spreads, else None.
+    Notebook 20."""
     if len(costs) < 2:
         return None
     apart, widest = _apart(costs)
@@ -359,10 +330,8 @@ def _apart(costs: dict) -> tuple[float, float]:
 
 
 def order_caveat(verdict, costs: dict) -> str | None:
-    """Where `verdict` (`verdicts.rank` over table rows labelled 'library ...') puts one library ahead of another by
-    less than the libraries' harness costs lie apart (`costs_apart`), the words that say their order is not settled
-    by this run; None where it is (a tie, a larger margin, costs alike, a library without a cost). In 20's smoke copy
-    on 2 cores: TorchCodec 14% ahead of decord beside harness costs 40 points apart. Notebook 20."""
+    """The words saying `verdict`'s order of two libraries is not settled, where its margin is smaller than
+    `costs_apart`; else None. Notebook 20."""
     apart = costs_apart(costs)
     if apart is None or verdict is None or verdict.tied or verdict.margin_pct is None or verdict.margin_pct >= apart:
         return None

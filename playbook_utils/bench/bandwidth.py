@@ -1,9 +1,5 @@
-"""Two ceilings a video loader lives under: storage read bandwidth and host<->GPU copies (notebook 00).
-
-Both are measured, never looked up. Storage is read cold where the filesystem allows
-O_DIRECT (the page cache bypassed) and warm from the page cache; copies are timed with CUDA
-events for pinned and pageable host memory.
-"""
+"""Two ceilings a video loader lives under, measured: storage read bandwidth (cold and warm) and host<->GPU
+copies, pinned and pageable (notebook 00)."""
 
 from __future__ import annotations
 
@@ -70,16 +66,9 @@ def _measure(files: list[Path], limit: int) -> dict:
 
 
 def storage_read_bandwidth(directory, size_mib: int = 256, files=None) -> dict:
-    """Measure sequential read bandwidth of the disk holding `directory`, in MB/s (notebooks 00 and 30).
-
-    With `files` (the reader's own videos): reads about `size_mib` of them (whole 8 MiB blocks) as they are,
-    read-only, and writes nothing anywhere. Without: writes a scratch file of `size_mib` incompressible bytes
-    into a temporary folder inside `directory` (the playbook's own media folder; the system's temporary folder
-    when None), which is removed.
-    Either is read cold (O_DIRECT, or after dropping it from the page cache where O_DIRECT is refused) and then
-    warm. Returns {'cold_mb_s', 'warm_mb_s', 'cold_method', 'read_mib', 'files', 'source', 'size_mib',
-    'directory'}; {'error': ...} with the cause where the files cannot be read or no scratch file can be written.
-    """
+    """Sequential read bandwidth (MB/s) of the disk holding `directory`, cold then warm: reads about `size_mib` of
+    `files` read-only, or else of a scratch file written there and removed. Returns {'cold_mb_s', 'warm_mb_s', ...},
+    or {'error': ...}. Notebooks 00 and 30."""
     out = {"directory": str(directory), "size_mib": size_mib}
     limit = max(1, size_mib) * 2**20
     if files is not None:

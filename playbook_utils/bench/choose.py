@@ -1,11 +1,5 @@
-"""Choosing a loader for the reader's files from what was measured on this machine (notebook 22).
-
-The pieces of notebook 22's decision, each a plain function over measured data: which backend takes which
-file (`coverage`), which backend wins each measured case (`decision_tree`), the candidates for the reader's
-workload from notebook 20's one-caller table (`one_caller_candidates`) and notebook 21's whole loaders
-(`loader_candidates`), the recommendation with its runner-up, margin and spread (`recommend`), and the library's
-own code for it (`code_to_paste`).
-"""
+"""Choosing a loader for the reader's files from what was measured on this machine (notebook 22): coverage,
+the decision tree, candidates from notebooks 20 and 21, the recommendation and the code to hand over."""
 
 from __future__ import annotations
 
@@ -87,10 +81,8 @@ def coverage(paths: dict, devices, backends) -> dict:
 
 
 def table_words(measured, kept: dict) -> str:
-    """The source line of notebook 22's table where notebook 20 measured it: on which files its rows are
-    (`measured`, the clip names of its rows) that the decision rests on (`kept`, `realistic_clips` of 20's `clips`
-    record), and how many light synthetic clips among them it left out (22 had said "measured on these files" of
-    2 among 8)."""
+    """The source line of notebook 22's table: which of notebook 20's measured clips (`measured`) the decision
+    rests on (`kept`, from `realistic_clips`), and how many light synthetic clips were left out."""
     measured = set(measured)
     if not measured:
         return "notebook 20's table, which holds no rows"
@@ -104,10 +96,8 @@ def table_words(measured, kept: dict) -> str:
 
 
 def media_mismatch(sources: dict) -> str | None:
-    """A line where notebooks whose numbers 22 sets side by side read the generated clips as another media version
-    encoded them than this run's (`media.MEDIA_VERSION`, in each notebook's JSON since version 4): the same names,
-    other bytes (version 4 held the realistic clips to their bitrates), so their rates do not quite compare.
-    `sources`: {what: that notebook's JSON, or None where it was not used}; None where all agree."""
+    """A line where the notebooks in `sources` ({what: its JSON or None}) read clips of another media version
+    than `media.MEDIA_VERSION`, so their rates do not quite compare; None where all agree."""
     seen = {
         what: (doc.get("environment") or {}).get("media_version") for what, doc in sources.items() if doc is not None
     }
@@ -124,12 +114,8 @@ def media_mismatch(sources: dict) -> str | None:
 
 
 def decision_tree(rows, clip_info: dict) -> dict:
-    """{(device, codec, GOP class, workload): verdict dict} over the frame-exact rows of a bench table: which
-    backend was fastest for each measured case, its margin over the runner-up and whether that is inside the
-    spread (`verdicts.rank`). Where a case holds several clips, backends are compared on the clips every one of
-    them read (each by its mean rate over them, its largest spread), not one backend's best clip against another's
-    (on the H200 a TorchCodec row on the open-GOP file had stood against a PyNvVideoCodec row on the closed one);
-    'clips' names them."""
+    """{(device, codec, GOP class, workload): verdict dict}: the fastest frame-exact backend of each measured
+    case (`verdicts.rank`), comparing backends on the clips all of them read; 'clips' names them."""
     cases: dict = {}
     for r in rows:
         info = clip_info.get(r["clip"])
@@ -161,10 +147,8 @@ def _how_cpu(backend: str, sweep, k: int | None) -> str:
 def one_caller_candidates(
     rows, clip_info: dict, group: tuple, workload: str, devices, nb21: dict | None = None
 ) -> list[dict]:
-    """Candidates from a one-caller bench table for the reader's most common (codec, size, GOP class) `group`
-    and `workload`: every frame-exact backend row of the nearest measured case (same codec and GOP class, else
-    same codec, else any), one per (backend, device), each with its rate, spread and the call that builds a
-    loader of it. Rates are one caller's: `loader_candidates` is the better guide where 21 measured."""
+    """Candidates from notebook 20's one-caller table for `group` and `workload`: one per (backend, device) from
+    the nearest measured case, each with rate, spread and the call that builds its loader."""
     codec, _, gopc = group
     ok = [
         r
@@ -220,9 +204,8 @@ def _sampled_k(nb21: dict, workload: str) -> int | None:
 
 
 def not_measured(nb21: dict, workload: str) -> str | None:
-    """A line naming the CPU libraries notebook 21's worker sweep left unmeasured for `workload` (its budget spent
-    before their turn; in smoke mode only the first two run), which `loader_candidates` therefore cannot rank; None
-    when it measured every library it had, or the workload is not its 'uniformK'."""
+    """A line naming the CPU libraries notebook 21's worker sweep left unmeasured for `workload`, which
+    `loader_candidates` cannot rank; None where none were left or the workload is not its 'uniformK'."""
     measured = {x["backend"] for x in nb21.get("sweep", [])}
     if not _sampled_k(nb21, workload):
         return None
@@ -325,13 +308,9 @@ def _tied(v: dict) -> set:
 def against_tree(
     rec: dict | None, tree: dict, group: tuple | None, workload: str, codecs: list | None = None
 ) -> str | None:
-    """The line that sets the recommendation beside the decision tree's leaf for the same case (the device, the
-    reader's most common codec and GOP class, `workload`; `decision_tree`): that they agree, that the tree had them
-    tied, or, where one caller's winner is not the recommended loader's library, that the whole loaders decide and
-    by how much each ranking put its winner ahead. None without a recommendation, a group, or a recommendation from
-    the tree itself (the one-caller table). `codecs`: those of the files notebook 21's loaders read, where it
-    recorded them: where they are more than the leaf's codec, the line says that the two rankings differ in their
-    files as well (22's smoke copy set an H.264 leaf against loaders over H.264 and open-GOP HEVC)."""
+    """The line setting the recommendation beside `decision_tree`'s leaf for the same case: agreement, a tie, or
+    by how much each ranking put its winner ahead. None without a recommendation or group, or when it came from the
+    tree. Notebook 22."""
     if rec is None or group is None or rec.get("source", "").startswith("one caller"):
         return None
     device = "cuda" if str(rec["device"]).startswith("cuda") else "cpu"
@@ -366,11 +345,8 @@ def against_tree(
 
 
 def step_bound(candidates: list[dict]) -> str | None:
-    """A line saying that CPU candidates of notebook 21's worker sweep were measured at its simulated training step
-    and waited for data less than half of it: their rates are then partly the step's (a loader that keeps up
-    delivers one batch per step, however fast it could go), so they rank how well each keeps that step fed, not
-    how fast each decodes flat out. None where every such candidate waited at least half the time (its rate is
-    its own) or none records its wait."""
+    """A line saying which CPU candidates waited for data less than half of notebook 21's simulated step, so
+    their rates rank how well they keep the step fed, not decoding speed; None otherwise."""
     fed = [c for c in candidates if c.get("wait_fraction") is not None and c["wait_fraction"] < 0.5]
     if not fed:
         return None
@@ -386,12 +362,9 @@ def step_bound(candidates: list[dict]) -> str | None:
 
 
 def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
-    """The recommendation among `candidates`, each library and device once with its best configuration, ranked
-    by rate with `verdicts.rank` (a margin with no measured spread is a tie). A candidate that refuses some of
-    the files (an open-GOP HEVC file on a GPU path, say) wins only when it is faster than the best one that takes
-    every file by more than their spread; it then comes with that one as the `fallback` for the files it refuses. Returns the winning candidate with
-    'accepted', 'accepts_all', 'verdict' (runner-up, margin, spread, tied), 'runner_up', 'fallback' and
-    'sentence', or None when there is no candidate."""
+    """The best of `candidates` by `verdicts.rank` (ties broken by `tie_break`); one that refuses some files wins
+    only beyond the spread, with a `fallback` that takes every file. Returns the winner with 'verdict', 'runner_up',
+    'fallback' and 'sentence', or None. Notebook 22."""
     for c in candidates:
         c["accepted"] = cover[(c["backend"], c["device"])]["accepted"]
         c["accepts_all"] = c["accepted"] == n_files
@@ -470,12 +443,8 @@ def tie_break(a: dict, b: dict) -> tuple[str, str]:
 
 
 def hand_over(rec: dict | None, workload: str, folder, files=()) -> dict:
-    """The code notebook 22 hands over for its recommendation: the module of the recommended path (`handover`),
-    written into `folder`, and the lines that use it with K from `workload` ('uniformK'; 16 otherwise) and the
-    workers (CPU) or decoding threads (GPU) and batch size the recommendation was measured with. For a route (the
-    recommendation refuses some of `files` and has a fallback), both legs' modules, and `22_route.json` in `folder`:
-    which of the files each reads. Returns {'modules': [file names], 'usage', 'k', 'workers', 'batch_size',
-    'route': {leg: [paths]} or None, 'why': None, or why nothing is handed over}."""
+    """Write the recommended path's module (`handover`) into `folder` (both legs and `22_route.json` for a route).
+    Returns {'modules', 'usage', 'k', 'workers', 'batch_size', 'route', 'why'}. Notebook 22."""
     out = {"modules": [], "usage": None, "k": None, "workers": None, "batch_size": None, "route": None, "why": None}
     if rec is None:
         return {**out, "why": "no recommendation"}
@@ -527,10 +496,8 @@ def route_of(rec: dict | None) -> tuple | None:
 
 
 def mix_rate(rec: dict | None, n_files: int) -> float | None:
-    """The rate a route is expected to deliver over the reader's files, computed (not measured) from the two rates
-    measured alone: the recommended path reads the `rec['accepted']` files it takes, the fallback the rest, each
-    file in the time its reader takes per frame, so the mix runs at n / (n_fast / fast + n_rest / rest) (files of
-    similar length). None without a fallback."""
+    """The rate a route would deliver over `n_files`, computed from the two rates measured alone
+    (n / (n_fast / fast + n_rest / rest)); None without a fallback."""
     fb = (rec or {}).get("fallback")
     if not fb or not rec.get("fps") or not fb.get("fps") or n_files <= 0:
         return None
@@ -539,10 +506,8 @@ def mix_rate(rec: dict | None, n_files: int) -> float | None:
 
 
 def route_report(rec: dict, files: list, workload: str, device: str, folder, measure: bool = True):
-    """(the lines notebook 22 prints under a recommendation that refuses some of the reader's `files` and has a
-    fallback, the route measured or None): the route's call, and its rate measured as one loader over `files`
-    (`loader_bench.short_route`, where `measure` and the workload samples K frames), else the rate computed from
-    the two rates measured alone (`mix_rate`), said to be computed. ([], None) where there is no route."""
+    """(lines notebook 22 prints for a route, the route's measurement or None): the call, and its rate measured as
+    one loader (`loader_bench.short_route`) or else computed (`mix_rate`). ([], None) without a route."""
     call = route_call(rec)
     if call is None:
         return [], None
@@ -573,10 +538,8 @@ def route_report(rec: dict, files: list, workload: str, device: str, folder, mea
 
 
 def route_call(rec: dict | None) -> str | None:
-    """The recommended call as a route (`loaders.VideoClipDataset`'s backend sequence) where the recommendation
-    refuses some files and has a fallback that takes them: the fast path reads every file it accepts, the fallback
-    the rest, frames on the recommended loader's device. None without a fallback, or for a call that takes no
-    backend (DALI's loader)."""
+    """The recommended call with a backend sequence (recommended path, then fallback) for a route; None without
+    a fallback or for a call that takes no backend (DALI)."""
     route = route_of(rec)
     if route is None or "backend=" not in rec["how"]:
         return None

@@ -1,15 +1,6 @@
-"""Did a backend return the frames it was asked for? On stamped clips and on anyone's video (notebooks 20-22).
-
-The playbook's own clips carry each frame's index in its pixels (`media.read_stamp`), which proves a frame
-exactly. A reader's own video carries no stamp. There the frames are compared with an independent reference
-decode of the same file on the CPU, by a library other than the one checked: frame i is right when it is at
-least as close (PSNR of the luma) to the reference frame i as to the reference frames i-1 and i+1, and not
-far from all three. H.264, HEVC, VP9 and AV1 decoders are bit-exact, so the same frame from two decoders
-differs only by colour conversion, while a neighbouring frame differs by the motion between them. A frame that is
-the one asked for must also have the reference's pixels (AGREE_DB): the right frame in other colours, or another
-file's picture from a reused decoder, is a failure too, reported apart from wrong frames.
-`check_frames` says which check it used; it never passes a frame it did not check.
-"""
+"""Did a backend return the frames it was asked for? (notebooks 20-22). Stamped clips are checked by their stamps;
+other video against another CPU library's decode: frame i must be closest (luma PSNR) to reference frame i, not
+its neighbours, and within AGREE_DB of it. `check_frames` never passes a frame it did not check."""
 
 from __future__ import annotations
 
@@ -23,11 +14,8 @@ REFERENCE_BACKENDS = by_role("cpu_reference")  # CPU decoders, in the order they
 FLOOR_DB = 20.0  # below this PSNR against its own reference a frame is wrong whatever its neighbours say
 NEIGHBOUR_DB = 0.5  # a frame this much closer to a neighbour than to its own reference is the neighbour
 SAME_DB = 50.0  # reference neighbours this alike cannot be told apart (a still scene)
-# At least this luma PSNR against the reference frame: the same picture, converted to RGB by the same matrix and
-# range. Measured on ffmpeg-made noisy footage (1080p and 720p H.264/HEVC, 480p MKV) against PyAV's RGB: the tag
-# reference of `pixels` (another chroma upsampling) 46-48 dB; the same planes with the wrong range 29-30 dB, with
-# the wrong matrix (BT.709 for BT.601, what PyNvVideoCodec's and SPDL's own RGB did on the H200) 24 dB; the next
-# frame 25 dB. Two decodes with FFmpeg's conversion are identical.
+# At least this luma PSNR against the reference frame: the same picture, same matrix and range. Another chroma
+# upsampling gives about 46-48 dB; a wrong range about 30 dB, a wrong matrix or the next frame about 24-25 dB.
 AGREE_DB = 36.0
 
 
@@ -162,13 +150,9 @@ def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameChec
 
 
 def check_frames(path, indices, frames, backend: str | None = None, max_frames: int = 16) -> FrameCheck:
-    """Check that `frames` (N, 3, H, W uint8, any device) are the frames `indices` of `path`.
-
-    Stamped clips are checked frame by frame by their stamps. A clip without stamps (the first frame has
-    none) is checked against a reference decode by another CPU library (`reference_backend`), on at most
-    `max_frames` frames spread over the request. Returns a `FrameCheck`; `method` says which check ran,
-    and 'unchecked' (exact None) when no other CPU library here takes the file. Introduced in notebook 20.
-    """
+    """Check that `frames` (N, 3, H, W uint8, any device) are frames `indices` of `path`: by stamps, else against
+    another CPU library's decode (`reference_backend`) on at most `max_frames` frames. Returns a `FrameCheck`;
+    'unchecked' (exact None) where no reference library takes the file. Notebook 20."""
     indices = [int(i) for i in indices]
     if len(indices) != len(frames):
         return FrameCheck(

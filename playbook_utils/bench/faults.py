@@ -1,11 +1,6 @@
-"""Bad input on purpose: broken files and what each backend does with them (notebook 23).
-
-`make_bad_files` writes the files a training set meets in the wild; `run` asks every backend for
-frames from each, in child processes with a time limit (`decoders.isolated.run_requests`), and
-classifies the outcome from the child's answer (`child.OUTCOMES`, and the type of the exception). A good outcome is our own `DecodeError` / `BackendUnavailable` naming the
-file and the cause; a bad one is a crash, a hang, another library's raw exception, or frames that
-are not the ones asked for (caught by their stamps).
-"""
+"""Bad input on purpose: broken files and what each backend does with them (notebook 23). A good outcome is our
+own `DecodeError` / `BackendUnavailable` naming file and cause; a crash, a hang, a raw exception or wrong frames
+is a bad one."""
 
 from __future__ import annotations
 
@@ -115,11 +110,9 @@ def make_look_alikes(directory) -> tuple[Path, Path]:
 
 
 def replaced_file_reads(a, b, target, backend: str, device: str = "cpu") -> list:
-    """Read `target` (a copy of the look-alike `a`), replace it by `b` moved into place (`os.replace`), then by
-    `a` written in place, restoring the modification time each time, and read it after each swap, all in this
-    process (so that its caches see every swap). Returns one entry per read: True when the frames are the new
-    file's (stamps and width), else the error in words (notebook 23). A refusal ('refused: ...') comes first
-    and ends the list."""
+    """Read `target` (a copy of `a`), replace it by `b` (moved in), then by `a` (written in place), keeping the
+    modification time, reading after each swap in this process. Returns per read True (the new file's frames) or
+    the error; a refusal ends the list. Notebook 23."""
     import os
     import shutil
 
@@ -191,17 +184,9 @@ def soak(
     seed: int = 0,
     max_seconds: float | None = None,
 ) -> dict:
-    """Make `warmup` + `calls` random-access `read_frames` calls and track memory; return the curve and the growth.
-
-    Each call asks for K random frames. RSS (and, on a GPU, this process's GPU memory: `_gpu_mb`) is sampled
-    every `every` calls; growth is measured from the end of the warm-up to the end, in percent, and as the
-    fitted slope in bytes per call ('rss_bytes_per_call'), which tells a steady leak from a one-off step.
-    `max_seconds` caps the whole soak, warm-up included (the result says how many calls were made after
-    the warm-up: 'calls', 'stopped_by_time'); a slow backend's warm-up also ends after a fifth of the cap
-    (`WARMUP_SHARE`), so that the rest is measured ('warmup' is then the calls it made). Growth over fewer
-    calls than the warm-up says nothing, so then 'rss_growth_pct' (and 'gpu_growth_pct') is None and
-    'not_measured' says why. Runs in the calling process: use a child process to keep it apart.
-    """
+    """Make `warmup` + `calls` random-access `read_frames` calls of `k` frames, sampling RSS (and GPU memory)
+    every `every` calls; `max_seconds` caps it. Returns the curve, growth after the warm-up ('rss_growth_pct',
+    None with 'not_measured' when too short) and 'rss_bytes_per_call'. Runs in this process."""
     import gc
     import time
 

@@ -1,15 +1,10 @@
-"""Decode benchmarks: each backend x workload x clip in its own process, measured fairly (notebook 20).
+"""Decode benchmarks: each backend x workload x clip, in one child process per backend (notebook 20).
 
     python -m playbook_utils.bench --device cpu --backends pyav,torchcodec --workloads sequential,uniform16
     python -m playbook_utils.bench --mode full --device cuda --output results/h200/bench
 
-Every job runs in a child process of its backend (no library shares a process with another; one child serves
-all the jobs of a backend, on the CPU and on the GPU, so the library's start-up is paid once): it warms up, repeats until a minimum time (each call on another name of the clip, so
-that no adapter reuses the decoder of the previous call), checks the frames of one call
-against their stamps (or, on a clip without stamps, against another library's decode: `exactness`), and samples CPU use, RSS and, where NVML answers, NVDEC utilization and GPU
-memory while it runs (`monitor.UtilizationMonitor`). A failing job is a recorded row, not a crash. Results are a tidy table
-(CSV and JSON) with an environment stamp.
-"""
+Each job warms up, repeats for a minimum time, checks its frames (`exactness`) and samples CPU, RSS and NVDEC use;
+a failing job is a recorded row. Results: a CSV and JSON table with an environment stamp."""
 
 from __future__ import annotations
 
@@ -73,12 +68,8 @@ def indices_for(workload: str, num_frames: int, call: int) -> list[int]:
 
 
 def _child(job: Job) -> dict:
-    """Run one job in this process and return its measurements.
-
-    Timed calls rotate over several names of the clip (symbolic links in a temporary folder), so that a
-    decoder an adapter keeps for the file it read last (PyNvVideoCodec, TorchCodec) is never reused from
-    one call to the next: each call pays what a loader pays when it moves on to another video.
-    """
+    """Run one job in this process and return its measurements; timed calls rotate over other names of the clip
+    (`timing.other_names`) so no adapter reuses the decoder of the previous call."""
     with tempfile.TemporaryDirectory(prefix="bench-") as folder:
         return _measure(job, timing.other_names(job.clip, folder))
 
@@ -195,8 +186,8 @@ def run_job(job: Job, timeout: float = 600) -> dict:
 
 
 def machine() -> dict:
-    """Where a table was measured, carried by every table: `env.machine_facts` and the decoder libraries'
-    installed versions ('libraries', from their metadata: probing each by importing it took 12-23 s)."""
+    """Where a table was measured: `env.machine_facts` and the decoder libraries' installed versions
+    ('libraries', from their metadata, without importing them)."""
     return {**env.machine_facts(env.report(probe_libraries=False)), "libraries": env.library_versions()}
 
 
@@ -251,10 +242,8 @@ PROGRESS_FILE = "PLAYBOOK_PROGRESS"  # set by the notebook runner: where its ker
 
 
 def progress_bar(total: int, desc: str, enabled: bool = True):
-    """A tqdm bar, one step per job, updated at most every few seconds: in a notebook open in Jupyter it shows in
-    the cell; in a notebook the runner executes it goes to the file PROGRESS_FILE names, which the runner shows on
-    its console, so the executed copy stays free of it; elsewhere on stderr. A stand-in with the same methods
-    where tqdm is missing or `enabled` is False. Notebooks 20 and 21."""
+    """A tqdm bar, one step per job: in the cell under Jupyter, in the file PROGRESS_FILE names under the runner,
+    else on stderr; a silent stand-in without tqdm or when not `enabled`. Notebooks 20 and 21."""
     try:
         from tqdm import tqdm
     except ImportError:
@@ -294,10 +283,8 @@ def kept() -> dict:
 
 
 def start_children(jobs: list[Job], timeout: float = 600) -> float:
-    """Start the children `run_all(jobs)` will use, one per backend with a job it can run, side by side, and wait
-    until each has warmed up on its first job's clip; they stay (`kept`) for `run_all` and for what runs before it
-    in the same children (notebook 20's anchor): one start-up of all of them, not one per call. Returns the
-    seconds it took."""
+    """Start `run_all(jobs)`'s children side by side, one per backend, each warmed on its first job's clip; they
+    stay (`kept`) for `run_all` and notebook 20's anchor. Returns the seconds it took."""
     began = time.perf_counter()
     groups, _ = _by_backend(jobs)
     child.serve_all(
@@ -327,17 +314,9 @@ def _by_backend(jobs: list[Job]) -> tuple[dict, dict]:
 
 
 def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: bool = False) -> list[dict]:
-    """Run `jobs` and return one row each, in order (failures are rows too). A job its backend refuses before
-    decoding (`why_unavailable`) needs no process; the others run in one child process per backend, which serves
-    that backend's jobs one after another, its CPU jobs and its GPU jobs (`child.serve_all`): no library shares a
-    process with another, and the library's import, the reference library's (`exactness`), its CUDA context and
-    its decoders are made once, not once per job or per device. The children start side by side before any job
-    runs, each warmed on its first job's clip (`_warm`), then measure one at a time: on the H200 a child's start,
-    with PyTorch's and TorchCodec's imports, took 4-10 s, paid once for all of them ('warm_s' of a backend's first
-    row). A child that crashes loses the job it was on; a new one serves the rest. `progress`: a bar on stderr
-    (`progress_bar`). `keep`: the children stay, each waiting for its backend's jobs of the next call (notebook
-    20's thread scaling, after its table: 5-7 s of start-up less on the H200); that call ends them unless it keeps
-    them too. Notebook 20."""
+    """Run `jobs` and return one row each, in order (failures are rows too): refused jobs need no process, the
+    rest run in one child per backend (`child.serve_all`), started side by side and warmed, measuring one at a time.
+    `keep`: the children stay for the next call. Notebook 20."""
 
     def head(job):
         return {**dataclasses.asdict(job), "clip": Path(job.clip).name}

@@ -1,11 +1,8 @@
-"""Measuring whole training loaders: against a simulated training step (`measure_loader`), flat out
-(`measure_flat_out`), each GPU-side loader in its own process (`measure_isolated`), the CPU worker sweep, and the
-GPU-side loaders against the NVDEC ceiling (notebook 21). The loaders themselves live in `loaders`; this module
-only runs and judges them.
+"""Measuring whole training loaders (notebook 21): against a simulated training step, flat out, each GPU-side
+loader in its own process, the CPU worker sweep, and against the NVDEC ceiling. The loaders live in `loaders`.
 
     python -m playbook_utils.bench.loader_bench SPEC_JSON   (the child of `measure_isolated`)
-    python -m playbook_utils.bench.loader_bench --serve     (a child of `warm_children`: specs on stdin)
-"""
+    python -m playbook_utils.bench.loader_bench --serve     (a child of `warm_children`: specs on stdin)"""
 
 from __future__ import annotations
 
@@ -53,21 +50,9 @@ def sweep_workers(
     first_of: int | None = None,
     curve: bool = True,
 ) -> tuple[list, list, list]:
-    """Every backend x worker count as a `loaders.make_loader` of K sampled frames per video, against a simulated
-    training step (`measure_loader`), the most workers first. Returns (rows, stuck, unmeasured): a configuration
-    whose workers deliver no batch within `timeout_s`, or die, is recorded in `stuck` with its error and the
-    sweep goes on. With `budget_s`, each configuration's measurement is capped at its share of the budget (at
-    most `max_s`), and once the sweep has taken `budget_s` in all (start-ups included) the configurations left
-    are not started (each backend's first, with the most workers, always runs; with `first_of`, only the first
-    `first_of` backends' first: put the likeliest winners first, `ranked_by_table`): they are listed in `unmeasured`.
-    With `curve`, the backend that delivered the most videos/s with the most workers then runs its other worker
-    counts whatever the budget, before any other backend's: the wait against the worker count needs one library's
-    curve (on the H200, 12-04, the four libraries' first configurations alone took 295 s of a 120 s budget, and
-    the figure was skipped).
-    `prefetch`: batches each worker decodes ahead (`make_loader`'s `prefetch_factor`; DataLoader's 2 where None),
-    none of them measured. Each row also holds 'config_s', the configuration's wall time with its workers' start
-    and stop, and 'close_s', the stop's share (`measure_loader` gives the start's and the prefetched batches').
-    `log` gets one line per configuration. Notebook 21."""
+    """Every backend x worker count as a `loaders.make_loader` of K sampled frames against a simulated step
+    (`measure_loader`), most workers first; `budget_s` caps the sweep (each backend's first always runs, or the first
+    `first_of`), `curve` runs the leader's other counts. Returns (rows, stuck, unmeasured). Notebook 21."""
     if budget_s is not None:
         max_s = min(max_s, budget_s / max(1, len(set(workers)) * len(backends)))
     rows, stuck, unmeasured, start = [], [], [], time.perf_counter()
@@ -178,19 +163,14 @@ def notebook20_table(out, video_dir) -> tuple[dict, list] | None:
 
 
 def realistic_clips(clip_info: dict) -> dict:
-    """The clips of notebook 20's `clips` record ({name: {..., 'light': bool}}) a decision for filmed video rests
-    on: the realistic ones where 20 measured any, else all. The light synthetic clips decode faster than users'
-    video, and not by the same factor for every library, so they could crown the wrong one. Notebooks 21 and 22
-    (`choose` takes it from here)."""
+    """The clips of notebook 20's `clips` record a decision for filmed video rests on: the realistic ones where
+    there are any, else all. Notebooks 21 and 22."""
     return {n: i for n, i in clip_info.items() if not i.get("light")} or clip_info
 
 
 def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
-    """(`backends` in the order of notebook 20's table in the same output folder `out`, fastest first, and a line
-    saying so; without such a table for the same `video_dir`, in the H200 reference's order (`CPU_SWEPT`) and
-    None): `ranked_by_rows` of that table.
-    Notebook 21's smoke sweep starts with the likeliest winners and measures the first two (`sweep_workers`'
-    `first_of`)."""
+    """(`backends` in the order of notebook 20's table in `out` for the same `video_dir`, fastest first, and a
+    line saying so), or `reference_order` and None without one. Notebook 21."""
     found = notebook20_table(out, video_dir)
     if found is None:
         return reference_order(backends), None
@@ -238,13 +218,9 @@ def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
     return ordered, said
 
 
-# The short run of notebook 21's whole loaders that notebook 22 makes when 21 did not measure the reader's files:
-# 21's smoke settings (one worker per core, a 20 ms step, 24 videos' worth of steps, the first two CPU libraries of
-# 22's table past a 30 s budget; on a GPU, TorchCodec's and PyNvVideoCodec's sampled-frames GpuLoader of 4 threads)
+# The short run of notebook 21's whole loaders that notebook 22 makes when 21 did not measure the reader's files
 SHORT = {"step_s": 0.02, "steps_videos": 24, "max_s": 5, "budget_s": 30, "libraries": 2, "gpu_threads": 4, "videos": 8}
-# the CPU libraries notebook 21's worker sweep takes, in the order it takes them where no table of notebook 20 ranks
-# them here: that of the H200 reference's full-mode 20 (K = 16 sampled frames of realistic 1080p on the CPU, one
-# caller: TorchCodec fastest, then PyAV and decord, then SPDL)
+# the CPU libraries notebook 21's worker sweep takes, in the reference order used where no notebook 20 table ranks them
 CPU_SWEPT = by_role("cpu_sweep")
 
 
@@ -264,11 +240,9 @@ def _short_sampled(backend, files, k: int, device: str, folder, threads: int, ba
 
 
 def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -> dict:
-    """Notebook 21's whole loaders of K sampled frames, measured short (`SHORT`) on the files `base`, for notebook
-    22 when 21 has not measured them: the CPU worker sweep (`sweep_workers`, the libraries in the order of the
-    one-caller table `rows`, `ranked_by_rows`) and, on a GPU, the sampled-frames `GpuLoader`s (`measure_until_steady`),
-    over distinct copies in `folder`. Returns what 21 writes of them, for `choose.loader_candidates`: {'k',
-    'sweep', 'stuck', 'unmeasured', 'gpu_sampled', 'short': True}."""
+    """Notebook 21's whole loaders of K sampled frames, measured short (`SHORT`) on `base` for notebook 22: the
+    CPU worker sweep and, on a GPU, the sampled-frames `GpuLoader`s. Returns {'k', 'sweep', 'stuck', 'unmeasured',
+    'gpu_sampled', 'short': True} for `choose.loader_candidates`."""
     cores = len(os.sched_getaffinity(0))
     batch = _short_batch()
     steps = SHORT["steps_videos"] // batch
@@ -305,12 +279,9 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
 
 
 def short_route(route, base, k: int, device: str, folder, workers: int = 2, threads: int = 4) -> dict:
-    """A route (a backend sequence, `loaders.parse_route`: each file read by the first entry that takes it) measured
-    as one loader of K sampled frames over the files `base`, so that the mix is read in the share of files each
-    entry takes, with the short run's settings (`SHORT`): a `make_loader` of `workers` workers against the 20 ms
-    step where the route's first entry decodes on the CPU, else a `GpuLoader` of `threads` threads flat out in a
-    process of its own. Returns {'frames_per_s', 'spread_pct', 'read_by': {entry: files of `base`}, 'status', 'why'}
-    (status 'ok' or 'failed', with the reason). Notebook 22, where its recommendation is a route."""
+    """A route (`loaders.parse_route`) measured short as one loader of K sampled frames over `base` (a CPU
+    `make_loader`, or a `GpuLoader` in its own process). Returns {'status', 'frames_per_s', 'spread_pct', 'read_by',
+    'why'}. Notebook 22."""
     entries = loaders.parse_route(list(route), device)
     route = [f"{b}@{d}" for b, d in entries]
     read_by: dict = {}
@@ -373,9 +344,8 @@ def sweep_label(row: dict, total: int, workers: bool = True) -> str:
 def gpu_specs(
     clip, device: str, threads, process_layouts, dali_skip: str | None = None
 ) -> tuple[list[dict], list[str]]:
-    """The GPU-side loaders notebook 21 measures on `clip`: a `GpuLoader` per GPU backend and thread count, a
-    `GpuProcessLoader` per (processes, threads), and DALI's reader where DALI takes the clip, unless `dali_skip`
-    says why not (a note then). Returns (specs, notes), a note for each backend that refuses the clip."""
+    """The GPU-side loaders notebook 21 measures on `clip`: `GpuLoader`s per backend and thread count,
+    `GpuProcessLoader`s per layout, and DALI's reader unless `dali_skip`. Returns (specs, notes on refusals)."""
     specs, notes = [], []
     for b in by_role("gpu_loader"):
         why = why_unavailable(b, device, clip)
@@ -416,11 +386,9 @@ def spec_lookahead(spec: dict) -> int:
 def measure_gpu_loaders(
     clip, codec: str, specs, items_for, ceiling: dict | None, common: dict, log=print
 ) -> list[dict]:
-    """Each spec in its own process (`measure_isolated`, with `common` arguments: device, batch_size, chunk,
-    warmup_batches, min_window_s; the processes started and warmed side by side first, `warm_children`) over
-    `items_for(n)` distinct files, n sized by `steady_epoch` for the spec's look-ahead so that its rate is a steady
-    one; each row judged against `ceiling` (`nvdec.against_ceiling`) with what NVML saw inside the steady window.
-    Returns the rows; a failure is a line (notebook 21)."""
+    """Measure each spec in its own warmed process (`measure_isolated`) over a steady-sized epoch of
+    `items_for(n)`, judged against `ceiling` (`nvdec.against_ceiling`). Returns the rows; a failure is logged.
+    Notebook 21."""
     frames_per_item = max(1, video_info(clip).num_frames)
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
@@ -450,10 +418,8 @@ WAIT_LOOKAHEADS = 10  # the data-wait run measures at least this many look-ahead
 
 
 def wait_steps_for(row: dict, batch_size: int, smoke: bool) -> int:
-    """Steps of the GPU data-wait run for the loader of `row`: 4 in smoke mode; else enough for `WAIT_LOOKAHEADS`
-    of its look-ahead, at least 12. Each step draws `batch_size` videos, and a loader that decodes ahead has its
-    look-ahead done before any step's clock: over 12 steps of 4 videos behind a look-ahead of 64, the H200's wait
-    (50.1%) implied 5,930 frames/s from a loader whose own steady rate was 4,033."""
+    """Steps of the GPU data-wait run for `row`'s loader: 4 in smoke mode, else enough for WAIT_LOOKAHEADS of
+    its look-ahead, at least 12."""
     if smoke:
         return 4
     return max(12, -(-WAIT_LOOKAHEADS * spec_lookahead(row) // batch_size))
@@ -467,17 +433,9 @@ def wait_epoch(row: dict, batch_size: int, steps: int) -> int:
 
 
 def wait_against_rate(wait: dict, row: dict, frames_per_item: int) -> dict:
-    """Whether a data wait measured against a training step (`measure_loader`'s answer) is a result: the videos
-    its measured steps drew per second may not exceed the same loader's steady flat-out rate (`row`: its
-    'frames_per_s' and spread) beyond that spread, except by what the loader's look-ahead explains: the videos in
-    flight when the clock started (`spec_lookahead`) were begun before it, and where they are at most
-    1/WAIT_LOOKAHEADS of the videos drawn (a full-mode run) the steps may draw up to that share faster, and the
-    wait is a result with a 'note' saying so. A result is given as it would be at the steady rate wherever the steps
-    drew faster ('quoted_wait_fraction': 1 - (1 - measured) x steady / drawn, as the time off the loader is the
-    same and the loader's share stretches; the measured wait where they drew no faster). More
-    than that, and the steps ate videos decoded before their clock started, so the wait reads short: no result.
-    {'drawn_fps', 'steady_fps', 'result', 'why', 'quoted_wait_fraction' (the figure to quote: the measured
-    one, or that), 'note'}."""
+    """Whether a data wait (`measure_loader`'s answer) is a result: its steps may not draw faster than the
+    loader's steady rate (`row`) beyond the spread, except by what its look-ahead explains. Returns {'drawn_fps',
+    'steady_fps', 'result', 'why', 'quoted_wait_fraction', 'note'}."""
     drawn = wait["samples_per_s"] * frames_per_item
     steady, spread = row.get("frames_per_s"), row.get("frames_per_s_spread_pct") or 0.0
     out = {"drawn_fps": round(drawn), "steady_fps": round(steady) if steady else None, "why": None, "note": None}
@@ -518,9 +476,8 @@ def trusted(row: dict) -> bool:
 
 
 def bars_of(rows: list[dict], ceilings: dict) -> dict:
-    """The GPU-side loaders' rows as `plots.grouped_bars` arguments: 'values' (a series per loader, one rate per
-    clip), 'categories' (the clips), 'per_category' (each clip's NVDEC ceiling over its own bars, saturated ceilings
-    and lower bounds as two series) and 'not_results' (rows measured but no result, `trusted`, hatched). Notebook 21."""
+    """The GPU-side loaders' rows as `plots.grouped_bars` arguments: 'values', 'categories', 'per_category' (each
+    clip's NVDEC ceiling) and 'not_results' (rows not `trusted`). Notebook 21."""
     names = list(dict.fromkeys(r["clip"] for r in rows))
     loaders_ = list(dict.fromkeys(r["loader"] for r in rows))
     cell: dict = {}
@@ -543,10 +500,8 @@ def bars_of(rows: list[dict], ceilings: dict) -> dict:
 
 
 def sweep_starts(rows: list[dict]) -> list[dict]:
-    """Where `more_threads` starts: each backend's fastest one-process `GpuLoader` row that is a result
-    (`trusted`), kept when it ties with the fastest of all (behind it by no more than the larger spread of the
-    two), the fastest first. Two backends tied at the thread counts measured are both swept, since the rows
-    cannot say which would gain more. Notebook 21."""
+    """Where `more_threads` starts: each backend's fastest `trusted` one-process `GpuLoader` row that ties with
+    the fastest of all, fastest first. Notebook 21."""
     one = [r for r in rows if r.get("kind") == "gpu" and not r.get("processes") and trusted(r)]
     per: dict[str, dict] = {}
     for r in one:
@@ -564,11 +519,9 @@ def _tied_with(best: dict, r: dict) -> bool:
 
 
 def wait_loader(rows: list[dict]) -> tuple[dict | None, str]:
-    """(row, why): the loader the GPU data wait runs (notebook 21). Of the first clip's results (`trusted`), the
-    fastest and the same library's one-process loaders tied with it (`verdicts.rank`'s rule, against the fastest),
-    the one with the smallest look-ahead: the same rate with fewer videos decoded before any clock, so a shorter run (on the H200, 12-03:
-    the wait behind x64 threads took 124 s, where x32 threads, tied with it, would need about half) and less GPU
-    memory. `why` says so where it is not the fastest; (None, '') where no row is a result."""
+    """(row, why): the loader the GPU data wait runs: of the first clip's `trusted` rows, the same library's
+    one-process loader tied with the fastest that has the smallest look-ahead; (None, '') without a result.
+    Notebook 21."""
     results = [r for r in rows if trusted(r)]
     if not results:
         return None, ""
@@ -599,13 +552,9 @@ def wait_loader(rows: list[dict]) -> tuple[dict | None, str]:
 def more_threads(
     row: dict, items_for, ceiling, common: dict, steps, log=print, to_the_end: bool = False
 ) -> tuple[list[dict], str]:
-    """Past the thread counts measured: `row` (a one-process `GpuLoader` row of `measure_gpu_loaders`) again with
-    each thread count of `steps` above its own, in order, until the rate stops rising, that is until a step gains
-    no more than the larger spread of the two rows. With `to_the_end`, every step is measured all the same (a
-    full sweep, to show where more threads lead), and a later step takes the best only by gaining beyond the
-    spread. Returns (the new rows, a sentence: where it stopped rising, at what rate, what held it back there
-    (`words.limit_of`), and, with `to_the_end`, how far the rate moved after). A row that is not a result (`trusted`)
-    ends the sweep and the sentence says why. Notebook 21."""
+    """Measure `row`'s `GpuLoader` again at each larger thread count of `steps` until the rate stops rising beyond
+    the spread (every step with `to_the_end`). Returns (new rows, a sentence from `words.sweep_sentence`).
+    Notebook 21."""
     best, rows, stopped = row, [], None
     for t in [t for t in steps if t > row["threads"]]:
         spec = {"kind": "gpu", "backend": row["backend"], "threads": t, "loader": f"{row['backend']} x{t} threads"}
@@ -627,10 +576,8 @@ def more_threads(
 
 
 def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
-    """Per clip, the best GPU-side loader among the `trusted` rows with its margin over the runner-up
-    (`verdicts.rank`), its share of the ceiling (`nvdec.against_ceiling`, with the rate's spread), what held it
-    back (`words.limit_of`) and how many rows were not results; the headline notebook 21 reports. `ceilings` maps a
-    clip's name to its `nvdec.ceiling` result."""
+    """{clip: the best `trusted` GPU-side loader with its margin, share of the ceiling (`ceilings`: clip name to
+    `nvdec.ceiling` result), limit and bitrate}: the headline of notebook 21."""
     best = {}
     for name in dict.fromkeys(r["clip"] for r in rows):
         rs = [r for r in rows if r["clip"] == name and trusted(r)]
@@ -681,12 +628,8 @@ def epoch_items(paths, n: int, folder) -> list[Path]:
 
 
 def distinct_copies(clip, n: int, folder) -> list[Path]:
-    """`n` copies of `clip` under different names in `folder` (made once, kept): an epoch of distinct files, so
-    that no per-file decoder cache flatters a loader the way `[clip] * n` would (every cache here is keyed by the
-    path too). Each is a hard link where the folder's file system allows one, else a copy: both are read from the
-    page cache, where a copy's bytes sit after it is written, so the rates exclude storage either way (notebook 00
-    measures it); links write nothing (an epoch of 1,600 copies of a 12 MB clip, as 21 made on the H200, wrote
-    19 GB). A link leaves the clip's bytes as they are, but counts in its link count and moves its ctime."""
+    """`n` copies of `clip` under different names in `folder` (made once, kept), hard links where possible, so no
+    per-file cache flatters a loader. Returns their paths."""
     import os
     import shutil
 
@@ -706,10 +649,8 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
 
 
 def lookahead_of(loader) -> tuple[int, str]:
-    """(items, unit): how far ahead of the consumer `loader` works. A `GpuLoader` keeps `2 x threads` videos in
-    flight, a `GpuProcessLoader` that per worker plus its queue, a DALI pipeline its prefetch queue of batches, and
-    a `DataLoader` `prefetch_factor` batches per worker. Work started that far ahead was done before any clock
-    that starts at a delivery: `steady_rate` leaves it out. Notebook 21."""
+    """(items, unit): how far ahead of the consumer `loader` works (a `GpuLoader`'s `lookahead`, a DataLoader's
+    prefetched batches); `steady_rate` leaves that work out. Notebook 21."""
     items = getattr(loader, "lookahead", None)
     if items is not None:
         return int(items), "items"
@@ -728,21 +669,10 @@ STEADY_LOOKAHEADS = 4
 def steady_rate(
     deliveries, warmup_items: int, lookahead_items: int, min_window_s: float = 0.0, tail_items: int | None = None
 ) -> dict:
-    """The rate of a loader in steady state, from its `deliveries` [(time, items, frames), ...] in order.
-
-    A loader that decodes ahead has `lookahead_items` items done or in flight before the consumer's clock can
-    start; at the end of an epoch it drains the same number with no new work behind them. Both inflate a rate
-    taken from the first delivery to the last. The window here starts once `warmup_items + lookahead_items`
-    items have been delivered (every later item was started after the window opened) and ends before the last
-    `lookahead_items` (while every thread still had work; `tail_items` instead, 0 for a run stopped before the end
-    of its epoch); the rate is the least-squares slope of the frames
-    delivered against time inside it, so batches that arrive in bursts do not bias it.
-
-    Returns {'frames_per_s', 'frames_per_s_spread_pct' (over four runs of consecutive deliveries), 'frames',
-    'items', 'seconds' (the window), 'window_start', 'steady': the window spans at least STEADY_LOOKAHEADS
-    look-aheads and `min_window_s`, 'why' (when not steady)}. 'frames_per_s' is None when the epoch left no
-    window at all. Introduced in notebook 21.
-    """
+    """The steady-state rate of a loader from its `deliveries` [(time, items, frames), ...]: the least-squares
+    slope inside a window that skips the warm-up and look-ahead at the start and the drain at the end.
+    Returns {'frames_per_s', 'frames_per_s_spread_pct', 'frames', 'items', 'seconds', 'window_start', 'steady', 'why'}.
+    Notebook 21."""
     total = sum(d[1] for d in deliveries)
     lo, hi = warmup_items + lookahead_items, total - (lookahead_items if tail_items is None else tail_items)
     done, first, last = 0, None, None
@@ -817,26 +747,9 @@ def measure_loader(
     sleep=time.sleep,
     drain: bool = True,
 ) -> dict:
-    """Run simulated training steps of `step_s` seconds, fed by `loader`; return the data wait in steady state.
-
-    Each step waits for the next batch (the time counted as data wait), copies it to `device`, then
-    'trains' for `step_s` (sleeping, which leaves the CPU to the workers as a GPU step would). The first
-    `warmup` steps, and then the batches the loader had prefetched (`lookahead_of`: a DataLoader's
-    `prefetch_factor` per worker), are not measured: they were decoded before the clock could start. A loader
-    that keeps videos in flight itself (a `GpuLoader`'s `lookahead`) refills them while those steps eat them, so
-    with `drain` its clock starts only at the first later step that had to wait for it (its look-ahead drained),
-    or one more look-ahead of steps on, where it keeps up (`drain=False`: the clock starts right after the
-    prefetched batches, which reads a little above the loader's own steady rate). Then
-    `steps` steps are measured, fewer when the epoch ends first or when `max_seconds` have passed (after at
-    least `min_steps`): a slow configuration, such as one worker decoding 1080p clips, is measured over fewer
-    steps instead of holding the run for minutes. With workers, `steps` and `min_steps` are counted in whole rounds
-    of them (`whole_rounds`): the workers deliver in turn, in bursts, and 12 steps of 16 workers (PyAV, the same files,
-    one H200 machine) had read 129 videos/s in one run and 33 in the next. Returns {'wait_fraction', 'wait_s_per_step', 'step_s',
-    'samples_per_s', 'samples' (measured), 'samples_per_s_spread_pct', 'steps', 'stopped_by_time', 'lookahead_batches', 'steady',
-    'why', 'first_batch_s', 'prefetched_s', 'skipped_batches'}: 'steady' is False (with 'why') when the epoch ended before `min_steps`
-    measured steps; the last two are the seconds to the first batch (the workers' start) and then to the clock's start.
-    `clock` and `sleep`: where the time is read and the step spent (a test gives simulated ones).
-    """
+    """Run `steps` simulated training steps of `step_s` fed by `loader` and measure the data wait, after the
+    warm-up and prefetched batches (and, with `drain`, the look-ahead drained); steps count in whole worker rounds,
+    capped by `max_seconds`. Returns {'wait_fraction', 'samples_per_s', 'steady', 'why', ...}. Notebook 21."""
     ahead_items, _ = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
     ahead = -(-ahead_items // batch)
@@ -938,18 +851,9 @@ def measure_flat_out(
     stop_when_steady: bool = True,
     clock=time.perf_counter,
 ) -> dict:
-    """Run an iterable of model-ready batches flat out (no training step): a `GpuLoader`, a `GpuProcessLoader`, or a
-    `dali_loader` seen through `_DaliVideos`. Returns `steady_rate`'s record over the deliveries after
-    `warmup_batches` (start-up: processes, CUDA contexts, decoders), with the look-ahead (`lookahead_of(batches)`
-    unless given) left out at the start, plus 'batches', 'startup_s' (until the warm-up batches had arrived),
-    'lookahead_items', 'epoch_items' (delivered), 'epoch_frames', 'stopped_early', and 'clock_start' and
-    'clock_end' (the window, for the utilization samples). With `stop_when_steady`, and a loader that says how
-    long its epoch is, the run stops once the window holds STEADY_LOOKAHEADS look-aheads and `min_window_s`,
-    while a look-ahead of items is still to come (so no drain is in it), and the loader is closed: a slow loader
-    is measured for as long as a fast one. Otherwise it runs to the end of the epoch and the drain is left out.
-    Raises ValueError when no batch came after the warm-up (notebook 21). `clock`: where the time is read (a test
-    gives a simulated one).
-    """
+    """Run batches (`GpuLoader`, `GpuProcessLoader`, `_DaliVideos`) flat out, no training step. Returns
+    `steady_rate`'s record plus 'batches', 'startup_s', 'lookahead_items', 'epoch_items', 'stopped_early' and the
+    window's clock; stops once steady with `stop_when_steady`. Raises ValueError when no batch follows the warm-up."""
     import torch
 
     def finished(video):  # the GPU work behind a batch (its stack) is done, so the clock reads the real time
@@ -1009,11 +913,8 @@ def measure_flat_out(
 def steady_epoch(
     lookahead_items: int, warmup_items: int, min_window_s: float = 0.0, items_per_s=None, batch_size: int = 4
 ) -> int:
-    """How many items an epoch needs for `steady_rate` to find a steady window: the warm-up, the look-ahead at
-    both ends, and a window of STEADY_LOOKAHEADS look-aheads (at least three batches of `batch_size`) or
-    `min_window_s` at `items_per_s` (an upper bound such as the NVDEC ceiling, so the window lasts at least that
-    long at any slower rate), whichever is more, plus a batch either side for the batches' granularity.
-    Notebook 21 sizes its GPU epochs with it."""
+    """How many items an epoch needs for `steady_rate` to find a steady window: warm-up, look-ahead at both
+    ends, and a window of STEADY_LOOKAHEADS look-aheads or `min_window_s` at `items_per_s`. Notebook 21."""
     window = max(STEADY_LOOKAHEADS * lookahead_items, 3 * batch_size)
     if items_per_s and min_window_s:
         window = max(window, int(min_window_s * items_per_s) + 1)
@@ -1030,8 +931,7 @@ class _DaliVideos:
         self.batch_size = batch_size
         self.lookahead = (prefetch + 2) * batch_size
         # the epoch's sequences, where known (`_epoch_length`): measure_flat_out then stops once its window is
-        # steady, as it does a GpuLoader, instead of reading to the end (on the H200, 12-04: a 108 s window for a
-        # reader at a tenth of the ceiling, whose epoch had been sized for the ceiling)
+        # steady, as it does a GpuLoader, instead of reading to the end
         self.sequences = range(sequences) if sequences else None
 
     def __iter__(self):
@@ -1165,14 +1065,8 @@ def _child_key(spec: dict) -> str:
 
 
 def warm_children(specs, device: str, clips, later: bool = False, timeout: float = 300) -> float:
-    """Start a child for each of `specs` (`measure_isolated` specs, without their paths) side by side, each
-    importing its library, making its CUDA context and reading frame 0 of a clip (`clips`: one path, or a list of
-    which each backend takes the first it can read; a spec whose backend takes none gets no child), and return
-    once every one has warmed up, so that no start-up runs beside a measurement. `later`: not now but with the
-    next call's children (those of runs that follow them, started in the same slot). `measure_isolated` then hands
-    each spec of the same kind and backend to one of them instead of starting a child of its own: each still
-    measures one loader in a process of its own; only the start-ups overlap (on the H200 each took 5-10 s, one
-    after another). Children left unused stay until `end_children`. Returns the seconds the warm-up took."""
+    """Start a warmed child for each `measure_isolated` spec side by side (library imported, CUDA context, frame 0
+    of a clip read), for `measure_isolated` to use; `later`: with the next call's. Returns the seconds it took."""
     global _spares
     if _spares is None:
         _spares = child.Spares(child.python("-m", "playbook_utils.bench.loader_bench", "--serve"), child_env(), timeout)
@@ -1221,21 +1115,9 @@ def end_children() -> None:
 
 
 def measure_isolated(spec: dict, timeout: float = 600) -> dict:
-    """Measure a GPU-side loader in a fresh child process; return the child's answer (notebook 21): 'status'
-    ('ok', or one of the failures of `child.OUTCOMES`, with 'error'), and for 'ok' the measurement.
-
-    spec: {'kind': 'gpu' (a `loaders.GpuLoader`: 'backend', 'threads', 'chunk', optional 'strategy' and 'k'
-    to sample K frames per video instead of reading every frame; with 'processes' > 1 a
-    `loaders.GpuProcessLoader`) or 'dali' (a `loaders.dali_loader`), 'paths', 'device', 'batch_size', optional
-    'warmup_batches' (see `measure_flat_out`); with 'step_s' and 'steps', the data wait against that
-    training step instead of the flat-out rate ({'wait': ...})}.
-    The result also says how busy NVDEC, the SMs and the process's CPU were while the clock ran
-    ('utilization', sampled every 0.1 s: `monitor.UtilizationMonitor`).
-    Each loader gets its own process because PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
-    both are loaded (notebooks 12 and 13), and so that no decoder cache carries over between runs. Where
-    `warm_children` left a child of the spec's kind and backend waiting, that child measures it: it has done
-    nothing yet but import, make its CUDA context and read one frame of a clip.
-    """
+    """Measure a GPU-side loader described by `spec` in a fresh (or `warm_children`-warmed) child process.
+    Returns the child's answer: 'status', the flat-out measurement with 'utilization' (or {'wait': ...} with
+    'step_s'), or 'error'. Notebook 21."""
     spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
     warmed = _spares.call(_child_key(spec), spec, timeout) if _spares is not None else None
     if warmed is not None:  # a child `warm_children` started and warmed beforehand
@@ -1245,19 +1127,15 @@ def measure_isolated(spec: dict, timeout: float = 600) -> dict:
     )
 
 
-# how far a handed-over module's rate may stand from the playbook's loader's for the same path (issue 56)
+# how far a handed-over module's rate may stand from the playbook's loader's for the same path
 APART_WITHIN_PCT = 10.0
 
 
 def module_beside_playbook(backend: str, device: str, files, k: int, workers: int, batch_size: int, folder,
                            size: int = 224, rounds: int = 2, items: int | None = None) -> dict:  # fmt: skip
-    """The module `handover` hands over for `backend` on `device`, and the playbook's own loader for the same path
-    (`make_loader` on the CPU, a `GpuLoader` of as many threads on a GPU), each flat out in a process of its own
-    over the same epoch of distinct copies of `files` in `folder`, K sampled frames a video at `size`, taking
-    turns `rounds` times (21's steady-state method, `measure_flat_out`). Returns {'module', 'playbook': the median
-    rates (frames/s), 'module_spread_pct', 'playbook_spread_pct' (across rounds, or the window's own where one
-    round), 'apart_pct' (the module's rate against the playbook's, signed), 'within' (|apart| <= APART_WITHIN_PCT),
-    'items', 'runs': every run's record}; {'status': the failure, 'error'} where a run failed. Notebook 22."""
+    """The module `handover` hands over for `backend` on `device` beside the playbook's own loader, each flat
+    out in its own process over the same epoch, alternating `rounds` times. Returns {'module', 'playbook', 'apart_pct',
+    'within', ...} or {'status', 'error'}. Notebook 22."""
     gpu = str(device).startswith("cuda")
     ahead = 2 * workers if gpu else workers * 2 * batch_size
     n = items or steady_epoch(ahead, batch_size, batch_size=batch_size)
@@ -1289,10 +1167,8 @@ def module_beside_playbook(backend: str, device: str, files, k: int, workers: in
 
 
 def measure_until_steady(spec: dict, items_for, n: int, min_window_s: float, tries: int = 2) -> tuple[dict, int]:
-    """`measure_isolated(spec)` over the epoch `items_for(n)`; where its only fault was a steady window shorter than
-    `min_window_s` (a loader slower than the epoch was sized for), again over an epoch grown by the shortfall,
-    with half as much again for margin, up to `tries` runs in all. Returns (the last result, its epoch's size).
-    Notebook 21's sampled-frames loaders, whose rate no ceiling bounds beforehand."""
+    """`measure_isolated(spec)` over `items_for(n)`, retried on a grown epoch where the steady window fell short
+    of `min_window_s`, up to `tries` runs. Returns (the last result, its epoch's size). Notebook 21."""
     r = measure_isolated({**spec, "paths": items_for(n), "min_window_s": min_window_s})
     for _ in range(tries - 1):
         if r.get("status") != "ok" or r.get("steady") or not 0 < (r.get("seconds") or 0) < min_window_s:

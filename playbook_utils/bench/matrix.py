@@ -1,15 +1,6 @@
-"""The correctness matrix: which library returns exactly the requested frames for which file (10-14).
-
-Tricky files are made locally (codecs, 8/10-bit, containers, GOP structures, B-frames, open
-GOP, variable frame rate; with the ffmpeg tool also two video streams, an MP4 edit list that hides
-leading frames, and a display rotation), every backend is asked for the same out-of-order,
-repeated frame list in its own process, and each returned frame's stamp is read back (turned back
-to the stored picture for a rotated file) and compared with what a player shows. An outcome is one of
-`exact`, `WRONG` (frames returned but not the ones asked for), `refused` (our BackendUnavailable,
-with the reason), `error` (an exception), `crashed` (the process died) or `timeout` (it hung).
-What it finds wrong, each adapter refuses: `decoders.base.Adapter.KNOWN_WRONG`, by file trait
-(`decoders.traits`).
-"""
+"""The correctness matrix: which library returns exactly the requested frames for which file (notebooks 10-14).
+Tricky files are made locally, every backend is asked for the same out-of-order, repeated frames in its own process,
+and the stamps are read back: `exact`, `WRONG`, `refused`, `error`, `crashed` or `timeout`."""
 
 from __future__ import annotations
 
@@ -77,9 +68,8 @@ CASES = [
 
 
 def build_cases(directory, width: int = 320, height: int = 180, num_frames: int = 48, names=None) -> dict[str, Path]:
-    """Encode every case (or those `names`) that this PyAV (and, for the cases that need it, the ffmpeg tool)
-    can make; return {case name: path} (cached by file name: a case the tool made on another machine and copied
-    here is used as it is, so that a machine without the tool, the GPU machine, can be given them)."""
+    """Encode every case (or those `names`) this PyAV and, where needed, the ffmpeg tool can make; return
+    {case name: path}. Cached by file name, so files made elsewhere can be copied in."""
     directory = Path(directory)
     clips = {}
     for case in CASES:
@@ -180,9 +170,8 @@ def outcome(result: dict, wanted: list[int]) -> str:
 def table(
     cases: dict, backends, device: str, classify=None, timeout: float = 300, env: dict | None = None, raw: bool = False
 ) -> dict[str, dict[str, str]]:
-    """{case: {backend: outcome}} for cases given as {name: (path, indices[, stamps shown there[, stream]])}
-    (the stamps default to the indices, the stream to FFmpeg's best); each backend in its own process, with `env`
-    besides this process's variables; `raw`: the library's own call instead of `read_frames` (decord only)."""
+    """{case: {backend: outcome}} for cases {name: (path, indices[, stamps shown[, stream]])}, each backend in its
+    own process with `env` added; `raw`: the library's own call instead of `read_frames` (decord only)."""
     classify = classify or outcome
     full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None) for name, c in cases.items()}
     result: dict[str, dict[str, str]] = {name: {} for name in cases}
@@ -212,8 +201,7 @@ def run(
     return table(cases_to_ask(build_cases(directory, **size)), backends, device, env=env, raw=raw)
 
 
-# what each trait in a row's name means, printed under the table for the traits it holds (a newcomer's reading of
-# the smoke copies: "edit list", "stream 0" and what "exact" means for a rotated file were never said)
+# what each trait in a row's name means, printed under the table for the traits it holds
 TRAITS = {
     "open GOP": "open GOP: frames just after a keyframe may reference frames before it, so a seek must start earlier",
     "VFR": "VFR: variable frame rate, frames unevenly spaced in time; an index cannot be computed from the rate",
@@ -245,12 +233,8 @@ def format_table(table: dict[str, dict[str, str]], width: int = 16) -> str:
 
 
 def builds_side_by_side(builds: dict, directory, backend: str = "decord") -> dict:
-    """Two builds of one library's module (`builds`: {'decord 0.6.0': None, 'decord2 3.4.0': {'PYTHONPATH': ...}}, the
-    first the one with the other's pitfalls) on the correctness matrix in `directory`, each in its own child processes:
-    its own call ('own', `raw`) and `read_frames`. Returns {'table': {case: {'<build> own' | '<build> read_frames':
-    outcome}}, 'fixed': cases the second build reads that the first cannot, 'wrong_in_both': {outcome through
-    read_frames: cases both own calls return wrong frames for}, 'alike': cases both own calls read right that
-    read_frames refuses}. Notebook 11."""
+    """Two builds of one library (`builds`: {label: env or None}) on the correctness matrix, each through its
+    own call and `read_frames`. Returns {'table', 'fixed', 'wrong_in_both', 'alike'}. Notebook 11."""
     cases = cases_to_ask(build_cases(directory))  # probed once for the four runs
     own = {b: table(cases, [backend], "cpu", env=env, raw=True) for b, env in builds.items()}
     kept = {b: table(cases, [backend], "cpu", env=env) for b, env in builds.items()}

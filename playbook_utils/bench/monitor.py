@@ -14,12 +14,9 @@ LIST_EVERY_S = 1.0  # how often the monitor lists the measured process's childre
 
 
 class UtilizationMonitor:
-    """Samples the CPU use of this process and its children (a multi-process loader's workers: 21 on the H200 once
-    printed "CPU 0%" for four busy worker processes, counting the parent alone), this process's RSS and, for a GPU
-    (`gpu`: its CUDA index; where NVML answers), NVDEC and SM utilization and GPU memory, every `period` s in a background thread while the `with` block runs;
-    `summary(since=..., until=...)` keeps only the samples taken inside a window of `time.perf_counter()` values.
-    NVML averages each utilization reading over its own sampling period ('nvml_period_s'), so a reading says
-    little about a window shorter than a few of them: `summary` then reports none."""
+    """Samples, every `period` s in a background thread while the `with` block runs, the CPU use of this
+    process and its children, its RSS and, for GPU `gpu` where NVML answers, NVDEC and SM utilization and GPU memory.
+    `summary(since, until)` summarises a window. Notebooks 20 and 21."""
 
     def __init__(self, period: float = 0.1, gpu: int | None = None):
         import psutil
@@ -36,12 +33,8 @@ class UtilizationMonitor:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _tree_cpu_s(self) -> float:
-        """CPU seconds used since the last call by this process and its children, all generations. The children are
-        listed again every LIST_EVERY_S (listing walks every process of the machine: 3 ms each time on a machine of
-        80, too much to do in every 0.1 s sample inside a measured process); a child seen for the first time counts
-        from its start (one started before the monitor counts at the baseline call, which makes no sample), one
-        that exited counts up to the last call that saw it. Each process is known by its pid and start time (as
-        psutil compares them), so a pid used again is another process; none counts less than nothing."""
+        """CPU seconds used since the last call by this process and all its descendants, relisted every LIST_EVERY_S;
+        each process known by pid and start time, so a reused pid is another process."""
         import psutil
 
         now = time.perf_counter()
@@ -94,11 +87,9 @@ class UtilizationMonitor:
         self._thread.join()
 
     def summary(self, since: float | None = None, until: float | None = None) -> dict:
-        """{'cpu_pct', 'nvdec_pct', 'sm_pct': medians; 'rss_mb', 'gpu_mem_mb': maxima; 'samples': how many were
-        taken in the window; 'window_s'; 'busy_why': None, or why the busy figures are None} over the samples between
-        `since` and `until`. The busy figures need at least MIN_SAMPLES samples, and a window of at least three
-        NVML sampling periods for the GPU's: below that they are None and 'busy_why' says "not measured (window too
-        short: ...)". Introduced in notebook 20."""
+        """Over the samples between `since` and `until`: {'cpu_pct', 'nvdec_pct', 'sm_pct' (medians), 'rss_mb',
+        'gpu_mem_mb' (maxima), 'samples', 'window_s', 'busy_why'}; busy figures are None, with 'busy_why', under
+        MIN_SAMPLES samples or three NVML periods. Notebook 20."""
         samples = [s for s in self.samples if (since is None or s["t"] >= since) and (until is None or s["t"] <= until)]
         window = samples[-1]["t"] - samples[0]["t"] if len(samples) > 1 else 0.0
         short = len(samples) < MIN_SAMPLES

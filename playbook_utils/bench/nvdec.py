@@ -1,12 +1,7 @@
-"""Which codecs this GPU's NVDEC engines decode, found by decoding, not by table (notebook 00), and how many
-frames per second the engines deliver at most (their ceiling, notebook 20).
+"""Which codecs this GPU's NVDEC engines decode, found by decoding stamped clips in a child process (notebook 00),
+and the engines' ceiling in frames per second (notebook 20).
 
-Each check decodes a whole stamped clip on the GPU in a child process (so a library that
-crashes, or one whose FFmpeg clashes with another's, cannot hurt the caller) and checks that
-every frame carries the right index. Run as a module, it is that child:
-    python -m playbook_utils.bench.nvdec LIBRARY PATH
-NVDEC's minimum frame sizes, which every GPU path of `read_frames` checks, are `decoders.base.NVDEC_MIN_SIZE`.
-"""
+    python -m playbook_utils.bench.nvdec LIBRARY PATH   (the child of `decode_check`)"""
 
 from __future__ import annotations
 
@@ -109,13 +104,8 @@ def _spread_into(bins: tuple, a: float, b: float, n: float) -> None:
 
 
 def _frames_before(t_end: float, chunks, spans: list | None = None) -> float:
-    """The frames of `chunks` decoded before `t_end`: `chunks` decodes one chunk per step and yields its frame
-    count. The chunk still decoding at `t_end` counts only the share of its frames that its time before `t_end`
-    covers (its frames taken as decoded evenly over its time), so nothing decoded after the window's end is
-    counted. Counting that chunk whole had put each TorchCodec decoder (chunks of 32 frames) about 16 frames past
-    its window: with 64 decoders over 3 s, some 340 frames/s on a ceiling of 8,000. `spans`
-    gets (start, end, frames counted) of each chunk, for the window's parts (`_spread_into`, after the window: no
-    bookkeeping beyond an append between two decoder calls)."""
+    """The frames of `chunks` (one chunk decoded per step, yielding its frame count) decoded before `t_end`; the
+    chunk still decoding at `t_end` counts only its share of frames. `spans` gets (start, end, frames) per chunk."""
     t = time.perf_counter()
     if t >= t_end:
         return 0.0
@@ -236,9 +226,8 @@ READY_TIMEOUT_S = 180  # a run whose decoders are not all warmed up by then fail
 
 
 def _start(path, processes: int, threads: int, seconds: float, gpu: int, decoder: str) -> dict:
-    """Start the `processes` of one `saturate` run; they make and warm up their decoders, then wait (`_ready`,
-    then `saturate`'s go). Several runs can start side by side (`ceiling`): their start-ups, a Python with
-    PyTorch and a CUDA context each (5-10 s on the H200), overlap instead of adding up."""
+    """Start the `processes` of one `saturate` run; they make and warm up their decoders, then wait (`_ready`, then
+    `saturate`'s go). Several runs can start side by side (`ceiling`), so their start-ups overlap."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -298,20 +287,9 @@ def saturate(
     decoder: str = "pynvvideocodec",
     started: dict | None = None,
 ) -> dict:
-    """Raw NVDEC decode of `path` by processes x threads concurrent decoders of `decoder` (one of DECODERS) for
-    `seconds` (notebook 20).
-
-    Each decoder is created and warmed up (one whole pass) before the clock starts; then every decoder
-    loops over the clip (PyNvVideoCodec: its demuxer and decoder, NV12 left in GPU memory; TorchCodec: its CUDA
-    `VideoDecoder`, RGB in GPU memory) and counts only frames decoded inside the common time window. NVML's
-    decoder utilization is sampled every 50 ms meanwhile. `started`: this run's processes, started and warmed
-    beforehand (`_start`, `ceiling`), else they start now. Returns {'fps', 'frames', 'processes', 'threads',
-    'decoder', 'nvdec_util_median', 'nvdec_util_p90', 'nvdec_util_samples', 'video_clock_mhz', 'seconds',
-    'fps_by_part' (the rate in each of the window's WINDOW_BINS equal parts), 'fps_spread_pct' (their spread: how
-    steady the rate was inside the window), 'counted', 'error'}. Frames are counted within the window only: a
-    decoder's chunk still decoding when it closes counts the share of its frames its time inside covers
-    (`_frames_before`).
-    """
+    """Raw NVDEC decode of `path` by processes x threads warmed-up `decoder`s for `seconds`, counting only frames
+    inside the common window while NVML is sampled. `started`: processes from `_start`. Returns {'fps', 'frames',
+    'nvdec_util_median', 'fps_by_part', 'fps_spread_pct', 'error', ...}. Notebook 20."""
     run = started or _start(path, processes, threads, seconds, gpu, decoder)
     nvml = env.nvml_handle(gpu)
     util, clock = [], []
@@ -354,7 +332,7 @@ def saturate(
         "seconds": seconds,
         "fps_by_part": [round(x, 1) for x in parts],  # the rate in each of the window's WINDOW_BINS parts
         "fps_spread_pct": spread_pct(parts) if frames else None,
-        "counted": "within the window",  # the chunk at its end by its share (`_frames_before`; whole before 12-05)
+        "counted": "within the window",  # the chunk at its end by its share (`_frames_before`)
         "error": "; ".join(errors) or None,
     }
 
@@ -408,24 +386,9 @@ def ceiling(
     if_unsaturated=(),
     started: dict | None = None,
 ) -> dict:
-    """The NVDEC ceiling for one clip: the best `saturate` rate over `configs` of (processes, threads), each run
-    with every decoder library of `decoders` (default: `usable_decoders()`, so no library's decoder is taken
-    for the engines' limit when another gets more out of them), or (processes, threads, decoder). The layouts of
-    `if_unsaturated` (more concurrency) run only where `configs` did not show the engines' limit (`saturated`).
-
-    Returns {'fps', 'spread_pct' (the best run's, across its window's parts), 'best': the row that reached it,
-    'saturated', 'levelled', 'implied_fps': the rate at 100% engine time (fps / utilization, a cross-check),
-    'rows': every row}. 'saturated': NVML's median decoder
-    utilization at the best row was at least SATURATED_PCT, and the rate had levelled off with concurrency
-    ('levelled', `levelled`: not False). Otherwise the rate is only a lower bound of what the engines can do.
-    Utilization alone is not enough: it is the share of time a decoder was busy, not of what the engines can do,
-    and more sessions at once still raised the rate at 99% (H200, 1080p H.264: 28 raw decoders 4,076 frames/s at
-    99%, a loader with 64 threads 4,169). The runs' processes start side by side, up to AHEAD_PROCESSES at a
-    time, and every decoder of a batch has warmed up before the first run measures: the runs measure one after
-    another, but their start-ups overlap (37 runs each started on its own took 499 s of notebook 20 on the H200,
-    most of it start-up). `started`: the processes of the first run, started and warmed beforehand (`ceilings`,
-    which starts the runs of several clips side by side). Introduced in notebook 20.
-    """
+    """The NVDEC ceiling of one clip: the best `saturate` rate over `configs` with each of `decoders`
+    (`if_unsaturated` layouts only where not saturated). Returns {'fps', 'spread_pct', 'best', 'saturated', 'levelled',
+    'implied_fps', 'rows'}; not 'saturated' means a lower bound. Notebook 20."""
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
 
@@ -498,10 +461,8 @@ LEVELLED_PCT = 3.0  # more decoders at once that raise the rate by less than thi
 
 
 def levelled(rows: list[dict], best: dict) -> bool | None:
-    """Whether the rate of `best` (one of `ceiling`'s `rows`) had stopped rising with concurrency (processes x
-    threads): True when a layout with more decoders did not beat it, or when it beat every layout with fewer by
-    less than LEVELLED_PCT; False when it came from the most concurrent layout tried and was still rising by more;
-    None when every row had its concurrency (one layout: not known)."""
+    """Whether `best`'s rate had stopped rising with concurrency: True when more decoders did not beat it or it beat
+    fewer by under LEVELLED_PCT, False when still rising at the most concurrent layout, None when unknown."""
     ok = [r for r in rows if r.get("fps")]
 
     def n(r):
@@ -516,12 +477,8 @@ def levelled(rows: list[dict], best: dict) -> bool | None:
 
 
 def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
-    """A loader's rate judged against the engines' `ceiling` (a `ceiling` result). Returns {'pct_of_ceiling',
-    'verdict', 'words', 'at_most'}: 'below' with its share; 'at' when it is above the ceiling by no more than the
-    larger of the rate's and the ceiling's spreads (share 100); 'above' when it beats a saturated ceiling by more than
-    that, which no loader can: one of the two measurements is wrong, and the row carries no share. Above a ceiling
-    that was not saturated (a lower bound), the ceiling is what is wrong; below or at one, the share is an upper
-    bound ('at_most', and the words say so). No share above 100 is ever a result. Notebooks 20, 21."""
+    """A loader's rate judged against a `ceiling` result. Returns {'pct_of_ceiling', 'verdict' ('below', 'at',
+    'above'), 'words', 'at_most' (the ceiling was a lower bound)}; no share above 100 is a result. Notebooks 20, 21."""
     saturated = bool(ceiling and ceiling.get("saturated"))
 
     def judged(pct, verdict, words):
@@ -564,13 +521,8 @@ def ceilings(
     log=None,
     if_unsaturated=(),
 ) -> dict:
-    """{clip name: `ceiling`} for notebook 20's section 2: the whole sweep of `configs` (and `if_unsaturated`, where
-    they did not show the limit) on the first clip of `first` (one clip per codec); on each later clip of `first`,
-    with every decoder library, only the layouts where the first sweep levelled off (`where_it_levelled`: its best
-    and the one below it, then `if_unsaturated`'s others where those did not saturate); then each clip of `others`
-    with the layout that did best on the `first` clip of its codec. The whole sweep once, not once per codec: on
-    the H200 it took a third of notebook 20's time in full mode.
-    `clips` maps names to paths, `infos` names to `media.VideoInfo`; `log` gets a line per layout."""
+    """{clip name: `ceiling`} for notebook 20: the whole sweep on the first clip of `first`, the layouts where it
+    levelled off on the rest of `first`, and each of `others` at its codec's best layout."""
     out: dict = {}
     step = (lambda m: log("    " + m)) if log else None
     swept = None  # the first sweep's result

@@ -1,13 +1,6 @@
-"""Same pixels from every backend (notebook 20): each backend's RGB of a file against a reference made from the
-same decoded picture with the file's own colour tags applied (`colour.yuv_to_rgb`), over clips that carry each tag
-(`media.colour_clips`), and read alternately in one process per backend, so that a decoder, pipeline or cache
-reused across files of one coded size shows if it hands back another file's picture.
-
-The threshold, THRESHOLD_DB: on smooth colour gradients, the reference against FFmpeg's own conversion (what PyAV,
-TorchCodec, decord and SPDL give on the CPU) differs only by chroma upsampling and, at 10 bits, rounding: 42-48 dB
-on the 2-core machine. The same planes read with the wrong matrix (BT.601 for BT.709, say) or the wrong range
-come out 26-30 dB away. `controls` measures both on the reader's machine, so the threshold is shown to sit between.
-"""
+"""Same pixels from every backend (notebook 20): each backend's RGB against a reference converted from the same
+decoded planes with the file's colour tags (`colour.yuv_to_rgb`), clips read alternately in one process per backend
+so a decoder reused across files shows. `controls` shows THRESHOLD_DB sits between right and wrong conversions."""
 
 from __future__ import annotations
 
@@ -94,12 +87,9 @@ def controls(path, indices) -> dict:
 
 
 def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: int = 3, timeout: float = 300, env=None):
-    """The pixel-agreement matrix: every backend reads `indices` of every clip of `clips` ({name: path}), the
-    clips in turn, `rounds` times, all in one child process per backend (`decoders.isolated`), and each read is
-    put against the clip's reference (`env`: variables the children get besides this process's, as another build of
-    a library on their path: notebook 11). Returns one row per (backend, clip, round): {'backend', 'device', 'clip',
-    'round', 'status', 'psnr_db' (the worst frame; None when every frame is identical, 'identical' then True),
-    'agrees' (every frame at least THRESHOLD_DB), 'error' (the reason, for a refusal or a failure)}. Notebook 20."""
+    """The pixel-agreement matrix: every backend reads `indices` of every clip ({name: path}) in turn, `rounds` times,
+    in one child process per backend (`env` added), against the clip's reference. Returns one row per (backend, clip,
+    round): {'status', 'psnr_db', 'identical', 'agrees', 'error', ...}. Notebook 20."""
     import numpy as np
 
     indices = [int(i) for i in indices]
@@ -151,9 +141,8 @@ def _row(backend, device, clip, round_, answer) -> dict:
 
 
 def summary(rows) -> dict:
-    """{backend on device: {'clips', 'agree', 'worst_db', 'median_db' (over the clips that differed at all: None
-    when none did), 'identical' (reads whose every frame was the reference's), 'disagree': {clip: worst dB},
-    'refused': {clip: reason}, 'failed': {clip: error}}} over the rows of `run`: what a table or a verdict needs."""
+    """{backend on device: {'clips', 'agree', 'worst_db', 'median_db', 'identical', 'disagree', 'refused',
+    'failed'}} over the rows of `run`."""
     out: dict = {}
     for r in rows:
         s = out.setdefault(

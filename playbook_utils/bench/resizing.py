@@ -30,15 +30,9 @@ def _peak(device: str, fn):
 
 
 def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu", repeats: int = 3) -> list[dict]:
-    """Decoder-side resize against decode-then-resize for one backend on one clip (notebook 24).
-
-    Returns two rows {'backend', 'device', 'method' ('in decoder' / 'decode, then resize'), 'frames_per_s'
-    (best of `repeats`), 'spread_pct' (of the repeats' rates), 'batch_bytes' (on the GPU: the peak memory the read allocated; on the CPU: the
-    bytes of the tensors the path makes, from their shapes: full-size uint8 frames, their float copy and
-    the result for decode-then-resize; the result alone in the decoder), 'psnr_db' (against the CPU
-    reference: PyAV at full size, then `resize_uint8`)}. The decoder-side row is left out where the
-    backend cannot resize in its decoder.
-    """
+    """Decoder-side resize against decode-then-resize for one backend on one clip (notebook 24). Returns a row per
+    method: {'method', 'frames_per_s' (best of `repeats`), 'spread_pct', 'batch_bytes' (GPU peak, or CPU tensor sizes),
+    'psnr_db' (against PyAV then `resize_uint8`), ...}; no decoder row where the backend cannot resize in it."""
     size = tuple(size)
     ref = resize_uint8(read_frames(path, indices, "pyav", "cpu"), size)
     n = len(indices)
@@ -106,12 +100,9 @@ def faster_in_decoder(rows: list[dict]) -> list[dict]:
 
 
 def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") -> str:
-    """Where to resize for the decoder chosen on `device`: `decoders` is that choice first, then the ones tied with
-    it. Resize in its decoder where that read faster than decoding, then resizing, beyond the spread
-    (`faster_in_decoder`); else after decoding, with its measured ratio; and where a decoder tied with the choice
-    does gain by resizing in its decoder, say so, as a tie is free to break that way. Notebook 24: its summary had
-    advised SPDL for decoding and, in one breath, the resize in TorchCodec's or PyAV's decoder, beside SPDL's own
-    at 0.79x."""
+    """Where to resize for the decoder chosen on `device` (`decoders`: the choice first, then those tied with it):
+    in its decoder where that is faster beyond the spread, else after decoding, naming any tied decoder that gains
+    by resizing in its decoder. Notebook 24."""
     pairs = {b: pair for (b, d), pair in _in_vs_after(rows).items() if d == device}
     gain = {b for b, (_, _, v) in pairs.items() if _pays(v)}
 

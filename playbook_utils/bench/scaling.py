@@ -3,12 +3,8 @@
     torchrun --standalone --nproc_per_node=2 -m playbook_utils.bench.scaling \\
         --backend pyav --device cpu --paths paths.json --output run.json
 
-Each rank joins the process group (gloo on the CPU, NCCL on GPUs, with the rank's GPU set
-first), reads its shard of the JSON list of video paths with `distributed.sharded_loader` for
-`--epochs` epochs, and times each epoch between barriers. Rank 0 gathers every rank's counts
-and sample ids and writes them, with the exactly-once check, to `--output`. The first epoch
-includes starting workers and decoders; the last is the one to quote.
-"""
+Each rank reads its shard for `--epochs` epochs, timed between barriers; rank 0 writes every rank's counts and the
+exactly-once check to `--output`. The first epoch includes start-up; quote the last."""
 
 from __future__ import annotations
 
@@ -179,14 +175,9 @@ def torchrun_command(world_size: int, worker_args: list[str], nnodes: int = 1) -
 def launch(
     world_size: int, paths, output, backend: str = "pyav", device: str = "cpu", timeout: float = 600, **worker_options
 ) -> dict:
-    """Run one epoch-measurement with `world_size` ranks under torchrun; return rank 0's JSON.
-
-    `paths` is written to a file next to `output` for the ranks to read; worker_options become
-    `--name value` flags of this module's `main` (k, size, batch_size, num_workers, epochs, shuffle, seed;
-    None leaves a flag out).
-    Raises RuntimeError with the tail of the ranks' output when the run fails or times out.
-    Introduced in notebook 30.
-    """
+    """Run one epoch-measurement with `world_size` ranks under torchrun and return rank 0's JSON; `worker_options`
+    become `main`'s flags (None leaves one out). Raises RuntimeError with the ranks' output tail on failure or timeout.
+    Notebook 30."""
     distributed.file_sizes(paths)  # a missing or empty file is named here, before any rank starts
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,16 +1,6 @@
-"""Five ways to get K sparse frames out of a video with PyAV, each counting what it decodes (notebooks 01, 20).
-
-* `seek_per_frame`: for each target, seek to its keyframe and decode forward to it;
-* `decode_everything`: decode the whole video, keep the targets;
-* `sorted_pass`: visit targets in order, seek only when the next target lies in a later GOP;
-* `parallel_gops`: the GOPs that hold targets, each decoded up to its last target by its own thread
-  and container, as many at once as there are cores;
-* `keyframe_snapped`: return the nearest keyframe instead of each target (approximate: the frame
-  offset is the price, and it is returned).
-
-Each returns (frames as RGB arrays in target order, frames decoded[, offsets]). `frame_maps` gives the
-pts of every frame index and the keyframe at or before it, which all of them use.
-"""
+"""Five ways to get K sparse frames out of a video with PyAV, each counting what it decodes (notebooks 01, 20):
+seek per frame, decode everything, one sorted forward pass, GOPs in parallel threads, and keyframe-snapped
+(approximate). Each returns (RGB frames in target order, frames decoded[, snapped indices])."""
 
 from __future__ import annotations
 
@@ -22,10 +12,8 @@ EXACT = ("seek per frame", "sorted forward pass", "parallel GOPs")  # the strate
 
 
 def gop_pass(targets, keyframes) -> tuple[int, int]:
-    """(frames decoded, GOPs entered) when `targets` (frame indices) are read by seeking to the keyframe of each GOP
-    that holds one and decoding forward to its last target (`sorted_pass`, `parallel_gops`; how a library asking
-    for frames reads them at best), `keyframes` the indices of the file's keyframes in order. Notebook 20 explains
-    with it why asking for K frames is not always quicker than decoding them all."""
+    """(frames decoded, GOPs entered) reading `targets` by seeking to each GOP that holds one and decoding to its
+    last target, `keyframes` the file's keyframe indices in order. Notebook 20."""
     last: dict[int, int] = {}
     for t in targets:
         key = max(k for k in keyframes if k <= t)
@@ -104,14 +92,8 @@ def sorted_pass(path, targets, pts, key_of, threads: str = "SLICE", thread_count
 
 
 def parallel_gops(path, targets, pts, key_of, workers: int | None = None):
-    """Each GOP that holds targets decoded by its own thread and container, `workers` at once (default:
-    the usable cores); returns (frames, frames decoded).
-
-    The sorted pass decodes few frames, but one after another, and frame threads cannot help a decoder
-    that restarts at every keyframe; here the GOPs run side by side instead (PyAV releases the GIL while
-    FFmpeg decodes). Each container decodes with slice threads only, since frame threads add latency to
-    a run of a few frames.
-    """
+    """Each GOP that holds targets decoded by its own thread and container (slice threads only), `workers` at once
+    (default: the usable cores); returns (frames, frames decoded)."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
@@ -155,13 +137,8 @@ def keyframe_snapped(path, targets, pts, key_of, threads: str = "SLICE"):
 
 
 def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
-    """Time every strategy on `path` (best of `repeats`) and check its frames by their stamps.
-
-    Returns {strategy: {'seconds', 'spread_pct', 'frames_decoded', 'exact', 'mean_offset'}}: `seconds` is the
-    best of the repeats and `spread_pct` their spread (`verdicts.spread_pct`); `exact` means every returned frame
-    is the one asked for (for 'keyframe snapped': the keyframe it claims), and `mean_offset` is the mean distance
-    in frames between the target and the returned frame.
-    """
+    """Time every strategy on `path` (best of `repeats`) and check its frames by their stamps. Returns {strategy:
+    {'seconds', 'spread_pct', 'frames_decoded', 'exact', 'mean_offset' (frames between target and returned)}}."""
     import time
 
     pts, key_of = frame_maps(path)

@@ -1,7 +1,4 @@
-"""Small, honest timing for notebooks: warm up, repeat until a minimum time, report median and spread.
-
-Notebooks 10-14 use it for their per-library tables; the benchmarks (notebook 20) build on it.
-"""
+"""Small, honest timing: warm up, repeat until a minimum time, report median and spread (notebooks 10-14, 20)."""
 
 from __future__ import annotations
 
@@ -25,12 +22,9 @@ def measure(
     max_repeats: int = 1000,
     sync=None,
 ) -> dict:
-    """Time `fn()` and return {'per_s', 'median_s', 'min_s', 'max_s', 'spread_pct', 'repeats'}.
-
-    `items` is how many things one call produces (frames, say): `per_s` is items per second from
-    the median call. `sync` (e.g. torch.cuda.synchronize) runs after each call, inside the timing,
-    so that GPU work is counted. Calls repeat until `min_time` seconds and `min_repeats` calls.
-    """
+    """Time `fn()` after `warmup` calls, repeating until `min_time` s and `min_repeats` calls; `items` per call,
+    `sync` run inside the timing (GPU work). Returns {'per_s' (from the median), 'median_s', 'min_s', 'max_s',
+    'spread_pct', 'repeats'}."""
     for _ in range(warmup):
         fn()
         if sync:
@@ -64,9 +58,8 @@ def cuda_sync(device: str):
 
 
 def other_names(path, folder, count: int = 4, library: str | None = None) -> list[str]:
-    """`count` names of `path` in `folder` (symbolic links), each probed now (by `library`'s probe where given),
-    not inside a timed call: calls that rotate over them never find the decoder an adapter keeps for the file it
-    read last (notebook 20's table, `harness._child`, and its anchor, `anchor._child`)."""
+    """`count` symbolic-link names of `path` in `folder`, each probed now (by `library` where given), so calls that
+    rotate over them never reuse an adapter's cached decoder. Notebook 20."""
     names = []
     for k in range(count):
         link = Path(folder) / f"clip{k}{Path(path).suffix}"
@@ -77,10 +70,8 @@ def other_names(path, folder, count: int = 4, library: str | None = None) -> lis
 
 
 def one_caller(clips: dict, backends, indices: dict, repeats: int = 3) -> list[dict]:
-    """Each backend reading `indices[name]` of each clip ({name: path}) `repeats` times in this process, one call
-    at a time: a row per backend and clip with 'seconds' (every call), 'frames_per_s' (the best call) and 'exact'
-    (every frame's stamp is the index asked for), or 'refused' with the exception's type and message where the
-    backend failed. Notebook 24."""
+    """Each backend reading `indices[name]` of each clip `repeats` times, one call at a time. Returns a row per
+    backend and clip: 'seconds', 'frames_per_s' (best call), 'exact', or 'refused' with the error. Notebook 24."""
     rows = []
     for b in backends:
         for name, path in clips.items():

@@ -1,14 +1,6 @@
-"""A real training step beside the loaders (notebook 21, section 5): a small video transformer, built from
-`torch.nn` alone, trained forward and backward on the loaders' batches, so that what a loader costs is seen on
-a real step rather than a `sleep`: the step time with the loader decoding beside it and without (the same
-batches, decoded beforehand and held on the device), the share of each step spent waiting for data, and the
-memory a batch takes.
-
-The model takes frames as Qwen2-VL's vision tower does: 14 x 14 pixel patches over pairs of frames (a temporal
-patch of 2), so a batch is sized by `sampling.vlm_frame_size`, and `processor_view` says what a Qwen2-VL-style
-processor would make of it (patches, and tokens after its 2 x 2 merge). No weights are downloaded: the point is
-the data path and the step's cost, not what the model learns.
-"""
+"""A real training step beside the loaders (notebook 21, section 5): a small `torch.nn` video transformer that
+takes frames as Qwen2-VL's vision tower does, trained on the loaders' batches, to measure the step time with and
+without decoding beside it, the data wait and a batch's memory. No weights are downloaded."""
 
 from __future__ import annotations
 
@@ -46,9 +38,8 @@ def tiny_video_model(dim: int = 256, layers: int = 4, heads: int = 4, classes: i
 
 
 def processor_view(k: int, height: int, width: int, max_pixels: int | None = None) -> dict:
-    """What a Qwen2-VL-style processor makes of K frames of height x width: the size each frame is resized to
-    (`sampling.vlm_frame_size`, with its `max_pixels` per frame where given), the patches (TEMPORAL_PATCH frames x
-    patch x patch pixels x 3 colours each), and the tokens the language model sees after the 2 x 2 merge."""
+    """What a Qwen2-VL-style processor makes of K frames of height x width: {'frames', 'size' (after
+    `sampling.vlm_frame_size`), 'patches', 'values_per_patch', 'tokens' (after the 2 x 2 merge), 'uint8_mb'}."""
     h, w = sampling.vlm_frame_size(height, width, k, max_pixels=max_pixels)
     p, m = sampling.QWEN_PATCH, sampling.QWEN_MERGE
     patches = (k // TEMPORAL_PATCH) * (h // p) * (w // p)
@@ -65,20 +56,9 @@ def processor_view(k: int, height: int, width: int, max_pixels: int | None = Non
 def train_steps(
     model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lr: float = 1e-4, lookahead: int = 0
 ) -> dict:
-    """Train `model` on `steps` batches drawn from the iterator `batches`, after `warmup` untimed ones. Per step:
-    the wait (time in `next(batches)`, then `prepare(batch)`, which turns a loader's batch into the model's float
-    input on `device`) and the step (forward, backward, optimizer; on CUDA with bfloat16 autocast, synchronized
-    before the clock stops). A loader that decodes ahead (`lookahead`: the batches it has in flight before the first
-    step, `lookahead_batches` of `gpu_batches` and `cpu_batches`) has them ready before any step could wait, so the
-    clock starts only after they are drawn too, at the first later step that found its look-ahead empty
-    (`loader_bench.found_empty`), or one more look-ahead on, where it keeps up: the rule of
-    `loader_bench.measure_loader` (a clock started after the first steps would time videos decoded before it).
-    Fewer steps are measured where the batches end first ('why' says so; none measured
-    raises RuntimeError). Returns {'steps', 'step_s' (median), 'step_spread_pct', 'wait_s' (median), 'wait_mean_s',
-    'wait_fraction' (of the wall time), 'samples_per_s', 'peak_mem_mb' (CUDA: the most memory allocated during the
-    steps, above what was held before them; None on the CPU), 'batch_mb' (the model input's bytes), 'batch_videos'
-    and 'batch_dtype' (its first dimension and its element type), 'warmup_batches', 'lookahead_batches',
-    'skipped_batches' (drawn before the clock: the warm-up, the look-ahead, and those until a step waited), 'why'}."""
+    """Train `model` on `steps` batches from `batches` after `warmup` (and `lookahead`) untimed ones, timing the
+    data wait (`next` then `prepare`) and the step; the clock starts as in `loader_bench.measure_loader`. Returns
+    {'steps', 'step_s', 'wait_s', 'wait_fraction', 'samples_per_s', 'peak_mem_mb', 'batch_mb', 'why', ...}."""
     import torch
 
     cuda = str(device).startswith("cuda")
@@ -153,13 +133,9 @@ def held_batches(batches, count: int, prepare):
 
 
 def with_and_without_decoding(make_batches, prepare, make_model, steps: int, device: str, held: int = 4, warmup=2):
-    """The same training, twice, from the same initial weights: on batches a loader decodes while the model trains
-    (`make_batches()`: a fresh iterator over the loader's batches, closed afterwards), then on `held` of its
-    batches decoded beforehand and held on `device` (`prepare` as `train_steps`' for both; the loader's run starts
-    its clock after the look-ahead `make_batches.lookahead_batches` is drawn, where it says one). Returns
-    {'with_loader', 'held' (each `train_steps`' dict), 'step_cost_pct' (the step's time with the loader against
-    without, in %), 'spread_pct' (the larger of the two step spreads), 'within_spread'}: what decoding beside the
-    step takes from the step itself."""
+    """The same training twice from the same weights: on batches a loader decodes meanwhile (`make_batches()`),
+    then on `held` of them held on `device`. Returns {'with_loader', 'held', 'step_cost_pct', 'spread_pct',
+    'within_spread'}. Notebook 21."""
     import torch
 
     prepare = prepare or (lambda b: b.to(device))  # as `train_steps`: batches that are model-ready already

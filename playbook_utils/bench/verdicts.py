@@ -1,9 +1,6 @@
 """Noise-aware verdicts: "fastest", "best" and "recommended" with the margin and the spread (notebooks 12, 20-22).
-
-A rate measured a few times spreads. A ranking that ignores the spread names a winner that the next run
-may reverse, so every verdict here states the margin of the first over the second and the spread of the
-measurements, and calls the two tied when the margin is inside the spread.
-"""
+Every verdict states the first's margin over the second and the measurements' spread, and calls them tied when the
+margin is inside the spread."""
 
 from __future__ import annotations
 
@@ -35,10 +32,8 @@ def rounded(value, digits: int = 1):
 
 
 def block_rates(amounts, seconds, blocks: int = 4) -> list[float]:
-    """Rates over `blocks` runs of consecutive events (amount done, seconds taken each): the repeated
-    measurements to take a spread of when single events come in bursts (a DataLoader's prefetched batches
-    arrive back to back, then none for a while), so that one event's rate says little. Fewer blocks when there
-    are fewer events. Introduced in notebook 21."""
+    """Rates over `blocks` runs of consecutive events (amounts, seconds): the repeated measurements to take a spread
+    of when single events come in bursts. Fewer blocks for fewer events. Notebook 21."""
     amounts, seconds = list(amounts), list(seconds)
     n = min(blocks, len(amounts))
     if n == 0:
@@ -113,12 +108,9 @@ class Verdict:
 
 
 def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
-    """The verdict over `entries`, an iterable of (label, rate, spread_pct or None), higher rate first.
-
-    Labels appear once (the best entry of a label counts). Tied when the margin of the first over the
-    second is not larger than the larger of their spreads; with no spread known for either, tied only
-    if `unknown_spread_ties`. Raises ValueError for no entries. Introduced in notebook 20.
-    """
+    """The verdict over `entries` of (label, rate, spread_pct or None), higher first, each label's best counted:
+    tied when the margin is not above the larger spread (with no spread known, only if `unknown_spread_ties`).
+    Raises ValueError for no entries. Notebook 20."""
     best_of: dict[str, tuple[float, float | None]] = {}
     for label, value, spread in entries:
         if value is None:
@@ -146,11 +138,9 @@ def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
 
 
 def growth_per_item(curve, skip: int = 1) -> tuple[float, float]:
-    """(MiB per item, its uncertainty) of a memory curve (`curve[i]`: the growth after item i + 1): the slope of a
-    straight line fitted after the first `skip` items (which set up what every later one shares), and twice the
-    slope's standard error. Resident memory moves in steps of tens of MiB as the allocator keeps or returns its
-    arenas (decord's readers dropped one by one on 2 cores: +1.4, -1.6, -2.4, -4.9 MiB per reader in four runs), so
-    a slope means growth only beyond that uncertainty. Notebook 11."""
+    """(MiB per item, twice its standard error) of a memory `curve` (curve[i]: growth after item i + 1): the
+    slope of a line fitted after the first `skip` items. Resident memory moves in allocator steps, so a slope is
+    growth only beyond the error. Notebook 11."""
     y = np.asarray(curve[skip:], dtype=float)
     x = np.arange(skip + 1, skip + 1 + len(y), dtype=float)
     if len(y) < 3:
@@ -162,10 +152,8 @@ def growth_per_item(curve, skip: int = 1) -> tuple[float, float]:
 
 
 def grows(slope: float, error: float, whole_mib: float) -> bool:
-    """Whether `growth_per_item`'s slope less its error is above 10% of `whole_mib` (a whole decoded clip). The
-    error takes the steps as independent, which they are not (a step persists), so the line is drawn well clear of
-    it: fifteen runs of twelve dropped decord readers here read from -4.9 to +3.3 MiB a reader (error 1.7), 8% of
-    a 40 MiB clip, where a kept reader holds 93%."""
+    """Whether `growth_per_item`'s slope less its error is above 10% of `whole_mib` (a whole decoded clip); the margin
+    is wide because allocator steps are not independent."""
     return slope - error > 0.10 * whole_mib
 
 

@@ -1,6 +1,5 @@
 """The sentences and tables the benchmark notebooks print from measurements (notebooks 20 and 21, and the
-smoke-mode caveats of 00, 24 and 30): built here, once, from the numbers the measuring modules return, so that a
-notebook's cell only calls them and a wording fix lands in one place. Nothing here measures."""
+smoke-mode caveats of 00, 24 and 30), built once here so a wording fix lands in one place. Nothing here measures."""
 
 from __future__ import annotations
 
@@ -31,11 +30,8 @@ def busy_words(u: dict | None) -> str:
 
 
 def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
-    """(label, sentence): what held a GPU-side loader back. NVDEC busy at least `busy_pct` of the time means the
-    engines; else the SMs busy that long mean the GPU work each frame needs beyond decoding; neither means the
-    host side (Python scheduling, demuxing, the calls into the decoders), and where most cores were idle as well,
-    too few decodes in flight to keep anything busy. Where the window was too short for
-    utilization samples to mean anything, 'unknown' with that reason."""
+    """(label, sentence): what held a GPU-side loader back, from its utilization: 'NVDEC' or 'SMs' where busy at
+    least `busy_pct`, else 'host side'; 'unknown' where the window was too short to sample."""
     u = row.get("utilization") or {}
     nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
     if nvdec is None or sm is None:
@@ -49,7 +45,7 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
         )
     have = len(os.sched_getaffinity(0))
     cores = f"; the process and its children used {cpu / 100:.1f} of {have} cores" if cpu is not None else ""
-    if cpu is not None and cpu / 100 < have / 2:  # nothing busy: the decodes in flight were too few (21 on the H200)
+    if cpu is not None and cpu / 100 < have / 2:  # nothing busy: the decodes in flight were too few
         cores += ", the others idle: too few decodes in flight to keep any of them busy"
     return "host side", (
         f"the host side (its threads and their calls into the decoder): neither NVDEC ({nvdec:.0f}%) nor the SMs "
@@ -58,12 +54,8 @@ def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
 
 
 def format_rows(rows: list[dict]) -> str:
-    """The rows of a table as fixed-width text: backend, device, workload, clip, frames/s with the spread of the
-    per-call rates, the share of the NVDEC ceiling where a row has one, exact, how close its pixels are to the
-    reference decode on a file without stamps ('agree': the lowest luma PSNR, 'same' where identical; exactness's
-    AGREE_DB is the bar), and which check ran (or why the row has no rate), with "read forward from frame 0" where
-    the library read the file only that way (`decoders.reads_forward`). The jobs a backend refuses for one reason
-    are one line, with the whole reason. Notebook 20."""
+    """A bench table's rows as fixed-width text: rate, spread, share of the NVDEC ceiling, exactness, agreement
+    with the reference decode and the check that ran; refusals grouped one line per reason. Notebook 20."""
     lines = [
         f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
         f"exact  agree  check"
@@ -166,10 +158,8 @@ def format_run(result: dict) -> str:
 
 
 def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None = None, stopped=None) -> str:
-    """The sentence `loader_bench.more_threads` returns. `ended`: 'failed' (the loader `tried` gave no row),
-    'no rate' (its row, the last of `rows`, is not a result) or 'done'; `best` the best row so far; `stopped`
-    (threads, gain %, spread %) of the first step that gained no more than the spread, or None when every step
-    gained more."""
+    """The sentence `loader_bench.more_threads` returns. `ended`: 'failed', 'no rate' or 'done'; `best`: the
+    best row so far; `stopped`: (threads, gain %, spread %) of the first step that gained no more than the spread."""
     if ended == "failed":
         return f"{tried} failed (the line above says why); the best stays {best['loader']}"
     if ended == "no rate":
@@ -213,20 +203,16 @@ def _smoke_clips() -> str:
 
 
 def smoke_caveat(smoke: bool, video_dir=None, media: str | None = None) -> str | None:
-    """The line a measured section prints first in smoke mode on the generated media: 'smoke mode: 256x144
-    generated clips, so rates and timings are not comparable with full mode'; `media` names what was measured
-    where it is not those clips. None in full mode or with `video_dir` (the reader's own videos), where the
-    rates are the answer. Notebooks 00, 24, 30."""
+    """The line a measured section prints first in smoke mode on the generated media (rates not comparable with
+    full mode); None in full mode or with `video_dir`. Notebooks 00, 24, 30."""
     if not smoke or video_dir:
         return None
     return f"smoke mode: {media or _smoke_clips()}, so rates and timings are not comparable with full mode"
 
 
 def smoke_skip_reason(reader_files: bool = True, media: str | None = None) -> str:
-    """Why a notebook leaves out, in smoke mode on the generated media, what it would extrapolate from that run's
-    rates (dataset sizing, ranks fed, the frames/s a disk feeds), and how to get it: full mode, or, where the
-    notebook reads them (`reader_files`), the reader's own videos. `media` as in `smoke_caveat`. Notebooks 00, 24,
-    30."""
+    """Why a notebook in smoke mode leaves out what it would extrapolate from that run's rates, and how to get it
+    (full mode, or the reader's own videos where `reader_files`). Notebooks 00, 24, 30."""
     how = "SMOKE = False, or VIDEO_DIR = a folder of your videos" if reader_files else "SMOKE = False"
     return f"not extrapolated from smoke mode's {media or _smoke_clips()}, far smaller than real video; run with {how}"
 
@@ -243,10 +229,8 @@ def processor_line(view: dict, height: int, width: int) -> str:
 
 
 def training_step_lines(r: dict, loader: str, device: str, k: int | None = None) -> list[str]:
-    """The lines of `train_step.with_and_without_decoding`: the step and the wait with the loader decoding beside
-    it, the step on held batches, what decoding costs the step against the spread, and on a GPU the peak memory
-    of a step (notebook 21). `k`, the frames per video here, is said beside each rate in videos/s: the sections
-    before may have read another K, and a rate of videos of 4 frames reads against one of 16 only with it."""
+    """The lines of `train_step.with_and_without_decoding`: the step and wait with the loader, the step on held
+    batches, decoding's cost against the spread, and peak GPU memory; `k` is named beside each rate. Notebook 21."""
     live, held = r["with_loader"], r["held"]
 
     def step(x):  # one decimal: the cost below is computed from these times, and reads from them
@@ -323,16 +307,12 @@ def tied_with(v) -> str:
 
 
 def gop_lesson(short: dict, long: dict, k: int, short_info, long_info, seeks_each: bool | None = None) -> str:
-    """What K sampled frames cost on the long-GOP clip against the short-GOP one (two rows of a library notebook's
-    rate table: 'fps', 'spread_pct'; the clips' `VideoInfo`s), and why. `seeks_each`: the recipe seeks to every
-    sample, so each decodes from the keyframe before it (PyAV's, notebook 10: notebook 01's lesson); False: the
-    library decodes forward from one sample to the next inside a GOP (decord, TorchCodec), so where the samples
-    fall closer together than the keyframes nearly every frame is decoded either way; None: not said. Notebooks
-    10-13."""
+    """What K sampled frames cost on the long-GOP clip against the short-GOP one (two rate-table rows and their
+    `VideoInfo`s), and why; `seeks_each`: the recipe seeks to every sample (True), decodes forward (False), or unknown
+    (None). Notebooks 10-13."""
     n = long_info.num_frames
-    # the keyframe interval: the median GOP but the last, which the clip's end cuts (01's gop250 clip of 300 frames
-    # has GOPs of 250 and 50, whose mean of 150 had been printed as 'a keyframe every 150 frames'); the median, as a
-    # reader's file may have keyframes at scene cuts
+    # the keyframe interval: the median GOP but the last, which the clip's end cuts; the median, as a reader's file
+    # may have keyframes at scene cuts
     gops = [round(statistics.median(i.gop_lengths[:-1] or i.gop_lengths)) for i in (short_info, long_info)]
     v = rank([("long", long["fps"], long["spread_pct"]), ("short", short["fps"], short["spread_pct"])])
     ratio = short["fps"] / long["fps"]
@@ -383,10 +363,8 @@ def storage_line(folder, storage: dict) -> str:
 
 
 def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict | None, video_dir=None) -> str:
-    """Notebook 30: one rank's rate beside what one GPU's loader delivered alone in notebook 21's section 4 (K
-    sampled frames a video), where 21 ran into the same output folder (`nb21`, its JSON). What differs between
-    the two (library, K, threads, files: by default 21 reads the realistic H.264 and HEVC clips and 30 the H.264
-    ones) is said; a ratio is drawn only where nothing does."""
+    """Notebook 30: one rank's rate beside notebook 21's one-GPU loader (`nb21`, its JSON), naming what differs
+    between the two; a ratio only where nothing does."""
     here = f"one rank here: {backend} x{threads} threads, {fps:,.0f} frames/s of K={k} sampled frames a video"
     rows = (nb21 or {}).get("gpu_sampled") or []
     if not rows:
@@ -418,9 +396,8 @@ MATRIX_OF = {"pynvvideocodec": "notebook 13", "pyav_hwaccel": "notebook 10 (sect
 
 
 def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
-    """Notebook 00: a line for each library that did not decode a probe clip exactly on NVDEC (`nvdec.codec_matrix`'s
-    {codec: {library: result}}; `clips`: {codec: path}), with its whole reason (the table cuts it) or its wrong
-    frames and the file's container, so that 'NVDEC decodes hevc 10-bit' is never read as 'every library does'."""
+    """Notebook 00: a line for each library that did not decode a probe clip exactly on NVDEC
+    (`nvdec.codec_matrix`'s result; `clips`: {codec: path}), with its reason or wrong frames."""
     lines = []
     for name, libs in gpu_results.items():
         for lib, r in libs.items():
@@ -439,8 +416,7 @@ def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
 
 def gpu_slower_lines(table: list[dict]) -> list[str]:
     """The rows of a library notebook's rate table (`kit.Notebook.rate_table`) where the GPU read slower than the
-    CPU on the same workload and clip, beyond the spread, each with what a single caller measures: the H200's 10
-    (NVDEC sequential 150 frames/s against 334 on the CPU) and 12 (sparse 49 against 82) had said nothing of it."""
+    CPU beyond the spread, each with what a single caller measures."""
     cpu = {(r["workload"], r["clip"]): r for r in table if r["device"] == "cpu" and r["fps"]}
     lines = []
     for r in table:
@@ -460,10 +436,8 @@ def gpu_slower_lines(table: list[dict]) -> list[str]:
 
 
 def clash_line(outcomes: dict[str, bool]) -> str:
-    """What to do about two libraries that load their own FFmpeg into one process, from this run: `outcomes` maps
-    each import order tried ('pynvvideocodec -> torchcodec') to whether every decode in it worked. Where one order
-    failed and another worked, the outcome follows which library loaded first, which a training script's imports
-    do not pin down; where all worked, the clash did not show here. Notebook 12."""
+    """What to do about two libraries that load their own FFmpeg into one process, from `outcomes` ({import order:
+    every decode worked}). Notebook 12."""
     failed = [o for o, ok in outcomes.items() if not ok]
     apart = "keep them apart: one library per DataLoader worker, or `read_frames_isolated` (a child process)"
     if not outcomes:
@@ -483,10 +457,8 @@ def clash_line(outcomes: dict[str, bool]) -> str:
 
 
 def light_clip_note(info) -> str:
-    """What marks one of the media set's light clips (`media.is_light`) beside its bytes per frame, from its
-    measured bitrate against filmed video of its size (`media.bitrate_class`): at 1080p they sit below that range,
-    while at smoke mode's 256x144 some sit within or above it, bits per pixel scaling only roughly with size.
-    Notebook 00."""
+    """What marks one of the media set's light clips (`media.is_light`): its bitrate against filmed video's
+    range at its size (`media.bitrate_class`). Notebook 00."""
     where = bitrate_class(info)
     head = " (light: a smooth synthetic picture that notebook 01 makes"
     if where == "unknown":
@@ -495,11 +467,9 @@ def light_clip_note(info) -> str:
 
 
 def sparse_speedup_line(speedups: list[dict], infos: dict, max_frames: int | None = None) -> str | None:
-    """Notebook 20's sentence over the table's speed-ups of asking for 16 frames against decoding every frame
-    (`speedups`: {'backend', 'clip', 'speedup', 'spread_pct'} a row; `infos`: {clip: VideoInfo}; `max_frames`: the
-    frames a call read at most), None without rows. Below 1x by more than the two rates' spreads, decoding
-    everything was measurably quicker: each library is named with the clips where it was (a list of both had once
-    named decord beside a clip where it sat inside the spread), and the GOPs the 16 frames fall in say why."""
+    """Notebook 20's sentence on the speed-ups of asking for 16 frames against decoding every frame (`speedups`
+    rows, `infos`: {clip: VideoInfo}), naming where decoding everything was measurably quicker and why; None without
+    rows."""
     if not speedups:
         return None
     lo, hi = min(s["speedup"] for s in speedups), max(s["speedup"] for s in speedups)

@@ -1,19 +1,6 @@
-"""One call over six decoder libraries: `read_frames(path, indices, backend=..., device=...)`.
-
-Every backend returns a `torch.uint8` tensor shaped (N, 3, H, W), frames in the order asked
-(repeats allowed), on the requested device. Before a library is called, the file is probed once
-(`probe.video_info`, packets only) so that every backend, for every kind of source, gets the same checks in
-the same order (`read`, the one read sequence):
-
-* a missing, empty or unreadable file, or an index the file does not have -> `DecodeError`;
-* a library, device or codec path that is not here -> `BackendUnavailable`;
-* a file whose traits a library is known to get wrong (found by the correctness matrix,
-  `playbook_utils.bench.matrix`) -> `BackendUnavailable` naming the trait, never a wrong frame.
-
-Each library has an adapter (`base.Adapter`, registered in `ADAPTERS`) that declares its devices and the
-file traits it is refused for; `why_unavailable` asks it. Libraries are imported only inside their
-adapter's `read`, when first used. Introduced in 10-14 (SPDL, the sixth, in 24).
-"""
+"""One call over six decoder libraries: `read_frames(path, indices, backend=..., device=...)` returns uint8 (N, 3, H,
+W) on the device. Every backend goes through one checked sequence (`read`): a bad file or index raises `DecodeError`;
+a missing library or device, or a file trait it gets wrong, `BackendUnavailable`. Notebooks 10-14, 24."""
 
 from __future__ import annotations
 
@@ -77,12 +64,8 @@ def by_role(role: str) -> tuple[str, ...]:
 
 
 def why_unavailable(backend: str, device="cpu", path=None) -> str | None:
-    """None when `backend` can decode on `device` here (and, given `path`, can decode that file right); otherwise
-    the reason, in words: the library and the device first (checked once per process; the library's import in a
-    child process), then the file's traits this library is known to get wrong, a stream it cannot choose, and
-    NVDEC's minimum sizes: the checks `read_frames` makes before decoding. A file that cannot be probed gives
-    None here: `read_frames` reports it properly. `path` may be any input of `sources.resolve`. Introduced in
-    notebook 11 (the file's part in 20)."""
+    """None when `backend` can decode on `device` here (and, given `path`, that file); else the reason in words: the
+    checks `read_frames` makes before decoding. An unprobeable file gives None. Notebook 11 (the file's part in 20)."""
     ad = adapter(backend)
     why = ad.why_unavailable(device)
     if why is not None or path is None:
@@ -95,9 +78,8 @@ def why_unavailable(backend: str, device="cpu", path=None) -> str | None:
 
 
 def reads_forward(backend: str, device="cpu", path=None) -> bool:
-    """Whether `backend` reads the file at `path` on `device` only by one forward pass from its first frame (its
-    seeks go wrong on such files, open GOP say: `Adapter.forward_only`): exact, but every frame up to the last
-    one asked for is decoded, so a sparse read costs more. Notebook 20 marks such rows."""
+    """Whether `backend` reads `path` on `device` only by one forward pass from frame 0 (its seeks go wrong on such
+    files: `Adapter.forward_only`); exact, but sparse reads cost more. Notebook 20 marks such rows."""
     try:
         return adapter(backend).forward_only(video_info(path), Device.parse(device).kind) is not None
     except DecodeError:
@@ -129,14 +111,8 @@ def cut_note(missing: int) -> str:
 
 
 def check_indices(path, indices, num_frames: int, backend: str | None = None, missing: int = 0) -> list[int]:
-    """`indices` as a list of ints.
-
-    A malformed argument is the caller's mistake, named with the file: `TypeError` for a bare integer, a
-    string, or an index that is not an integer (a float, a bool, a nested list); `ValueError` for an array
-    of more than one dimension. An index the file does not have is a `DecodeError` naming the first one, and,
-    where the container's index lists `missing` frames that no packet holds (`VideoInfo.cut_short`), that the
-    file is cut short.
-    """
+    """`indices` as a list of ints. Raises `TypeError` or `ValueError` for a malformed argument, and `DecodeError`
+    naming the file and the first index it does not have (and whether it is cut short)."""
     import operator
 
     where = f"{path} [{backend}]" if backend else str(path)
@@ -173,20 +149,9 @@ def check_indices(path, indices, num_frames: int, backend: str | None = None, mi
 
 
 def read_frames(path, indices, backend: str = "pyav", device: str = "cpu", stream: int | None = None):
-    """Decode the frames `indices` of `path`; return uint8 (N, 3, H, W) on `device`.
-
-    Frames are what a player shows, the same from every backend: FFmpeg's best video stream (or the
-    container's stream `stream`, ffprobe's numbering); frame 0 is the first frame shown (frames an MP4
-    edit list hides are not counted); pictures turned as the display matrix says (a phone's portrait
-    video comes back portrait, H > W; `frame_size`). The tensor may be a view of channels-last or
-    turned memory (not `.is_contiguous()`), which saves a copy; call `.contiguous()` where a consumer
-    needs it.
-
-    Raises `DecodeError` (bad file, bad index) or `BackendUnavailable` (library, hardware or codec
-    path missing, or a file trait this library is known to decode wrongly). Introduced in 10.
-    `path` may also be bytes, a file-like object, a tar member or a URL (`sources`, notebook 24): every kind
-    of source goes through the same sequence (`read`), so a rotated clip comes back upright from all of them.
-    """
+    """Decode the frames `indices` of `path` (any `sources` input); return uint8 (N, 3, H, W) on `device`, upright,
+    as a player shows them, from FFmpeg's best video stream or `stream`. May be non-contiguous. Raises `DecodeError`
+    or `BackendUnavailable`. Notebook 10 (other sources in 24)."""
     return read(path, indices, backend, device, stream=stream).frames
 
 
@@ -225,13 +190,9 @@ def read(
     block_size: int = sources.DEFAULT_BLOCK,
     fetch: str = "range",
 ) -> SourceRead:
-    """The one read sequence behind `read_frames`, `read_source`, `resize.read_resized` and the loaders: the
-    device, the probe (`video_info`, or `info` when it is already known, which saves a pass over every packet),
-    the container and index checks, the traits this library is refused for, the library's call (on the path;
-    on the bytes where the library takes them, 'native'; else on a temporary copy, 'spooled'), the display
-    rotation, and the shape check. `size` (H, W, as displayed): decoded straight to that size inside the
-    library (`resize.can_resize_in_decoder`). Requests and bytes count the probe too when there was one. Raises
-    DecodeError / BackendUnavailable naming the source. Notebooks 10 and 24."""
+    """The one read sequence behind `read_frames`, `read_source`, `resize.read_resized` and the loaders: probe,
+    checks, the library's call, rotation and shape check; returns a `SourceRead`. `size` (H, W): resized in the
+    decoder; `info`: a known probe. Raises DecodeError / BackendUnavailable naming the source. Notebooks 10 and 24."""
     t0 = time.perf_counter()
     src = sources.resolve(source, storage_options, block_size, fetch)
     device = Device.parse(device)

@@ -1,14 +1,6 @@
 """The adapter contract: what every decoder library's adapter declares and does (notebooks 10-14, 24).
-
-An adapter is a small class over one library (`Adapter`), registered by name in `decoders.ADAPTERS`. It
-declares, as data, the devices it decodes on, whether it picks any video stream and turns rotated video, and
-the file traits the correctness matrix caught its library returning wrong frames for (`KnownWrong`, keyed by
-the library version they were seen with). One question decides whether it may read a file:
-`why_unavailable(device, info)`, None when it can, else the reason in words; the machine's part of the answer
-(the library imports, the device path works) is checked once per process.
-
-No decoder library is imported here: each adapter imports its library inside `read`, when first used.
-"""
+`Adapter.why_unavailable(device, info)` decides whether it may read a file: None, or the reason in words. No decoder
+library is imported here: each adapter imports its library inside `read`, when first used."""
 
 from __future__ import annotations
 
@@ -51,10 +43,9 @@ CPU_THREADS = 0  # threads per decoder for PyAV and TorchCodec's CPU path; 0: th
 
 
 def set_cpu_threads(n: int) -> None:
-    """How many threads each decoder of this process may use (PyAV, TorchCodec on the CPU; 0: the library's
-    choice, as many as cores; decord keeps its own: a spawned decord worker with a set thread count once
-    aborted at shutdown here). Loader workers that already run side by side set it so that
-    workers x threads stays within the cores (`loaders.make_loader`; notebook 10 shows the cost)."""
+    """Set how many threads each decoder of this process may use (PyAV, TorchCodec on the CPU; 0: the library's
+    choice; decord keeps its own). Loader workers set it so that workers x threads fits the cores
+    (`loaders.make_loader`; notebook 10)."""
     global CPU_THREADS
     CPU_THREADS = max(0, int(n))
 
@@ -66,9 +57,9 @@ NOT_420 = ("444", "422", "440", "411", "gray")  # pixel formats' chroma other th
 
 
 def traits(info) -> set[str]:
-    """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list' (an
-    MP4 edit list hides leading frames), 'several-streams' (video streams), 'codec:X', 'container:X', and
-    'chroma:X' for pictures whose chroma is not subsampled 4:2:0 (X: 444, 422, 440, 411, gray)."""
+    """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list',
+    'several-streams', 'codec:X', 'container:X', and 'chroma:X' for chroma other than 4:2:0 (X: 444, 422, 440, 411,
+    gray)."""
     out = {f"codec:{info.codec}", f"container:{info.container.split(',')[0]}"}
     if info.b_frames:
         out.add("b-frames")
@@ -90,9 +81,7 @@ def traits(info) -> set[str]:
     return out
 
 
-# The smallest frame NVDEC decodes, per codec: NVIDIA's NVDEC programming guide (Video Codec SDK). On an H200,
-# DALI refused a 160x96 VP9 clip ("supported: 128x128") and TorchCodec fell back to the CPU for 160x96 HEVC and
-# VP9, while H.264 at that size decoded on NVDEC.
+# The smallest frame NVDEC decodes, per codec: NVIDIA's NVDEC programming guide (Video Codec SDK).
 NVDEC_MIN_SIZE = {
     "h264": (48, 16),
     "hevc": (144, 144),
@@ -124,12 +113,9 @@ def version_tuple(version: str | None) -> tuple[int, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class KnownWrong:
-    """One row of an adapter's table of refusals: files with all of `traits` (see `traits`) on one of `devices`
-    are refused with `why`. `seen`: the library version the correctness matrix caught it with; `fixed`: the
-    first version known to get it right (the row then applies only below it; None: every version, since a
-    release not yet checked is not trusted). `reads`: 'any' (every read of such a file is refused) or 'seek' (the
-    library goes wrong only after a seek, as in open-GOP video: where the adapter can serve a read by one forward
-    pass from the first frame, `Adapter.FORWARD_ON`, it reads such files that way instead of refusing them)."""
+    """One row of an adapter's refusal table: files with all of `traits` on one of `devices` are refused with `why`.
+    `seen`: the library version it was caught with; `fixed`: the first version that gets it right (None: every
+    version); `reads`: 'any', or 'seek' (wrong only after a seek: see `Adapter.FORWARD_ON`)."""
 
     traits: frozenset
     why: str
@@ -204,7 +190,7 @@ def library_version(distribution: str) -> str | None:
 
 PROBED_ENV = "PLAYBOOK_IMPORTS_PROBED"  # import names a parent process checked successfully (`child_env`)
 # a file of the import names checked successfully in this run of the notebooks (`run_notebooks` sets it per run):
-# each notebook's kernel is a new process, and repeating the checks cost 20-30 s of the H200's 5-minute smoke run
+# each notebook's kernel is a new process, which need not repeat the checks
 RECORD_ENV = "PLAYBOOK_IMPORTS_RECORD"
 _probed_ok: set[str] = set()
 _record_lock = threading.Lock()
@@ -253,9 +239,8 @@ def importable(name: str) -> tuple[bool, str | None]:
 
 
 def check_imports(names) -> None:
-    """`importable` for several modules side by side, each in its own child process: a caller about to ask about
-    every library (notebooks 20-22) waits for the slowest import instead of their sum (on the H200 six libraries
-    one after another took 10-14 s). The answers are kept as `importable` keeps them."""
+    """`importable` for several modules side by side, each in its own child process, so that a caller waits for the
+    slowest import, not their sum (notebooks 20-22)."""
     from concurrent.futures import ThreadPoolExecutor
 
     todo = [n for n in dict.fromkeys(names) if n and n not in _vouched()]
@@ -275,45 +260,25 @@ def child_env() -> dict:
 
 
 class Adapter:
-    """One decoder library behind `read_frames`. A subclass declares:
+    """One decoder library behind `read_frames`. A subclass sets the class attributes below and implements
+    `read(path, indices, device, info)`, returning uint8 (N, 3, H, W) on the device; optionally `read_file`,
+    `read_resized` and `_check_device(kind)` (a device check beyond the import, run once per process per kind)."""
 
-    NAME            the backend's name ('pyav', ...)
-    IMPORT          the module it needs ('av'), checked in a child process before first use
-    DISTRIBUTION    its pip name, whose installed version `KNOWN_WRONG` rows are compared with
-    DEVICES         the device kinds it decodes on ('cpu', 'cuda')
-    CHOOSES_STREAM  True when it reads any video stream of a file (else FFmpeg's best one only)
-    ROTATES         True when it returns frames turned as the display matrix says (else `read_frames` turns them)
-    CODECS          {device kind: codecs that path takes} where a path takes only some
-    KNOWN_WRONG     `KnownWrong` rows: file traits it is refused for
-
-    RESIZES_ON      the device kinds `read_resized` works on (None: every one of DEVICES)
-    FORWARD_ON      the device kinds on which its `read` serves a file that a `KNOWN_WRONG` row with reads='seek'
-                    names by one forward pass from the first frame (`forward_only`), proven frame-exact there
-    HANDOVER        {device kind: the module of `handover` that does the same with the library alone}
-    ROLES           {role: rank}: the parts it plays where the measurements pick libraries, lowest rank first
-                    (`decoders.by_role`; ROLES below names each)
-
-    and implements `read(path, indices, device, info)`, returning uint8 (N, 3, H, W) on the device; optionally
-    `read_file(fileobj, ...)` (reads an open binary file itself) and `read_resized(source, ..., size)` (decodes
-    straight to a size), left None where the library cannot; and `_check_device(kind)` where the library's own
-    device path needs a check beyond importing (run once per process per kind).
-    """
-
-    NAME: str = ""
-    IMPORT: str = ""
-    DISTRIBUTION: str = ""
+    NAME: str = ""  # the backend's name ('pyav', ...)
+    IMPORT: str = ""  # the module it needs ('av'), checked in a child process before first use
+    DISTRIBUTION: str = ""  # its pip name, whose installed version `KNOWN_WRONG` rows are compared with
     LABEL: str = ""
-    DEVICES: tuple = ("cpu",)
-    CHOOSES_STREAM = False
-    ROTATES = False
-    CODECS: dict = {}
-    KNOWN_WRONG: tuple = ()
-    RESIZES_ON: tuple | None = None
-    FORWARD_ON: tuple = ()
-    HANDOVER: dict = {}
-    ROLES: dict = {}
-    read_file = None
-    read_resized = None
+    DEVICES: tuple = ("cpu",)  # the device kinds it decodes on
+    CHOOSES_STREAM = False  # True: it reads any video stream (else FFmpeg's best one only)
+    ROTATES = False  # True: it turns frames as the display matrix says (else `read_frames` does)
+    CODECS: dict = {}  # {device kind: codecs that path takes}, where a path takes only some
+    KNOWN_WRONG: tuple = ()  # `KnownWrong` rows: file traits it is refused for
+    RESIZES_ON: tuple | None = None  # device kinds `read_resized` works on (None: all of DEVICES)
+    FORWARD_ON: tuple = ()  # device kinds where reads='seek' rows are served by one forward pass (`forward_only`)
+    HANDOVER: dict = {}  # {device kind: the `handover` module that does the same with the library alone}
+    ROLES: dict = {}  # {role: rank} where the measurements pick libraries (`ROLES`, `decoders.by_role`)
+    read_file = None  # read_file(fileobj, ...): reads an open binary file itself
+    read_resized = None  # read_resized(source, ..., size): decodes straight to a size
 
     def __init__(self):
         self._machine: dict[str, str | None] = {}
@@ -333,12 +298,9 @@ class Adapter:
         return library_version(self.DISTRIBUTION) if self.DISTRIBUTION else None
 
     def why_unavailable(self, device="cpu", info=None) -> str | None:
-        """None when this library can decode on `device` here (and, given a file's `media.VideoInfo`, decode that
-        file right); otherwise the reason, in words. The machine's part is checked once per process: the device
-        path, a GPU for 'cuda', the library's import (in a child process), the library's own device check. The
-        file's part: a codec the device path does not take, a `KNOWN_WRONG` trait, a stream other than FFmpeg's
-        best one where the library cannot choose, and on CUDA (every GPU path decodes on NVDEC) NVDEC's minimum
-        frame sizes."""
+        """None when this library can decode on `device` here (and, given a file's `media.VideoInfo`, that file
+        right); else the reason in words. The machine's part is checked once per process; the file's: codec,
+        `KNOWN_WRONG` traits, stream choice and, on CUDA, NVDEC's minimum frame size."""
         kind = Device.parse(device).kind
         if kind not in self._machine:
             with self._lock:
@@ -385,9 +347,9 @@ class Adapter:
         return [row for row in self.KNOWN_WRONG if row.applies(found, kind, version)]
 
     def forward_only(self, info, kind: str) -> str | None:
-        """Why this adapter reads the file only by one forward pass from its first frame on `kind` (a
-        `KNOWN_WRONG` row with reads='seek', on a device of FORWARD_ON), or None: its reads may seek. Such a read
-        decodes every frame up to the last one asked for: exact, and as costly as reading that far in order."""
+        """Why this adapter reads the file only by one forward pass from frame 0 on `kind` (a reads='seek' row, on a
+        FORWARD_ON device), or None when its reads may seek. Exact, but every frame up to the last one asked for is
+        decoded."""
         if kind not in self.FORWARD_ON:
             return None
         return next((row.why for row in self._rows_for(info, kind) if row.reads == "seek"), None)

@@ -1,20 +1,6 @@
-"""NVIDIA DALI adapter: `fn.decoders.video` with explicit frame indices (notebook 14).
-
-On "cuda" the operator runs as DALI's mixed backend (demux on the CPU, decode on NVDEC);
-on "cpu" it uses FFmpeg, which in DALI 2.x takes only VP8, VP9 and MJPEG — other codecs are
-refused up front with that reason. One pipeline per device is built once and fed each file's
-bytes and its needed frames, once each and in order (then reordered to the request); outputs are
-copied into torch tensors (DALI reuses its buffers).
-
-Two things its NVDEC path does that this adapter mends or refuses (measured on the H200, DALI 2.4):
-- Colour: its NV12-to-RGB conversion reads the stream's range but never its matrix, so every file is converted
-  as BT.601 (a BT.709 HD file came out 28 dB from the reference). The RGB is converted again by the file's own
-  matrix (`colour.reconvert`); only colours the BT.601 conversion clipped stay off.
-- Its NVDEC decoders live in one process-wide cache, reused for a file of the same codec and coded size, keeping
-  the picture size of the file that made them. A file shown cropped (1920x1080, coded 1088 rows) read after one
-  shown at its full coded size (1920x1088) got its chroma from the wrong rows (22-24 dB). Such a read is refused
-  with that reason (`_cache_clash`): read it in another process, or with another backend.
-"""
+"""NVIDIA DALI adapter: `fn.decoders.video` with explicit frame indices (notebook 14). "cuda" runs DALI's mixed
+backend (NVDEC); "cpu" takes only VP8, VP9 and MJPEG. NVDEC output, converted by DALI as BT.601, is converted again
+by the file's matrix; a read its process-wide decoder cache would crop wrong is refused (`_cache_clash`)."""
 
 from __future__ import annotations
 
@@ -42,9 +28,8 @@ def coded_size(info) -> tuple[int, int]:
 
 
 def _cache_clash(gpu: int, info) -> str | None:
-    """Why DALI's process-wide NVDEC decoder cache would hand this file a decoder that crops it wrong, or None:
-    the file is shown cropped from its coded size, and a file of the same codec and bit depth shown at exactly
-    that coded size was read on this GPU in this process (DALI keeps that decoder, and reuses it by coded size)."""
+    """Why DALI's process-wide NVDEC decoder cache would hand this file a decoder that crops it wrong (a file shown
+    at this file's coded size was read on this GPU before), or None."""
     w, h = coded_size(info)
     if (w, h) == (info.width, info.height) or (gpu, info.codec, w, h, info.bit_depth) not in _shown_whole:
         return None
@@ -57,10 +42,8 @@ def _cache_clash(gpu: int, info) -> str | None:
 
 
 def pipeline_key(kind: str, gpu: int, size, info) -> tuple:
-    """What a pipeline may be reused for: the device, the output size, and what its video decoder keeps between
-    runs: the codec, the picture's display size (its crop from the coded size), the pixel format and bit depth.
-    On the H200 one pipeline shared by every file returned another file's picture (17-20 dB) after a file of the
-    same coded size but another display size."""
+    """What a pipeline may be reused for: the device, the output size, and what its video decoder keeps between runs
+    (codec, display size, pixel format); a pipeline shared across these returns another file's picture."""
     return (kind, gpu, None if size is None else tuple(size), info.codec, info.width, info.height, info.pix_fmt)
 
 
@@ -129,7 +112,7 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
     kind = device.kind
     gpu = device.ordinal if device.is_cuda else -1
     # Each needed frame once, in order, then reordered here: DALI's decoder given a long unsorted list with
-    # repeats takes time growing faster than the list (5,000 random indices of a 300-frame clip: over a minute).
+    # repeats takes time growing faster than the list.
     unique = sorted(set(indices))
     with _lock:
         clash = _cache_clash(gpu, info) if kind == "cuda" else None

@@ -1,11 +1,5 @@
-"""decord adapter: a C++ video reader with batched random access; CPU only from PyPI (notebook 11).
-
-Two builds install the same `decord` module: decord 0.6.0 (PyPI, 2021) and decord2, its maintained fork
-(`make setup DECORD=decord2`). Neither PyPI wheel has a GPU path; a source build with CUDA is used when present.
-Known problems, shown in notebook 11: frame-inaccurate seeks on some streams and memory that grows with each
-reader. This adapter checks decord's frame count against the packets and refuses the file traits the correctness
-matrix found the installed build to get wrong, naming the build and its version.
-"""
+"""decord adapter: a C++ video reader with batched random access (notebook 11). decord 0.6.0 or its maintained fork
+decord2 installs the `decord` module; PyPI wheels are CPU-only. Refusals name the installed build and version."""
 
 from __future__ import annotations
 
@@ -75,7 +69,7 @@ class Decord(base.Adapter):
     ROLES = {"simpler": 5, "cpu_reference": 2, "cpu_anchor": 2, "cpu_sweep": 2, "rank_cpu": 2}
     # File traits decord was seen to get wrong in the correctness matrix: refused, never guessed.
     # Open GOP: wrong only after a seek, so on the CPU such a file is read in one forward pass (`_forward`), which
-    # the correctness tests prove exact on stamped open-GOP clips (H.264 and HEVC, MP4 and MKV, GOP 12-48)
+    # the correctness tests prove exact
     FORWARD_ON = ("cpu",)
     KNOWN_WRONG = (
         _wrong(
@@ -83,8 +77,8 @@ class Decord(base.Adapter):
             "after a seek it returns a neighbouring frame (seen with H.264 and HEVC, off by 1-3)",
             reads="seek",
         ),
-        # decord2 3.4.0 brings FFmpeg 8, whose AV1 decoder read every frame exactly (notebook 11); decord's versions
-        # (0.6) sort below every decord2 release, so a row fixed in decord2 still refuses decord 0.6
+        # decord2 3.4.0 brings FFmpeg 8, whose AV1 decoder is exact; decord's versions (0.6) sort below every
+        # decord2 release, so a row fixed in decord2 still refuses decord 0.6
         _wrong("codec:av1", "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')", fixed="3.4.0"),
         _wrong("container:avi", "random access returns frames of the first GOP (seen with and without B-frames)"),
         _wrong(
@@ -131,8 +125,8 @@ class Decord(base.Adapter):
         return self.read(fileobj, indices, device, info)
 
     def read(self, path: str, indices: list[int], device: Device, info):
-        # decord2 3.4.0's threaded decoder now and then fails to send a packet (EAGAIN) on HEVC, 1 to 5 reads in 100
-        # (notebook 11), and a fresh reader reads the file: up to three readers (none of 300 reads needed a fourth)
+        # decord2 3.4.0's threaded decoder now and then fails to send a packet (EAGAIN) on HEVC, and a fresh reader
+        # reads the file: up to three readers
         for attempt in range(3):
             try:
                 return self._read(path, indices, device, info)
@@ -156,8 +150,7 @@ class Decord(base.Adapter):
         if self.forward_only(info, device.kind):
             frames = _forward(vr, unique)
         else:
-            # DLPack hands decord's own buffer to torch on the CPU too: asnumpy() copied the whole clip, and a
-            # .contiguous() after the permute copied it again (together 2-3x the time of decoding, notebook 20)
+            # DLPack hands decord's own buffer to torch on the CPU too: asnumpy() would copy the whole clip
             frames = torch.from_dlpack(vr.get_batch(unique).to_dlpack())
         return base.in_order(frames, unique, indices).permute(0, 3, 1, 2)
 
@@ -177,13 +170,8 @@ FORWARD_RUN = 32
 
 
 def _forward(vr, unique: list[int]):
-    """The frames `unique` (sorted) of a fresh decord VideoReader decoded in one pass from the first frame, by
-    `get_batch` over consecutive runs of frames (0-31, 32-63, ...; all at once when every frame up to the last is
-    asked for), which never seeks after the first: exact on
-    open-GOP video, where `get_batch` over sparse indices (a seek to the keyframe of each GOP it enters) and
-    `skip_frames` returned neighbouring frames (tests/unit/test_open_gop.py, runs of 5 to 96 frames). Frame by
-    frame with `next()` was exact too, and 40% slower (60 against 89 frames/s, 1080p HEVC on 2 cores; notebook 20's
-    anchor on the H200 read decord at 41% of its bare loop that way). (K, H, W, 3) uint8."""
+    """The frames `unique` (sorted) of a fresh VideoReader, decoded in one pass from frame 0 by `get_batch` over
+    consecutive runs of `FORWARD_RUN` frames, never seeking: exact on open-GOP video. Returns (K, H, W, 3) uint8."""
     import bisect
 
     import torch

@@ -1,12 +1,6 @@
-"""Run a backend in its own process (notebooks 12, 13 and the benchmarks).
-
-Some libraries cannot share a process (PyNvVideoCodec's bundled FFmpeg breaks TorchCodec once
-loaded), some crash or hang on bad input, and benchmarks need a fresh process per backend. Here a
-child process does the decoding (`playbook_utils.child`); errors come back as our own exceptions, a
-crash or a time-out as `DecodeError`, never as a dead kernel.
-
-    python -m playbook_utils.decoders.isolated   (the child; reads one JSON request per line)
-"""
+"""Run a backend in its own process (notebooks 12, 13 and the benchmarks): a child process decodes
+(`playbook_utils.child`); its errors come back as our own exceptions, a crash or a time-out as `DecodeError`. `python
+-m playbook_utils.decoders.isolated` is the child (one JSON request per line)."""
 
 from __future__ import annotations
 
@@ -57,14 +51,9 @@ def raise_result(r: dict, path, backend: str):
 
 
 def run_requests(requests: list[dict], timeout: float = 300, env: dict | None = None) -> list[dict]:
-    """Serve `requests` (dicts of path, indices, backend, device[, stream][, save][, stamps]) in one child process.
-
-    Each result is a `child` answer: 'status' among `child.OUTCOMES`, 'error', 'exception', and for 'ok' the
-    'shape' and, asked with 'stamps': True, the 'stamps' read from the frames; asked with 'reference' (a .npy of
-    uint8 RGB frames), 'psnr_db', one per frame (None where identical). If the child dies or runs out of
-    time, the request it was on is 'crashed' or 'timeout' and a new child takes the rest. `env`: variables the child
-    gets besides this process's (a `PYTHONPATH` that puts another build of a library first, say: notebook 11).
-    """
+    """Serve `requests` (dicts of path, indices, backend, device[, stream][, save][, stamps][, reference]) in one
+    child process; return one `child` answer each, with 'shape', and 'stamps' or 'psnr_db' when asked. `env`: extra
+    variables for the child (notebook 11)."""
     # the imports this process has checked need no second check there
     return child.serve(
         child.python("-m", "playbook_utils.decoders.isolated"), requests, timeout, {**child_env(), **(env or {})}

@@ -1,10 +1,6 @@
-"""PyAV adapter: FFmpeg from Python, on the CPU or on NVDEC through FFmpeg's `cuda` hwaccel (notebook 10).
-
-Frames are found by presentation timestamp, never by counting after a seek, and requested frames
-are visited in one sorted forward pass that seeks only when the next target lies in a later GOP.
-Returns the picture as stored (read_frames turns it as displayed). Frames an MP4 edit list hides are
-dropped by FFmpeg's decoder and left out of the probe's frame list, so frame 0 is the first one shown.
-"""
+"""PyAV adapter: FFmpeg from Python, on the CPU or on NVDEC through FFmpeg's `cuda` hwaccel (notebook 10). Frames are
+found by presentation timestamp in one sorted forward pass that seeks only to skip GOPs; returns the picture as
+stored (read_frames turns it as displayed)."""
 
 from __future__ import annotations
 
@@ -116,8 +112,8 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                 raise RuntimeError(f"the stream ended before frame {t}")
         if device.is_cuda and not stream.codec_context.is_hwaccel:
             raise RuntimeError("decoded in software although the cuda hwaccel was asked for")
-    # Frames went straight into one (N, H, W, 3) array (stacking a list of them afterwards cost as much as the
-    # decoding, notebook 20), returned as an (N, 3, H, W) view: no per-frame transposes.
+    # Frames went straight into one (N, H, W, 3) array (stacking a list of them afterwards costs as much as the
+    # decoding), returned as an (N, 3, H, W) view: no per-frame transposes.
     frames = torch.from_numpy(out).permute(0, 3, 1, 2)
     return frames.to(str(device)) if device.is_cuda else frames
 

@@ -1,15 +1,6 @@
-"""PyNvVideoCodec adapter: NVIDIA's Python bindings over NVDEC, frames straight into GPU memory (notebook 13).
-
-One `SimpleDecoder` per GPU and thread is kept and pointed at each new file of the same codec, display size and
-pixel format with `reconfigure_decoder`, which skips most of the cost of creating a decoder. Pitfalls handled
-here (shown in 13):
-`get_batch_frames_by_index` drops repeated and out-of-range indices with only a warning, and
-returned frames borrow the decoder's surfaces, so each is copied out before the next request.
-Colour: the decoder hands out NV12 (`OutputColorType.NATIVE`), converted here by the file's own matrix and
-range (`colour.nv12_to_rgb`, FFmpeg's rule for untagged files); its own RGB output took BT.709 for an untagged HD
-file where FFmpeg, and every CPU library, take BT.601 (24-25 dB apart on the H200).
-Do not load TorchCodec into the same process: PyNvVideoCodec's bundled FFmpeg libraries clash.
-"""
+"""PyNvVideoCodec adapter: NVIDIA's Python bindings over NVDEC, frames straight into GPU memory (notebook 13). One
+`SimpleDecoder` per GPU and thread is reused (`reconfigure_decoder`); its NV12 output is converted by the file's
+matrix and range (`colour.nv12_to_rgb`). Do not load TorchCodec into the same process: their FFmpeg libraries clash."""
 
 from __future__ import annotations
 
@@ -49,8 +40,7 @@ class PyNvVideoCodec(base.Adapter):
     DEVICES = ("cuda",)
     HANDOVER = {"cuda": "pynvvideocodec_clips"}
     ROLES = {"simpler": 3, "gpu_loader": 0, "raw_nvdec": 0, "rank_gpu": 1}
-    # What the correctness matrix on an H200 (PyNvVideoCodec 2.2.4) caught it getting wrong, and files it has
-    # not been checked on: refused.
+    # What the correctness matrix caught it getting wrong, and files it has not been checked on: refused.
     KNOWN_WRONG = (
         *base.nv12_path_refusals(),
         base.known_wrong(
@@ -74,9 +64,8 @@ class PyNvVideoCodec(base.Adapter):
         _wrong("container:matroska", "frame indices drift near the end of MKV files (asked 46, got 44)"),
     )
 
-    # Open-GOP files are read by one forward pass from frame 0 (`_forward`: its demuxer and decoder from the first
-    # packet, no seek): exact on every stamped open-GOP clip it takes, with out-of-order, repeated and
-    # keyframe-boundary indices (tests/unit/test_open_gop.py on a GPU)
+    # Open-GOP files are read by one forward pass from frame 0 (`_forward`, no seek): exact on every stamped
+    # open-GOP clip it takes (tests/unit/test_open_gop.py on a GPU)
     FORWARD_ON: tuple = ("cuda",)
 
     def read(self, path: str, indices: list[int], device: Device, info):
@@ -100,10 +89,8 @@ class PyNvVideoCodec(base.Adapter):
 
 
 def reuse_key(info) -> tuple:
-    """What a decoder pointed at another file with `reconfigure_decoder` must share with it: the codec, the picture's
-    display size and the pixel format: with one decoder reused over 1920x1080 files (coded 1088 rows, cropped) and
-    a 1920x1088 one, the 1920x1088 file came out 35 dB from the reference (benchmarks/h200/gpu_pixels.py): for
-    another key a new decoder is made."""
+    """What a decoder reused for another file with `reconfigure_decoder` must share with it: the codec, the display
+    size and the pixel format (else the picture comes out wrong); for another key a new decoder is made."""
     return (info.codec, info.width, info.height, info.pix_fmt) if info is not None else None
 
 
@@ -160,13 +147,9 @@ def _rgb(surfaces: list, info):
 
 
 def _forward(path: str, unique: list[int], gpu: int, info):
-    """The frames `unique` (sorted) of `path` in one forward pass: PyNvVideoCodec's demuxer from the first packet
-    into a decoder of its own, every frame decoded up to the last one asked for and counted in the order the decoder
-    hands them out (display order), no seek. NV12 copied out of the decoder's surfaces, converted by `_rgb`.
-
-    The pass is kept, per thread and GPU, where it stopped (`_ForwardPass`): a later read of the same file that
-    starts at or after that frame goes on from there, as a `GpuLoader` reads every frame of a video in chunks
-    (a new pass for each chunk would decode a 300-frame video in chunks of 64 three times over)."""
+    """The frames `unique` (sorted) of `path` in one forward pass from the first packet, no seek, as RGB (`_rgb`).
+    The pass is kept per thread and GPU (`_ForwardPass`): a later read of the same file from where it stopped goes
+    on."""
     import torch
 
     passes = _held("forward")

@@ -1,14 +1,6 @@
-"""SPDL adapter: Meta's thread-based data-loading library, FFmpeg on the CPU or NVDEC on CUDA (notebook 24).
-
-On the CPU, `spdl.io.demux_video` then `sample_decode_video` decodes only the GOPs that hold the
-frames asked for (indices in ascending order, as SPDL requires; repeats and order are restored here),
-converted to RGB by FFmpeg's filter graph. On CUDA, each run of wanted frames is demuxed as a time
-window starting at its GOP's keyframe and decoded by NVDEC to NV12, whose own output scaling gives
-decoder-side resize (`read_resized`), then converted by the file's colour matrix and range (`_nvdec_rgb`).
-spdl-io loads the machine's FFmpeg shared libraries (4 to 9) when first used, not at import; the adapter
-checks that they load, in a child process.
-SPDL takes a path or the file's bytes (no file-like objects): `read_file` hands it the bytes.
-"""
+"""SPDL adapter: Meta's thread-based data-loading library, FFmpeg on the CPU or NVDEC on CUDA (notebook 24). The CPU
+path decodes only the GOPs holding the frames asked for; the CUDA path decodes one window per GOP to NV12, converted
+by the file's matrix and range. SPDL takes a path or bytes: `read_file` hands it the bytes."""
 
 from __future__ import annotations
 
@@ -29,8 +21,8 @@ class Spdl(base.Adapter):
     DEVICES = ("cpu", "cuda")
     HANDOVER = {"cpu": "spdl_clips"}
     ROLES = {"simpler": 2, "cpu_anchor": 3, "cpu_sweep": 3}
-    # SPDL 0.8's NVDEC path fails MPEG-4 Part 2 and AV1 with "NOT IMPLEMENTED." (its decoder.cpp). Seen on the H200
-    # in a GPU test on a 6,673-byte clip whose codec the kept log does not name: only the codecs below are taken
+    # SPDL 0.8's NVDEC path fails MPEG-4 Part 2 and AV1 with "NOT IMPLEMENTED." (its decoder.cpp): only the codecs
+    # below are taken
     CODECS = {"cuda": ("h264", "hevc", "vp8", "vp9", "mpeg1video", "mpeg2video")}
     KNOWN_WRONG = (
         *base.nv12_path_refusals(),
@@ -42,7 +34,7 @@ class Spdl(base.Adapter):
             seen="0.8.0",
         ),
         # not a wrong frame but an output SPDL cannot make: a valid file, so BackendUnavailable (refused, with the
-        # reason), which a skip policy does not count as damage, where its DecodeError was counted as a broken file
+        # reason), which a skip policy does not count as damage
         base.known_wrong(
             "10-bit",
             "SPDL 0.8's NVDEC path outputs NV12 (8-bit) only: a 10-bit file is refused on CUDA (on the H200: "
@@ -86,9 +78,8 @@ class Spdl(base.Adapter):
 
 @lru_cache(maxsize=None)
 def _load() -> None:
-    """Load spdl-io's FFmpeg extension once. Loading it installs glog's failure handler for SIGTERM too, which
-    prints a stack trace whenever the process is asked to stop (a notebook kernel, a DataLoader worker at
-    shutdown); SIGTERM gets its default action back here, the crash signals keep glog's trace."""
+    """Load spdl-io's FFmpeg extension once, and give SIGTERM its default action back (the extension installs glog's
+    handler, which prints a stack trace whenever the process is asked to stop)."""
     import signal
     import threading
 
@@ -125,9 +116,8 @@ def _frames_cpu(src, wanted: list[int], size=None):
 
 
 def _frames_cuda(src, wanted: list[int], device: Device, info, size=None, name=None):
-    """NVDEC: one window per run of wanted frames in one GOP, from its keyframe's time to the last wanted
-    frame's; frame j of a window's output is frame keyframe + j. A window that comes back short is never indexed:
-    in an open-GOP file it is a `BackendUnavailable` naming the window (`_open_gop_shortfall`), elsewhere an error."""
+    """NVDEC: one window per run of wanted frames in one GOP, from its keyframe's time; frame j of a window's output
+    is frame keyframe + j. A short window raises: `_open_gop_shortfall` on open-GOP files, else an error."""
     import spdl.io
     import torch
 
@@ -158,10 +148,8 @@ def _frames_cuda(src, wanted: list[int], device: Device, info, size=None, name=N
 
 
 def _open_gop_shortfall(name, first: int, last: int, what: str) -> BackendUnavailable:
-    """The refusal for an open-GOP file whose NVDEC window came back short: a valid file this path cannot read
-    exactly, so `BackendUnavailable` (a skip policy does not count it as damage), never a frame taken by position
-    from a short window. Seen with SPDL 0.8.0 (`benchmarks/h200/open_gop_matrix.py`): on stamped 256x144 open-GOP MP4s (H.264 GOP 12, HEVC GOP 12 and 48) every kind of read, whole clips included, where
-    the open-GOP MKVs and the x265 1080p clips read exactly."""
+    """The `BackendUnavailable` for an open-GOP file whose NVDEC window came back short: a valid file this path
+    cannot read exactly (a skip policy does not count it as damage)."""
     return BackendUnavailable(
         name,
         f"SPDL's NVDEC path cannot read this open-GOP file exactly: the window of frames {first}..{last} "
@@ -175,10 +163,9 @@ _COEFF = {"bt709": 1, "bt601": 6, "bt2020": 9}
 
 
 def _nvdec_rgb(packets, cfg, info, size=None):
-    """(N, 3, H, W) uint8 on the GPU: the packets decoded by NVDEC to NV12 (at `size` where given), converted by
-    the file's matrix and range. `decode_packets_nvdec` would convert by BT.709 for every file, where FFmpeg takes
-    an untagged file as BT.601 (24-25 dB apart on the H200's HD clips); SPDL's kernel takes the matrix as `coeff`
-    but assumes limited range, so a full-range file goes through `colour.nv12_to_rgb`."""
+    """(N, 3, H, W) uint8 on the GPU: the packets decoded by NVDEC to NV12 (at `size` where given), converted by the
+    file's matrix and range (SPDL's kernel assumes limited range: a full-range file goes through
+    `colour.nv12_to_rgb`)."""
     import spdl.io
 
     codec = packets.codec

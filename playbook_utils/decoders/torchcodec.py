@@ -1,11 +1,6 @@
-"""TorchCodec adapter: PyTorch's own decoder, FFmpeg on the CPU or NVDEC on CUDA (notebook 12).
-
-`seek_mode="exact"` scans the file once so that frame indices are exact; each thread keeps its last
-decoder, so reading the same file again skips that scan and the decoder's start-up. On CUDA, TorchCodec
-silently decodes on the CPU when NVDEC cannot take the stream (AV1 on Hopper, for example);
-this adapter reads `cpu_fallback` and refuses instead, so "cuda" always means NVDEC.
-Do not load PyNvVideoCodec into the same process: its bundled FFmpeg libraries clash.
-"""
+"""TorchCodec adapter: PyTorch's own decoder, FFmpeg on the CPU or NVDEC on CUDA (notebook 12). Each thread keeps its
+last decoder (exact seek mode); on CUDA, TorchCodec's silent fallback to the CPU is refused, so "cuda" always means
+NVDEC. Do not load PyNvVideoCodec into the same process: their FFmpeg libraries clash."""
 
 from __future__ import annotations
 
@@ -23,9 +18,8 @@ _inherited: list = []
 
 
 def _forget_after_fork() -> None:
-    """In a forked child (a DataLoader worker), start with no cached decoder. The parent's decoder is kept
-    referenced but never used or freed here: its FFmpeg threads did not survive the fork, and touching it
-    hangs (seen with a worker forked after the main process had read a video)."""
+    """In a forked child (a DataLoader worker), start with no cached decoder. The parent's is kept referenced but
+    never used or freed: its FFmpeg threads did not survive the fork, and touching it hangs."""
     global _local
     _inherited.append(_local)
     _local = threading.local()
@@ -35,11 +29,9 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def frame_mappings(info, forward: bool = False) -> str:
-    """The frame table TorchCodec's `custom_frame_mappings` takes (ffprobe's JSON shape), from a `media.VideoInfo`:
-    every frame's pts, duration and keyframe flag, so VideoDecoder needs no scan of the whole file. `forward`: only
-    the first frame flagged a keyframe, so that VideoDecoder never seeks into a later GOP (it seeks only when a
-    frame asked for lies in another GOP than the last one decoded, or behind it): each read is one forward pass
-    from the start of the file, for files whose seeks go wrong (open GOP on CUDA)."""
+    """The frame table TorchCodec's `custom_frame_mappings` takes (ffprobe's JSON shape), from a `media.VideoInfo`,
+    so VideoDecoder needs no scan. `forward`: only frame 0 flagged a keyframe, so each read is one forward pass (for
+    files whose seeks go wrong)."""
     import json
 
     pts, keys = info.pts, {0} if forward else set(info.keyframes)
@@ -57,11 +49,9 @@ def frame_mappings(info, forward: bool = False) -> str:
 def decoder(
     path, device: str, num_threads: int = 0, stream: int | None = None, size=None, info=None, forward: bool = False
 ):
-    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`, of the container's stream `stream`
-    (None: FFmpeg's best video stream); with `size` (H, W), one that resizes in the decoder
-    (`torchcodec.transforms.Resize`, TorchCodec 0.13); with `info` (the probe's `VideoInfo`), one that takes its
-    frame table from there instead of scanning the file (`frame_mappings`; with `forward`, the table of a decoder
-    that reads forward only). `path` may be an open binary file."""
+    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`, of `stream` (None: FFmpeg's best). `size`
+    (H, W): resized in the decoder; `info`: the probe's frame table instead of a scan (`frame_mappings`, with
+    `forward`). `path` may be an open binary file."""
     from torchcodec.decoders import VideoDecoder
 
     kwargs = {"device": device, "stream_index": stream}
@@ -79,10 +69,9 @@ def decoder(
 
 
 def cached_decoder(path: str, device: str, stream: int | None = None, forward_info=None):
-    """This thread's decoder for `path` on `device`: reused while the same file (`base.file_identity`) is
-    read again (a loader reading a video in chunks, a sampler coming back to it), else a new one.
-    `device`: a torch device string. `forward_info`: the file's `VideoInfo`, for a decoder that reads forward
-    only (`frame_mappings`)."""
+    """This thread's decoder for `path` on `device` (a torch device string): reused while the same file
+    (`base.file_identity`) is read again, else a new one. `forward_info`: the file's `VideoInfo`, for a decoder that
+    reads forward only."""
     forward = forward_info is not None
     key = (path, device, stream, base.CPU_THREADS, base.file_identity(path), forward)
     held = getattr(_local, "held", None)
@@ -129,15 +118,12 @@ class TorchCodec(base.Adapter):
         ),
     )
     # Where the open-GOP row above applies (CUDA), open-GOP files are read by one forward pass from frame 0
-    # (`frame_mappings(forward=True)`): exact on every stamped open-GOP clip, with out-of-order, repeated and
-    # keyframe-boundary indices (tests/unit/test_open_gop.py on a GPU)
+    # (`frame_mappings(forward=True)`): exact on every stamped open-GOP clip (tests/unit/test_open_gop.py on a GPU)
     FORWARD_ON: tuple = ("cuda",)
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
-        """`read` from an open binary file object: VideoDecoder reads it through read() and seek() (TorchCodec
-        0.10+), with the probe's frame table instead of its own scan of every packet, so a remote object is
-        read only where the frames are. A new decoder each time: there is no file to key the cache on
-        (notebook 24)."""
+        """`read` from an open binary file object, with the probe's frame table so that a remote object is read only
+        where the frames are; a new decoder each time (notebook 24)."""
         return self.read(
             getattr(fileobj, "name", "<file-like>"),
             indices,

@@ -1,13 +1,6 @@
-"""The README's table of what the reference machine measured, made from its `summary.json` and nothing else:
+"""The README's table of what the reference machine measured, made from its `summary.json` only.
 
-    python -m playbook_utils.tools.headline                  # print the table of the newest GPU reference
-    python -m playbook_utils.tools.headline --write          # put it between the README's markers
-    python -m playbook_utils.tools.headline --check          # exit 1 where the README's table differs
-
-One row a measurement, short enough to quote: the numbers of `summary.json` (gathered by `run_notebooks` from
-notebooks 20 and 21) or of a notebook's headline, with their spread, and the cell whose output printed them (the
-executed copy, its `In [N]`, the run's date). A row whose numbers the run did not record is left out, and the line
-under the table names it. The README's answer quotes only numbers this table holds (tests/unit/test_headline.py).
+python -m playbook_utils.tools.headline [--write | --check]   # print / put in the README / exit 1 if it differs
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What a notebook needs besides its lesson, one import away: `nb = kit.Notebook(stem, OUTPUT_DIR, DEVICE)`.
 
-The device, a one-line stamp of the machine (notebook 00 has the full report), the media set and
-picking a clip, stamp checks, skipped sections, figures shown inline and saved, a small rate table,
-the correctness-matrix rows of one library, native library output captured, and the closing JSON.
-Notebooks 01 and 10-15 use it; 00 prints the whole environment report instead of the one line.
-Importing this module imports nothing heavy: matplotlib, torch and IPython are imported by the
-functions that need them, and no decoder library is ever imported here.
+The device and machine stamp, the media set, stamp checks, skips, figures, a rate table, matrix rows, captured
+native output and the closing JSON. Notebooks 01 and 10-15. Imports nothing heavy at import.
 """
 
 from __future__ import annotations
@@ -56,12 +52,8 @@ def machine_line(rep: dict, device: str, libraries=()) -> str:
 
 
 def show(fig, path=None, dpi: int = 90) -> None:
-    """Save `fig` to `path` (if given) and show it in the notebook, whatever matplotlib's backend.
-
-    Under a non-interactive backend (MPLBACKEND=Agg, as headless runners often set) `plt.show()` shows
-    nothing, so the figure is rendered to PNG here and handed to IPython's display; outside IPython it
-    is only saved. The figure is closed afterwards, so it never shows twice. Used by 01 and 10-15.
-    """
+    """Save `fig` to `path` (if given), show it inline even under a non-interactive backend, and close it.
+    Used by 01 and 10-15."""
     import matplotlib.pyplot as plt
 
     if path is not None:
@@ -80,9 +72,8 @@ def show(fig, path=None, dpi: int = 90) -> None:
 
 @contextlib.contextmanager
 def native_output(lines: list):
-    """Collect what native code (C/C++ inside a decoder library) writes to file descriptors 1 and 2 while
-    the block runs into `lines`, one string per line, instead of letting it reach the notebook: DALI and
-    PyNvVideoCodec log notices and reasons there. Python's own prints are not affected. Used by 13-15."""
+    """Collect what native code writes to file descriptors 1 and 2 inside the block into `lines`, one string a line
+    (Python's prints are not affected). Used by 13-15."""
     libc = ctypes.CDLL(None)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -157,8 +148,7 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
         return line.split(":", 1)[-1].split("(")[0].split(";")[0].strip().lower()
 
     theirs = [line for line in theirs if isinstance(line, str)]
-    # a section of this run the reference skipped too: by its name, or by the same cause under another name (11's
-    # 'the GPU recipe' was 'decord on the GPU' there, both 'this decord was built without CUDA')
+    # a section of this run the reference skipped too: by its name, or by the same cause under another name
     same = {
         line.split(":")[0]: [
             t for t in theirs if t.split(":")[0] == line.split(":")[0] or cause(t) == cause(line) != ""
@@ -177,11 +167,8 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
 class Notebook:
     """One notebook's run: device, media, stamp checks, skips, figures, rate table and results.
 
-    `Notebook(stem, output_dir, device="auto", libraries=("av",))` resolves DEVICE ('cuda' only where
-    torch sees a GPU), prints the one-line machine stamp (unless `stamp=False`), and collects what `finish` writes to
-    `output_dir/<stem>.json`. Attributes: `device`, `gpu` (a CUDA device whose NVDEC library loads),
-    `gpu_id`, `no_gpu` (why not, or None), `out`, `machine` (a short label for figure titles),
-    `checks` ({label: passed}), `results` (the `NotebookResults`). Introduced in notebook 01.
+    `Notebook(stem, output_dir, device="auto", libraries=())` resolves DEVICE, prints the machine stamp (unless
+    `stamp=False`) and collects what `finish` writes to `output_dir/<stem>.json`. Introduced in notebook 01.
     """
 
     def __init__(self, stem: str, output_dir, device: str = "auto", libraries=(), stamp: bool = True):
@@ -231,12 +218,8 @@ class Notebook:
         return self.infos[name] if name else None
 
     def timed(self, codec: str, video_dir=None, long_gop: bool = False):
-        """The clip a measured section times: with `video_dir`, the reader's own file of `codec` nearest 1080p
-        with the shortest (or longest) GOP, its frames then checked against another library's decode since it
-        carries no stamps (`exactness`); without it, or where no readable file of that codec is there (said in
-        one line), the media set's clip: its realistic pair of short and long GOP (filmed video's bitrate) where the
-        set has one, as in full mode, else `pick`'s (the light clips: the H200's tables timed at 1.7 Mbit/s had read as
-        rates for real footage). The folder's unreadable files are listed once, with their cause."""
+        """The `VideoInfo` of the clip a measured section times: the reader's file of `codec` in `video_dir` nearest
+        1080p with the shortest (or longest) GOP, else the media set's clip (`_media_timed`)."""
         if video_dir is None:
             return self._media_timed(codec, long_gop)
         if getattr(self, "_yours", None) is None:
@@ -316,14 +299,8 @@ class Notebook:
 
     # ------------------------------------------------------------------ measurements
     def rate_table(self, rows, min_time: float = 0.5, smoke: bool = False, video_dir=None) -> list[dict]:
-        """Time each row and check its frames; print one small table (under the smoke-mode caveat where `smoke` and
-        no `video_dir`: `words.smoke_caveat`) and return its rows.
-
-        `rows`: (device, workload, clip name, fn, wanted indices); `fn()` returns the frames. One call is
-        checked (by the stamps, or against another library's decode on a clip without them: `exactness`), then `fn` is timed with `timing.measure` (GPU work synchronized). A row whose
-        call raises gets its error instead of a rate. Each row: device, workload, clip, fps, spread_pct,
-        exact, error.
-        """
+        """Time each row of `rows` (device, workload, clip name, fn, wanted indices) after checking one call's frames;
+        print a small table and return its rows (device, workload, clip, fps, spread_pct, exact, check, error)."""
         backend = next((b for b in BACKENDS if self.results.stem.split("_", 1)[1].startswith(b)), None)
         table = []
         for dev, workload, clip, fn, wanted in rows:
@@ -365,10 +342,8 @@ class Notebook:
 
     @staticmethod
     def headline_rates(table: list[dict], clip: str, gpu_clip: str | None = None) -> dict:
-        """cpu/gpu sequential and sparse frames/s of `clip` (on the GPU: `gpu_clip`, if given) from a
-        `rate_table`, None where not measured or not exact: the headline every library notebook reports, with
-        `rates_clip`, the clip they were timed on, and `gpu_rates_clip` where the GPU's was another (the nightly
-        compares rates of the same clip only)."""
+        """cpu/gpu sequential and sparse frames/s of `clip` (GPU: `gpu_clip`, if given) from a `rate_table`, None where
+        not measured or not exact, plus `rates_clip` (and `gpu_rates_clip`): every library notebook's headline."""
 
         def rate(gpu, workload):
             name = gpu_clip or clip if gpu else clip
@@ -388,9 +363,8 @@ class Notebook:
         return {**rates, "rates_clip": clip, **({"gpu_rates_clip": gpu_clip} if gpu_clip not in (None, clip) else {})}
 
     def matrix_rows(self, backend: str, devices) -> None:
-        """Run the correctness matrix for one backend on `devices` (each file in a child process), print
-        the table and the reason for every outcome that is not 'exact', and record that no outcome is
-        WRONG, crashed or timed out. The table, {case: {column: outcome}}, goes to `results.data['matrix']`."""
+        """Run the correctness matrix for `backend` on `devices`, print the table and the reason for each non-exact
+        outcome, record a check that none is WRONG, crashed or timed out; the table goes to `results.data['matrix']`."""
         table: dict = {}
         for dev in devices:
             for case, row in matrix.run([backend], dev, self.out / "matrix").items():
@@ -412,10 +386,8 @@ class Notebook:
 
     # ------------------------------------------------------------------ the end
     def finish(self, **headline) -> None:
-        """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact': every stamp check passed, None when
-        there were none, unless given), the checks and the figures; print the sections skipped here (with where
-        the text's claims about them were measured), its path and the headline; then fail the notebook if a
-        check or a `section` failed."""
+        """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact'), the checks and figures; print the skipped
+        sections, the path and the headline; raise if a check or a `section` failed."""
         headline.setdefault("exact", all(self.checks.values()) if self.checks else None)
         if self.results.skipped:  # a takeaway above that rests on a skipped section was measured elsewhere
             where = reference_for(self.results.stem, self.results.skipped)

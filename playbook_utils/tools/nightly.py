@@ -1,44 +1,9 @@
 """Nightly validation: run the notebooks, compare their headline numbers with the committed baseline.
 
-    python -m playbook_utils.tools.nightly                                  # all notebooks, full mode, then compare
-    python -m playbook_utils.tools.nightly --pattern '0*' --pattern 1*      # some notebooks (into the same dated folder)
-    python -m playbook_utils.tools.nightly --compare-only nightly/DATE
-    python -m playbook_utils.tools.nightly --compare-only part1/ part2/ --report-dir merged/
-    python -m playbook_utils.tools.nightly --device cuda --lanes 2          # two GPUs: two notebooks at a time
-    python -m playbook_utils.tools.nightly --part 1 --output nightly/gpu    # then --part 2, 3 and 4 (PARTS)
-    python -m playbook_utils.tools.nightly --adopt nightly/gpu              # that run becomes its machine's reference
+    python -m playbook_utils.tools.nightly [--pattern '1*'] [--lanes 2] [--part N] | --compare-only DIR... | --adopt DIR
 
-By default the notebooks run through `playbook_utils.tools.run_notebooks` (full mode) into
-`nightly/<YYYY-MM-DD>/` (UTC date; `--output` to choose). A run split over several calls can use
-the same folder: each call adds its notebooks' rows to the folder's summary.json (a notebook run
-again replaces its earlier row). `--lanes N` runs N notebooks at a time, one GPU and an equal share of
-the cores each (see `run_notebooks`): the whole set in about half the time on two GPUs. `--compare-only`
-compares folders that already hold results; given several, it merges them (a notebook in more than one:
-the folder named last wins).
-
-Each notebook's `<stem>.json` headline is compared with the same file in the baseline folder
-(`--baseline`, default this machine's results/<gpu>, else the newest GPU reference) under the rules in results/tolerances.json (`--tolerances`).
-`--pattern` also limits which notebooks are compared, on both sides. Verdicts per metric: ok, better,
-REGRESSION, MISSING (measured in the baseline, absent or None now: counted as a regression, since a
-section that stopped running is lost coverage), new (not in the baseline: never a regression),
-same/changed (`info` metrics: never a regression), not comparable (a rule marked `per_core`, when the
-notebook ran with another number of usable cores than in the baseline, as `--lanes` gives it: a CPU rate
-measured on 16 cores says nothing against one measured on 32; and a library notebook's frames/s timed on
-another clip than the baseline's, its `rates_clip`; never a regression, and the report says so).
-A baseline notebook absent from the run is MISSING. Where the library versions of the run differ from
-the baseline's (notebook by notebook: each summary row's stamp where both rows carry one, as a reference merged
-from parts run on other days does; else notebook 00's stamp, else the summary's), the report lists the changes and
-names, beside each regression, those of the libraries its notebook, metric or values mention (else all);
-likewise where the generated clips were encoded otherwise (`media.MEDIA_VERSION`, stamped by the runner).
-report.md and report.json go into the (first) results folder, or `--report-dir`.
-
-Exit status, for a scheduler (the first that applies wins):
-    3  usage or setup error: baseline or results folder missing or unreadable, malformed JSON,
-       bad tolerance table, modes differ (smoke vs full), no notebook matched, --lanes larger than
-       the machine's GPUs or cores
-    1  a notebook failed in the run (its summary.json status), whatever the metrics say
-    2  no notebook failed, but a metric regressed beyond its tolerance or is MISSING
-    0  every notebook passed and no metric regressed
+Writes report.md and report.json. Exit status: 3 usage or setup error, 1 a notebook failed, 2 a metric regressed
+or is MISSING, 0 every notebook passed and no metric regressed.
 """
 
 from __future__ import annotations
@@ -104,9 +69,8 @@ def load_tolerances(path=TOLERANCES) -> dict:
 
 
 def cores_of(machine) -> int | None:
-    """The usable cores of a row's machine: its 'cores' (an int, as the runner writes it), else the count its
-    'cpu' line names ('Intel Xeon x16' -> 16, as older summaries such as the committed baselines have it), else
-    None."""
+    """The usable cores of a row's machine: its 'cores' (an int), else the count its 'cpu' line names
+    ('Intel Xeon x16' -> 16), else None."""
     machine = machine or {}
     if isinstance(machine.get("cores"), int) and not isinstance(machine.get("cores"), bool):
         return machine["cores"]
@@ -196,12 +160,8 @@ def flatten(headline: dict, prefix: str = "") -> dict:
 
 
 def load_results(folders, label: str) -> dict:
-    """Read result folders written by the runner; returns {'notebooks': {name: row}, 'modes', 'machine', 'environment', 'folders'}.
-
-    A row is the summary.json row (status, error, seconds) with 'headline' and 'skipped' from the
-    notebook's `<stem>.json` when that file exists. Several folders are merged, the last one winning.
-    Raises NightlyError naming the file for a missing folder or malformed JSON.
-    """
+    """Read and merge (last wins) result folders written by the runner; returns {'notebooks': {name: row}, 'modes',
+    'machine', 'environment', 'folders'}. Raises NightlyError naming the file for a missing folder or bad JSON."""
     merged = {"notebooks": {}, "modes": set(), "machine": {}, "environment": None, "folders": []}
     for folder in map(Path, folders):
         if not folder.is_dir():
@@ -271,9 +231,7 @@ MEDIA_CHANGE = "generated media"  # the name a change of `media.MEDIA_VERSION` g
 
 def media_change(base: int | None, now: int | None) -> dict:
     """{'generated media': 'old -> new'} where the run's clips were encoded otherwise than the baseline's
-    (`media.MEDIA_VERSION`, stamped by the runner since version 4: a baseline without it is older), else {}.
-    Version 4 held the realistic clips to their bitrate: the 1080p H.264 clip went from 9.7 to 8.1 Mbit/s,
-    the HEVC ones from 3.0 to 3.5, so their rates moved with no change in any library."""
+    (`media.MEDIA_VERSION`; a baseline without it is 'before 4'), else {}."""
     if now is None or base == now:
         return {}
     return {MEDIA_CHANGE: f"{base if base is not None else 'before 4'} -> {now}"}
@@ -312,9 +270,8 @@ def library_changes(base: dict | None, now: dict | None) -> dict:
 
 
 def changes_behind(changes: dict, notebook: str, metric: str, *values) -> list[str]:
-    """The library changes to name beside a regression: those of the libraries its notebook, metric name or
-    values mention (pyav, dali, ...), else every change (any of them may explain it); as 'av 19.0.2 -> 18.1.0'.
-    A change of the generated media is named whatever the regression (it moves every library's rates)."""
+    """The library changes to name beside a regression, as 'av 19.0.2 -> 18.1.0': those its notebook, metric or values
+    mention, else all; a change of the generated media is always named."""
     text = " ".join(map(str, (notebook, metric, *values))).lower()
     named = [k for k in changes if any(w in text for w in LIBRARY_WORDS.get(k, (k.lower(),)))]
     if named and MEDIA_CHANGE in changes and MEDIA_CHANGE not in named:
@@ -371,7 +328,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         for k, v in row_changes.items():
             seen_changes.setdefault(k, set()).add(v)
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
-        # (the light 1.7 Mbit/s one against the realistic 8 Mbit/s one) is not judged against it
+        # is not judged against it
         heads = [((h or {}).get("headline") or {}) for h in (b, r)]
         if r is None:
             entry["status"] = "not run"
@@ -530,16 +487,9 @@ def _merge_summary(output: Path, before: dict | None) -> None:
 
 
 def adopt(part: Path, reference: Path | None = None) -> dict[str, list[str]]:
-    """Make a part's run (a `--part` output folder, e.g. one `benchmarks/h200/wait_part.sh` brought back) the
-    reference for its notebooks: each notebook's files in `part` (those named NN_..., its executed copy, JSON,
-    figures and tables) replace the reference's files of that notebook number, and the reference's summary keeps
-    its other rows, each with the machine, date and commit it ran on (issue 31: the H200 reference, rebuilt one
-    part at a time). The mode must match. A run lost before its end (its summary lists the notebooks
-    `unfinished`) gives the rows of those it finished, and only those are adopted; a notebook that failed is not
-    adopted either (the reference keeps its earlier copy: a failed copy is no reference). Returns the notebooks
-    `adopted`, those that `failed` and those left `unfinished`. `reference`: by default the folder named for the
-    part's GPU (`results.machine_reference`: results/h100 for an H100), made where it is the first run there; a
-    reference is never a mix of machines, so a part from another GPU than the reference's is refused."""
+    """Make a `--part` run's passed notebooks the reference's copies of those notebooks (default: the folder for the
+    part's GPU, `results.machine_reference`), keeping the reference's other rows; refuses another GPU or mode.
+    Returns {'adopted', 'failed', 'unfinished', 'reference'}."""
     after = _read_json(part / "summary.json")
     gpu = (after.get("machine") or {}).get("gpu")
     if reference is None:
@@ -578,11 +528,8 @@ def adopt(part: Path, reference: Path | None = None) -> dict[str, list[str]]:
     }
 
 
-# The full run in parts, each meant to take under 20 minutes of notebook time on one H200, run one after another
-# into the same folder: a part's notebooks may read an earlier part's output (22 reads 20 and 21), and the
-# folder's summary keeps every part's rows, each stamped with its machine, date and commit (a part run on another
-# machine, in another session, reads the earlier parts' output copied into that folder first: `benchmarks/h200/
-# part.sh` with PARTS_FROM). Each part's time on the reference machine: results/h200/README.md.
+# The full run in parts, run one after another into the same folder: a part's notebooks may read an earlier
+# part's output (22 reads 20 and 21), and the folder's summary keeps every part's rows.
 PARTS = {
     "1": ("00*", "01*", "1*"),
     "2": ("20*",),

@@ -1,13 +1,7 @@
 """How long the notebooks are to read: `python -m playbook_utils.tools.notebook_stats [notebooks/*.ipynb]`.
 
-Prints one row per notebook (code cells, code lines, the longest cell, cells over 25 and over 30
-lines, markdown words, functions and classes it defines), the totals, the names defined in more
-than one notebook, and whether the whole set keeps within the reading limits below.
-
-Counting rules, the same everywhere: a code line is a non-blank line of a code cell (comments
-count: a reader reads them); a markdown word is a whitespace-separated token of a markdown cell; a
-definition is a `def`, `async def` or `class` at any depth, or a name bound to a `lambda`.
-IPython magics (`%...`, `!...`) are skipped when parsing for definitions.
+Prints one row per notebook (code cells and lines, longest cell, markdown words, definitions), the totals, names
+defined in more than one notebook, and whether the set keeps within the reading limits below.
 """
 
 from __future__ import annotations
@@ -91,10 +85,8 @@ _SHOWS_FIGURE = re.compile(r"savefig\(|\b(nb|kit)\.show\(")
 
 
 def output_problems(path) -> list[str]:
-    """What an executed notebook shows that a reader should not see, one line per problem: a traceback (an
-    error output), raw stderr, a warning line in printed output (`WARNING_LINE`), or a cell that saves or
-    shows a figure (`savefig(`, `nb.show(`, `kit.show(`) without an inline image and without a SKIPPED
-    line that says why. Used by the notebook tests on every executed smoke copy."""
+    """What an executed notebook shows that a reader should not see, one line per problem: a traceback, raw stderr,
+    a warning line, or a figure saved or shown without an inline image or a SKIPPED line. Used by the notebook tests."""
     nb = json.loads(Path(path).read_text())
     problems = []
     for k, cell in enumerate(nb.get("cells", [])):

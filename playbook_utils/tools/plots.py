@@ -101,13 +101,9 @@ def grouped_bars(
     per_category: dict | None = None,
     not_results: dict | None = None,
 ):
-    """Bars of `values` ({series label: one value per category, None for none}) side by side per category;
-    `reference` ({label: value}) draws a dashed horizontal line across the axes for each (a ceiling, a baseline),
-    `per_category` ({label: one value per category, None for none}) a line over each category's bars only
-    (a ceiling of each clip), dashed for the first label, dotted for the second, and `not_results` ({series label: one bool per category}) hatches the bars that are
-    measured but no result (above a saturated ceiling), named in the legend. The legend sits outside the axes;
-    `log` puts the values on a log scale (rates that differ by orders of magnitude, such as every frame against K
-    frames, or one caller against the ceiling). Returns the figure (notebooks 20, 21)."""
+    """Bars of `values` ({series label: one value per category, None for none}) side by side per category, with
+    optional `reference` lines, `per_category` ceilings and hatched `not_results`; `log` for a log scale.
+    Returns the figure (notebooks 20, 21)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -119,7 +115,7 @@ def grouped_bars(
     for k, (label, vals) in enumerate(values.items()):
         xs = np.arange(len(categories)) + k * width
         bars = ax.bar(xs, [v or 0 for v in vals], width, label=label)
-        if labelled:  # on a log scale a bar's height does not read as its value: 2.9x looked like 1.4x
+        if labelled:  # on a log scale a bar's height does not read as its value
             ax.bar_label(bars, [_short(v) if v else "" for v in vals], fontsize=6, padding=1)
         bad = [(x, v) for x, v, no in zip(xs, vals, (not_results or {}).get(label) or []) if no and v]
         if bad:  # hatched over the bar, so that the legend keeps the series' plain colour
@@ -139,8 +135,8 @@ def grouped_bars(
     ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, categories, fontsize=8)
     if log:
         ax.set_yscale("log")
-        # bars start at the power of ten below the smallest value: from matplotlib's own bottom, just under it, a
-        # bar of 628 looked a tenth of one of 992 (20's smoke figure)
+        # bars start at the power of ten below the smallest value: from matplotlib's own bottom, just under it,
+        # small differences look huge
         lowest = min((v for vals in values.values() for v in vals if v and v > 0), default=None)
         if lowest:
             ax.set_ylim(bottom=10 ** math.floor(math.log10(lowest) - 1e-9))
@@ -152,10 +148,8 @@ def grouped_bars(
 
 
 def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | None = None, ylim=None):
-    """One line with markers per entry of `series` ({label: (xs, ys)}); `reference` ({label: (xs, ys)})
-    draws dashed lines (perfect scaling, a ceiling), each in the colour of the series whose label its own ends
-    with ('perfect scaling, torchcodec on cpu'), else grey. The legend sits outside the axes. Returns the figure
-    (notebooks 20, 21)."""
+    """One line with markers per entry of `series` ({label: (xs, ys)}); `reference` ({label: (xs, ys)}) draws dashed
+    lines in the colour of the series whose label theirs ends with. Returns the figure (notebooks 20, 21)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
@@ -180,9 +174,8 @@ def lines(series: dict, xlabel: str, ylabel: str, title: str, reference: dict | 
 
 
 def soak_curves(soaks: dict, title: str, min_calls: int):
-    """Growth of resident memory since each backend's warm-up ended, against the `read_frames` calls made since,
-    one line per backend of {label: `faults.soak` result}, labelled with its fitted growth per call (and, under
-    `min_calls` calls, that the slope is no leak rate). Returns the figure (notebook 23)."""
+    """Resident-memory growth against `read_frames` calls since warm-up, one line per backend of {label: `faults.soak`
+    result}, labelled with its growth per call. Returns the figure (notebook 23)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
@@ -201,7 +194,7 @@ def soak_curves(soaks: dict, title: str, min_calls: int):
         most = max([most, *calls])
         ax.plot(calls, [p["rss_mb"] - base["rss_mb"] for p in after], label=label)
     ax.axhline(0, color="gray", lw=0.8)
-    log = most > 1000  # a log scale past 100 calls only where there are many more (smoke mode's 150: linear)
+    log = most > 1000  # a log scale only where there are many calls
     ax.set_xlabel("read_frames calls after the warm-up" + (" (log scale past 100)" if log else ""))
     if log:
         ax.set_xscale("symlog", linthresh=100)

@@ -1,13 +1,7 @@
-"""Whether a folder of executed notebooks is a reference of today's code: `python -m playbook_utils.tools.reference_audit
-[FOLDER] [--pattern GLOB]` (default results/h200, every notebook).
+"""Whether a folder of executed notebooks (default: the newest GPU reference) is a reference of today's code.
 
-One line per notebook of notebooks/: its row in the folder's summary.json (status, seconds, date, the commit it
-ran at), whether its executed copy holds the code cells of today's notebook (the parameters papermill injected
-left out), how many files of the package and of the notebook changed since that commit (git), and what a reader
-should not see in it (`notebook_stats.output_problems`: tracebacks, stderr, warning lines, a figure made but not
-shown), and the media version of the generated clips it read (the runner's stamp, since version 4). A notebook
-is current when it passed, carries its commit, holds today's code cells, read today's media and shows no problem;
-the exit status is 0 when every one is, 1 otherwise. What issue 31 asks of results/h200, checked rather than read.
+`python -m playbook_utils.tools.reference_audit [FOLDER] [--pattern GLOB]` prints one line per notebook; exit 0
+when every one is current (passed, today's code cells and media, no problem shown), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -53,11 +47,8 @@ def changed_since(commit: str | None, paths, root=ROOT) -> int | None:
 
 
 def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> list[dict]:
-    """A row per notebook of `notebooks_dir` (default root/notebooks) whose name `pattern` matches (a glob, without
-    '.ipynb'): {'notebook', 'status', 'seconds', 'date',
-    'commit', 'copy' (whether the folder holds its executed copy), 'same_code', 'changed_since' (package and
-    notebook files changed since its commit, or None), 'media_version' (None: before 4), 'problems' (list),
-    'current'}."""
+    """A row per notebook of `notebooks_dir` (default root/notebooks) matching `pattern`: {'notebook', 'status',
+    'seconds', 'date', 'commit', 'copy', 'same_code', 'changed_since', 'media_version', 'problems', 'current'}."""
     folder = Path(folder)
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else Path(root) / "notebooks"
     try:

@@ -122,9 +122,8 @@ class NotebookResults:
 
 
 def _sparse_times(n20: dict) -> dict:
-    """The times behind notebook 20's sparse speed-up, from its section 4 record ('sparse_strategies'): the
-    strategy's and decoding everything's seconds and spreads on the clip of the speed-up's GOP, and the exact
-    strategies tied with the quickest (`verdicts.rank`, as 20's sentence says it); {} where 20 recorded none."""
+    """The seconds and spreads behind notebook 20's sparse speed-up (its strategy and decoding everything) and the
+    strategies tied with the quickest, from its 'sparse_strategies' record; {} where 20 recorded none."""
     s = n20["sparse_speedup"]
     clip = next((v for v in (n20.get("sparse_strategies") or {}).values() if v.get("gop") == s.get("gop")), None)
     if not clip or s.get("strategy") not in clip or "decode everything" not in clip:
@@ -143,13 +142,8 @@ def _sparse_times(n20: dict) -> dict:
 
 
 def reference_numbers(folder) -> dict:
-    """The headline numbers of a full run, gathered from notebooks 20 and 21's JSON in `folder`.
-
-    {'nvdec_ceiling_fps': {codec: {clip: fps}}, 'best_loader': {codec: {loader, backend, fps,
-    fraction_of_ceiling}}, 'sparse_speedup': {...}, 'harness_overhead': {...}}; a key is left out
-    when the notebook that measures it did not run or could not measure it. Used by the runner's
-    summary.json (results/<gpu>/summary.json).
-    """
+    """The headline numbers of a full run from notebooks 20 and 21's JSON in `folder`: {'nvdec_ceiling_fps',
+    'best_loader', 'sparse_speedup', 'harness_overhead'}, a key left out where not measured. Used by summary.json."""
     folder = Path(folder)
 
     def load(stem):

@@ -1,24 +1,8 @@
-"""Run the playbook's notebooks headlessly through papermill: `python -m playbook_utils.tools.run_notebooks`.
+"""Run the playbook's notebooks headlessly through papermill (`make playbook`, the tests and nightly call this).
 
-    python -m playbook_utils.tools.run_notebooks --mode smoke --output playbook-output/smoke
-    python -m playbook_utils.tools.run_notebooks --mode full --pattern '0*' --device cuda
-    python -m playbook_utils.tools.run_notebooks --mode full --device cuda --lanes 2   # two GPUs, two at a time
-    python -m playbook_utils.tools.run_notebooks --pattern 22 --video-dir ~/videos --param WORKLOAD=sequential
+    python -m playbook_utils.tools.run_notebooks --mode smoke|full [--pattern '0*'] [--lanes 2] [--param KEY=VALUE]
 
-Each notebook gets its `parameters` cell overridden (SMOKE from --mode, DEVICE, VIDEO_DIR, OUTPUT_DIR from
---output, and any `--param KEY=VALUE`), is executed into the output folder, and its `<stem>.json` is read
-back for the summary. A `--param` value is read as a Python literal when it is one (50, 0.5, True, None,
-[1, 2], "text"), else as a string (sequential). A notebook whose parameters cell does not define KEY runs
-without it (one line says which); a KEY no selected notebook defines is an error.
-One failing notebook does not stop the rest; the exit status is 1 when any failed.
-`make playbook`, the tests and nightly validation all call this.
-
-With `--lanes N` the notebooks run N at a time, each in a child runner that sees one GPU and an equal
-share of the usable cores (so one lane's CPU figures do not share cores with another's); a free lane
-takes the ready notebook with the longest time in the baseline's summary first. Notebook metadata
-orders them: `"after": [stems]` waits for those notebooks (22 reads 20's and 21's tables), and
-`"whole_machine": true` runs alone once every lane is done, with every GPU and core (30 scales over
-GPUs). The full set takes about 50 minutes one after another on an H200; two lanes about half that.
+Writes the executed copies, each `<stem>.json` and summary.md/.json into `--output`; exit 1 when any failed.
 """
 
 from __future__ import annotations
@@ -121,9 +105,7 @@ def caller_path(path: str | None) -> str | None:
 
 def params_per_notebook(notebooks: list[Path], params: dict) -> tuple[dict, list[str]]:
     """({notebook name: the `params` its parameters cell defines}, one line per KEY some notebooks lack).
-
-    Papermill would inject a KEY the notebook does not define, where nothing reads it; the runner leaves it
-    out and says so. Raises ValueError when no notebook in `notebooks` defines a KEY (a misspelt name)."""
+    Raises ValueError when no notebook in `notebooks` defines a KEY (a misspelt name)."""
     defined = {p.name: set(notebook_parameters(p)) for p in notebooks}
     notes = []
     for key in params:
@@ -160,13 +142,8 @@ def select(notebook_dir, patterns: list[str] | None) -> list[Path]:
 
 
 def kernel_config(kernel_name: str = "python3", encrypt: bool = True):
-    """The kernel manager settings (a traitlets Config) each notebook's kernel starts with.
-
-    A kernel listens on TCP sockets by default, and ipykernel 7 warns on every start that they are not
-    encrypted. Where jupyter_client can provision CurveZMQ keys (its `transport_encryption` setting, pyzmq
-    built with Curve) and the kernelspec declares Curve support, the sockets are encrypted ('auto');
-    otherwise (or with `encrypt=False`) the kernel uses the ipc transport, Unix sockets with no network port.
-    """
+    """The kernel manager settings (a traitlets Config) each notebook's kernel starts with: CurveZMQ-encrypted TCP
+    sockets where supported (and `encrypt`), else the ipc transport (Unix sockets, no network port)."""
     import zmq
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
@@ -338,15 +315,9 @@ def earlier_rows(output: Path, notebooks) -> list[dict]:
 
 
 def set_aside(output: Path, notebooks: list[Path]) -> str | None:
-    """Before a run into a folder that holds one (a summary.json): move that run's summary (and its
-    constraints.txt, the library versions it ran with) and the files of
-    the notebooks about to run again (`NN_*` entries with their numbers, and their logs) into
-    `output/previous/`, replacing what an earlier run left there; return the line that says so (None when
-    there was no run). The files of other notebooks stay, since a notebook may read them (22 reads 20's).
-
-    Only what the runner wrote moves: raises ValueError, before anything moves, when `output` holds a summary.json
-    but no `MARKER` (a folder the runner did not make) or its previous/ has none; entries the folder held before
-    the runner's first run there (the marker's `theirs`) stay where they are."""
+    """Move the previous run in `output` (its summary, constraints.txt, and the files of the notebooks about to run
+    again) into `output/previous/`; return the line that says so, or None when there was no run. Raises ValueError,
+    before anything moves, for a folder the runner did not make (`MARKER`)."""
     summary = output / "summary.json"
     if not summary.exists():
         return None
@@ -416,9 +387,8 @@ def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dic
 
 
 def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
-    """({notebook name: seconds it took last time it passed}, where those times come from): the previous run of
-    the same mode in `output` when there is one, else the reference run of that mode (`reference_summary`); ({}, None) when neither can be read. A notebook that failed there has no
-    expected time."""
+    """({notebook name: seconds it last took when it passed}, their source): the previous run of `mode` in `output`,
+    else the reference run (`reference_summary`); ({}, None) when neither can be read."""
     for path in (Path(output) / "summary.json", reference_summary(mode)):
         try:
             doc = json.loads(path.read_text())
@@ -704,12 +674,8 @@ def write_summary(
     unfinished: list[str] | None = None,
     earlier: list[dict] | None = None,
 ) -> Path:
-    """Write summary.md and summary.json into `output`; return the markdown path. `unfinished`: the notebooks
-    still to run when a run of one notebook at a time (not `--lanes`) writes its summary after each notebook (a
-    GPU machine has been lost mid-run, and the
-    notebooks it finished are then kept: `nightly --adopt` takes their rows); the run's last write has none.
-    `earlier`: with it, the rows of the earlier runs in this folder that this run does not redo (`earlier_rows`),
-    kept apart, so that a run lost mid-way and run again still has them to merge (`nightly`)."""
+    """Write summary.md and summary.json into `output`; return the markdown path. `unfinished`: notebooks still to run
+    when written mid-run; `earlier`: the rows of earlier runs in this folder that this run does not redo."""
     doc = {"mode": mode, "machine": machine, **reference_numbers(output), "notebooks": rows}
     if unfinished:
         doc["unfinished"] = list(unfinished)

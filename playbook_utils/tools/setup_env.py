@@ -1,24 +1,8 @@
-"""Set up this Python environment for the playbook: `python -m playbook_utils.tools.setup_env`.
+"""Set up this Python environment for the playbook: `python -m playbook_utils.tools.setup_env` (`make setup`).
 
-Standard library only, so it runs before anything is installed. It
-  * installs within the constraints file of the current baseline: the library versions the reference
-    results were measured with (results/h200/constraints.txt on a GPU machine, results/cpu-2core/ on a
-    CPU-only one; --constraints FILE for another, --no-constraints for the newest releases), and says
-    so, and says which package it installs outside them (a TorchCodec that must match your torch);
-  * never installs, reinstalls or upgrades torch when torch is already importable (the NGC
-    container's build stays). Where there is none it installs $TORCH_SPEC, else the constraints
-    file's torch; on a machine without an NVIDIA driver the CPU-only build, from
-    $TORCH_INDEX_URL (default https://download.pytorch.org/whl/cpu), without the CUDA libraries;
-  * picks the TorchCodec release that matches the installed torch, and the DALI wheel that
-    matches torch's CUDA major (no CUDA: cuda120);
-  * on a CPU-only machine (no NVIDIA driver, torch not a CUDA build) leaves out what cannot run
-    there, one line each: PyNvVideoCodec, and DALI's GPU image codecs (DALI itself stays, for its
-    CPU video decoder, which reads VP9 only);
-  * installs FFmpeg's shared libraries with apt-get when they are missing and we are root, showing
-    the command and its output, otherwise prints the exact command (--no-apt: print it in any case);
-  * reports a failed install with pip's own reason;
-  * installs the project itself in editable mode;
-  * prints nothing when there is nothing left to do.
+Standard library only. Installs what is missing within the baseline's constraints file (--constraints FILE,
+--no-constraints), never replaces an importable torch, picks the TorchCodec and DALI that match it, installs or
+prints the apt-get command for missing FFmpeg libraries, and installs the project in editable mode.
 """
 
 from __future__ import annotations
@@ -149,9 +133,8 @@ def _release(version: str) -> str:
 
 
 def constraint_lines(versions: dict) -> list[str]:
-    """Constraint lines ('av==19.0.2') for library versions keyed by import name, as environment stamps write
-    them ({'torch': '2.11.0+cu130', 'nvidia.dali': '2.4.0', ...}, values may be {'version': ...}). Build labels
-    (+cu130) are dropped, since pip's '==2.11.0' takes any build of it; DALI is named by torch's CUDA major."""
+    """Constraint lines ('av==19.0.2') for library versions keyed by import name, as environment stamps write them;
+    build labels (+cu130) are dropped, and DALI is named by torch's CUDA major."""
     flat = {k: (v.get("version") if isinstance(v, dict) else v) for k, v in versions.items()}
     label = (flat.get("torch") or "").partition("+")[2]
     cuda = f"{label[2:-1]}.{label[-1]}" if re.fullmatch(r"cu\d{3,}", label) else None
@@ -515,9 +498,8 @@ def _installed(distribution: str) -> bool:
 
 
 def install_alternative(spec: str, prefix=None) -> Path | None:
-    """The decord build not installed in the environment (`spec`), put into <venv>/decord-alt/<name> with pip's
-    --target, where notebook 11 runs it in child processes beside the other (`decoders.decord.alternative`); once,
-    silently when already there. The folder, or None where pip could not install it (it says why)."""
+    """Install the decord build `spec` into <venv>/decord-alt/<name> (pip --target) for notebook 11's child processes
+    (`decoders.decord.alternative`), once; returns the folder, or None where pip could not (it says why)."""
     name = _requirement(spec).name
     target = Path(prefix or sys.prefix) / "decord-alt" / name
     if any(target.glob(f"{name.replace('-', '_')}-*.dist-info")):
