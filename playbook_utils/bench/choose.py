@@ -203,40 +203,13 @@ def _sampled_k(nb21: dict, workload: str) -> int | None:
     return k if k and workload == f"uniform{k}" else None
 
 
-def not_measured(nb21: dict, workload: str) -> str | None:
-    """A line naming the CPU libraries notebook 21's worker sweep left unmeasured for `workload`, which
-    `loader_candidates` cannot rank; None where none were left or the workload is not its 'uniformK'."""
-    measured = {x["backend"] for x in nb21.get("sweep", [])}
+def unmeasured(nb21: dict, workload: str) -> list[str]:
+    """The CPU libraries notebook 21's worker sweep left unmeasured for `workload` (its time budget spent first),
+    which `loader_candidates` cannot rank. Notebook 22."""
     if not _sampled_k(nb21, workload):
-        return None
-    left = sorted({u["backend"] for u in nb21.get("unmeasured", [])} - measured)
-    if not left:
-        return None
-    gpu = sorted({g["backend"] for g in nb21.get("gpu_sampled", [])})
-    who = "the short run's" if nb21.get("short") else "notebook 21's"
-    on_gpu = (
-        f"; on the GPU only {' and '.join(gpu)} {'are' if len(gpu) > 1 else 'is'} measured as a whole loader (a "
-        "GpuLoader of sampled frames)"
-        if gpu
-        else ""
-    )
-    return (
-        f"not ranked here: {' and '.join(left)} on the CPU, which {who} worker sweep did not measure (its time "
-        f"budget was spent first){on_gpu}; section 3's one-caller table shows how the others compare there"
-    )
-
-
-def one_thread_count(nb21: dict, workload: str) -> str | None:
-    """A line saying that the GPU loaders of K sampled frames were measured at one thread count only (21 in smoke
-    mode, and 22's short run, take 4), so a rate there is no loader's best; None where they were measured at
-    several, or at none."""
-    counts = sorted({g["threads"] for g in nb21.get("gpu_sampled", [])})
-    if not _sampled_k(nb21, workload) or len(counts) != 1:
-        return None
-    return (
-        f"the GPU loaders were measured with {counts[0]} decoding threads only: more threads may deliver more "
-        "(notebook 21 in full mode measures several)"
-    )
+        return []
+    measured = {x["backend"] for x in nb21.get("sweep", [])}
+    return sorted({u["backend"] for u in nb21.get("unmeasured", [])} - measured)
 
 
 def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[dict]:
@@ -299,66 +272,13 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     return [c for c in out if c["device"] in devices]
 
 
-def _tied(v: dict) -> set:
-    """The labels a verdict (`Verdict.as_dict`) has tied for first: the best, the runner-up and any also tied; none
-    where it is not tied."""
-    return {v["best"], v["runner_up"], *(t[0] for t in v.get("also_tied") or ())} if v.get("tied") else set()
-
-
-def against_tree(
-    rec: dict | None, tree: dict, group: tuple | None, workload: str, codecs: list | None = None
-) -> str | None:
-    """The line setting the recommendation beside `decision_tree`'s leaf for the same case: agreement, a tie, or
-    by how much each ranking put its winner ahead. None without a recommendation or group, or when it came from the
-    tree. Notebook 22."""
-    if rec is None or group is None or rec.get("source", "").startswith("one caller"):
+def tree_leaf(rec: dict | None, tree: dict, group: tuple | None, workload: str) -> dict | None:
+    """`decision_tree`'s leaf for the recommendation's case (its device, the main group's codec and GOP,
+    `workload`), or None. Notebook 22 sets it beside the whole loaders' ranking."""
+    if rec is None or group is None:
         return None
     device = "cuda" if str(rec["device"]).startswith("cuda") else "cpu"
-    where = f"{group[0]}, {group[2]}, {workload}, on {'the CPU' if device == 'cpu' else 'the GPU'}"
-    leaf = tree.get((device, group[0], group[2], workload))
-    if leaf is None:
-        return f"the tree above has no leaf for {where}: the whole loaders alone decide"
-    tied = _tied(leaf)
-    if leaf["best"] == rec["backend"]:
-        also = f", tied with {leaf['runner_up']}" if leaf["tied"] else ""
-        return f"the tree above agrees: for {where}, {rec['backend']} leads one caller too{also}"
-    if rec["backend"] in tied:
-        return f"the tree above agrees: for {where}, it has {rec['backend']} tied with {leaf['best']} for one caller"
-    v, mine = rec["verdict"], f"{rec['backend']} on {rec['device']}"
-    one_caller = (
-        f"the tree above puts {leaf['best']} first for {where}, one caller ({leaf['margin_pct']:.0f}% ahead, spread "
-        f"{leaf['spread_pct'] or 0:.0f}%)"
-    )
-    why = (
-        "The whole loaders decide: they are what training runs (workers sharing the cores, batches handed over "
-        f"between processes), which one caller's rate leaves out ({rec.get('source', 'notebook 21')})"
-    )
-    if codecs and set(codecs) != {group[0]}:
-        why += (
-            f"; they read {' and '.join(codecs)} files, this leaf {group[0]} files only, so the two rankings differ "
-            "in their files as well"
-        )
-    if f"{leaf['best']} on {rec['device']}" in _tied(v):
-        return f"{one_caller}; as whole loaders it is tied with {rec['backend']}, which the tie rule took. {why}"
-    other = v["runner_up"] if v["best"] == mine else v["best"]
-    return f"{one_caller}; as whole loaders, {rec['backend']} comes out {v['margin_pct']:.0f}% ahead of {other}. {why}"
-
-
-def step_bound(candidates: list[dict]) -> str | None:
-    """A line saying which CPU candidates waited for data less than half of notebook 21's simulated step, so
-    their rates rank how well they keep the step fed, not decoding speed; None otherwise."""
-    fed = [c for c in candidates if c.get("wait_fraction") is not None and c["wait_fraction"] < 0.5]
-    if not fed:
-        return None
-    step = fed[0]["step_s"]
-    waits = sorted(100 * c["wait_fraction"] for c in fed)
-    span = f"{waits[0]:.0f}%" if len(waits) == 1 else f"{waits[0]:.0f}-{waits[-1]:.0f}%"
-    return (
-        f"the CPU rates were taken at notebook 21's simulated {1e3 * step:.0f} ms training step, and "
-        f"{', '.join(c['backend'] for c in fed)} waited for data only {span} of the time: most of each step's time "
-        "was the step's own, so these rates rank how long each made the step wait, not how fast each decodes flat "
-        "out (21's flat-out line measures that for its best)"
-    )
+    return tree.get((device, group[0], group[2], workload))
 
 
 def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
@@ -544,3 +464,31 @@ def route_call(rec: dict | None) -> str | None:
     if route is None or "backend=" not in rec["how"]:
         return None
     return re.sub(r"backend='[^']+'", f"backend={route!r}", rec["how"], count=1)
+
+
+def candidates_for(out, video_dir, videos: dict, workload: str, group, devices, device, ok, clip_info, short_run=True,
+                   log=print) -> dict:  # fmt: skip
+    """Notebook 22's candidates for `workload`: notebook 21's whole loaders where it measured these files into `out`,
+    else a short run of them here (`short_run`, a 'uniformK' workload), else the one-caller table `ok`. Returns
+    {'candidates', 'source', 'when' (21's run date, where its loaders are used), 'nb21' (the record read or made)}."""
+    path = Path(out) / "21_training_loader_benchmarks.json"
+    nb21 = json.loads(path.read_text()) if path.exists() else {}
+    same = nb21.get("video_dir", "not recorded") == video_dir
+    if group and same and (found := loader_candidates(nb21, workload, group[0], devices)):
+        where = "these files" if video_dir else "the media set's realistic clips"
+        when = (nb21.get("environment") or {}).get("date_utc", "at a time not recorded")
+        return {"candidates": found, "source": f"notebook 21: whole loaders on {where}", "when": when, "nb21": nb21}
+    if nb21 and not same:
+        log("notebook 21 measured other files than these: its loaders are left out")
+    if group and short_run and workload.startswith("uniform"):
+        k = int(workload[len("uniform") :])
+        log(f"a short run of notebook 21's whole loaders here, K = {k} (21's smoke settings: indicative rates)")
+        nb21, same = (
+            loader_bench.short_whole_loaders(list(videos.values()), k, device, Path(out) / "22_epoch", ok),
+            True,
+        )
+        if found := loader_candidates(nb21, workload, group[0], devices):
+            source = "a short run of notebook 21's whole loaders here, on these files"
+            return {"candidates": found, "source": source, "when": None, "nb21": nb21}
+    found = one_caller_candidates(ok, clip_info, group, workload, devices, nb21 if same else None) if group else []
+    return {"candidates": found, "source": "the one-caller table of section 3", "when": None, "nb21": nb21}

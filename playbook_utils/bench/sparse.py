@@ -11,16 +11,6 @@ STRATEGIES = ("seek per frame", "decode everything", "sorted forward pass", "par
 EXACT = ("seek per frame", "sorted forward pass", "parallel GOPs")  # the strategies that return the frames asked for
 
 
-def gop_pass(targets, keyframes) -> tuple[int, int]:
-    """(frames decoded, GOPs entered) reading `targets` by seeking to each GOP that holds one and decoding to its
-    last target, `keyframes` the file's keyframe indices in order. Notebook 20."""
-    last: dict[int, int] = {}
-    for t in targets:
-        key = max(k for k in keyframes if k <= t)
-        last[key] = max(last.get(key, t), t)
-    return sum(t - k + 1 for k, t in last.items()), len(last)
-
-
 def frame_maps(path):
     """(pts of each frame index in presentation order, index of the keyframe at or before each frame)."""
     info = media.probe(path)  # one pass over the packets gives both

@@ -60,6 +60,7 @@ def cuda_sync(device: str):
 def other_names(path, folder, count: int = 4, library: str | None = None) -> list[str]:
     """`count` symbolic-link names of `path` in `folder`, each probed now (by `library` where given), so calls that
     rotate over them never reuse an adapter's cached decoder. Notebook 20."""
+    video_info(path, library)  # a missing or broken file is named as the caller gave it, not by a link
     names = []
     for k in range(count):
         link = Path(folder) / f"clip{k}{Path(path).suffix}"

@@ -9,10 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 from playbook_utils.bench.nvdec import SATURATED_PCT
-from playbook_utils.bench.sparse import STRATEGIES, gop_pass
+from playbook_utils.bench.sparse import STRATEGIES
 from playbook_utils.bench.verdicts import percent, rank
 from playbook_utils.media import bitrate_class, default_media_specs
-from playbook_utils.sampling import uniform
 
 BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
 
@@ -228,75 +227,6 @@ def processor_line(view: dict, height: int, width: int) -> str:
     )
 
 
-def training_step_lines(r: dict, loader: str, device: str, k: int | None = None) -> list[str]:
-    """The lines of `train_step.with_and_without_decoding`: the step and wait with the loader, the step on held
-    batches, decoding's cost against the spread, and peak GPU memory; `k` is named beside each rate. Notebook 21."""
-    live, held = r["with_loader"], r["held"]
-
-    def step(x):  # one decimal: the cost below is computed from these times, and reads from them
-        return (
-            f"median step {1e3 * x['step_s']:.1f} ms ± {percent(x['step_spread_pct'])}, {x['samples_per_s']:.1f} "
-            + (f"videos/s of {k} frames" if k else "videos/s")
-            + " over all the steps"
-        )
-
-    drawn, ahead = live.get("skipped_batches") or 0, live.get("lookahead_batches") or 0
-    warm = live.get("warmup_batches", drawn - ahead)
-    more = drawn - warm - ahead
-    clock = (
-        f"; its clock started after the first {drawn} batches: {warm} of warm-up, the {ahead} it had decoded ahead"
-        + (f" and {more} more until a step waited for it" if more > 0 else "")
-        if ahead
-        else ""
-    )
-    lines = [
-        f"with {loader} decoding beside it: {step(live)}, waiting for data {100 * live['wait_fraction']:.0f}% of "
-        f"the time (over {live['steps']} steps: a step waited {1e3 * live['wait_mean_s']:.1f} ms on average, the "
-        f"median one {1e3 * live['wait_s']:.1f} ms{clock})" + (f"; {live['why']}" if live.get("why") else ""),
-        f"the same batches decoded beforehand, held on {device}: {step(held)}",
-        f"decoding beside the step changes the step's own time by {r['step_cost_pct']:+.1f}%: "
-        + (
-            f"within the spread of {percent(r['spread_pct'])}, so no cost is measurable here"
-            if r["within_spread"]
-            else f"more than the spread of {percent(r['spread_pct'])}"
-            + (
-                ", but faster with the loader, which decoding cannot cause: the two runs differ by more than either's "
-                "spread (noise from one run to the next), so no cost of decoding is measurable here"
-                if r["step_cost_pct"] < 0
-                else ""
-            )
-        ),
-    ]
-    if live["peak_mem_mb"] is not None:
-        lines.append(
-            f"peak GPU memory of a step, above what was held before it: {live['peak_mem_mb']:,.0f} MB with the "
-            f"loader, {held['peak_mem_mb']:,.0f} MB on held batches; the model's input is {live['batch_mb']:.1f} MB "
-            f"a batch"
-            + (f" ({live['batch_videos']} videos as {live['batch_dtype']})" if live.get("batch_dtype") else "")
-        )
-    return lines
-
-
-def setting_takeaway(v, setting: str, cores: int, size: str, where: str) -> str:
-    """What to do about a decoder setting, from this run's `verdicts.rank` of it against the default (`v`, labels
-    starting with the setting's text): set it where it won; where it tied or lost, say so, and where it is known
-    to pay (`where`). Notebooks 10 and 12."""
-    won = v.best.startswith(setting)
-    if v.runner_up is None:
-        return f"{setting}: measured alone here, nothing to compare it with"
-    if v.tied:
-        return (
-            f"here ({cores} cores, {size} frames) {setting} bought nothing: tied with the default within the spread. "
-            f"It pays {where}; measure it on your frames and cores"
-        )
-    if won:
-        return f"here ({cores} cores, {size} frames) {setting} won by {v.margin_pct:.0f}%, more than the spread: set it"
-    return (
-        f"here ({cores} cores, {size} frames) {setting} LOST by {v.margin_pct:.0f}%, more than the spread: leave it "
-        f"at the default on frames like these. It pays {where}"
-    )
-
-
 def tied_with(v) -> str:
     """' (tied with X: either)' or ' (tied with X and Y: any of them)' after the name of a `verdicts.rank` winner
     that others are tied with by its rule; '' where none is. Notebook 24."""
@@ -306,51 +236,18 @@ def tied_with(v) -> str:
     return f" (tied with {' and '.join(others)}: {'either' if len(others) == 1 else 'any of them'})"
 
 
-def gop_lesson(short: dict, long: dict, k: int, short_info, long_info, seeks_each: bool | None = None) -> str:
-    """What K sampled frames cost on the long-GOP clip against the short-GOP one (two rate-table rows and their
-    `VideoInfo`s), and why; `seeks_each`: the recipe seeks to every sample (True), decodes forward (False), or unknown
-    (None). Notebooks 10-13."""
-    n = long_info.num_frames
-    # the keyframe interval: the median GOP but the last, which the clip's end cuts; the median, as a reader's file
-    # may have keyframes at scene cuts
+def gop_lesson(short: dict, long: dict, k: int, short_info, long_info) -> str:
+    """One line: K sampled frames on the long-GOP clip against the short-GOP one (two `rate_table` rows, the clips'
+    `VideoInfo`s), with a verdict against the spread: 'tied', 'N.Nx slower' or 'N.Nx faster'. Notebooks 10-13."""
+    # the keyframe interval: the median GOP but the last, which the clip's end cuts
     gops = [round(statistics.median(i.gop_lengths[:-1] or i.gop_lengths)) for i in (short_info, long_info)]
     v = rank([("long", long["fps"], long["spread_pct"]), ("short", short["fps"], short["spread_pct"])])
     ratio = short["fps"] / long["fps"]
     verdict = "tied" if v.tied else f"{ratio:.1f}x slower" if ratio > 1 else f"{1 / ratio:.1f}x faster"
-    said = (
+    return (
         f"K={k} on the long GOP (a keyframe every {gops[1]} frames): {long['fps']:,.0f} frames/s against "
-        f"{short['fps']:,.0f} on the short one (every {gops[0]}), spread {percent(v.spread_pct)}: {verdict}"
+        f"{short['fps']:,.0f} on the short one (every {gops[0]}): {verdict} (spread {percent(v.spread_pct)})"
     )
-    dense = n / k < gops[1]  # samples closer together than the long GOP's keyframes
-    if seeks_each and not (v.tied or ratio < 1):
-        return (
-            said
-            + ", as notebook 01 predicts: this recipe seeks to each sample, which decodes from the keyframe before it"
-        )
-    if seeks_each is False and dense:  # a forward decoder reads nearly every frame either way
-        said += (
-            f". This library decodes forward from one sample to the next inside a GOP rather than seeking to each, "
-            f"and {k} samples of {n} frames fall every {n / k:.0f} frames, closer than the long GOP's keyframes: "
-            "nearly every frame is decoded either way"
-        )
-        if v.tied or ratio < 1:
-            return (
-                said
-                + (
-                    ""
-                    if v.tied
-                    else " (what made the long GOP faster, fewer keyframes or fewer seeks, is not measured here)"
-                )
-                + ". The GOP's length costs where samples fall further apart than keyframes (long videos: notebook 20's "
-                "sparse section), or with a recipe that seeks to each (notebook 10's)"
-            )
-        return (
-            said + ", so notebook 01's lesson does not explain this; what does (a seek to each sample on this path, a "
-            "decoder's cost per GOP) is not measured here"
-        )
-    if v.tied or ratio < 1:
-        return said + ", which notebook 01's lesson (each sample decodes from the keyframe before it) does not predict"
-    return said + ", as notebook 01 predicts"
 
 
 def storage_line(folder, storage: dict) -> str:
@@ -363,33 +260,21 @@ def storage_line(folder, storage: dict) -> str:
 
 
 def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict | None, video_dir=None) -> str:
-    """Notebook 30: one rank's rate beside notebook 21's one-GPU loader (`nb21`, its JSON), naming what differs
-    between the two; a ratio only where nothing does."""
-    here = f"one rank here: {backend} x{threads} threads, {fps:,.0f} frames/s of K={k} sampled frames a video"
+    """Notebook 30: one rank's rate as a table beside one GPU's loader alone in notebook 21's section 4 (`nb21`, its
+    JSON, where 21 ran into the same output folder), with the library, K, threads and files of each."""
+    head = f"{'':28s} {'library':14s} {'K':>3s} {'threads':>7s} {'frames/s':>9s}  files"
+    lines = [head, f"{'one rank here':28s} {backend:14s} {k:3d} {threads:7d} {fps:9,.0f}  {video_dir or 'H.264 clips'}"]
     rows = (nb21 or {}).get("gpu_sampled") or []
-    if not rows:
-        why = "did not run into this folder" if nb21 is None else "measured no loader on the GPU (its section 4)"
-        return f"{here}; notebook 21 {why}, so nothing on this machine sets it against one GPU's loader alone"
-    r = max([r for r in rows if r["backend"] == backend] or rows, key=lambda r: r["frames_per_s"])
-    spread = f" ± {percent(r['frames_per_s_spread_pct'])}" if r.get("frames_per_s_spread_pct") is not None else ""
-    theirs = nb21.get("video_dir")
-    same_files = bool(video_dir and theirs) and os.path.realpath(theirs) == os.path.realpath(video_dir)
-    differs = [f"library ({r['backend']})"] if r["backend"] != backend else []
-    differs += [f"K ({nb21.get('k')})"] if nb21.get("k") != k else []
-    differs += [f"threads ({r['threads']})"] if r["threads"] != threads else []
-    if not same_files:
-        differs.append(
-            f"files (21: {theirs or 'the realistic H.264 and HEVC clips'}; here: {video_dir or 'the H.264 clips'})"
+    if rows:
+        r = max([r for r in rows if r["backend"] == backend] or rows, key=lambda r: r["frames_per_s"])
+        files = nb21.get("video_dir") or "realistic H.264 and HEVC clips"
+        lines.append(
+            f"{'notebook 21, one GPU alone':28s} {r['backend']:14s} {nb21.get('k') or 0:3d} {r['threads']:7d} "
+            f"{r['frames_per_s']:9,.0f}  {files}"
         )
-    return (
-        f"{here}; notebook 21's section 4, one loader alone on this GPU: {r['loader']}, {r['frames_per_s']:,.0f} "
-        f"frames/s{spread}"
-        + (
-            f"; it differs in {', '.join(differs)}, so read the two side by side, not as a ratio"
-            if differs
-            else f", the same work: this rank delivers {100 * fps / r['frames_per_s']:.0f}% of it"
-        )
-    )
+    else:
+        lines.append("notebook 21 measured no GPU loader into this folder: nothing to set beside it")
+    return "\n".join(lines)
 
 
 MATRIX_OF = {"pynvvideocodec": "notebook 13", "pyav_hwaccel": "notebook 10 (section 6)"}  # where each one's matrix is
@@ -416,7 +301,7 @@ def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
 
 def gpu_slower_lines(table: list[dict]) -> list[str]:
     """The rows of a library notebook's rate table (`kit.Notebook.rate_table`) where the GPU read slower than the
-    CPU beyond the spread, each with what a single caller measures."""
+    CPU on the same workload and clip, beyond the spread: one line each. Notebooks 10-15."""
     cpu = {(r["workload"], r["clip"]): r for r in table if r["device"] == "cpu" and r["fps"]}
     lines = []
     for r in table:
@@ -426,34 +311,10 @@ def gpu_slower_lines(table: list[dict]) -> list[str]:
         v = rank([("gpu", r["fps"], r["spread_pct"]), ("cpu", c["fps"], c["spread_pct"])])
         if v.best == "cpu" and not v.tied:
             lines.append(
-                f"{r['workload']} on {r['clip']}: the GPU {r['fps']:,.0f} frames/s against the CPU's {c['fps']:,.0f}, "
-                f"beyond the spread of {percent(v.spread_pct)}. Each call here opens one decoder for one file: its "
-                "time includes opening it and copying the frames out (and, for PyAV's hwaccel, each frame's trip "
-                "through host memory), which this table does not separate from decoding; what NVDEC delivers with "
-                "many decoders at once is measured in notebooks 20 and 21"
+                f"{r['workload']} on {r['clip']}: the GPU {r['fps']:,.0f} frames/s, the CPU {c['fps']:,.0f}, beyond the "
+                f"spread of {percent(v.spread_pct)}: one call opens one decoder (many at once: notebooks 20, 21)"
             )
     return lines
-
-
-def clash_line(outcomes: dict[str, bool]) -> str:
-    """What to do about two libraries that load their own FFmpeg into one process, from `outcomes` ({import order:
-    every decode worked}). Notebook 12."""
-    failed = [o for o, ok in outcomes.items() if not ok]
-    apart = "keep them apart: one library per DataLoader worker, or `read_frames_isolated` (a child process)"
-    if not outcomes:
-        return "no order was tried"
-    if not failed:
-        return (
-            f"every order tried worked here ({len(outcomes)}): the clash did not show with these builds; where the "
-            f"two must share a process, try it with yours, or {apart}"
-        )
-    if len(failed) == len(outcomes):
-        return f"every order tried failed here: {apart}"
-    return (
-        f"{' and '.join(failed)} failed here while {' and '.join(o for o in outcomes if o not in failed)} worked: the "
-        f"outcome follows which library loaded its FFmpeg first, which a training script's imports do not pin "
-        f"down (any module may import either first), so {apart}"
-    )
 
 
 def light_clip_note(info) -> str:
@@ -464,37 +325,3 @@ def light_clip_note(info) -> str:
     if where == "unknown":
         return f"{head}; no typical bitrate to set it against)"
     return f"{head}; its bitrate {where} filmed video's range at this size)"
-
-
-def sparse_speedup_line(speedups: list[dict], infos: dict, max_frames: int | None = None) -> str | None:
-    """Notebook 20's sentence on the speed-ups of asking for 16 frames against decoding every frame (`speedups`
-    rows, `infos`: {clip: VideoInfo}), naming where decoding everything was measurably quicker and why; None without
-    rows."""
-    if not speedups:
-        return None
-    lo, hi = min(s["speedup"] for s in speedups), max(s["speedup"] for s in speedups)
-    slower = [s for s in speedups if s["speedup"] * (1 + s["spread_pct"] / 100) < 1]
-    level = [s for s in speedups if s["speedup"] < 1 and s not in slower]
-    line = f"asking for 16 ran at {lo:.2f}x to {hi:.2f}x the speed of decoding every frame of these clips"
-    if max_frames and any(infos[s["clip"]].num_frames > max_frames for s in speedups):
-        line += f" (their first {max_frames} frames)"
-    if slower:
-        clip = min(s["clip"] for s in slower)
-        n = min(infos[clip].num_frames, max_frames or 10**9)
-        decoded, gops = gop_pass(uniform(n, 16), infos[clip].keyframes)
-        line += (
-            f"; below 1x by more than the two rates' spreads, decoding everything was the quicker way for {_on_clips(slower)}: "
-            f"in {clip} the 16 frames lie in {gops} GOPs, so asking still decodes {decoded} of the {n} frames, one "
-            "seek per GOP besides"
-        )
-    if level:
-        line += f"; below 1x within the spread, no saving and no loss: {_on_clips(level)}"
-    return line
-
-
-def _on_clips(rows: list[dict]) -> str:
-    """'decord on a.mp4; torchcodec on a.mp4, b.mp4': each backend of `rows` with its rows' clips, both sorted."""
-    clips: dict[str, list[str]] = {}
-    for r in rows:
-        clips.setdefault(r["backend"], []).append(r["clip"])
-    return "; ".join(f"{b} on {', '.join(sorted(clips[b]))}" for b in sorted(clips))

@@ -241,16 +241,15 @@ class Notebook:
             return self.infos[long if long_gop else short]
         return self.pick(codec, long_gop)
 
-    def gop_lesson(self, table: list[dict], short, long, k: int, seeks_each: bool | None = None) -> None:
-        """Print, for each device of a `rate_table`, what K sampled frames cost on the `long`-GOP clip against the
-        `short` one and why (`words.gop_lesson`, `seeks_each` as there), where both rows were measured. Notebooks
-        10-13."""
+    def gop_lesson(self, table: list[dict], short, long, k: int) -> None:
+        """Print, for each device of a `rate_table`, K sampled frames on the `long`-GOP clip against the `short` one
+        (`words.gop_lesson`), where both rows were measured. Notebooks 10-13."""
         if short is None or long is None or short.name == long.name:
             return
         for dev in dict.fromkeys(r["device"] for r in table):
             rows = {r["clip"]: r for r in table if r["device"] == dev and r["workload"] == f"sparse K={k}" and r["fps"]}
             if short.name in rows and long.name in rows:
-                print(f"{dev}: " + words.gop_lesson(rows[short.name], rows[long.name], k, short, long, seeks_each))
+                print(f"{dev}: " + words.gop_lesson(rows[short.name], rows[long.name], k, short, long))
 
     # ------------------------------------------------------------------ checks and skips
     def check(self, label: str, frames, wanted, record: bool = True) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from playbook_utils import child, media
 from playbook_utils.bench import anchor
+from tests.sentences import libraries, numbers
 
 CLI = {"fps": 100.0, "spread_pct": 2.0, "startup_s": 0.1, "startup_pct": 3.3, "version": "ffmpeg version 5.1"}
 
@@ -33,13 +34,21 @@ def test_verdicts_name_the_adapter_or_the_library_as_the_cause():
         CLI,
         touch_s=0.3,
     )
-    assert lines[0].startswith("fast: read_frames 95 frames/s, 95% of the command line") and "at the anchor" in lines[0]
-    assert "the adapter costs 48% of its library's rate" in lines[1]
-    assert "the library itself" in lines[2] and "making the clip's output array alone takes 4%" in lines[2]
+    assert [line.split(":")[0] for line in lines] == ["fast", "costly", "slow", "absent"]
+    # each: its rate, its % of the command line, its bare loop's %; at the anchor (95% >= 90%): nothing more
+    assert numbers(lines[0]) == ["95", "95", "97"]
+    # short of the 90% target, the adapter the cause: it costs 48% of its library's rate, beyond the 3.0% spread;
+    # the output array takes 100 * 0.3 s * 50 frames/s / 300 frames = 5% of read_frames' time
+    assert numbers(lines[1]) == ["50", "50", "96", str(anchor.TARGET_PCT), "48", "3.0", "5"]
+    # short, the library the cause: its own loop within the spread of its adapter, so no adapter cost is named
+    assert numbers(lines[2]) == ["40", "40", "41", str(anchor.TARGET_PCT), "3.0", "4"]
     assert lines[3] == "absent: not measured: it does not import"
-    assert "no ffmpeg here" in anchor.verdicts({"fast": _rates(95.0, 97.0)}, None, None)[0]
-    short = anchor.verdicts({"fast": _rates(95.0, 97.0)}, {**CLI, "startup_pct": 60.0}, None)
-    assert "60% of its time starting" in short[0] and "no anchor" in short[0]
+    alone = anchor.verdicts({"fast": _rates(95.0, 97.0)}, None, None)  # no ffmpeg: against its bare loop only
+    assert len(alone) == 1 and numbers(alone[0]) == ["95", "98", "97", "3.0"] and "ffmpeg" in alone[0]
+    starting = {**CLI, "startup_pct": 60.0}  # a command line that spends 60% of its time starting is no anchor
+    short = anchor.verdicts({"fast": _rates(95.0, 97.0)}, starting, None)
+    assert not anchor.is_anchor(starting) and len(short) == 2 and numbers(short[0]) == ["60", "100"]
+    assert numbers(short[1]) == numbers(alone[0])  # the library against its own bare loop, as without ffmpeg
 
 
 @pytest.mark.media
@@ -101,9 +110,10 @@ def test_a_command_line_that_is_no_anchor_is_not_used_as_one():
         "spdl": {"status": "ok", "adapter_fps": 3776, "bare_fps": 4665, "adapter_spread_pct": 5, "bare_spread_pct": 5, "frames": 96},
     }  # fmt: skip
     lines = anchor.verdicts(rates, {"fps": 899, "startup_pct": 89, "startup_s": 0.096}, 0.0)
-    assert "no anchor" in lines[0] and not any("at the anchor" in x or "of the command line" in x for x in lines)
-    assert lines[1].endswith("no adapter cost measurable within the 30% spread")
-    assert lines[2].endswith("-19% against it, more than the 5.0% spread")
+    # 89% of its time starting: no anchor; each library against its own bare loop, none against the command line's 899
+    assert len(lines) == 3 and numbers(lines[0]) == ["89", "96"] and not any("899" in x for x in lines)
+    assert numbers(lines[1]) == ["2125", "120", "1771", "30"]  # +20% within the 30% spread: no cost named
+    assert numbers(lines[2]) == ["3776", "81", "4665", "19", "5.0"] and "-19%" in lines[2]  # beyond the 5.0% spread
 
 
 @pytest.mark.parametrize(
@@ -137,16 +147,21 @@ def test_the_harness_cost_of_every_library_says_when_it_is_not_one_number():
     costs, line = anchor.harness_costs(bare, rows, "a.mp4")
     assert sorted(costs) == ["pyav", "torchcodec"]
     assert costs["pyav"]["overhead_pct"] == pytest.approx(100 * (2212 / 1670 - 1))
-    assert line.startswith("each library's row against its own bare loop: pyav +32%, torchcodec -11%: 43 points apart")
-    assert "not one number here" in line and "smaller than about 43%" in line
+    # each cost, largest first; 43 points apart, more than the two widest spreads (8.7% + 20%): a gap between two
+    # rows smaller than 43% says nothing
+    assert libraries(line) == ["pyav", "torchcodec"] and "+32%" in line and "-11%" in line
+    assert numbers(line) == ["32", "11", "43", "29", "43"] and anchor.costs_apart(costs) == pytest.approx(43, abs=0.5)
     # within the two widest spreads of one another: no library stands apart (whether or not each cost is noise)
     rows[1]["fps"] = 5682 / 1.30
-    assert anchor.harness_costs(bare, rows, "a.mp4")[1].endswith("of one another, no library's cost stands apart")
+    costs, line = anchor.harness_costs(bare, rows, "a.mp4")
+    assert anchor.costs_apart(costs) is None and numbers(line) == ["32", "30", "29"]  # the costs, the widest spreads
     # alike, but both rows faster than their bare loops beyond the spread: no cost is read (a reviewer's case)
     fast = {lib: {"status": "ok", "bare_fps": 1000, "bare_spread_pct": 2} for lib in ("pyav", "torchcodec")}
     fast_rows = [{**r, "fps": fps} for r, fps in zip(rows[:2], (1250, 1240))]
-    said = anchor.harness_costs(fast, fast_rows, "a.mp4")[1]
-    assert "stands apart" not in said and said.endswith("no cost is read") and "pyav and torchcodec read faster" in said
+    costs, said = anchor.harness_costs(fast, fast_rows, "a.mp4")
+    assert not any(anchor.harness_readable(c["overhead_pct"], c["spread_pct"]) for c in costs.values())
+    # the two costs (-19%, -20%) and the two libraries that read faster than their bare loops; no spread, no gap
+    assert numbers(said) == ["19", "20"] and libraries(said) == ["torchcodec", "pyav", "pyav", "torchcodec"]
     # one library measured both ways: no comparison
     assert anchor.harness_costs({"pyav": bare["pyav"]}, rows, "a.mp4")[1] is None
 
@@ -181,8 +196,8 @@ def test_a_lead_smaller_than_the_harness_costs_lie_apart_is_not_an_order():
     assert anchor.costs_apart(costs) == 39
     best = verdicts.rank([("torchcodec cpu", 6640, 7.6), ("decord cpu", 5803, 5.0)])
     said = anchor.order_caveat(best, costs)
-    assert said.startswith("but against their own bare loops the libraries' rows differed by 39 points")
-    assert said.endswith("more than this 14% margin: the order of torchcodec and decord is not settled by this run")
+    # 39 points apart (section 3's line), more than this 14% margin: the order of the two is not settled
+    assert numbers(said) == ["39", "3", "14"] and libraries(said) == ["torchcodec", "decord"]
     # a lead larger than that, a tie, costs alike, or a library with no cost: nothing to add
     assert anchor.order_caveat(verdicts.rank([("spdl", 2000, 3.0), ("pyav", 1000, 3.0)]), costs) is None
     assert anchor.order_caveat(verdicts.rank([("spdl", 1000, 30.0), ("decord", 950, 30.0)]), costs) is None

@@ -1,12 +1,14 @@
 """Notebook 22's decision as data: the reader's folder, the tree, the candidates and the recommendation."""
 
 import json
+import re
 import shutil
 
 import pytest
 
 from playbook_utils import folders, media
 from playbook_utils.bench import choose
+from tests.sentences import libraries, numbers
 
 
 @pytest.mark.media
@@ -133,23 +135,13 @@ def test_loader_candidates_read_notebook_21():
     seq = choose.loader_candidates(nb21, "sequential", "hevc", ["cpu", "cuda"])
     assert [c["how"] for c in seq] == ["loaders.GpuLoader(paths, backend='torchcodec', threads=16)"]
     assert choose.loader_candidates(nb21, "clips4x8s2", "h264", ["cpu", "cuda"]) == []
-    # a library the sweep left unmeasured is named, never silently missing from the ranking
-    assert choose.not_measured(nb21, "uniform16") is None
+    # a library the sweep left unmeasured is listed, never silently missing from the ranking
+    assert choose.unmeasured(nb21, "uniform16") == []
     nb21["unmeasured"] = [{"backend": "spdl", "workers": 2}, {"backend": "torchcodec", "workers": 2}]
-    line = choose.not_measured(nb21, "uniform16")
-    assert line.startswith("not ranked here: spdl and torchcodec on the CPU") and "one-caller table" in line
-    # the H200's open-GOP folder: "not ranked here: spdl, torchcodec on the CPU" read as if SPDL had no rank at all,
-    # while SPDL and DALI on CUDA are never measured as whole loaders: said
-    assert "on the GPU only torchcodec is measured as a whole loader" in line
-    assert choose.not_measured(nb21, "sequential") is None
+    assert choose.unmeasured(nb21, "uniform16") == ["spdl", "torchcodec"]
+    assert choose.unmeasured(nb21, "sequential") == []  # not 21's sampled workload: nothing it could rank
     nb21["unmeasured"].append({"backend": "pyav", "workers": 4})  # measured with another worker count
-    assert "pyav" not in choose.not_measured(nb21, "uniform16")
-    # one thread count of the GPU loaders is said (smoke mode's 4), several are not
-    assert choose.one_thread_count(nb21, "uniform16").startswith(
-        "the GPU loaders were measured with 16 decoding threads only"
-    )
-    nb21["gpu_sampled"].append({"backend": "torchcodec", "threads": 32, "frames_per_s": 500.0})
-    assert choose.one_thread_count(nb21, "uniform16") is None and choose.one_thread_count(nb21, "sequential") is None
+    assert choose.unmeasured(nb21, "uniform16") == ["spdl", "torchcodec"]
 
 
 def test_the_decision_rests_on_the_realistic_clips_where_there_are_any():
@@ -247,25 +239,26 @@ def test_a_tie_is_broken_by_the_stated_rule_and_says_so():
     # torchcodec 5% ahead of pyav inside a 20% spread: tied; both take every file on the CPU, pyav is the simpler
     rows = [_row("torchcodec", "cpu", "a.mp4", 105, 20), _row("pyav", "cpu", "a.mp4", 100, 20)]
     rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
-    assert rec["backend"] == "pyav" and rec["runner_up"]["backend"] == "torchcodec"
-    assert (
-        "are tied here" in rec["sentence"]
-        and "pyav on cpu is taken by the tie rule: the simpler dependency" in rec["sentence"]
-    )
+    assert rec["backend"] == "pyav" and rec["runner_up"]["backend"] == "torchcodec" and rec["verdict"]["tied"]
+    label, why = choose.tie_break(rec, rec["runner_up"])  # both take every file on the CPU: the simpler dependency
+    assert label == "pyav on cpu" and rec["sentence"].endswith(why)  # the rule's reason, after the two tied
+    assert libraries(rec["sentence"])[:3] == ["torchcodec", "pyav", "pyav"]
     # three tied (the third inside the spread too): the rule runs over all of them, and the runner-up is the fastest
     # of the others (a 2-core smoke run had recommended pyav with 'runner-up: pyav', the verdict's second)
     rows = [_row("torchcodec", "cpu", "a.mp4", 105, 20), _row("decord", "cpu", "a.mp4", 101, 20),
             _row("pyav", "cpu", "a.mp4", 97, 20)]  # fmt: skip
     rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
     assert rec["backend"] == "pyav" and rec["runner_up"]["backend"] == "torchcodec"
-    assert rec["sentence"].startswith("torchcodec on cpu, decord on cpu and pyav on cpu are tied here")
-    assert rec["sentence"].endswith("pyav on cpu is taken by the tie rule: the simpler dependency (in the order "
-                                    "pyav, torchcodec, spdl, pynvvideocodec, dali, decord)")  # fmt: skip
+    assert rec["verdict"]["tied"] and [t[0] for t in rec["verdict"]["also_tied"]] == ["pyav on cpu"]
+    # all three named in rate order, then the one the rule took, with the rule's reason
+    assert libraries(rec["sentence"])[:4] == ["torchcodec", "decord", "pyav", "pyav"]
+    assert rec["sentence"].endswith(choose.tie_break(rec, rec["runner_up"])[1])
     # no spread measured (one run each, as 21 in smoke mode): a 6% margin decides nothing, the rule does (on the
     # H200 22 had called decord 'the best choice' this way, against the TorchCodec its own tree put first)
     rows = [_row("decord", "cpu", "a.mp4", 142, None), _row("torchcodec", "cpu", "a.mp4", 134, None)]
     rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
-    assert rec["backend"] == "torchcodec" and rec["verdict"]["tied"] and "unknown spread" in rec["sentence"]
+    assert rec["backend"] == "torchcodec" and rec["verdict"]["tied"] and rec["verdict"]["spread_pct"] is None
+    assert rec["verdict"]["margin_pct"] == pytest.approx(100 * (142 / 134 - 1))
     a = {"backend": "pyav", "device": "cpu", "accepted": 4, "fps": 10}
     assert choose.tie_break(a, {**a, "backend": "torchcodec", "device": "cuda"})[0] == "torchcodec on cuda"
     assert choose.tie_break(a, {**a, "backend": "decord", "accepted": 5}) == (
@@ -286,7 +279,8 @@ def test_the_main_kind_of_file_is_the_most_common_and_a_tie_takes_the_largest_fr
         "d": p("hevc", 1920, 1080),
     }
     group, said = choose.main_group(profile)
-    assert group == ("hevc", "1920x1080", "short GOP (<= 60)") and "the most pixels per frame" in said
+    assert group == ("hevc", "1920x1080", "short GOP (<= 60)") and said.index(" ".join(group)) < said.index("640x360")
+    assert re.findall(r"\((\d+) files\)", said) == ["2"]  # as many of each kind: the larger frames were taken
     assert choose.main_group({"a": p("vp9", 320, 180)})[1].endswith("(1 files)")
     assert choose.main_group({}) == (None, "no readable file")
     # as many files and as many pixels: the sentence does not claim the larger frames decided it
@@ -322,8 +316,8 @@ def test_the_route_report_gives_the_measured_mix_or_says_it_is_computed(monkeypa
     )
     assert ran["frames_per_s"] == 120.0 and asked == [(("torchcodec@cuda", "pyav@cpu"), 16, 8)]
     lines, ran = choose.route_report(rec, files, "sequential", "cuda", "/tmp")  # every frame: not measured here
-    assert ran is None and lines[2].startswith("  that mix is not measured as one loader here; from the two rates")
-    assert f"about {4 / (3 / 300 + 1 / 30):,.0f} frames/s" in lines[2] and len(asked) == 1
+    # not measured: computed from the files each reads (3 and 1) and the two rates alone
+    assert ran is None and len(asked) == 1 and numbers(lines[2]) == ["3", "1", str(round(4 / (3 / 300 + 1 / 30)))]
     assert choose.route_report({**rec, "fallback": None}, files, "uniform16", "cuda", "/tmp") == ([], None)
 
 
@@ -340,37 +334,13 @@ def _leaf(best, runner_up, tied=False, margin=10.0, spread=5.0):
 
 def test_the_recommendation_is_set_beside_the_tree_leaf_of_its_case():
     group = ("h264", "256x144", "short GOP (<= 60)")
-    key = ("cpu", "h264", "short GOP (<= 60)", "uniform16")
-    rec = {
-        "backend": "torchcodec",
-        "device": "cpu",
-        "source": "notebook 21, a DataLoader with 2 workers",
-        "verdict": {"best": "torchcodec on cpu", "tied": False, "margin_pct": 4.9, "runner_up": "spdl on cpu"},
-    }
-    # one caller's winner is another library: the line says both rankings and that the whole loaders decide
-    line = choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16")
-    assert "puts spdl first" in line and "whole loaders decide" in line and "as well" not in line
-    # 21's loaders read more kinds of file than the leaf's: the line says the rankings differ in their files too
-    line = choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16", ["h264", "hevc"])
-    assert line.endswith(
-        "they read h264 and hevc files, this leaf h264 files only, so the two rankings differ in their files as well"
-    )
-    assert "as well" not in choose.against_tree(rec, {key: _leaf("spdl", "torchcodec")}, group, "uniform16", ["h264"])
-    assert "agrees" in choose.against_tree(rec, {key: _leaf("torchcodec", "spdl")}, group, "uniform16")
-    line = choose.against_tree(rec, {key: _leaf("torchcodec", "spdl", tied=True)}, group, "uniform16")
-    assert "leads one caller too, tied with spdl" in line
-    assert "tied" in choose.against_tree(rec, {key: _leaf("spdl", "torchcodec", tied=True)}, group, "uniform16")
-    assert "no leaf" in choose.against_tree(rec, {}, group, "uniform16")
-    # a recommendation made from the one-caller table is the tree's own: nothing to set beside it
-    assert choose.against_tree({**rec, "source": "one caller, notebook 20's harness, on x"}, {}, group, "x") is None
-
-
-def test_rates_taken_at_a_step_the_loaders_kept_up_with_are_said_to_be_the_steps():
-    fed = {"backend": "torchcodec", "wait_fraction": 0.16, "step_s": 0.02}
-    line = choose.step_bound([fed, {**fed, "backend": "spdl", "wait_fraction": 0.2}])
-    assert "20 ms" in line and "16-20%" in line and "torchcodec, spdl" in line
-    assert choose.step_bound([{**fed, "wait_fraction": 0.84}]) is None  # loader-bound: its rate is its own
-    assert choose.step_bound([{"backend": "torchcodec"}]) is None  # a GPU row records no wait at a step
+    leaf = _leaf("spdl", "torchcodec")
+    tree = {("cpu", "h264", "short GOP (<= 60)", "uniform16"): leaf}
+    rec = {"backend": "torchcodec", "device": "cpu"}
+    assert choose.tree_leaf(rec, tree, group, "uniform16") is leaf
+    assert choose.tree_leaf({**rec, "device": "cuda:0"}, tree, group, "uniform16") is None  # no GPU leaf
+    assert choose.tree_leaf(rec, tree, group, "sequential") is None
+    assert choose.tree_leaf(None, tree, group, "uniform16") is None and choose.tree_leaf(rec, tree, None, "x") is None
 
 
 def test_notebooks_that_read_clips_of_another_media_version_are_named():
@@ -380,8 +350,25 @@ def test_notebooks_that_read_clips_of_another_media_version_are_named():
     assert choose.media_mismatch({"notebook 20's table": now, "notebook 21's loaders": now}) is None
     assert choose.media_mismatch({"notebook 20's table": None, "notebook 21's loaders": now}) is None  # not used
     said = choose.media_mismatch({"notebook 20's table": {"environment": {}}, "notebook 21's loaders": now})
-    assert said.startswith(
-        f"notebook 20's table (before 4) read the generated clips of another media version than this run's "
-        f"({media.MEDIA_VERSION}): the same names over other bytes"
-    )
-    assert "21" not in said and said.endswith("Run that notebook again into this folder for one set")
+    # notebook 20 named with its version (none stamped: before 4) and this run's; 21, on this run's, not named
+    assert numbers(said) == ["20", "4", str(media.MEDIA_VERSION)]
+
+
+def test_the_candidates_come_from_21s_loaders_on_the_same_files_else_the_one_caller_table(tmp_path, monkeypatch):
+    nb21 = {"k": 16, "video_dir": None, "environment": {"date_utc": "2026-12-06 04:00"},
+            "sweep": [{"backend": "pyav", "workers": 2, "samples_per_s": 3.0}]}  # fmt: skip
+    (tmp_path / "21_training_loader_benchmarks.json").write_text(json.dumps(nb21))
+    group = ("h264", "256x144", "short GOP (<= 60)")
+    args = (tmp_path, None, {}, "uniform16", group, ["cpu"], "cpu", [], {})
+    found = choose.candidates_for(*args, short_run=False, log=lambda _: None)
+    assert [c["backend"] for c in found["candidates"]] == ["pyav"] and found["when"] == "2026-12-06 04:00"
+    assert found["source"].startswith("notebook 21") and found["nb21"]["sweep"] == nb21["sweep"]
+    # 21 measured other files: its loaders are left out, and the one-caller table (here empty) decides
+    said = []
+    other = choose.candidates_for(tmp_path, "/my/videos", *args[2:], short_run=False, log=said.append)
+    assert other["candidates"] == [] and other["when"] is None and other["source"] == "the one-caller table of section 3"
+    assert len(said) == 1
+    # a short run here where 21 did not measure these files: its candidates, from loader_bench.short_whole_loaders
+    monkeypatch.setattr(choose.loader_bench, "short_whole_loaders", lambda *a, **k: {**nb21, "short": True})
+    short = choose.candidates_for(tmp_path, "/my/videos", *args[2:], log=lambda _: None)
+    assert [c["backend"] for c in short["candidates"]] == ["pyav"] and short["nb21"]["short"] and short["when"] is None

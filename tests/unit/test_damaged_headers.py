@@ -14,6 +14,7 @@ from playbook_utils import media
 from playbook_utils.decoders import read_frames
 from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.probe import probe
+from tests.sentences import numbers
 
 pytestmark = pytest.mark.media
 OURS = (DecodeError, BackendUnavailable)
@@ -153,4 +154,5 @@ def test_a_download_cut_inside_its_first_frame_is_our_error(tmp_path):
     with pytest.raises(DecodeError, match=r"cut\.mp4 \[probe\]: no keyframe among its 1 video packets"):
         probe(folder / "cut.mp4")
     scanned = folders.scan_videos(folder)
-    assert not scanned.videos and "no keyframe" in str(scanned.unreadable)
+    assert not scanned.videos and list(scanned.unreadable) == ["cut.mp4"]
+    assert numbers(scanned.unreadable["cut.mp4"]) == ["1"]  # the cause: no keyframe among its 1 video packet

@@ -45,7 +45,7 @@ def test_resolve_device():
     torch = pytest.importorskip("torch")
     assert dev == ("cuda" if torch.cuda.is_available() else "cpu")
     if dev == "cpu":
-        assert "no CUDA GPU" in note
+        assert "DEVICE='cuda'" in note and note != env.resolve_device("cpu")[1]  # the request, not a cpu one
     with pytest.raises(ValueError, match="DEVICE"):
         env.resolve_device("tpu")
 

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from playbook_utils import media
+from playbook_utils.bench import words
 from playbook_utils.tools import kit
 
 REP = {
@@ -26,10 +28,13 @@ def luma_frames(indices, size=(48, 64)):
 def test_machine_line_names_the_gpu_cpu_libraries_and_points_to_00():
     sys.modules.setdefault("fake_lib_for_kit", type(sys)("fake_lib_for_kit")).__version__ = "9.9"
     line = kit.machine_line(REP, "cpu", libraries=["fake_lib_for_kit", "not_imported_lib"])
-    assert line.startswith("Ran on no NVIDIA GPU · Test CPU @ 2GHz x4 · fake_lib_for_kit 9.9 ·")
-    assert "not_imported_lib" not in line and "device cpu" in line and "notebook 00" in line
+    parts = line.split(" · ")  # GPU, CPU x cores, each imported library's version, date, device (and 00's pointer)
+    assert len(parts) == 5 and "NVIDIA" in parts[0]
+    assert parts[1:4] == ["Test CPU @ 2GHz x4", "fake_lib_for_kit 9.9", "2026-12-01 10:00 UTC"]
+    assert "not_imported_lib" not in line and "cpu" in parts[4].split() and "00" in parts[4]
     gpu = {**REP, "gpu": {"available": True, "driver": "580", "devices": [{"name": "H200", "nvdec_count": 7}]}}
-    assert "H200 (driver 580, 7 NVDEC)" in kit.machine_line(gpu, "cuda")
+    named = kit.machine_line(gpu, "cuda").split(" · ")[0]
+    assert "H200" in named and re.findall(r"\b\d+\b", named) == ["580", "7"]  # the driver, the NVDEC engines
     assert "\n" not in line
 
 
@@ -99,16 +104,19 @@ def test_native_output_is_collected_not_printed(capfd):
 def test_check_skip_rate_table_and_finish(tmp_path, capsys):
     nb = kit.Notebook("90_kit", tmp_path, "cpu")
     assert nb.device == "cpu" and not nb.gpu and nb.no_gpu == "DEVICE='cpu'"
-    assert capsys.readouterr().out.startswith("Ran on ")
+    stamp = capsys.readouterr().out.splitlines()  # the machine line, of the machine the JSON records
+    assert len(stamp) == 1 and nb.results.data["environment"]["date_utc"] in stamp[0]
     nb.check("right", luma_frames([3, 1, 1]), [3, 1, 1])
     nb.check("wrong", luma_frames([3, 2]), [3, 1], record=False)
     assert nb.checks == {"right": True}
-    assert "WRONG   wrong: 1 of 2 frames" in capsys.readouterr().out
+    said = capsys.readouterr().out.splitlines()  # a line per check, the wrong one with what was asked and got
+    assert [line.split()[:2] for line in said[:2]] == [["exact", "right:"], ["WRONG", "wrong:"]]
+    assert re.findall(r"\b\d+\b", said[1]) == ["1", "2"] and "[3, 1]" in said[2] and "[3, 2]" in said[3]
     assert nb.needs_gpu("a GPU part") is False
     assert nb.results.skipped == ["a GPU part: DEVICE='cpu'"]
 
     def fails():
-        raise RuntimeError("no such path here")
+        raise RuntimeError("planted")
 
     table = nb.rate_table(
         [
@@ -119,7 +127,7 @@ def test_check_skip_rate_table_and_finish(tmp_path, capsys):
         min_time=0.01,
     )
     assert [r["exact"] for r in table] == [True, False, None]
-    assert table[0]["fps"] > 0 and table[2]["fps"] is None and "no such path here" in table[2]["error"]
+    assert table[0]["fps"] > 0 and table[2]["fps"] is None and "planted" in table[2]["error"]
     assert nb.headline_rates(table, "a.mp4") == {
         "cpu_sequential_fps": table[0]["fps"],
         "cpu_sparse_fps": None,
@@ -149,13 +157,13 @@ def test_a_smoke_rate_table_says_so_again_above_the_headline(tmp_path, capsys):
     nb.rate_table([("cpu", "sequential", "a.mp4", lambda: luma_frames(range(4)), range(4))], 0.01, smoke=True)
     capsys.readouterr()
     nb.finish()
-    out = capsys.readouterr().out
-    assert out.startswith("smoke mode: ") and "the rates in the headline below too" in out.splitlines()[0]
+    out = capsys.readouterr().out.splitlines()  # the table's caveat first, then the JSON's path and headline
+    assert out[0].startswith(words.smoke_caveat(True)) and out[1].endswith("90_smoke.json")
     mine = kit.Notebook("90_yours", tmp_path, "cpu")  # the reader's files in smoke mode: their rates are the answer
     mine.rate_table([("cpu", "sequential", "a.mp4", lambda: luma_frames(range(4)), range(4))], 0.01, True, "/v")
     capsys.readouterr()
     mine.finish()
-    assert "smoke mode" not in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[0].endswith("90_yours.json")  # no caveat above it
 
 
 @pytest.mark.media
@@ -219,28 +227,34 @@ def test_the_printed_headline_is_rounded_and_the_file_keeps_every_digit():
 
 
 def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_not(tmp_path):
+    # the verdict: measured there or not ('not' among its words), the reference copy named, and any of the
+    # reference's skipped lines that cover these sections quoted
     skipped = ["scaling efficiency: only one world size ran (1)", "a GPU part: DEVICE='cpu'"]
-    assert "has not been run on the reference machine yet (no results/h200/90_x.ipynb exists)" in kit.reference_for(
-        "90_x", skipped, root=tmp_path
-    )
+    copy = "results/h200/90_x.ipynb"
+    line = kit.reference_for("90_x", skipped, root=tmp_path)  # no copy there yet
+    assert "not" in line.split() and copy in line
     ref = tmp_path / "results" / "h200"
     ref.mkdir(parents=True)
     (ref / "90_x.ipynb").write_text("{}")
-    (ref / "90_x.json").write_text(json.dumps({"skipped": ["other part: why"]}))
-    assert kit.reference_for("90_x", skipped, root=tmp_path).startswith("was measured on the reference machine:")
-    (ref / "90_x.json").write_text(json.dumps({"skipped": ["scaling efficiency: one GPU there"]}))
-    line = kit.reference_for("90_x", skipped, root=tmp_path)  # one of the two skipped there too: the other was not
-    assert line.startswith("was measured on the reference machine (") and "except what it skipped too" in line
-    assert "scaling efficiency: one GPU there" in line and "a GPU part" not in line
-    (ref / "90_x.json").write_text(json.dumps({"skipped": ["scaling efficiency: one GPU there", "a GPU part: no"]}))
+    theirs = ["other part: why"]
+    (ref / "90_x.json").write_text(json.dumps({"skipped": theirs}))
     line = kit.reference_for("90_x", skipped, root=tmp_path)
-    assert line.startswith("was not measured on the reference machine either") and "one GPU there" in line
+    assert "not" not in line.split() and copy in line and theirs[0] not in line
+    theirs = ["scaling efficiency: one GPU there"]
+    (ref / "90_x.json").write_text(json.dumps({"skipped": theirs}))
+    line = kit.reference_for("90_x", skipped, root=tmp_path)  # one of the two skipped there too: the other was not
+    assert "not" not in line.split() and copy in line and theirs[0] in line and skipped[1].split(":")[0] not in line
+    theirs = ["scaling efficiency: one GPU there", "a GPU part: no"]
+    (ref / "90_x.json").write_text(json.dumps({"skipped": theirs}))
+    line = kit.reference_for("90_x", skipped, root=tmp_path)
+    assert "not" in line.split() and copy in line and all(t in line for t in theirs)
     # 11's copy: its skipped 'the GPU recipe' was 'decord on the GPU' in the reference, for the same cause; it had
     # read 'was measured on the reference machine'
     mine = ["the GPU recipe: this decord was built without CUDA (the PyPI wheel is CPU-only)"]
     (ref / "90_x.json").write_text(json.dumps({"skipped": [
         "decord on the GPU: this decord was built without CUDA (the PyPI wheel is CPU-only); a GPU build needs a source build"]}))  # fmt: skip
-    assert kit.reference_for("90_x", mine, root=tmp_path).startswith("was not measured on the reference machine either")
+    line = kit.reference_for("90_x", mine, root=tmp_path)
+    assert "not" in line.split() and json.loads((ref / "90_x.json").read_text())["skipped"][0] in line
 
 
 def test_timed_takes_the_realistic_pair_where_the_set_has_one(tmp_path):

@@ -1,12 +1,24 @@
 """Notebook 21's measurement helpers, and the table and figure helpers 20 and 21 share, as data."""
 
 import os
+import re
 
 import pytest
 
 from playbook_utils import media
 from playbook_utils.bench import loader_bench, nvdec, words
 from playbook_utils.tools import plots
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers a line quotes, in order, as written (signs, thousands, decimals and % kept; none inside a name
+    such as x16 or h264)."""
+    return re.findall(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*%?", text)
+
+
+def rates(text: str) -> list[tuple[str, str]]:
+    """(library, frames/s) pairs a line quotes, in order."""
+    return re.findall(r"(\w+) ([\d,]+) frames/s", text)
 
 
 def test_epoch_items_are_distinct_files_spread_over_the_clips(tmp_path):
@@ -57,11 +69,14 @@ def test_limit_of_names_the_unit_that_was_busy(util, label):
 def test_a_host_side_limit_with_idle_cores_is_said_to_be_too_few_decodes(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     idle = {"nvdec_pct": 50, "sm_pct": 17, "cpu_pct": 90}  # the H200 smoke run's torchcodec x4: 0.9 of 16 cores
-    assert words.limit_of({"utilization": idle})[1].endswith(
-        "the process and its children used 0.9 of 16 cores, the others idle: too few decodes in flight to keep any of them busy"
+    label, said = words.limit_of({"utilization": idle})  # NVDEC's and the SMs' share, then cores used of those here
+    assert label == "host side" and numbers(said) == ["50%", "17%", "0.9", "16"] and "idle" in re.findall(r"\w+", said)
+    label, said = words.limit_of({"utilization": {**idle, "cpu_pct": 1400}})  # most cores busy: none said idle
+    assert (
+        label == "host side"
+        and numbers(said) == ["50%", "17%", "14.0", "16"]
+        and "idle" not in re.findall(r"\w+", said)
     )
-    busy = {**idle, "cpu_pct": 1400}
-    assert words.limit_of({"utilization": busy})[1].endswith("the process and its children used 14.0 of 16 cores")
 
 
 def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path):
@@ -99,7 +114,8 @@ def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path
         1000,
         "NVDEC",
     )
-    assert "50% ahead of nv x16" in best["margin"]
+    # the margin: the winner's rate, how far ahead of the runner-up (named, with its rate), against the spread
+    assert numbers(best["margin"]) == ["900", "50%", "600", "3.0%"] and rows[1]["loader"] in best["margin"]
     assert best["clip_mbps"] == round(media.probe(clip).bit_rate / 1e6, 2) and best["clip_mbps"] > 0.5
 
 
@@ -129,9 +145,11 @@ def test_ceilings_sweep_the_first_clip_and_reuse_its_layout(monkeypatch):
     # more decoders are offered to the swept clip only
     assert calls == [("h.mp4", ((1, 1), (7, 2)), ((16, 4),)), ("h2.mp4", ((7, 2, "torchcodec"),), ())]
     assert set(found) == {"h.mp4", "h2.mp4"}
-    table = words.format_ceilings(found, infos)
-    assert "LOWER BOUND" in table and "1,111" in table and "   8.0 " in table  # bitrate beside the rate
-    assert "torchcodec" in table
+    table = [line.split() for line in words.format_ceilings(found, infos).splitlines()[1:]]
+    # per clip: size, bitrate beside the rate, the rate, no spread, decoder, layout, NVDEC busy, the rate at 100%,
+    # and a lower bound, not saturated
+    common = ["1920x1080", "8.0", "1,000", "n/a", "torchcodec", "7x2", "90%", "1,111", "LOWER", "BOUND"]
+    assert table == [["h.mp4", *common], ["h2.mp4", *common]]
 
 
 def test_format_rows_shows_rate_spread_check_or_the_reason():
@@ -156,24 +174,27 @@ def test_format_rows_shows_rate_spread_check_or_the_reason():
             "error": "DALI's CPU video decoder does not take h264",
         },
     ]
-    text = words.format_rows(rows)
-    assert "1,234" in text and "7%" in text and "reference:torchcodec" in text
-    assert "1 job(s) unavailable: DALI's CPU video decoder does not take h264" in text
-    text = words.format_rows(rows + [{**rows[1], "workload": "uniform16"}])
-    assert "2 job(s) unavailable: DALI's CPU" in text and len(text.splitlines()) == 3  # one line per reason
+    text = words.format_rows(rows).splitlines()
+    assert text[1].split() == ["pyav", "cpu", "sequential", "a.mp4", "1,234", "7%", "True", "same", rows[0]["check"]]
+    # a refusal: its backend, device and count of jobs, then the reason
+    assert text[2].split()[:3] == ["dali", "cpu", "1"] and text[2].endswith(rows[1]["error"])
+    text = words.format_rows(rows + [{**rows[1], "workload": "uniform16"}]).splitlines()
+    assert len(text) == 3 and text[2].split()[:3] == ["dali", "cpu", "2"]  # one line per reason
     # the agree column: identical to the reference decode, or how far its pixels are (a colour shift: not exact)
     assert " same " in words.format_rows(rows[:1])
     shifted = {**rows[0], "backend": "spdl", "device": "cuda", "exact": False, "agree_db": 24.2}
-    assert "False  24 dB" in words.format_rows([shifted])
+    assert words.format_rows([shifted]).splitlines()[1].split()[-4:-1] == ["False", "24", "dB"]
     forward = {**rows[0], "backend": "decord", "check": "stamp", "read_forward": True}
-    assert words.format_rows([forward]).endswith("stamp; read forward from frame 0")
+    assert "forward" in words.format_rows([forward]).split()  # beside the check, which still shows
+    assert words.format_rows([forward]).splitlines()[1].split()[7] == "stamp;"
     assert "forward" not in words.format_rows(rows[:1])
     # a share of a ceiling that was only a lower bound is an upper bound of the share, and the table says so
     gpu = {**rows[0], "device": "cuda", "fps": 466.0}
     low = {**gpu, **nvdec.against_ceiling(466.0, 20.0, {"fps": 2574.0, "saturated": False})}
     high = {**gpu, **nvdec.against_ceiling(466.0, 20.0, {"fps": 2574.0, "saturated": True})}
-    assert "<= 18%" in words.format_rows([low]) and words.format_rows([low]).endswith("so at most this")
-    assert "   18%" in words.format_rows([high]) and "at most" not in words.format_rows([high])
+    low_lines, high_lines = words.format_rows([low]).splitlines(), words.format_rows([high]).splitlines()
+    assert low_lines[1].split()[6:8] == ["<=", "18%"] and len(low_lines) == 3 and low_lines[2].startswith("<=:")
+    assert high_lines[1].split()[6] == "18%" and len(high_lines) == 2  # no note under it
     # no utilization measured: no rate 'at 100%' either (it read 0)
     unmeasured = {"nvdec_util_median": None, "processes": 2, "threads": 2}
     line = words.format_ceilings(
@@ -224,7 +245,8 @@ def test_accepted_keeps_what_a_backend_takes_and_says_why_for_the_rest(tmp_path)
     closed = media.make_clip(tmp_path / "closed.mp4", "h264", 96, 64, num_frames=12, gop=6)
     avi = media.make_clip(tmp_path / "clip.avi", "h264", 96, 64, num_frames=12, gop=6, bframes=0)
     kept, refused = loader_bench.accepted([closed, avi, closed], "decord")
-    assert kept == [closed, closed] and list(refused) == [str(avi)] and "AVI video" in refused[str(avi)]
+    assert kept == [closed, closed] and list(refused) == [str(avi)]
+    assert "decord" in refused[str(avi)].split() and "AVI" in refused[str(avi)].split()  # the library, the container
     assert loader_bench.accepted([closed, avi], "pyav") == ([closed, avi], {})
 
 
@@ -264,24 +286,26 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (8, 16, 24, 32, 48, 64), log=print)
     assert asked == [24, 32, 48]  # 48 gains 1.4%, inside its 3% spread: no point going on
     assert [r["threads"] for r in rows] == [24, 32, 48]
-    assert "stopped rising at 48 threads" in why and "levels off from torchcodec x32 threads" in why and "NVDEC" in why
+    # where it stopped (48: +1.4% inside 3.0%), the count it levels off from (x32, 1,450 frames/s) and what was busy
+    assert numbers(why) == ["48", "+1.4%", "3.0%", "1,450", "96%"] and rows[1]["loader"] in why and "NVDEC" in why
 
     # a full sweep measures every step past the plateau, and says how far the rate moved there
     asked.clear()
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48, 64), log=print, to_the_end=True)
     assert asked == [24, 32, 48, 64]
-    assert "stopped rising at 48 threads" in why and "levels off from torchcodec x32 threads" in why
-    assert "to 64 threads it stayed within +1.4% to +1.7% of it" in why
+    assert numbers(why)[:5] == ["48", "+1.4%", "3.0%", "1,450", "96%"] and rows[1]["loader"] in why
+    assert numbers(why)[5:] == ["64", "+1.4%", "+1.7%"]  # up to 64 threads, how far the rate moved from it
     rates[64] = (1800.0, 1.0, 97)  # a later step that gains beyond the spread takes the best
     asked.clear()
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48, 64), log=print, to_the_end=True)
-    assert "then rose again: torchcodec x64 threads is the best, 1,800 frames/s" in why
+    assert numbers(why) == ["48", "+1.4%", "3.0%", "1,800", "97%"]  # the best is x64's rate, not x32's
+    assert rows[-1]["loader"] in why and rows[1]["loader"] not in why
     rates[64] = (1475.0, 1.0, 97)
 
     rates[48] = (1700.0, 3.0, 97)
     asked.clear()
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48), log=print)
-    assert asked == [24, 32, 48] and why.startswith("still rising at 48 threads")
+    assert asked == [24, 32, 48] and numbers(why) == ["48", "1,700", "97%"]  # no plateau: the last count's rate
 
     # a row above the saturated ceiling is no rate to compare: the sweep ends there and says so
     real = fake
@@ -292,11 +316,12 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
 
     monkeypatch.setattr(loader_bench, "measure_gpu_loaders", above)
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32), log=print)
-    assert len(rows) == 1 and "gave no rate to compare (ABOVE" in why and "stays torchcodec x16 threads" in why
+    # the row's own verdict, and the start's loader and rate kept as the best
+    assert len(rows) == 1 and rows[0]["words"] in why and start["loader"] in why and numbers(why) == ["1,200"]
 
     monkeypatch.setattr(loader_bench, "measure_gpu_loaders", lambda *a: [])
     rows, why = loader_bench.more_threads(start, None, None, {}, (32,), log=print)
-    assert rows == [] and "failed" in why and "torchcodec x16 threads" in why
+    assert rows == [] and "failed" in why.split() and start["loader"] in why
 
 
 def test_sweep_label_says_when_a_backend_read_only_part_of_the_epoch():
@@ -369,11 +394,13 @@ def test_a_gpu_loader_line_gives_rate_verdict_window_and_what_was_busy():
         "utilization": {"nvdec_pct": 89, "sm_pct": 65, "cpu_pct": 328},
     }
     line = words.gpu_loader_line(row)
-    assert "7,366 frames/s ±5%  90.4% of the NVDEC ceiling" in line
-    assert "look-ahead 32, 288 items, 10 s window; busy: NVDEC 89%, SMs 65%, CPU 328%" in line
+    # the rate, its spread, the verdict against the ceiling, then look-ahead, items, window and what was busy
+    assert line.split()[:3] == row["loader"].split() and row["words"] in line
+    assert numbers(line) == ["7,366", "5%", "90.4%", "32", "288", "10", "89%", "65%", "328%"]
     short = {**row, "steady": False, "why": "the window lasted 8.3 s, less than 10 s", "utilization": {}}
-    assert "NOT A STEADY RATE: the window lasted 8.3 s" in words.gpu_loader_line(short)
-    assert "busy: not sampled" in words.gpu_loader_line(short)
+    said = words.gpu_loader_line(short)  # not a steady rate, and why; no verdict, nothing busy sampled
+    assert short["why"] in said and "NOT" in said.split() and row["words"] not in said
+    assert numbers(said) == ["7,366", "5%", "8.3", "10", "32", "288", "10"]
 
 
 def test_wait_curves_give_one_curve_per_library_in_the_rows_order():
@@ -410,7 +437,9 @@ def test_bars_of_puts_each_ceiling_over_its_clip_and_hatches_the_rows_that_are_n
     assert sum(1 for p in ax.patches if p.get_hatch()) == 2  # the flagged bar, and its legend entry
     assert len(ax.collections) == 2  # one ceiling segment per clip
     assert [c.get_linestyle() != ax.collections[0].get_linestyle() for c in ax.collections] == [False, True]
-    assert "hatched: no result (see the text)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    legend = ax.get_legend()  # the ceilings, the loaders, then one hatched entry for the rows that are no result
+    assert [t.get_text() for t in legend.get_texts()][:4] == [*bars["per_category"], *bars["values"]]
+    assert [bool(getattr(h, "get_hatch", lambda: None)()) for h in legend.legend_handles] == [False] * 4 + [True]
 
 
 def test_ceiling_line_says_saturated_or_why_it_is_a_lower_bound():
@@ -418,11 +447,13 @@ def test_ceiling_line_says_saturated_or_why_it_is_a_lower_bound():
     c = {"fps": 4076.0, "best": best, "saturated": True, "levelled": True}
     assert words.ceiling_line(c) == ("NVDEC ceiling: 4,076 frames/s (pynvvideocodec, 7 x 4, NVDEC 99% busy, saturated)")
     rising = {**c, "saturated": False, "levelled": False}  # busy, but more decoders still raised the rate
-    assert words.ceiling_line(rising).endswith("99% busy, LOWER BOUND (still rising with more decoders))")
+    said = words.ceiling_line(rising)  # the same figures, called a lower bound, not saturated
+    assert numbers(said) == ["4,076", "7", "4", "99%"] and "BOUND" in said.split() and "saturated" not in said
     steady = {**c, "spread_pct": 1.3}  # the rate across the window's parts
-    assert words.ceiling_line(steady).startswith("NVDEC ceiling: 4,076 frames/s ± 1.3% (pynvvideocodec")
+    assert numbers(words.ceiling_line(steady)) == ["4,076", "1.3%", "7", "4", "99%"]
     idle = {**rising, "best": {**best, "nvdec_util_median": None}, "levelled": None}
-    assert "utilization not measured, LOWER BOUND)" in words.ceiling_line(idle)
+    said = words.ceiling_line(idle)  # no utilization to quote: a lower bound
+    assert numbers(said) == ["4,076", "7", "4"] and "BOUND" in re.findall(r"\w+", said)
     assert words.ceiling_line({"fps": None, "best": None}) == "NVDEC ceiling: not measured"
 
 
@@ -446,11 +477,11 @@ def test_a_gpu_data_wait_a_little_above_the_steady_rate_is_explained_by_its_look
     got = loader_bench.wait_against_rate(wait, row, 300)
     # the time off the loader (35% of the run) is the same at the steady rate; the loader's share stretches
     assert got["result"] is True and got["quoted_wait_fraction"] == pytest.approx(1 - 0.35 * 4149 / 4241)
-    assert "the 128 videos in flight when its clock started (10% of the 1,280 drawn)" in got["note"]
+    # drawn, its excess, the steady rate and spread, the videos in flight and their share of those drawn, the wait
+    assert numbers(got["note"]) == ["4,241", "2%", "4,149", "1.2%", "128", "10%", "1,280", "65.8%"]
     within = loader_bench.wait_against_rate({**wait, "samples_per_s": 4180 / 300}, row, 300)  # +0.7%: in the spread
-    assert (
-        within["quoted_wait_fraction"] == pytest.approx(1 - 0.35 * 4149 / 4180) and "measured 65.0%" in within["note"]
-    )
+    assert within["quoted_wait_fraction"] == pytest.approx(1 - 0.35 * 4149 / 4180)
+    assert numbers(within["note"]) == ["65.0%", "4,180", "4,149", "1.2%"]  # the wait measured, then the rates
     assert loader_bench.wait_against_rate({**wait, "wait_fraction": None}, row, 300)["result"] is False
     # the same excess over a window of only 5 look-aheads: the look-ahead is too large a share to explain it
     short = loader_bench.wait_against_rate({**wait, "samples": 640}, row, 300)
@@ -506,7 +537,8 @@ def test_past_its_budget_the_sweep_measures_the_first_of_only_the_first_librarie
     rows, _, left = loader_bench.sweep_workers(*args, budget_s=0.01, log=said.append)
     assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 2), ("y", 4), ("z", 4)]
     assert [(u["backend"], u["workers"]) for u in left] == [("x", 2), ("z", 2)]
-    assert "y delivered the most with 4 workers: it runs with 2 too, for the figure below" in said
+    curve = [line for line in said if line.split()[0] == "y" and "workers=" not in line]  # why y runs again
+    assert len(curve) == 1 and numbers(curve[0]) == ["4", "2"]
 
 
 def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_path):
@@ -526,7 +558,7 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
     (tmp_path / "20_bench" / "bench.json").write_text(json.dumps({"rows": rows}))
     order, said = loader_bench.ranked_by_table(["pyav", "spdl", "torchcodec"], tmp_path, "/v")
     assert order == ["torchcodec", "pyav", "spdl"]
-    assert said.endswith("torchcodec 200 frames/s, pyav 100 frames/s, spdl not measured there")
+    assert rates(said) == [("torchcodec", "200"), ("pyav", "100")] and said.index("spdl") > said.index("pyav")
     # a table of other files orders nothing: the H200 reference's order
     assert loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/w") == (["torchcodec", "pyav"], None)
     assert loader_bench.order_line(order, said, "x") == "the CPU libraries in the order of " + said
@@ -540,14 +572,18 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
             {**row, "backend": "torchcodec", "clip": "real_8mbps.mp4", "fps": 20.0}]  # fmt: skip
     (tmp_path / "20_bench" / "bench.json").write_text(json.dumps({"rows": rows}))
     order, said = loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/v")
-    assert order == ["torchcodec", "pyav"] and said.startswith("notebook 20's table (its realistic clips), K = 16")
+    assert order == ["torchcodec", "pyav"] and rates(said) == [("torchcodec", "20"), ("pyav", "10")]  # realistic
+    assert re.search(r"K = (\d+)", said).group(1) == "16" and "light" not in said
     # where the realistic clips' rows rate none (not exact), the whole table ranks them, and says so
     for r in rows:
         r["exact"] = r["clip"] == "light.mp4"
     (tmp_path / "20_bench" / "bench.json").write_text(json.dumps({"rows": rows}))
     order, said = loader_bench.ranked_by_table(["pyav", "torchcodec"], tmp_path, "/v")
-    assert order == ["pyav", "torchcodec"] and "(its light clips too: the realistic rated none)" in said
-    assert "torchcodec, pyav" in loader_bench.order_line(["torchcodec", "pyav"], None, "no table of notebook 20 here")
+    assert order == ["pyav", "torchcodec"] and rates(said) == [("pyav", "900"), ("torchcodec", "100")]
+    assert "light" in re.findall(r"\w+", said)  # the light clips counted, and said to be
+    why = "no table of notebook 20 here"
+    line = loader_bench.order_line(["torchcodec", "pyav"], None, why)
+    assert 0 <= line.find("torchcodec") < line.find("pyav") and why in line
 
 
 @pytest.mark.media
@@ -571,10 +607,10 @@ def test_a_short_run_of_21s_loaders_for_22_measures_the_tables_first_two_librari
     assert [r["backend"] for r in got["sweep"]] == ["torchcodec", "pyav"]  # the table's first two
     assert all(r["samples_per_s"] > 0 for r in got["sweep"])
     assert {u["backend"] for u in got["unmeasured"]} == set(available("cpu")) & {"decord", "spdl"}
-    assert said[0].startswith("the CPU libraries in the order of the table above")
+    assert rates(said[0]) == [("torchcodec", "200"), ("pyav", "100")]  # the order, from the table
     cands = choose.loader_candidates(got, "uniform16", "h264", ["cpu"])
     assert {c["backend"] for c in cands} == {"torchcodec", "pyav"}
-    assert all(c["source"].startswith("a short run here") for c in cands)
+    assert all("short" in c["source"].split() for c in cands)  # said to come from the short run
 
 
 @pytest.mark.media
@@ -640,11 +676,8 @@ def test_the_data_wait_runs_the_tied_loader_that_looks_least_far_ahead():
     # the H200's 12-03 rows: x64 4,149 (1.2%), x32 4,032 (4.6%): tied, and x32 decodes 64 videos ahead, not 128
     rows = [row(16, 3274, 3.0), row(32, 4032, 4.6), row(64, 4149, 1.2), row(64, 9000, 1.0, clip="b.mp4")]
     pick, why = loader_bench.wait_loader(rows)
-    assert (
-        pick["threads"] == 32
-        and "tied with the fastest, torchcodec x64 threads" in why
-        and "64 videos ahead, not 128" in why
-    )
+    # tied with the fastest (named), both rates, and the videos each keeps ahead
+    assert pick["threads"] == 32 and rows[2]["loader"] in why and numbers(why) == ["4,032", "4,149", "64", "128"]
     dali = {**row(0, 4100, 5.0), "kind": "dali", "backend": "dali", "loader": "dali reader"}  # look-ahead 0
     processes = {**row(2, 4100, 5.0), "processes": 4, "loader": "torchcodec 4 processes x2 threads"}
     assert loader_bench.wait_loader(rows + [dali, processes])[0]["threads"] == 32  # only the same one-process loader

@@ -6,6 +6,7 @@ from playbook_utils import loaders, media
 from playbook_utils.bench import loader_bench
 from playbook_utils.decoders import available
 from playbook_utils.tools import kit
+from tests.sentences import numbers, sizes
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_loader_batches_and_wait_measurement(paths):
     capped = loader_bench.measure_loader(dl, step_s=0.2, steps=1000, max_seconds=0.5, min_steps=3)
     assert capped["stopped_by_time"] and capped["steps"] == 3
     short = loader_bench.measure_loader(dl, step_s=0.0, steps=10, warmup=4)  # the epoch ends after 2 measured
-    assert short["steps"] == 2 and not short["steady"] and "the epoch ended" in short["why"]
+    assert short["steps"] == 2 and not short["steady"] and numbers(short["why"]) == ["2"]  # why: only 2 steps
 
 
 @pytest.mark.media
@@ -81,7 +82,8 @@ def test_skip_policy_finishes_the_epoch_and_lists_bad_files(paths, tmp_path):
         skipped += skips
     assert delivered == 4
     assert [s.index for s in skipped] == [2, 3]
-    assert "empty" in skipped[0].cause and "does not exist" in skipped[1].cause
+    assert [os.path.basename(s.path) for s in skipped] == ["empty.mp4", "missing.mp4"]
+    assert all(s.path in s.cause for s in skipped) and "empty" in skipped[0].cause  # each names its file
     with pytest.raises(Exception, match="empty"):
         for _ in loaders.make_loader(items, backend="pyav", batch_size=3, num_workers=0, k=4):
             pass
@@ -325,15 +327,15 @@ def test_a_worker_error_reaches_the_training_process_as_decode_error(paths, tmp_
     loader = loaders.make_loader([paths[0], garbage], backend="pyav", batch_size=1, num_workers=1, k=2)
     with pytest.raises(DecodeError) as e:
         list(loader)
-    assert (e.value.path, e.value.backend) == (str(garbage), "pyav") and "cannot open" in e.value.cause
-    assert "worker process" in str(e.value)  # the worker's traceback is kept in the message
+    assert (e.value.path, e.value.backend) == (str(garbage), "pyav") and "InvalidDataError" in e.value.cause
+    assert "Traceback" in str(e.value)  # the worker's traceback is kept in the message
     sharded = distributed.sharded_loader(
         [paths[0], tmp_path / "gone.mp4"], "decord", rank=0, world_size=1, batch_size=1, num_workers=1, k=2
     )
     with pytest.raises(DecodeError) as e:
         list(sharded)
     assert (e.value.path, e.value.backend) == (str(tmp_path / "gone.mp4"), "decord")
-    assert "does not exist" in e.value.cause
+    assert e.value.path in str(e.value)
 
 
 def _spawned_workers(pids_before) -> list:
@@ -729,7 +731,8 @@ def test_an_item_too_large_for_a_worker_is_refused_before_decoding(paths, monkey
     monkeypatch.setattr(decoders.adapter("pyav"), "read", lambda *a, **k: pytest.fail("decoded a refused item"))
     ds = loaders.VideoClipDataset(paths[:1], k=4, max_frame_pixels=pixels - 1, on_error="skip")
     s = ds[0]
-    assert isinstance(s, loaders.Skipped) and str(paths[0]) in s.cause and "exceed max_frame_pixels" in s.cause
+    assert isinstance(s, loaders.Skipped) and str(paths[0]) in s.cause and "max_frame_pixels" in s.cause
+    assert sizes(s.cause) == [(info.width, info.height)]  # the frame size the limit refused
     ds = loaders.VideoClipDataset(paths[:1], k=4, max_item_bytes=4 * 3 * pixels - 1)
     with pytest.raises(DecodeError, match=r"4 frames of .* above max_item_bytes"):
         ds[0]

@@ -1,6 +1,7 @@
 """Nightly validation: fake baseline and run folders (no notebooks run), the exit codes and the report."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,30 @@ def _verdicts(report):
     }
 
 
+def _sections(md: str) -> dict:
+    """report.md's lines by section: {'': the head, '10_pyav.ipynb': that notebook's lines, ...}."""
+    sections, name = {"": []}, ""
+    for line in md.splitlines():
+        if line.startswith("## "):
+            name = line[3:]
+            sections[name] = []
+        else:
+            sections[name].append(line)
+    return sections
+
+
+def _table(lines: list[str]) -> dict:
+    """{first cell: the other cells} of the markdown table rows among `lines` (the header row's too)."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("| ")]
+    return {r[0]: r[1:] for r in rows}
+
+
+def _title_says(md: str, report: dict) -> bool:
+    """report.md's first line names the report's verdict and exit status, and no other number."""
+    title = md.splitlines()[0]
+    return report["verdict"] in title and re.findall(r"\d+", title) == [str(report["exit_code"])]
+
+
 def _rule(metric, stem="10_pyav", value=1.0):
     return nightly.rule_for(nightly.load_tolerances(), stem, metric, value)
 
@@ -111,7 +136,7 @@ def test_identical_results_pass(tmp_path):
     assert report["verdict"] == "passed" and report["regressions"] == [] and report["failures"] == []
     assert set(_verdicts(report).values()) == {"ok"}
     md = (run / "report.md").read_text()
-    assert "passed (exit 0)" in md and "| cpu_sequential_fps |" in md
+    assert _title_says(md, report) and "cpu_sequential_fps" in _table(_sections(md)["10_pyav.ipynb"])
 
 
 def test_planted_regressions_exit_2_and_are_named(tmp_path):
@@ -123,8 +148,9 @@ def test_planted_regressions_exit_2_and_are_named(tmp_path):
     assert v[("10", "cpu_sequential_fps")] == "REGRESSION" and v[("10", "exact")] == "REGRESSION"
     assert v[("10", "cpu_sparse_fps")] == "ok"
     md = (run / "report.md").read_text()
-    assert "regression (exit 2)" in md
-    assert "| cpu_sequential_fps | 1,000 | 500 | -50.0% |" in md and "**REGRESSION**" in md
+    assert _title_says(md, report)
+    row = _table(_sections(md)["10_pyav.ipynb"])["cpu_sequential_fps"]  # baseline, now, change, tolerance, verdict
+    assert row[:3] == ["1,000", "500", "-50.0%"] and row[-1] == "**REGRESSION**"
 
 
 def test_within_tolerance_passes_and_just_beyond_fails(tmp_path):
@@ -155,7 +181,8 @@ def test_a_rate_timed_on_another_clip_is_not_judged_but_reported(tmp_path):
         "10_pyav.ipynb: cpu_sequential_fps",
         "10_pyav.ipynb: cpu_sparse_fps",
     ]
-    assert "timed on h264_1080p_gop30_8mbps, the baseline on h264_1080p_gop30_light" in (run / "report.md").read_text()
+    change = _table(_sections((run / "report.md").read_text())["10_pyav.ipynb"])["cpu_sequential_fps"][2]
+    assert 0 <= change.find("h264_1080p_gop30_8mbps") < change.find("h264_1080p_gop30_light")  # now's, then the base's
     # only the GPU's clip changed (14 times the CPU on VP9, the GPU on H.264): its CPU rates are still judged
     gpu_base = _changed(
         **{"10__rates_clip": "vp9.webm", "10__gpu_rates_clip": "h264_light.mp4", "10__gpu_sequential_fps": 500.0}
@@ -189,10 +216,16 @@ def test_a_cpu_rate_measured_on_fewer_cores_is_not_judged_but_reported(tmp_path)
     assert v[("10", "cpu_sequential_fps")] == "not comparable" and v[("10", "cpu_sparse_fps")] == "not comparable"
     # what does not follow the cores is still judged: exactness, and a copy bandwidth
     assert v[("10", "exact")] == "REGRESSION" and v[("00", "h2d_pinned_gb_s")] == "REGRESSION"
-    assert code == 2 and "10_pyav.ipynb: cpu_sequential_fps" not in report["regressions"]
+    assert code == 2 and sorted(report["regressions"]) == [
+        "00_hardware_and_environment.ipynb: h2d_pinned_gb_s",
+        "10_pyav.ipynb: exact",
+    ]
     assert report["not_comparable"] == ["10_pyav.ipynb: cpu_sequential_fps", "10_pyav.ipynb: cpu_sparse_fps"]
-    md = (run / "report.md").read_text()
-    assert "| -50.0% (2 vs 4 cores) |" in md and "usable cores: 4 in the baseline, 2 now" in md
+    lines = _sections((run / "report.md").read_text())["10_pyav.ipynb"]
+    change = _table(lines)["cpu_sequential_fps"][2]  # the change, with the cores now and in the baseline
+    assert re.findall(r"-?[\d.]+%?", change) == ["-50.0%", "2", "4"]
+    cores = [line for line in lines if line.startswith("- ")]  # the notebook's note: baseline's cores, then now's
+    assert len(cores) == 1 and re.findall(r"\b\d+\b", cores[0]) == ["4", "2"]
     assert nightly.cores_of({"cpu": "Intel(R) Xeon(R) Processor x16"}) == 16
     assert nightly.cores_of({"cpu": "unknown"}) is None and nightly.cores_of(None) is None
     # the runner writes the count as an int; the cpu line is read only for summaries made before it did
@@ -261,10 +294,11 @@ def test_pattern_leaves_out_a_notebook_only_copied_into_the_run_folder(tmp_path)
 
 def test_failed_notebook_exits_1_even_with_regressions(tmp_path):
     heads = _changed(**{"10__exact": False})
-    code, report, run = _compare(tmp_path, heads, BASE, status={"10_pyav": "RuntimeError: planted"})
+    planted = "RuntimeError: planted"
+    code, report, run = _compare(tmp_path, heads, BASE, status={"10_pyav": planted})
     assert code == 1
     assert report["failures"] == ["10_pyav.ipynb"] and report["regressions"] == ["10_pyav.ipynb: exact"]
-    assert "RuntimeError: planted" in (run / "report.md").read_text()
+    assert planted in "\n".join(_sections((run / "report.md").read_text())["10_pyav.ipynb"])  # its error, quoted
 
 
 def test_several_partial_folders_are_merged(tmp_path):
@@ -288,35 +322,37 @@ def test_environment_stamps_head_the_report(tmp_path):
     assert code == 0
     assert report["run"]["driver"] == "999.1" and report["run"]["libraries"] == {"av": "0.0.1"}
     assert report["baseline"]["driver"] is None
-    head = (run / "report.md").read_text().split("## ")[0]
-    assert "| driver | - | 999.1 |" in head and "av 0.0.1" in head
+    stamps = _table(_sections((run / "report.md").read_text())[""])  # {key: [the baseline's, this run's]}
+    assert stamps["driver"] == ["-", "999.1"] and stamps["libraries"][1].split() == ["av", "0.0.1"]
 
 
 def test_usage_errors_exit_3_and_name_the_file(tmp_path, capsys):
     run = _folder(tmp_path / "run", BASE)
     assert nightly.main(["--compare-only", str(run), "--baseline", str(tmp_path / "nope")]) == 3
-    assert "nope: baseline folder not found" in capsys.readouterr().err
+    assert str(tmp_path / "nope") in capsys.readouterr().err
 
     base = _folder(tmp_path / "base", BASE)
     (base / "10_pyav.json").write_text("{not json")
     assert nightly.main(["--compare-only", str(run), "--baseline", str(base)]) == 3
     err = capsys.readouterr().err
-    assert "10_pyav.json: malformed JSON" in err
+    assert str(base / "10_pyav.json") in err
 
     base = _folder(tmp_path / "base2", BASE)
     bad = tmp_path / "tolerances.json"
     bad.write_text(json.dumps({"rules": [{"metric": "*", "direction": "sideways"}]}))
     assert nightly.main(["--compare-only", str(run), "--baseline", str(base), "--tolerances", str(bad)]) == 3
-    assert "tolerances.json: rule 0" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the file, and the rule's bad direction
+    assert str(bad) in err and "sideways" in err
 
     smoke = _folder(tmp_path / "smoke", BASE, mode="smoke")
     assert nightly.main(["--compare-only", str(smoke), "--baseline", str(base)]) == 3
-    assert "cannot be compared" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the baseline, and the two modes
+    assert str(base) in err and re.findall(r"(\w+)-mode", err) == ["full", "smoke"]
 
     empty = tmp_path / "empty"
     empty.mkdir()
     assert nightly.main(["--compare-only", str(empty), "--baseline", str(base)]) == 3
-    assert "no notebook results" in capsys.readouterr().err
+    assert str(empty) in capsys.readouterr().err
 
 
 def test_committed_baseline_compared_with_itself_passes(tmp_path):
@@ -354,7 +390,7 @@ def test_run_split_over_two_calls_accumulates_and_fails_on_a_broken_notebook(tmp
     nbs, out = tmp_path / "nbs", tmp_path / "nightly"
     nbs.mkdir()
     _write_nb(nbs / "90_good.ipynb", NB_GOOD)
-    _write_nb(nbs / "91_broken.ipynb", "raise RuntimeError('planted failure')")
+    _write_nb(nbs / "91_broken.ipynb", "raise RuntimeError('planted')")
     base = _folder(tmp_path / "base", {"90_good": {"answer": 42}})
     common = ["--notebooks", str(nbs), "--output", str(out), "--baseline", str(base)]
     assert nightly.main(common + ["--pattern", "90"]) == 0
@@ -368,7 +404,7 @@ def test_run_split_over_two_calls_accumulates_and_fails_on_a_broken_notebook(tmp
     kept = next(r for r in summary["notebooks"] if r["notebook"] == "90_good.ipynb")
     assert kept["machine"]["cpu"] == summary["machine"]["cpu"]  # a kept row carries the machine it ran on
     assert nightly.main(["--compare-only", str(out), "--baseline", str(base)]) == 1
-    assert "planted failure" in (out / "report.md").read_text()
+    assert "planted" in "\n".join(_sections((out / "report.md").read_text())["91_broken.ipynb"])
 
 
 def test_a_regression_planted_in_the_committed_results_fails(tmp_path):
@@ -436,13 +472,13 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
     metrics = {m["metric"]: m for nb in report["notebooks"] for m in nb["metrics"]}
     assert metrics["cpu_sequential_fps"]["libraries_changed"] == ["av 19.0.2 -> 18.1.0"]
     assert "libraries_changed" not in metrics["cpu_sparse_fps"]  # not a regression: nothing named
-    md = (run / "report.md").read_text()
-    assert "Library versions changed since the baseline: av 19.0.2 -> 18.1.0" in md
-    assert "| **REGRESSION** (library changed: av 19.0.2 -> 18.1.0) |" in md
-    assert (
-        "  regressed: 10_pyav.ipynb: cpu_sequential_fps (library changed: av 19.0.2 -> 18.1.0)"
-        in capsys.readouterr().out.splitlines()
-    )
+    named = metrics["cpu_sequential_fps"]["libraries_changed"][0]
+    sections = _sections((run / "report.md").read_text())
+    assert sum(named in line for line in sections[""]) == 1  # in the report's head, and beside the regression
+    verdict = _table(sections["10_pyav.ipynb"])["cpu_sequential_fps"][-1]
+    assert verdict.startswith("**REGRESSION**") and named in verdict and "library" in re.findall(r"\w+", verdict)
+    said = [line for line in capsys.readouterr().out.splitlines() if named in line]  # and on the console
+    assert len(said) == 1 and "10_pyav.ipynb" in said[0] and "cpu_sequential_fps" in said[0]
 
     # a run without notebook 00: the versions the runner stamped in summary.json; a change only in torch
     # is named beside a pyav regression too, since nothing points at another library
@@ -457,7 +493,7 @@ def test_a_library_version_change_is_named_beside_the_regressions_it_may_explain
     run = _folder(tmp_path / "run3", {"10_pyav": slower["10_pyav"]}, libraries={"torch": "2.11.0", "av": "19.0.2"})
     nightly.main(["--compare-only", str(run), "--baseline", str(base)])
     report = json.loads((run / "report.json").read_text())
-    assert report["library_changes"] == {} and "Library versions changed" not in (run / "report.md").read_text()
+    assert report["library_changes"] == {} and "->" not in (run / "report.md").read_text()
 
 
 def test_a_change_of_the_generated_media_is_named_beside_the_regressions_it_may_explain(tmp_path, capsys):
@@ -472,10 +508,12 @@ def test_a_change_of_the_generated_media_is_named_beside_the_regressions_it_may_
     assert report["library_changes"] == {"generated media": "before 4 -> 4"}
     regressed = [m for nb in report["notebooks"] for m in nb["metrics"] if m["verdict"] == "REGRESSION"]
     assert [m["libraries_changed"] for m in regressed] == [["generated media before 4 -> 4"]]
-    md = (run / "report.md").read_text()
-    assert "Changed since the baseline: generated media before 4 -> 4" in md
-    assert "| **REGRESSION** (changed: generated media before 4 -> 4) |" in md
-    assert "(changed: generated media before 4 -> 4)" in capsys.readouterr().out
+    named = regressed[0]["libraries_changed"][0]
+    sections = _sections((run / "report.md").read_text())
+    assert sum(named in line for line in sections[""]) == 1
+    verdict = _table(sections["10_pyav.ipynb"])["cpu_sequential_fps"][-1]  # not called a library change
+    assert verdict.startswith("**REGRESSION**") and named in verdict and "library" not in re.findall(r"\w+", verdict)
+    assert sum(named in line for line in capsys.readouterr().out.splitlines()) == 1
     # the same version on both sides: nothing named; the runner stamps the version it encodes with
     base = _folder(tmp_path / "base2", {"10_pyav": BASE["10_pyav"]}, libraries=libs, media_version=4)
     nightly.main(["--compare-only", str(run), "--baseline", str(base)])
@@ -536,7 +574,8 @@ def test_the_full_run_in_parts_covers_every_notebook_once_and_stamps_the_code(tm
     reads = owner["22_choosing_a_loader.ipynb"][0]  # 22 runs in the part of 20 and 21, or in a later one
     assert reads >= owner["20_decode_benchmarks.ipynb"][0] and reads >= owner["21_training_loader_benchmarks.ipynb"][0]
     assert nightly.main(["--part", "1", "--pattern", "0*"]) == nightly.EXIT_USAGE
-    assert "give one" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the two options that both choose the notebooks
+    assert "--part" in err and "--pattern" in err
     nbformat = pytest.importorskip("nbformat")
     from nbformat.v4 import new_code_cell, new_notebook
 
@@ -551,7 +590,7 @@ def test_the_full_run_in_parts_covers_every_notebook_once_and_stamps_the_code(tm
     base = _folder(tmp_path / "base", {"00_good": {"answer": 42}})
     assert nightly.main(["--part", "1", "--notebooks", str(nbs), "--output", str(out), "--baseline", str(base)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["machine"]["commit"] == "abc123" and "code abc123" in (out / "summary.md").read_text()
+    assert summary["machine"]["commit"] == "abc123" and "abc123" in (out / "summary.md").read_text()
 
 
 def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_with_their_machine(tmp_path, capsys):
@@ -577,7 +616,8 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     assert rows["10_pyav.ipynb"]["machine"]["commit"] == "abc123"
     assert rows["00_hardware_and_environment.ipynb"]["machine"]["date_utc"] == "2000-01-01 00:00"
     text = (ref / "summary.md").read_text()
-    assert "00_hardware_and_environment.ipynb ran on:" in text and "2000-01-01" in text
+    stamped = [line for line in text.splitlines() if line.startswith("00_hardware_and_environment.ipynb")]
+    assert len(stamped) == 1 and "2000-01-01" in stamped[0]  # the kept row, with the date it ran on
     # a notebook that failed in the part keeps its earlier copy (13's kernel died on the H200, 12-05)
     broken = _folder(
         tmp_path / "broken",
@@ -586,17 +626,20 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     )
     (broken / "00_figure.png").write_bytes(b"from the failed run")
     assert nightly.main(["--adopt", str(broken), "--baseline", str(ref)]) == 0
-    assert "not adopted, as they failed" in capsys.readouterr().out and (ref / "00_figure.png").read_bytes() == b"kept"
+    said = capsys.readouterr().out.splitlines()  # the failed one named on a line of its own, not as adopted
+    failed = [line for line in said if "00_hardware_and_environment.ipynb" in line]
+    assert len(failed) == 1 and "11_decord.ipynb" not in failed[0] and (ref / "00_figure.png").read_bytes() == b"kept"
     rows = {r["notebook"]: r for r in json.loads((ref / "summary.json").read_text())["notebooks"]}
     assert rows["00_hardware_and_environment.ipynb"]["status"] == "passed"
     # a part where nothing passed adopts nothing and leaves the reference's summary (and its machine) as it was
     summary_before = (ref / "summary.json").read_text()
     none = _folder(tmp_path / "none", {"00_hardware_and_environment": {}}, status={"00_hardware_and_environment": "x"})
     assert nightly.main(["--adopt", str(none), "--baseline", str(ref)]) == nightly.EXIT_USAGE
-    assert "no notebook that passed" in capsys.readouterr().err and (ref / "summary.json").read_text() == summary_before
+    assert str(none) in capsys.readouterr().err and (ref / "summary.json").read_text() == summary_before
     smoke = _folder(tmp_path / "smoke", {"10_pyav": BASE["10_pyav"]}, mode="smoke")
     assert nightly.main(["--adopt", str(smoke), "--baseline", str(ref)]) == nightly.EXIT_USAGE
-    assert "smoke-mode run" in capsys.readouterr().err and (ref / "10_new_figure.png").exists()
+    err = capsys.readouterr().err  # the part's mode, then the reference's
+    assert re.findall(r"(\w+)-mode", err) == ["smoke", "full"] and (ref / "10_new_figure.png").exists()
 
 
 def test_a_run_lost_mid_part_keeps_the_finished_notebooks_rows_and_adopts_only_those(tmp_path, monkeypatch, capsys):
@@ -631,11 +674,12 @@ def test_a_run_lost_mid_part_keeps_the_finished_notebooks_rows_and_adopts_only_t
     first, second = ran[0], ({"10_pyav.ipynb", "11_decord.ipynb"} - set(ran)).pop()
     summary = json.loads((out / "summary.json").read_text())
     assert [r["notebook"] for r in summary["notebooks"]] == [first]
-    assert summary["unfinished"] == [second] and "**Unfinished run**" in (out / "summary.md").read_text()
+    assert summary["unfinished"] == [second] and second in (out / "summary.md").read_text()  # named as still to run
     ref = _folder(tmp_path / "ref", BASE, gpu=summary["machine"].get("gpu"))  # the same machine as the run's
     (ref / second).write_text("earlier")
     assert nightly.main(["--adopt", str(out), "--baseline", str(ref)]) == 0
-    assert f"{second} had not run" in capsys.readouterr().out
+    said = [line for line in capsys.readouterr().out.splitlines() if second in line]  # named apart from the adopted
+    assert len(said) == 1 and first not in said[0]
     stem = first.removesuffix(".ipynb")
     assert json.loads((ref / f"{stem}.json").read_text())["headline"]["cpu_sequential_fps"] == 999.0
     assert (ref / second).read_text() == "earlier"

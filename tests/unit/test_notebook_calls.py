@@ -13,6 +13,7 @@ import ast
 import importlib
 import inspect
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -156,7 +157,7 @@ def test_the_check_finds_a_misspelt_keyword_and_a_missing_function(tmp_path):
     found = _problems(tmp_path / "99_x.ipynb")
     assert len(found) == 3, found
     assert any("wait_epoch" in f and "steps" in f for f in found)  # stepz= is no keyword it takes
-    assert any("no_such_function: no such name" in f for f in found)
+    assert any("no_such_function" in f for f in found)  # a name the module does not have
     assert any("nb.section" in f for f in found)
 
 
@@ -172,4 +173,4 @@ def test_the_check_reads_a_threads_target_and_positionals_beside_spread_keywords
         "worker(1, **kw)\n"  # b may come from **kw
     )
     found = _calls(ast.parse(src), {"worker": worker})
-    assert len(found) == 2 and found[0].startswith("line 2:") and found[1].startswith("line 4:"), found
+    assert [int(re.match(r"line (\d+):", f).group(1)) for f in found] == [2, 4], found  # the two wrong calls' lines

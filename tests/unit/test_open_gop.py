@@ -5,6 +5,7 @@ import pytest
 from playbook_utils import decoders, media
 from playbook_utils.bench import matrix
 from playbook_utils.decoders import adapter, video_info
+from tests.sentences import numbers
 
 pytestmark = pytest.mark.media
 
@@ -181,8 +182,12 @@ def test_spdl_cuda_refuses_an_open_gop_file_it_cannot_read_exactly_and_never_ind
         spdl_adapter.ADAPTER.read(str(path), wanted, Device("cuda"), info)
     e = refused.value
     assert e.path == str(path) and e.backend == "spdl"
-    assert "open-GOP" in e.cause and f"frames {second}..{second + 1}" in e.cause and "TorchCodec" in e.cause
-    assert ("1 of its 2 frames" if failure == "short window" else "No frames were decoded") in e.cause
+    assert "open-GOP" in e.cause and "TorchCodec" in e.cause  # what the file is, and what reads it
+    window = [str(second), str(second + 1)]  # the frames of the window that came back short
+    if failure == "short window":
+        assert numbers(e.cause)[:4] == [*window, "1", "2"]  # 1 of its 2 frames came back
+    else:
+        assert numbers(e.cause)[:2] == window and "RuntimeError" in e.cause  # the library's error, described
     # read from bytes, the file's name still in the refusal (read_file hands SPDL the bytes, not the path)
     with open(path, "rb") as f, pytest.raises(BackendUnavailable) as from_bytes:
         spdl_adapter.ADAPTER.read_file(f, wanted, Device("cuda"), info)

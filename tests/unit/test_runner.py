@@ -21,6 +21,21 @@ def _write_nb(path, body, requires=(), extra_params=""):
     nbformat.write(nb, path)
 
 
+def tally(line: str):
+    """The runner's tally line ('1 passed, 2 failed in 12s (90 3%, 91 40%, 92 57%)') as (passed, failed, time taken,
+    {notebook number: its share of the time in %})."""
+    head, _, shares = line.partition(" (")
+    passed, failed, took = re.fullmatch(r"(\d+) passed, (\d+) failed in (\S+)", head).groups()
+    pairs = [share.split() for share in shares.rstrip(")").split(", ") if share]
+    return int(passed), int(failed), took, {n: int(pct.rstrip("%")) for n, pct in pairs}
+
+
+def md_table(lines: list[str]) -> dict:
+    """{notebook: its cells} of summary.md's table."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("| ")]
+    return {r[0]: r for r in rows[1:]}  # after the header
+
+
 GOOD = """import json, pathlib
 pathlib.Path(OUTPUT_DIR, "90_good.json").write_text(json.dumps(
     {"headline": {"smoke": SMOKE, "answer": 42}, "skipped": ["gpu part: no GPU"]}))"""
@@ -31,7 +46,7 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
     _write_nb(nbs / "90_good.ipynb", GOOD, requires=["cuda"])
-    _write_nb(nbs / "91_broken.ipynb", "raise RuntimeError('planted failure')")
+    _write_nb(nbs / "91_broken.ipynb", "raise RuntimeError('planted')")
     _write_nb(nbs / "92_silent.ipynb", "x = 1")  # runs, but writes no results
     code = run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)])
     assert code == 1
@@ -42,8 +57,10 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     assert rows["90_good.ipynb"]["headline"] == {"smoke": True, "answer": 42}
     assert rows["90_good.ipynb"]["requires"] == ["cuda"]
     assert rows["91_broken.ipynb"]["status"] == "failed"
-    assert "planted failure" in rows["91_broken.ipynb"]["error"]
-    assert rows["92_silent.ipynb"]["status"] == "failed" and "without writing" in rows["92_silent.ipynb"]["error"]
+    assert "RuntimeError" in rows["91_broken.ipynb"]["error"] and "planted" in rows["91_broken.ipynb"]["error"]
+    # no results written: failed, naming the JSON it did not write
+    assert rows["92_silent.ipynb"]["status"] == "failed" and not (out / "92_silent.json").exists()
+    assert "92_silent.json" in rows["92_silent.ipynb"]["error"]
     # the library versions it ran with: in the summary's stamp, and as the constraints a baseline carries
     from playbook_utils.tools import setup_env
 
@@ -59,8 +76,15 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
         setup_env.read_constraints(out / "constraints.txt")["torch"]
         == f"torch=={summary['machine']['libraries']['torch'].split('+')[0]}"
     )
-    md = (out / "summary.md").read_text()
-    assert "1 passed, 2 failed" in md and "answer: 42" in md and "gpu part: no GPU" in md
+    md = (out / "summary.md").read_text().splitlines()
+    table = md_table(md)  # a row per notebook: its status, its headline and what it skipped
+    assert list(table) == list(rows) and [table[n][1].strip("*").split("*")[0] for n in table] == [
+        "passed",
+        "failed",
+        "failed",
+    ]
+    assert "42" in table["90_good.ipynb"][3] and table["90_good.ipynb"][4] == "gpu part: no GPU"  # its skipped line
+    assert [re.findall(r"\d+", line) for line in md if re.fullmatch(r"\d+ passed, \d+ failed", line)] == [["1", "2"]]
     assert (out / "90_good.ipynb").exists()
     # the console: a start line with the place in the run, a result line, a tally with the total time
     lines = capsys.readouterr().out.splitlines()
@@ -72,7 +96,9 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     ends = [line.split() for line in lines if line.split()[:1] in (["passed"], ["failed"])]
     assert [e[:2] for e in ends] == [["passed", "90_good"], ["failed", "91_broken"], ["failed", "92_silent"]]
     assert all(re.fullmatch(r"\d+s", e[3]) for e in ends)
-    assert re.fullmatch(r"1 passed, 2 failed in \d+s \(90 \d+%, 91 \d+%, 92 \d+%\)", lines[-2])
+    passed, failed, took, shares = tally(lines[-2])  # and each notebook's share of the time
+    assert (passed, failed) == (1, 2) and re.fullmatch(r"\d+s", took) and list(shares) == ["90", "91", "92"]
+    assert abs(sum(shares.values()) - 100) <= 2
     assert lines[-1].startswith("summary: ")
 
 
@@ -210,12 +236,14 @@ pathlib.Path(OUTPUT_DIR, "{stem}.json").write_text(json.dumps({{"headline": {{
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert rows["90_takes.ipynb"]["headline"] == {"workload": "sequential", "max_files": 50}
     assert rows["91_lacks.ipynb"]["headline"] == {"workload": None, "max_files": None}  # not injected there
-    lines = capsys.readouterr().out.splitlines()
-    assert "--param WORKLOAD: a parameter of 90_takes only; left out of 91_lacks" in lines
-    assert "--param MAX_FILES: a parameter of 90_takes only; left out of 91_lacks" in lines
+    # a line per parameter: the notebook that has it, then the one it was left out of
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("--param ")]
+    assert [n.split()[1] for n in notes] == ["WORKLOAD:", "MAX_FILES:"]
+    assert all(0 <= n.find("90_takes") < n.find("91_lacks") for n in notes)
     # a name no selected notebook defines is a usage error, before anything runs
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--param", "WORKLAOD=x"]) == 2
-    assert "WORKLAOD: not a parameter of 90_takes, 91_lacks" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the name, and the notebooks it is not a parameter of
+    assert "WORKLAOD" in err and "90_takes" in err and "91_lacks" in err
 
 
 def _write_timed_nb(path, after=(), whole=False, fail=False, sleep=1, label=False):
@@ -223,7 +251,7 @@ def _write_timed_nb(path, after=(), whole=False, fail=False, sleep=1, label=Fals
     body = f"""import json, os, pathlib, time
 t0 = time.time()
 time.sleep({sleep})
-{"raise RuntimeError('planted failure')" if fail else ""}
+{"raise RuntimeError('planted')" if fail else ""}
 pathlib.Path(OUTPUT_DIR, "{path.stem}.json").write_text(json.dumps({{"headline": {{
     "cores": len(os.sched_getaffinity(0)), "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"),
     "start": t0, "end": time.time(), "label": {"LABEL" if label else None}}}}}))"""
@@ -253,11 +281,15 @@ def test_lanes_pin_each_notebook_and_keep_the_declared_order(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     starts = [line for line in lines if line.startswith("[")]
     assert [s.split()[0] for s in starts] == [f"[{k}/5]" for k in range(1, 6)]
-    assert sum(" on lane " in s for s in starts) == 4 and starts[-1].startswith("[5/5] 93_all on the whole machine")
-    assert re.fullmatch(r"4 passed, 1 failed in \d+s \(9\d \d+%(, 9\d \d+%){4}\)", lines[-2])
+    assert sum("lane" in s.split() for s in starts) == 4  # the whole-machine notebook last, on no lane
+    assert starts[-1].split()[1] == "93_all" and "lane" not in starts[-1].split()
+    passed, failed, took, shares = tally(lines[-2])
+    assert (
+        (passed, failed) == (4, 1) and re.fullmatch(r"\d+s", took) and sorted(shares) == ["90", "91", "92", "93", "94"]
+    )
     rows = {r["notebook"]: r for r in json.loads((out / "summary.json").read_text())["notebooks"]}
     assert list(rows) == ["90_a.ipynb", "91_b.ipynb", "92_reads_a.ipynb", "93_all.ipynb", "94_broken.ipynb"]
-    assert rows["94_broken.ipynb"]["status"] == "failed" and "planted failure" in rows["94_broken.ipynb"]["error"]
+    assert rows["94_broken.ipynb"]["status"] == "failed" and "planted" in rows["94_broken.ipynb"]["error"]
     h = {n[:2]: r["headline"] for n, r in rows.items() if r["status"] == "passed"}
     assert [h[k]["cores"] for k in ("90", "91", "92")] == [cores // 2] * 3  # a lane's share of the cores
     assert h["93"]["cores"] == cores  # the whole machine
@@ -327,7 +359,7 @@ def test_kernels_start_without_the_unencrypted_tcp_warning(tmp_path, capfd, monk
     row = run_notebooks.run_one(nbs / "90_good.ipynb", out, "smoke", "cpu", None, 60, {})
     assert row["status"] == "passed" and row["headline"]["answer"] == 42
     captured = capfd.readouterr()
-    assert "without encryption" not in captured.err + captured.out
+    assert "[IPKernelApp] WARNING" not in captured.err + captured.out  # as a plain-TCP kernel logs at its start
 
 
 def _row(name, status="passed", headline=None, **kw):
@@ -370,8 +402,9 @@ def test_summary_opens_with_the_recommendation_and_lists_spreads_and_unreadable_
         "**Open this first:** `22_choosing_a_loader.ipynb` recommends **pyav on cpu** at 1,386 ± 12% "
         "frames/s for the sequential workload (runner-up: torchcodec on cpu; 13% ahead, inside the spread: tied)"
     )
-    row20 = next(line for line in md if line.startswith("| 20_decode"))
-    assert "best_fps: 1,386 ± 7.2%<br>jobs: 9 |" in row20 and "best_fps_spread_pct" not in row20
+    # the headline cell: each key with its value, the spread beside its rate rather than a key of its own
+    head = md_table(md)["20_decode_benchmarks.ipynb"][3]
+    assert dict(item.split(": ") for item in head.split("<br>")) == {"best_fps": "1,386 ± 7.2%", "jobs": "9"}
     at = md.index("## Files that could not be read (1)")
     assert md[at + 2] == (
         "- `/videos/broken.mp4` (20_decode_benchmarks, 21_training_loader_benchmarks): "
@@ -404,11 +437,12 @@ pathlib.Path(OUTPUT_DIR, "90_reads.json").write_text(json.dumps({"headline": {},
     "bad.mp4": "DecodeError: bad.mp4 [probe]: cannot open as a media file"}}))""",
     )
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
-    assert (
-        "- `bad.mp4` (90_reads): DecodeError: bad.mp4 [probe]: cannot open as a media file"
-        in (out / "summary.md").read_text()
-    )
-    assert "1 of your files could not be read: listed in summary.md" in capsys.readouterr().out
+    cause = json.loads((out / "90_reads.json").read_text())["unreadable"]["bad.mp4"]
+    listed = [line for line in (out / "summary.md").read_text().splitlines() if line.startswith("- ")]
+    # one entry: the file, the notebook that met it, and its cause as the notebook recorded it
+    assert len(listed) == 1 and "bad.mp4" in listed[0] and "90_reads" in listed[0] and listed[0].endswith(cause)
+    said = capsys.readouterr().out.splitlines()  # the count, pointing to summary.md, before the summary's path
+    assert said[-2].split()[0] == "1" and said[-2].endswith("summary.md") and said[-1].endswith("summary.md")
 
 
 @pytest.mark.slow
@@ -425,14 +459,15 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
     out_lines = capsys.readouterr().out.splitlines()
     # the times expected are the last run's, of the same mode
     seconds = next(r["seconds"] for r in first["notebooks"] if r["notebook"] == "90_good.ipynb")
-    assert "expected times from the last smoke run in this folder" in out_lines
-    assert f"[1/1] 90_good ... expected ~{run_notebooks.duration(seconds)}" in out_lines
+    _, source = run_notebooks.expected_seconds(out, "smoke")
+    assert source is not None and sum(line.endswith(source) for line in out_lines) == 1
+    start = next(line for line in out_lines if line.startswith("[1/1]")).split()
+    assert start[1] == "90_good" and start[-1] == "~" + run_notebooks.duration(seconds)
     times, source = run_notebooks.expected_seconds(out, "full")  # a full run: the full reference's, not these
     assert "90_good.ipynb" not in times and (source is None or source.startswith("results/h200"))
-    assert (
-        f"{out} held a smoke run of {first['machine']['date_utc']} UTC: its summary and the files of the "
-        f"1 notebook(s) run again moved to {out / 'previous'}/" in out_lines
-    )
+    moved = [line for line in out_lines if line.startswith(str(out))]  # which run went where (the files: below)
+    assert len(moved) == 1 and first["machine"]["date_utc"] in moved[0] and "smoke" in moved[0].split()
+    assert moved[0].endswith(str(out / "previous") + "/")
     previous = out / "previous"
     assert json.loads((previous / "summary.json").read_text()) == first
     assert {p.name for p in previous.iterdir()} == {
@@ -452,12 +487,9 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
     assert (
         run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90", "--pattern", "92"]) == 0
     )
-    assert any(
-        line.endswith(
-            f"the files of the 1 notebook(s) run again moved to {out / 'previous'}/ (replacing the run kept there)"
-        )
-        for line in capsys.readouterr().out.splitlines()
-    )
+    moved = [line for line in capsys.readouterr().out.splitlines() if line.startswith(str(out))]
+    assert len(moved) == 1 and str(out / "previous") + "/" in moved[0] and not moved[0].endswith("/")  # replaced
+    assert json.loads((previous / "summary.json").read_text())["notebooks"][0]["notebook"] == "90_good.ipynb"
 
 
 def _tree(folder):
@@ -481,8 +513,8 @@ def test_a_folder_the_runner_did_not_make_is_refused_before_anything_moves(tmp_p
     with pytest.raises(ValueError, match="this runner did not make it"):
         run_notebooks.set_aside(mine, [nbs / "20_x.ipynb"])
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(mine)]) == 2
-    err = capsys.readouterr().err
-    assert f"--output {mine}: it holds a summary.json" in err and "nothing was moved" in err
+    err = capsys.readouterr().err  # the folder and what is in it (nothing moved: below)
+    assert str(mine) in err and "summary.json" in err
     assert _tree(mine) == before  # nothing moved, deleted or written (no marker either)
     # a folder the runner marked, whose previous/ it did not make: refused too
     (mine / run_notebooks.MARKER).write_text("")
@@ -570,8 +602,9 @@ def test_a_kernels_progress_bar_is_shown_on_the_console_not_in_the_notebook(tmp_
 
     time.sleep(0.3)
     echo.stop()
-    assert echo.latest().startswith("bench: 100%") and "3/3" in echo.latest()
-    assert "bench: 100%" in capsys.readouterr().out  # shown here, as the kernel wrote it
+    latest = echo.latest()  # the bar's label, then where it got to
+    assert latest.split(":")[0] == "bench" and latest.split()[1].startswith("100%") and "3/3" in latest.split()
+    assert latest in capsys.readouterr().out  # shown here, as the kernel wrote it
 
 
 def test_a_kernel_that_died_before_it_started_is_started_again_once(tmp_path, monkeypatch, capsys):
@@ -592,7 +625,8 @@ def test_a_kernel_that_died_before_it_started_is_started_again_once(tmp_path, mo
     _write_nb(nbs / "90_good.ipynb", GOOD)
     row = run_notebooks.run_one(nbs / "90_good.ipynb", out, "smoke", "cpu", None, 60, {})
     assert row["status"] == "passed" and row["headline"]["answer"] == 42 and len(calls) == 2
-    assert "died before it started" in capsys.readouterr().out
+    said = [line for line in capsys.readouterr().out.splitlines() if "kernel_info" in line]
+    assert len(said) == 1 and "90_good" in said[0]  # the retry said once, for this notebook, with the cause
 
     def dead(*args, **kwargs):  # twice: a failed row with the cause, no third try
         calls.append(1)

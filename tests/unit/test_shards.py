@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from playbook_utils import distributed, media, shards, sources
+from tests.sentences import numbers
 
 pytestmark = pytest.mark.media  # every test here encodes or decodes video
 
@@ -49,7 +50,7 @@ def test_one_pass_skips_the_broken_member_and_finishes(dataset):
     good = [x for x in items if isinstance(x, dict)]
     assert len(items) == 10 and len(good) == 9
     assert len(skipped) == 1 and skipped[0].path.startswith("tar://v03.mp4::") and "train-000001.tar" in skipped[0].path
-    assert "cannot open as a media file" in skipped[0].cause
+    assert skipped[0].path in skipped[0].cause and "InvalidDataError" in skipped[0].cause  # the member, PyAV's error
     for x in good:
         n = x["meta"]["frames"]
         assert x["frames"].shape == (4, 3, 48, 64)
@@ -77,7 +78,9 @@ def test_a_video_the_vlm_rule_refuses_is_skipped_and_named(tmp_path):
     skipped = [x for x in items if not isinstance(x, dict)]
     assert [x["key"] for x in items if isinstance(x, dict)] == ["b"]
     assert len(skipped) == 1 and skipped[0].path.startswith("tar://a.mp4::")
-    assert "'vlm' sampling rule refuses it" in skipped[0].cause and "between 2 and 1 frames" in skipped[0].cause
+    assert skipped[0].cause.startswith(skipped[0].path)
+    why = skipped[0].cause.split("]: ", 1)[1]  # the rule named, with the frames it needs, the video's 1 frame at 30 fps
+    assert "'vlm'" in why and numbers(why) == ["2", "1", "1", "30.0", "0"]
     with pytest.raises(Exception, match=r"a\.mp4.*sampling rule refuses"):
         list(shards.ShardDataset(shard, strategy="vlm", fps=4.0, on_error="raise"))
 

@@ -295,7 +295,7 @@ def test_redact_removes_credentials_from_urls_in_a_text():
 
     got = redact(f"cannot read {SECRET_URL}: refused")
     assert not any(s in got for s in SECRETS), got
-    assert got.startswith("cannot read https://***@127.0.0.1:9/bucket/v.mp4?X-Amz-Algorithm=AWS4-HMAC-SHA256&")
+    assert "https://***@127.0.0.1:9/bucket/v.mp4?X-Amz-Algorithm=AWS4-HMAC-SHA256&" in got  # the rest kept
     assert "X-Amz-Expires=3600" in got and "X-Amz-Signature=***" in got and got.endswith(": refused")
     cases = {
         # GCS signed URL (V4 and V2)

@@ -7,6 +7,7 @@ import pytest
 
 from playbook_utils.bench import loader_bench, nvdec
 from playbook_utils.loaders import decode_ahead
+from tests.sentences import numbers
 
 CHUNK_S = 0.001  # seconds the simulated decode engine takes per chunk of a video
 CHUNKS = 5  # chunks per video
@@ -108,7 +109,9 @@ def test_the_old_clock_counts_work_done_before_it_started(threads):
     deliveries = simulate(96, threads)
     assert naive_rate(deliveries, 4) > 1.25 * CAPACITY
     r = loader_bench.steady_rate(deliveries, 16, 2 * threads)
-    assert not r["steady"] and "epoch of at least" in r["why"]
+    # why: the 96 items, the look-ahead, and the epoch the steady rule would need
+    need = loader_bench.steady_epoch(2 * threads, 16, batch_size=deliveries[0][1])
+    assert not r["steady"] and numbers(r["why"]) == ["96", str(2 * threads), str(need)] and need > 96
 
 
 def test_a_real_thread_pool_is_measured_in_steady_state_too():
@@ -172,11 +175,12 @@ CEILING = {"fps": 4000.0, "saturated": True}
 def test_no_share_of_the_ceiling_above_100_is_a_result(fps, spread, ceiling, verdict, pct):
     j = nvdec.against_ceiling(fps, spread, ceiling)
     assert j["verdict"] == verdict and j["pct_of_ceiling"] == pct
-    if verdict is not None:  # every share of a ceiling that was not saturated says it is only an upper bound
-        assert ("lower bound" in j["words"]) == (not ceiling["saturated"])
+    if verdict is not None:  # every share of a ceiling that was not saturated is only an upper bound
         assert j["at_most"] == (j["pct_of_ceiling"] is not None and not ceiling["saturated"])
-    if verdict == "above":
-        assert ("measurements is wrong" in j["words"]) == ceiling["saturated"]
+    if verdict == "above":  # the two rates; over a saturated ceiling, beyond the spread: a measurement is wrong
+        spread = max(spread, ceiling.get("spread_pct") or 0)
+        beyond = [f"{spread:.1f}"] if ceiling["saturated"] else []  # over a lower bound: no spread to be beyond
+        assert numbers(j["words"]) == [f"{fps:.0f}", f"{ceiling['fps']:.0f}", *beyond]
 
 
 def test_rows_above_the_ceiling_or_not_steady_are_not_the_best():
