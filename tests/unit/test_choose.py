@@ -366,7 +366,9 @@ def test_the_candidates_come_from_21s_loaders_on_the_same_files_else_the_one_cal
     # 21 measured other files: its loaders are left out, and the one-caller table (here empty) decides
     said = []
     other = choose.candidates_for(tmp_path, "/my/videos", *args[2:], short_run=False, log=said.append)
-    assert other["candidates"] == [] and other["when"] is None and other["source"] == "the one-caller table of section 3"
+    assert (
+        other["candidates"] == [] and other["when"] is None and other["source"] == "the one-caller table of section 3"
+    )
     assert len(said) == 1
     # a short run here where 21 did not measure these files: its candidates, from loader_bench.short_whole_loaders
     monkeypatch.setattr(choose.loader_bench, "short_whole_loaders", lambda *a, **k: {**nb21, "short": True})
