@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from playbook_utils import media, sources
-from playbook_utils.media import VideoInfo
+from playbook_utils import sources
+from playbook_utils.probe import VideoInfo, probe
 
 __all__ = ["byte_index", "ByteIndex"]
 
@@ -70,7 +70,7 @@ def byte_index(source) -> ByteIndex:
     import av
 
     src = sources.resolve(source)
-    found = media.probe(src)
+    found = probe(src)
     rows = []
     with src.open() as f, av.open(f) as c:
         stream = c.streams.video[0]

@@ -19,7 +19,8 @@ from pathlib import Path
 HERE = Path.cwd()
 CHILD = """
 import sys, time
-from playbook_utils import loaders, media
+from playbook_utils import loaders
+from playbook_utils.bench import media
 clips = media.default_media(smoke=False)
 paths = [clips["h264_1080p_gop30.mp4"], clips["hevc_1080p_gop30.mp4"]] * 30
 dl = loaders.make_loader(paths, backend=sys.argv[2], batch_size=4, num_workers=2, k=16)

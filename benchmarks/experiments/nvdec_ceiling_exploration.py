@@ -98,7 +98,7 @@ def measure(kind, path, procs, threads, reuse=True, dur=4.0):
 
 
 if __name__ == "__main__":
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     d = "/tmp/ceil"
     os.makedirs(d, exist_ok=True)

@@ -9,8 +9,8 @@ import time
 
 import av
 
-from playbook_utils import media, sampling
-from playbook_utils.bench import sparse
+from playbook_utils import sampling
+from playbook_utils.bench import media, sparse
 
 
 def main():

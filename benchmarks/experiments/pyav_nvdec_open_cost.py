@@ -9,7 +9,7 @@ CHILD = r"""
 import json, statistics, sys, time
 import av, torch
 from av.codec.hwaccel import HWAccel
-from playbook_utils import media
+from playbook_utils.bench import media
 variant, torch_first = sys.argv[1], sys.argv[2] == "1"
 opts = {"default": {}, "primary_ctx": {"primary_ctx": "1"}, "current_ctx": {"current_ctx": "1"}}[variant]
 if torch_first:

@@ -2,8 +2,7 @@
 # Run twice on 2026-11-29: plainly, and with MALLOC_ARENA_MAX=1 (to see whether glibc arenas explain the growth).
 # python benchmarks/experiments/pyav_soak_30k_calls.py > out.json
 import json
-from playbook_utils import media
-from playbook_utils.bench import faults
+from playbook_utils.bench import faults, media
 
 
 def main():

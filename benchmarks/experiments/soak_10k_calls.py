@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 
-from playbook_utils import env, media
+from playbook_utils import env
+from playbook_utils.bench import media
 
 
 def main():

@@ -6,8 +6,8 @@ import os
 import sys
 import time
 
-from playbook_utils import env, media, sampling
-from playbook_utils.bench import sparse
+from playbook_utils import env, sampling
+from playbook_utils.bench import media, sparse
 
 
 def main():

@@ -27,7 +27,7 @@ def live_cuda():
 def main():
     backend, paths = sys.argv[1], sys.argv[2:]
     if not paths:  # the smoke media set (made or found in PLAYBOOK_MEDIA_DIR), as the test uses
-        from playbook_utils import media
+        from playbook_utils.bench import media
 
         smoke = media.default_media(smoke=True)
         paths = [smoke["h264_144p_gop12.mp4"], smoke["hevc_144p_gop48.mp4"]]

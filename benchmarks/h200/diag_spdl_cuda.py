@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import torch
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.decoders import read_frames, video_info
 
 

@@ -4,7 +4,7 @@
 # tags, decoders reused across files) and 30 (open-GOP clips read forward on NVDEC: tests/unit/test_open_gop.py),
 # in one call. Carry .gpu_media, made on the CPU beforehand:
 #   bash benchmarks/h200/make_mixed_folder.sh && .venv/bin/python benchmarks/h200/gpu_pixels.py make .gpu_media/colour
-#   .venv/bin/python -c "from playbook_utils import media; media.unusual_clips('.gpu_media/unusual')"
+#   .venv/bin/python -c "from playbook_utils.bench import media; media.unusual_clips('.gpu_media/unusual')"
 source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: this machine has no install (a fresh one?)"; exit 1; }
 export PLAYBOOK_MEDIA_DIR=/tmp/media
 # the rotated and two-stream clips of the sources tests (26), made on the CPU: media.unusual_clips

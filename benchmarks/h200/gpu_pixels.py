@@ -13,8 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from playbook_utils import media
-from playbook_utils.bench import exactness, pixels
+from playbook_utils.bench import exactness, media, pixels
 from playbook_utils.decoders import BACKENDS, read_frames, video_info, why_unavailable
 
 

@@ -2,7 +2,7 @@
 # On the GPU machine, after the install, from the project root (carry .gpu_media): issue 56's checks of the modules
 # notebook 22 hands over (handover_check.py). On the CPU first:
 #   .venv/bin/python -m tests.reader_folder .gpu_media/reader
-#   .venv/bin/python -c "from playbook_utils import media; media.colour_clips('.gpu_media/colour', smoke=True)"
+#   .venv/bin/python -c "from playbook_utils.bench import media; media.colour_clips('.gpu_media/colour', smoke=True)"
 #   git rev-parse HEAD > .gpu_media/COMMIT
 # Usage: bash benchmarks/h200/handover.sh checks   (the tests, the colour table, the which-loader command; ~7 min)
 #        bash benchmarks/h200/handover.sh rates    (each GPU module beside the playbook's loader, 1080p; ~6 min)

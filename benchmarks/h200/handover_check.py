@@ -25,8 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playbook_utils import media  # noqa: E402
-from playbook_utils.bench import pixels  # noqa: E402
+from playbook_utils.bench import media, pixels  # noqa: E402
 from playbook_utils.decoders import why_unavailable  # noqa: E402
 from tests import reader_folder  # noqa: E402
 from tests.unit import test_handover as th  # noqa: E402

@@ -14,8 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from playbook_utils import media
-from playbook_utils.bench import matrix
+from playbook_utils.bench import matrix, media
 from playbook_utils.decoders import BACKENDS, video_info, why_unavailable
 
 # name: make_clip's arguments (every clip open GOP, 256x144, 96 frames)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the H200 after the install: notebook 20 in smoke mode on the generated media set (made there), its pixel
 # agreement (section 3c) fed by the smoke colour clips made on the CPU and carried in .gpu_media/colour_smoke:
-#   .venv/bin/python -c "from playbook_utils import media; media.colour_clips('.gpu_media/colour_smoke', smoke=True)"
+#   .venv/bin/python -c "from playbook_utils.bench import media; media.colour_clips('.gpu_media/colour_smoke', smoke=True)"
 # Issue 27's executed notebook on the GPU (every backend's colours against the file's tags, on the CPU and on
 # CUDA) in a few minutes, where notebook 20 in full mode takes more than 20 (2026-12-04).
 repo=$(pwd)

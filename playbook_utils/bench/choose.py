@@ -9,8 +9,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from playbook_utils import handover, media
-from playbook_utils.bench import loader_bench, verdicts
+from playbook_utils import handover
+from playbook_utils.bench import loader_bench, media, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
 from playbook_utils.decoders import by_role, check_libraries, traits, why_unavailable
 

@@ -8,7 +8,7 @@ import dataclasses
 import os
 
 from playbook_utils.decoders import by_role, read_frames, video_info, why_unavailable
-from playbook_utils.media import StampError, read_stamp
+from playbook_utils.bench.media import StampError, read_stamp
 
 REFERENCE_BACKENDS = by_role("cpu_reference")  # CPU decoders, in the order they are tried
 FLOOR_DB = 20.0  # below this PSNR against its own reference a frame is wrong whatever its neighbours say

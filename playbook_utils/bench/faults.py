@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from playbook_utils import child, env, media
+from playbook_utils import child, env
+from playbook_utils.bench import media
 from playbook_utils.bench.matrix import outcome, table
 from playbook_utils.decoders import read_frames, video_info
 from playbook_utils.device import Device

@@ -19,8 +19,8 @@ import threading
 import time
 from pathlib import Path
 
-from playbook_utils import child, env, media, sampling
-from playbook_utils.bench import anchor, exactness, timing, verdicts
+from playbook_utils import child, env, sampling
+from playbook_utils.bench import anchor, exactness, media, timing, verdicts
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.decoders import (
     BACKENDS,

@@ -14,8 +14,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from playbook_utils import child, handover, loaders, media
-from playbook_utils.bench import nvdec, verdicts, words
+from playbook_utils import child, handover, loaders
+from playbook_utils.bench import media, nvdec, verdicts, words
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
 from playbook_utils.decoders import available, by_role, child_env, read_frames, video_info, why_unavailable

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.decoders.isolated import run_requests
 
 

@@ -14,7 +14,7 @@ from playbook_utils.bench.monitor import MIN_SAMPLES
 from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import by_role, why_unavailable
 from playbook_utils.errors import describe
-from playbook_utils.media import StampError, read_stamp
+from playbook_utils.bench.media import StampError, read_stamp
 
 CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 

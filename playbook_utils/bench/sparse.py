@@ -4,7 +4,7 @@ seek per frame, decode everything, one sorted forward pass, GOPs in parallel thr
 
 from __future__ import annotations
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.bench.verdicts import spread_pct
 
 STRATEGIES = ("seek per frame", "decode everything", "sorted forward pass", "parallel GOPs", "keyframe snapped")

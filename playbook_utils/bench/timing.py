@@ -6,8 +6,7 @@ import statistics
 import time
 from pathlib import Path
 
-from playbook_utils import media
-from playbook_utils.bench import verdicts
+from playbook_utils.bench import media, verdicts
 from playbook_utils.decoders import read_frames, video_info
 from playbook_utils.device import Device
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from playbook_utils.bench.nvdec import SATURATED_PCT
 from playbook_utils.bench.sparse import STRATEGIES
 from playbook_utils.bench.verdicts import percent, rank
-from playbook_utils.media import bitrate_class, default_media_specs
+from playbook_utils.bench.media import bitrate_class, default_media_specs
 
 BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what held a loader back
 

@@ -11,7 +11,7 @@ from playbook_utils import child
 from playbook_utils.decoders import as_stored, child_env, read_frames, video_info
 from playbook_utils.decoders import decord as decord_builds
 from playbook_utils.errors import BackendUnavailable, DecodeError
-from playbook_utils.media import StampError, read_stamp
+from playbook_utils.stamps import StampError, read_stamp
 
 __all__ = ["raise_result", "read_frames_isolated", "run_requests"]
 

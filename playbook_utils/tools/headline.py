@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.bench.verdicts import percent
 from playbook_utils.tools.results import newest_gpu_reference
 

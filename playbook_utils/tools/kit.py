@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from playbook_utils import env, folders, media
-from playbook_utils.bench import exactness, matrix, timing, words
+from playbook_utils import env, folders
+from playbook_utils.bench import exactness, matrix, media, timing, words
 from playbook_utils.decoders import BACKENDS
 from playbook_utils.device import Device
 from playbook_utils.errors import describe

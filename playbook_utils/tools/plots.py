@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 
-from playbook_utils import media
-from playbook_utils.bench import faults
+from playbook_utils.bench import faults, media
 
 
 def frame_grid(frames, titles=None, title: str = "", columns: int = 4, path=None):

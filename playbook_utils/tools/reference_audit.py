@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.tools import notebook_stats
 from playbook_utils.tools.results import newest_gpu_reference
 

@@ -20,7 +20,8 @@ import time
 import traceback
 from pathlib import Path
 
-from playbook_utils import env, media
+from playbook_utils import env
+from playbook_utils.bench import media
 from playbook_utils.bench.harness import PROGRESS_FILE
 from playbook_utils.bench.verdicts import percent
 from playbook_utils.decoders import base

@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from playbook_utils import env, media
+from playbook_utils import env
+from playbook_utils.bench import media
 from playbook_utils.tools import notebook_stats, run_notebooks
 from tests.sentences import numbers
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.tools import run_notebooks
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]

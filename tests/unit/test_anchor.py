@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from playbook_utils import child, media
-from playbook_utils.bench import anchor
+from playbook_utils import child
+from playbook_utils.bench import anchor, media
 from tests.sentences import libraries, numbers
 
 CLI = {"fps": 100.0, "spread_pct": 2.0, "startup_s": 0.1, "startup_pct": 3.3, "version": "ffmpeg version 5.1"}

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from playbook_utils import media, resize
-from playbook_utils.bench import harness, words
+from playbook_utils import resize
+from playbook_utils.bench import harness, media, words
 from playbook_utils.decoders import adapter
 
 

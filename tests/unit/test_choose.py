@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from playbook_utils import folders, media
-from playbook_utils.bench import choose
+from playbook_utils import folders
+from playbook_utils.bench import choose, media
 from tests.sentences import libraries, numbers
 
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from playbook_utils import colour, media
-from playbook_utils.bench import pixels
+from playbook_utils import colour
+from playbook_utils.bench import media, pixels
 from tests.sentences import numbers, sizes
 
 

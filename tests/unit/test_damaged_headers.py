@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.decoders import read_frames
 from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.probe import probe

@@ -5,8 +5,8 @@ import sys
 import pytest
 import torch
 
-from playbook_utils import BackendUnavailable, DecodeError, media
-from playbook_utils.bench import matrix
+from playbook_utils import BackendUnavailable, DecodeError
+from playbook_utils.bench import matrix, media
 from playbook_utils.decoders import BACKENDS, adapter, available, read_frames, traits, video_info, why_unavailable
 from playbook_utils.decoders.isolated import read_frames_isolated
 
@@ -611,7 +611,7 @@ def test_the_edit_list_refusals_still_stand(unusual):
     shown = media.shown_stamps(path)
     backends = [b for b in ("torchcodec", "decord") if not why_unavailable(b, "cpu")]
     code = (
-        "import sys, json, torch; from playbook_utils.media import read_stamp\n"
+        "import sys, json, torch; from playbook_utils.bench.media import read_stamp\n"
         "for b in sys.argv[2:]:\n"
         "    if b == 'torchcodec':\n"
         "        from torchcodec.decoders import VideoDecoder\n"

@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from playbook_utils import media
-from playbook_utils.bench import matrix
+from playbook_utils.bench import matrix, media
 from playbook_utils.decoders import decord as builds
 
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from playbook_utils import distributed, env, media
-from playbook_utils.bench import scaling
+from playbook_utils import distributed, env
+from playbook_utils.bench import media, scaling
 from playbook_utils.decoders import available
 
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from playbook_utils import media
-from playbook_utils.bench import exactness
+from playbook_utils.bench import exactness, media
 from playbook_utils.decoders import read_frames
 from tests.sentences import numbers
 

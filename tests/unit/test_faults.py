@@ -1,7 +1,6 @@
 import pytest
 
-from playbook_utils import media
-from playbook_utils.bench import faults
+from playbook_utils.bench import faults, media
 from playbook_utils.decoders import available
 from tests.sentences import numbers
 
@@ -41,7 +40,7 @@ def test_classify():
 
 @pytest.mark.media
 def test_soak_reports_growth_after_warmup():
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
     r = faults.soak(clip, "pyav", calls=60, warmup=20, every=10)
@@ -59,7 +58,7 @@ def test_soak_slope_is_the_steady_growth_per_call():
 @pytest.mark.media
 def test_soak_cut_short_inside_its_warmup_reports_no_growth():
     """The time cap covers the warm-up too; growth over a window shorter than the warm-up is not reported."""
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
     r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=1e-4)  # one call is longer
@@ -70,7 +69,7 @@ def test_soak_cut_short_inside_its_warmup_reports_no_growth():
 
 @pytest.mark.media
 def test_a_slow_soak_ends_its_warmup_at_a_fifth_of_the_cap_and_measures_the_rest():
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     clip = media.default_media(smoke=True)["h264_144p_gop12.mp4"]
     r = faults.soak(clip, "pyav", calls=10_000, warmup=10_000, every=10, max_seconds=2.0)

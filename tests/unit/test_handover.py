@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from playbook_utils import handover, media
+from playbook_utils import handover
+from playbook_utils.bench import media
 from playbook_utils.bench.pixels import psnr
 from playbook_utils.decoders import why_unavailable
 from tests import reader_folder

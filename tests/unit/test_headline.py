@@ -3,7 +3,7 @@
 import json
 import re
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.tools import headline
 from tests.sentences import numbers
 

@@ -8,8 +8,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from playbook_utils import media
-from playbook_utils.bench import words
+from playbook_utils.bench import media, words
 from playbook_utils.tools import kit
 
 REP = {

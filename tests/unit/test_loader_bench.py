@@ -5,8 +5,7 @@ import re
 
 import pytest
 
-from playbook_utils import media
-from playbook_utils.bench import loader_bench, nvdec, words
+from playbook_utils.bench import loader_bench, media, nvdec, words
 from playbook_utils.tools import plots
 
 
@@ -240,7 +239,7 @@ def test_plots_carry_their_reference_lines_and_an_outside_legend():
 
 @pytest.mark.media
 def test_accepted_keeps_what_a_backend_takes_and_says_why_for_the_rest(tmp_path):
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     closed = media.make_clip(tmp_path / "closed.mp4", "h264", 96, 64, num_frames=12, gop=6)
     avi = media.make_clip(tmp_path / "clip.avi", "h264", 96, 64, num_frames=12, gop=6, bframes=0)
@@ -590,7 +589,7 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
 def test_a_short_run_of_21s_loaders_for_22_measures_the_tables_first_two_libraries(tmp_path, monkeypatch):
     """Notebook 22 without 21 (the workshop path): whole loaders measured short on the reader's files, the CPU
     libraries in the order of 22's one-caller table, what 21 would have written of them, read as 21's are."""
-    from playbook_utils import media
+    from playbook_utils.bench import media
     from playbook_utils.bench import choose
     from playbook_utils.decoders import available
 
@@ -617,7 +616,7 @@ def test_a_short_run_of_21s_loaders_for_22_measures_the_tables_first_two_librari
 def test_a_route_is_measured_as_one_loader_over_the_files_each_entry_takes(tmp_path, monkeypatch):
     """22's route, measured: DALI's CPU decoder takes VP9 only, so the route (dali, pyav) reads the VP9 clip with
     DALI and the H.264 one with PyAV, in one loader; the shares are said beside the rate."""
-    from playbook_utils import media
+    from playbook_utils.bench import media
     from playbook_utils.decoders import why_unavailable
 
     monkeypatch.setitem(loader_bench.SHORT, "max_s", 1)

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from playbook_utils import loaders, media
-from playbook_utils.bench import loader_bench
+from playbook_utils import loaders
+from playbook_utils.bench import loader_bench, media
 from playbook_utils.decoders import available
 from playbook_utils.tools import kit
 from tests.sentences import numbers, sizes

@@ -5,8 +5,9 @@ import av
 import numpy as np
 import pytest
 
-from playbook_utils import DecodeError, media
-from playbook_utils.media import StampError, make_clip, probe, read_stamp
+from playbook_utils import DecodeError
+from playbook_utils.bench import media
+from playbook_utils.bench.media import StampError, make_clip, probe, read_stamp
 
 CODECS = [c for c in ("h264", "hevc", "vp9", "av1") if media.encoder_for(c)]
 SIZES = [(160, 96), (320, 180), (640, 360)]

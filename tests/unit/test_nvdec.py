@@ -1,7 +1,6 @@
 import pytest
 
-from playbook_utils import media
-from playbook_utils.bench import nvdec
+from playbook_utils.bench import media, nvdec
 from tests.conftest import has_nvdec
 
 
@@ -30,7 +29,7 @@ def test_nvdec_decodes_h264_frame_exact(tmp_path):
 
 @pytest.mark.media
 def test_saturation_run_without_nvdec_is_a_failed_row_not_a_crash(tmp_path):
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     if has_nvdec():
         pytest.skip("this machine has NVDEC: the failure path cannot be shown here")

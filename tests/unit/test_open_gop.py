@@ -2,8 +2,8 @@
 
 import pytest
 
-from playbook_utils import decoders, media
-from playbook_utils.bench import matrix
+from playbook_utils import decoders
+from playbook_utils.bench import matrix, media
 from playbook_utils.decoders import adapter, video_info
 from tests.sentences import numbers
 

@@ -3,7 +3,7 @@
 import json
 import shutil
 
-from playbook_utils import media
+from playbook_utils.bench import media
 from playbook_utils.tools import reference_audit
 from tests.sentences import numbers
 

@@ -3,8 +3,8 @@ the code a user points at a bucket (AWS_* variables). Frame-exact against the sa
 
 import pytest
 
-from playbook_utils import access, decoders, media, shards, sources
-from playbook_utils.bench import access_cost as access_bench
+from playbook_utils import access, decoders, shards, sources
+from playbook_utils.bench import access_cost as access_bench, media
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
 pytestmark = pytest.mark.media  # every test here encodes or decodes video
@@ -18,7 +18,7 @@ IDX = [2, 31, 60, 2, 120]
 @pytest.fixture(scope="module")
 def bucket(tmp_path_factory):
     """The local S3 server, with one clip and one two-sample shard uploaded."""
-    from playbook_utils import objectstore
+    from playbook_utils.bench import objectstore
 
     d = tmp_path_factory.mktemp("remote")
     clip = media.make_clip(d / "clip.mp4", "h264", 640, 360, num_frames=128, gop=32)
@@ -94,7 +94,7 @@ def unusual_remote(bucket, tmp_path_factory):
     import os
     import tarfile
 
-    from playbook_utils import objectstore
+    from playbook_utils.bench import objectstore
 
     d = tmp_path_factory.mktemp("unusual_remote")
     files = media.unusual_clips(os.environ.get("PLAYBOOK_UNUSUAL_CLIPS") or d)
@@ -207,7 +207,7 @@ def test_an_object_overwritten_by_one_of_the_same_size_is_probed_again(bucket, t
 
 
 def objectstore_upload(paths, prefix):
-    from playbook_utils import objectstore
+    from playbook_utils.bench import objectstore
 
     return objectstore.upload(paths, prefix)
 

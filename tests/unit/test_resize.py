@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from playbook_utils import decoders, media, resize
-from playbook_utils.bench import resizing
+from playbook_utils import decoders, resize
+from playbook_utils.bench import media, resizing
 from playbook_utils.errors import BackendUnavailable
 
 IDX = [3, 20, 41, 63, 3]

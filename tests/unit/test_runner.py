@@ -68,7 +68,7 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
         summary["machine"]["libraries"] == setup_env.installed_versions() and "torch" in summary["machine"]["libraries"]
     )
     # and the media version the generated clips were made with (the nightly names a change of it), in every row too
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     assert summary["machine"]["media_version"] == media.MEDIA_VERSION
     assert {r["machine"]["media_version"] for r in summary["notebooks"]} == {media.MEDIA_VERSION}

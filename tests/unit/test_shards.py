@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 
-from playbook_utils import distributed, media, shards, sources
+from playbook_utils import distributed, shards, sources
+from playbook_utils.bench import media
 from tests.sentences import numbers
 
 pytestmark = pytest.mark.media  # every test here encodes or decodes video

@@ -11,7 +11,8 @@ import tarfile
 
 import pytest
 
-from playbook_utils import decoders, media, sources
+from playbook_utils import decoders, sources
+from playbook_utils.bench import media
 from playbook_utils.errors import BackendUnavailable, DecodeError
 
 CPU_NATIVE = ("pyav", "torchcodec", "decord", "spdl")
@@ -372,7 +373,7 @@ def test_local_s3_starts_twice_and_gives_the_callers_aws_variables_back(monkeypa
     pytest.importorskip("moto.server")
     import fsspec
 
-    from playbook_utils import objectstore
+    from playbook_utils.bench import objectstore
 
     for k in objectstore._ENV:
         monkeypatch.delenv(k, raising=False)

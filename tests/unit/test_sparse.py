@@ -2,8 +2,8 @@
 
 import pytest
 
-from playbook_utils import media, sampling
-from playbook_utils.bench import sparse, words
+from playbook_utils import sampling
+from playbook_utils.bench import media, sparse, words
 
 pytestmark = pytest.mark.media  # every test here encodes or decodes video
 

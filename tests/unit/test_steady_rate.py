@@ -198,7 +198,7 @@ def test_dalis_reader_says_its_epoch_so_a_run_stops_once_steady(tmp_path):
     # DALI's reader, seen through _DaliVideos, tells measure_flat_out how many sequences its epoch holds (the frames
     # of each file // the sequence length, in whole batches): a run then stops after its window as a GpuLoader's
     # does, where it read to the end of an epoch sized for the NVDEC ceiling (on the H200: a 108 s window)
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     clips = [media.make_clip(tmp_path / f"c{i}.mp4", "h264", 64, 48, num_frames=n) for i, n in enumerate((70, 100))]
     assert loader_bench.dali_sequences(clips, 32) == 2 + 3

@@ -219,7 +219,7 @@ def test_vlm_tokens_counts_merged_patches():
 @pytest.mark.media
 def test_torchcodec_samplers_beside_ours(tmp_path):
     pytest.importorskip("torchcodec")
-    from playbook_utils import media
+    from playbook_utils.bench import media
 
     path = media.make_clip(tmp_path / "c.mp4", "h264", 64, 48, fps=24, num_frames=48, gop=12)
     got = sampling.torchcodec_samplers(path, fps=2.0, num_clips=3, frames_per_clip=2)

@@ -2,8 +2,7 @@
 
 import re
 
-from playbook_utils import media
-from playbook_utils.bench import words
+from playbook_utils.bench import media, words
 from tests.sentences import numbers, sizes
 
 
