@@ -177,15 +177,15 @@ def soak_curves(soaks: dict, title: str, min_calls: int):
     result}, labelled with its growth per call. Returns the figure (notebook 23)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    most = 0
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    most, few = 0, []
     for name, r in soaks.items():
         base = faults.warmup_point(r.get("curve", []), r.get("warmup"))
         if base is None:  # failed, or never past its warm-up: no growth to draw
             continue
         slope = r.get("rss_bytes_per_call")
         if slope is not None and r["calls"] < min_calls:  # a slope, but too few calls to call it a rate: none shown
-            label = f"{name} ({r['calls']:,} calls: too few for a leak rate)"
+            label, few = name, [*few, name]
         else:
             label = name if slope is None else f"{name} ({slope:+,.0f} B/call)"
         after = [p for p in r["curve"] if p["call"] >= base["call"]]
@@ -194,7 +194,11 @@ def soak_curves(soaks: dict, title: str, min_calls: int):
         ax.plot(calls, [p["rss_mb"] - base["rss_mb"] for p in after], label=label)
     ax.axhline(0, color="gray", lw=0.8)
     log = most > 1000  # a log scale only where there are many calls
-    ax.set_xlabel("read_frames calls after the warm-up" + (" (log scale past 100)" if log else ""))
+    ax.set_xlabel(
+        "read_frames calls after the warm-up"
+        + (" (log scale past 100)" if log else "")
+        + (f"\ntoo few calls for a leak rate ({min_calls:,} needed): {', '.join(few)}" if few else "")
+    )
     if log:
         ax.set_xscale("symlog", linthresh=100)
     ax.set_xlim(left=0)
