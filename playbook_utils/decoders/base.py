@@ -138,7 +138,7 @@ _NAMED = {
     "av1": "AV1",
     "vp9": "VP9",
     "avi": "AVI",
-    "matroska": "Matroska (MKV)",
+    "matroska": "Matroska (MKV, WebM)",
     "mov": "MP4/MOV",
 }
 
