@@ -202,50 +202,37 @@ def is_anchor(cli: dict | None) -> bool:
 
 
 def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
-    """One sentence per library: its adapter against the command line and its own bare loop, with the measured
-    reason where it falls short of TARGET_PCT."""
-    lines = []
+    """Notebook 20's anchor as a table: per library its `read_frames` and bare-loop rates, the one as a share of the
+    other and of the command line, the larger spread, and what holds it back. Returns the lines."""
     no_anchor = bool(cli) and not is_anchor(cli)
+    lines = []
     if no_anchor:
         lines.append(
-            f"the command line spends {cli['startup_pct']:.0f}% of its time starting ({1e3 * cli['startup_s']:.0f} ms: "
-            "a process, the file opened and probed): on a clip this short it is no anchor for a library's decoding, "
-            "so each library is put against its own bare loop only"
+            f"the command line spends {cli['startup_pct']:.0f}% of its time starting ({1e3 * cli['startup_s']:.0f} ms): "
+            "no anchor on a clip this short, so each library is set against its own bare loop"
         )
+    elif cli is None:
+        lines.append("no ffmpeg here: each library is set against its own bare loop")
+    lines.append(
+        f"{'library':12s} {'read_frames':>11s} {'bare loop':>9s} {'of bare':>7s} {'spread':>6s} {'of CLI':>6s}  held back by"
+    )
     for lib, r in rates.items():
         if r.get("status") != "ok":
-            lines.append(f"{lib}: not measured: {r.get('error')}")
+            lines.append(f"{lib:12s} not measured: {r.get('error')}")
             continue
         a, b = r["adapter_fps"], r["bare_fps"]
-        vs_bare = 100 * a / b
         spread = max(r.get("adapter_spread_pct") or 0, r.get("bare_spread_pct") or 0)
-        if cli is None or no_anchor:
-            gap = vs_bare - 100
-            judged = (
-                f"no adapter cost measurable within the {percent(spread)} spread"
-                if abs(gap) <= spread
-                else f"{gap:+.0f}% against it, more than the {percent(spread)} spread"
-            )
-            lines.append(
-                f"{lib}: read_frames {a:,.0f} frames/s, {vs_bare:.0f}% of its bare loop ({b:,.0f}): {judged}"
-                + ("; no ffmpeg here" if cli is None else "")
-            )
-            continue
-        pct, bare_pct = 100 * a / cli["fps"], 100 * b / cli["fps"]
-        head = f"{lib}: read_frames {a:,.0f} frames/s, {pct:.0f}% of the command line; its bare loop {bare_pct:.0f}%"
-        if pct >= TARGET_PCT:
-            lines.append(f"{head}: at the anchor")
-            continue
-        if 100 * (b / a - 1) > spread:
-            why = (
-                f"the adapter costs {100 - vs_bare:.0f}% of its library's rate (more than the {percent(spread)} spread)"
-            )
+        adapter = 100 * (b / a - 1) > spread  # its own loop faster beyond the spread: the adapter costs
+        pct = None if cli is None or no_anchor else 100 * a / cli["fps"]
+        if pct is None:
+            cause = "the adapter" if adapter else "nothing measurable" if 100 * (a / b - 1) <= spread else "noise"
+        elif pct >= TARGET_PCT:
+            cause = "nothing: at the anchor"
         else:
-            why = f"the library itself: its own loop is no faster (the two within the {percent(spread)} spread)"
-        if touch_s:
-            share = 100 * touch_s * a / r["frames"]
-            why += f"; making the clip's output array alone takes {share:.0f}% of read_frames' time"
-        lines.append(f"{head}: short of {TARGET_PCT}%: {why}")
+            cause = "the adapter" if adapter else "the library"
+            cause += f" (the output array: {100 * touch_s * a / r['frames']:.0f}% of the time)" if touch_s else ""
+        of_cli = f"{pct:5.0f}%" if pct is not None else f"{'-':>6s}"
+        lines.append(f"{lib:12s} {a:11,.0f} {b:9,.0f} {100 * a / b:6.0f}% {spread:5.1f}% {of_cli}  {cause}")
     return lines
 
 
