@@ -224,8 +224,11 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
         spread = max(r.get("adapter_spread_pct") or 0, r.get("bare_spread_pct") or 0)
         adapter = 100 * (b / a - 1) > spread  # its own loop faster beyond the spread: the adapter costs
         pct = None if cli is None or no_anchor else 100 * a / cli["fps"]
-        if pct is None:
-            cause = "the adapter" if adapter else "nothing measurable" if 100 * (a / b - 1) <= spread else "noise"
+        if pct is None:  # against its own bare loop only: a gap inside the spread is none
+            gap = 100 * (a / b - 1)
+            cause = (
+                "nothing measurable" if abs(gap) <= spread else "the adapter" if gap < 0 else "none: read_frames faster"
+            )
         elif pct >= TARGET_PCT:
             cause = "nothing: at the anchor"
         else:

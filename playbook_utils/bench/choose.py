@@ -470,25 +470,27 @@ def candidates_for(out, video_dir, videos: dict, workload: str, group, devices, 
                    log=print) -> dict:  # fmt: skip
     """Notebook 22's candidates for `workload`: notebook 21's whole loaders where it measured these files into `out`,
     else a short run of them here (`short_run`, a 'uniformK' workload), else the one-caller table `ok`. Returns
-    {'candidates', 'source', 'when' (21's run date, where its loaders are used), 'nb21' (the record read or made)}."""
+    {'candidates', 'source', 'when' (21's run date, where its loaders are used), 'nb21' (the record read or made),
+    'unmeasured' (the CPU libraries its sweep left out; none for the one-caller table)}."""
     path = Path(out) / "21_training_loader_benchmarks.json"
     nb21 = json.loads(path.read_text()) if path.exists() else {}
     same = nb21.get("video_dir", "not recorded") == video_dir
     if group and same and (found := loader_candidates(nb21, workload, group[0], devices)):
         where = "these files" if video_dir else "the media set's realistic clips"
         when = (nb21.get("environment") or {}).get("date_utc", "at a time not recorded")
-        return {"candidates": found, "source": f"notebook 21: whole loaders on {where}", "when": when, "nb21": nb21}
+        return {"candidates": found, "source": f"notebook 21: whole loaders on {where}", "when": when, "nb21": nb21,
+                "unmeasured": unmeasured(nb21, workload)}  # fmt: skip
     if nb21 and not same:
         log("notebook 21 measured other files than these: its loaders are left out")
     if group and short_run and workload.startswith("uniform"):
         k = int(workload[len("uniform") :])
         log(f"a short run of notebook 21's whole loaders here, K = {k} (21's smoke settings: indicative rates)")
-        nb21, same = (
-            loader_bench.short_whole_loaders(list(videos.values()), k, device, Path(out) / "22_epoch", ok),
-            True,
-        )
+        nb21 = loader_bench.short_whole_loaders(list(videos.values()), k, device, Path(out) / "22_epoch", ok)
+        same = True
         if found := loader_candidates(nb21, workload, group[0], devices):
             source = "a short run of notebook 21's whole loaders here, on these files"
-            return {"candidates": found, "source": source, "when": None, "nb21": nb21}
+            return {"candidates": found, "source": source, "when": None, "nb21": nb21,
+                    "unmeasured": unmeasured(nb21, workload)}  # fmt: skip
     found = one_caller_candidates(ok, clip_info, group, workload, devices, nb21 if same else None) if group else []
-    return {"candidates": found, "source": "the one-caller table of section 3", "when": None, "nb21": nb21}
+    return {"candidates": found, "source": "the one-caller table of section 3", "when": None, "nb21": nb21,
+            "unmeasured": []}  # fmt: skip

@@ -185,7 +185,8 @@ def soak_curves(soaks: dict, title: str, min_calls: int):
             continue
         slope = r.get("rss_bytes_per_call")
         if slope is not None and r["calls"] < min_calls:  # a slope, but too few calls to call it a rate: none shown
-            label, few = name, [*few, name]
+            label = name
+            few.append(name)
         else:
             label = name if slope is None else f"{name} ({slope:+,.0f} B/call)"
         after = [p for p in r["curve"] if p["call"] >= base["call"]]

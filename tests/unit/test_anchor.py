@@ -47,6 +47,9 @@ def test_verdicts_name_the_adapter_or_the_library_as_the_cause():
     assert lines[-1].split()[0] == "absent" and lines[-1].endswith(rates["absent"]["error"])
     alone = _rows(anchor.verdicts({"fast": _rates(95.0, 97.0)}, None, None))  # no ffmpeg: its bare loop only
     assert alone["fast"] == ["95", "97", "98", "3.0", "-", "nothing measurable"]
+    # the gap is read_frames against its loop: -8% inside an 8.5% spread is none; +20% beyond a 5% spread is no cost
+    edge = _rows(anchor.verdicts({"near": _rates(92.0, 100.0, 8.5), "quick": _rates(120.0, 100.0, 5.0)}, None, None))
+    assert edge["near"][5] == "nothing measurable" and edge["quick"][5] == "none: read_frames faster"
     starting = {**CLI, "startup_pct": 60.0}  # a command line that spends 60% of its time starting is no anchor
     short = anchor.verdicts({"fast": _rates(95.0, 97.0)}, starting, None)
     assert not anchor.is_anchor(starting) and numbers(short[0]) == ["60", "100"] and _rows(short) == alone

@@ -356,20 +356,22 @@ def test_notebooks_that_read_clips_of_another_media_version_are_named():
 
 def test_the_candidates_come_from_21s_loaders_on_the_same_files_else_the_one_caller_table(tmp_path, monkeypatch):
     nb21 = {"k": 16, "video_dir": None, "environment": {"date_utc": "2026-12-06 04:00"},
-            "sweep": [{"backend": "pyav", "workers": 2, "samples_per_s": 3.0}]}  # fmt: skip
+            "sweep": [{"backend": "pyav", "workers": 2, "samples_per_s": 3.0}],
+            "unmeasured": [{"backend": "spdl", "workers": 2}]}  # fmt: skip
     (tmp_path / "21_training_loader_benchmarks.json").write_text(json.dumps(nb21))
     group = ("h264", "256x144", "short GOP (<= 60)")
     args = (tmp_path, None, {}, "uniform16", group, ["cpu"], "cpu", [], {})
     found = choose.candidates_for(*args, short_run=False, log=lambda _: None)
     assert [c["backend"] for c in found["candidates"]] == ["pyav"] and found["when"] == "2026-12-06 04:00"
     assert found["source"].startswith("notebook 21") and found["nb21"]["sweep"] == nb21["sweep"]
+    assert found["unmeasured"] == ["spdl"]  # the library 21's sweep left out, listed beside the candidates
     # 21 measured other files: its loaders are left out, and the one-caller table (here empty) decides
     said = []
     other = choose.candidates_for(tmp_path, "/my/videos", *args[2:], short_run=False, log=said.append)
     assert (
         other["candidates"] == [] and other["when"] is None and other["source"] == "the one-caller table of section 3"
     )
-    assert len(said) == 1
+    assert other["unmeasured"] == [] and len(said) == 1  # the one-caller table ranks every library it measured
     # a short run here where 21 did not measure these files: its candidates, from loader_bench.short_whole_loaders
     monkeypatch.setattr(choose.loader_bench, "short_whole_loaders", lambda *a, **k: {**nb21, "short": True})
     short = choose.candidates_for(tmp_path, "/my/videos", *args[2:], log=lambda _: None)

@@ -7,12 +7,7 @@ import pytest
 
 from playbook_utils.bench import loader_bench, media, nvdec, words
 from playbook_utils.tools import plots
-
-
-def numbers(text: str) -> list[str]:
-    """The numbers a line quotes, in order, as written (signs, thousands, decimals and % kept; none inside a name
-    such as x16 or h264)."""
-    return re.findall(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*%?", text)
+from tests.sentences import quoted
 
 
 def rates(text: str) -> list[tuple[str, str]]:
@@ -69,12 +64,10 @@ def test_a_host_side_limit_with_idle_cores_is_said_to_be_too_few_decodes(monkeyp
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     idle = {"nvdec_pct": 50, "sm_pct": 17, "cpu_pct": 90}  # the H200 smoke run's torchcodec x4: 0.9 of 16 cores
     label, said = words.limit_of({"utilization": idle})  # NVDEC's and the SMs' share, then cores used of those here
-    assert label == "host side" and numbers(said) == ["50%", "17%", "0.9", "16"] and "idle" in re.findall(r"\w+", said)
+    assert label == "host side" and quoted(said) == ["50%", "17%", "0.9", "16"] and "idle" in re.findall(r"\w+", said)
     label, said = words.limit_of({"utilization": {**idle, "cpu_pct": 1400}})  # most cores busy: none said idle
     assert (
-        label == "host side"
-        and numbers(said) == ["50%", "17%", "14.0", "16"]
-        and "idle" not in re.findall(r"\w+", said)
+        label == "host side" and quoted(said) == ["50%", "17%", "14.0", "16"] and "idle" not in re.findall(r"\w+", said)
     )
 
 
@@ -114,7 +107,7 @@ def test_best_gpu_loaders_per_clip_with_margin_and_share_of_the_ceiling(tmp_path
         "NVDEC",
     )
     # the margin: the winner's rate, how far ahead of the runner-up (named, with its rate), against the spread
-    assert numbers(best["margin"]) == ["900", "50%", "600", "3.0%"] and rows[1]["loader"] in best["margin"]
+    assert quoted(best["margin"]) == ["900", "50%", "600", "3.0%"] and rows[1]["loader"] in best["margin"]
     assert best["clip_mbps"] == round(media.probe(clip).bit_rate / 1e6, 2) and best["clip_mbps"] > 0.5
 
 
@@ -285,25 +278,25 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
     assert asked == [24, 32, 48]  # 48 gains 1.4%, inside its 3% spread: no point going on
     assert [r["threads"] for r in rows] == [24, 32, 48]
     # where it stopped (48: +1.4% inside 3.0%), the count it levels off from (x32, 1,450 frames/s) and what was busy
-    assert numbers(why) == ["48", "+1.4%", "3.0%", "1,450", "96%"] and rows[1]["loader"] in why and "NVDEC" in why
+    assert quoted(why) == ["48", "+1.4%", "3.0%", "1,450", "96%"] and rows[1]["loader"] in why and "NVDEC" in why
 
     # a full sweep measures every step past the plateau, and says how far the rate moved there
     asked.clear()
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48, 64), log=print, to_the_end=True)
     assert asked == [24, 32, 48, 64]
-    assert numbers(why)[:5] == ["48", "+1.4%", "3.0%", "1,450", "96%"] and rows[1]["loader"] in why
-    assert numbers(why)[5:] == ["64", "+1.4%", "+1.7%"]  # up to 64 threads, how far the rate moved from it
+    assert quoted(why)[:5] == ["48", "+1.4%", "3.0%", "1,450", "96%"] and rows[1]["loader"] in why
+    assert quoted(why)[5:] == ["64", "+1.4%", "+1.7%"]  # up to 64 threads, how far the rate moved from it
     rates[64] = (1800.0, 1.0, 97)  # a later step that gains beyond the spread takes the best
     asked.clear()
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48, 64), log=print, to_the_end=True)
-    assert numbers(why) == ["48", "+1.4%", "3.0%", "1,800", "97%"]  # the best is x64's rate, not x32's
+    assert quoted(why) == ["48", "+1.4%", "3.0%", "1,800", "97%"]  # the best is x64's rate, not x32's
     assert rows[-1]["loader"] in why and rows[1]["loader"] not in why
     rates[64] = (1475.0, 1.0, 97)
 
     rates[48] = (1700.0, 3.0, 97)
     asked.clear()
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32, 48), log=print)
-    assert asked == [24, 32, 48] and numbers(why) == ["48", "1,700", "97%"]  # no plateau: the last count's rate
+    assert asked == [24, 32, 48] and quoted(why) == ["48", "1,700", "97%"]  # no plateau: the last count's rate
 
     # a row above the saturated ceiling is no rate to compare: the sweep ends there and says so
     real = fake
@@ -315,7 +308,7 @@ def test_more_threads_stops_where_the_rate_stops_rising_and_names_the_limit(monk
     monkeypatch.setattr(loader_bench, "measure_gpu_loaders", above)
     rows, why = loader_bench.more_threads(start, None, ceiling, {}, (24, 32), log=print)
     # the row's own verdict, and the start's loader and rate kept as the best
-    assert len(rows) == 1 and rows[0]["words"] in why and start["loader"] in why and numbers(why) == ["1,200"]
+    assert len(rows) == 1 and rows[0]["words"] in why and start["loader"] in why and quoted(why) == ["1,200"]
 
     monkeypatch.setattr(loader_bench, "measure_gpu_loaders", lambda *a: [])
     rows, why = loader_bench.more_threads(start, None, None, {}, (32,), log=print)
@@ -394,11 +387,11 @@ def test_a_gpu_loader_line_gives_rate_verdict_window_and_what_was_busy():
     line = words.gpu_loader_line(row)
     # the rate, its spread, the verdict against the ceiling, then look-ahead, items, window and what was busy
     assert line.split()[:3] == row["loader"].split() and row["words"] in line
-    assert numbers(line) == ["7,366", "5%", "90.4%", "32", "288", "10", "89%", "65%", "328%"]
+    assert quoted(line) == ["7,366", "5%", "90.4%", "32", "288", "10", "89%", "65%", "328%"]
     short = {**row, "steady": False, "why": "the window lasted 8.3 s, less than 10 s", "utilization": {}}
     said = words.gpu_loader_line(short)  # not a steady rate, and why; no verdict, nothing busy sampled
     assert short["why"] in said and "NOT" in said.split() and row["words"] not in said
-    assert numbers(said) == ["7,366", "5%", "8.3", "10", "32", "288", "10"]
+    assert quoted(said) == ["7,366", "5%", "8.3", "10", "32", "288", "10"]
 
 
 def test_wait_curves_give_one_curve_per_library_in_the_rows_order():
@@ -446,12 +439,12 @@ def test_ceiling_line_says_saturated_or_why_it_is_a_lower_bound():
     assert words.ceiling_line(c) == ("NVDEC ceiling: 4,076 frames/s (pynvvideocodec, 7 x 4, NVDEC 99% busy, saturated)")
     rising = {**c, "saturated": False, "levelled": False}  # busy, but more decoders still raised the rate
     said = words.ceiling_line(rising)  # the same figures, called a lower bound, not saturated
-    assert numbers(said) == ["4,076", "7", "4", "99%"] and "BOUND" in said.split() and "saturated" not in said
+    assert quoted(said) == ["4,076", "7", "4", "99%"] and "BOUND" in said.split() and "saturated" not in said
     steady = {**c, "spread_pct": 1.3}  # the rate across the window's parts
-    assert numbers(words.ceiling_line(steady)) == ["4,076", "1.3%", "7", "4", "99%"]
+    assert quoted(words.ceiling_line(steady)) == ["4,076", "1.3%", "7", "4", "99%"]
     idle = {**rising, "best": {**best, "nvdec_util_median": None}, "levelled": None}
     said = words.ceiling_line(idle)  # no utilization to quote: a lower bound
-    assert numbers(said) == ["4,076", "7", "4"] and "BOUND" in re.findall(r"\w+", said)
+    assert quoted(said) == ["4,076", "7", "4"] and "BOUND" in re.findall(r"\w+", said)
     assert words.ceiling_line({"fps": None, "best": None}) == "NVDEC ceiling: not measured"
 
 
@@ -476,10 +469,10 @@ def test_a_gpu_data_wait_a_little_above_the_steady_rate_is_explained_by_its_look
     # the time off the loader (35% of the run) is the same at the steady rate; the loader's share stretches
     assert got["result"] is True and got["quoted_wait_fraction"] == pytest.approx(1 - 0.35 * 4149 / 4241)
     # drawn, its excess, the steady rate and spread, the videos in flight and their share of those drawn, the wait
-    assert numbers(got["note"]) == ["4,241", "2%", "4,149", "1.2%", "128", "10%", "1,280", "65.8%"]
+    assert quoted(got["note"]) == ["4,241", "2%", "4,149", "1.2%", "128", "10%", "1,280", "65.8%"]
     within = loader_bench.wait_against_rate({**wait, "samples_per_s": 4180 / 300}, row, 300)  # +0.7%: in the spread
     assert within["quoted_wait_fraction"] == pytest.approx(1 - 0.35 * 4149 / 4180)
-    assert numbers(within["note"]) == ["65.0%", "4,180", "4,149", "1.2%"]  # the wait measured, then the rates
+    assert quoted(within["note"]) == ["65.0%", "4,180", "4,149", "1.2%"]  # the wait measured, then the rates
     assert loader_bench.wait_against_rate({**wait, "wait_fraction": None}, row, 300)["result"] is False
     # the same excess over a window of only 5 look-aheads: the look-ahead is too large a share to explain it
     short = loader_bench.wait_against_rate({**wait, "samples": 640}, row, 300)
@@ -536,7 +529,7 @@ def test_past_its_budget_the_sweep_measures_the_first_of_only_the_first_librarie
     assert [(r["backend"], r["workers"]) for r in rows] == [("x", 4), ("y", 2), ("y", 4), ("z", 4)]
     assert [(u["backend"], u["workers"]) for u in left] == [("x", 2), ("z", 2)]
     curve = [line for line in said if line.split()[0] == "y" and "workers=" not in line]  # why y runs again
-    assert len(curve) == 1 and numbers(curve[0]) == ["4", "2"]
+    assert len(curve) == 1 and quoted(curve[0]) == ["4", "2"]
 
 
 def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_path):
@@ -675,7 +668,7 @@ def test_the_data_wait_runs_the_tied_loader_that_looks_least_far_ahead():
     rows = [row(16, 3274, 3.0), row(32, 4032, 4.6), row(64, 4149, 1.2), row(64, 9000, 1.0, clip="b.mp4")]
     pick, why = loader_bench.wait_loader(rows)
     # tied with the fastest (named), both rates, and the videos each keeps ahead
-    assert pick["threads"] == 32 and rows[2]["loader"] in why and numbers(why) == ["4,032", "4,149", "64", "128"]
+    assert pick["threads"] == 32 and rows[2]["loader"] in why and quoted(why) == ["4,032", "4,149", "64", "128"]
     dali = {**row(0, 4100, 5.0), "kind": "dali", "backend": "dali", "loader": "dali reader"}  # look-ahead 0
     processes = {**row(2, 4100, 5.0), "processes": 4, "loader": "torchcodec 4 processes x2 threads"}
     assert loader_bench.wait_loader(rows + [dali, processes])[0]["threads"] == 32  # only the same one-process loader

@@ -1,7 +1,6 @@
 """The real training step of notebook 21: the model's shapes, the processor's arithmetic, and a step clock that
 tells the data wait from the step on a loader of known delay."""
 
-import re
 import time
 
 import pytest
@@ -9,11 +8,7 @@ import torch
 
 from playbook_utils import sampling
 from playbook_utils.bench import train_step
-
-
-def numbers(text: str) -> list[str]:
-    """The numbers a line quotes, in order, as written (signs, decimals and % kept; none inside a name like x4)."""
-    return re.findall(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*%?", text)
+from tests.sentences import quoted
 
 
 def test_the_model_takes_frame_pairs_of_patches_and_trains():
@@ -95,7 +90,7 @@ def test_the_clock_starts_after_a_loaders_look_ahead_is_drawn():
     assert new["wait_s"] >= 0.045 and new["skipped_batches"] == 8 and new["steps"] == 4 and new["why"] is None
     # batches that end early: the steps measured so far, and why; none measured is an error
     short = train_step.train_steps(model, iter([x] * 5), steps=4, device="cpu", warmup=2)
-    assert short["steps"] == 3 and numbers(short["why"]) == ["3", "4"]  # measured of asked
+    assert short["steps"] == 3 and quoted(short["why"]) == ["3", "4"]  # measured of asked
     with pytest.raises(RuntimeError, match="ended after 2"):
         train_step.train_steps(model, iter([x] * 2), steps=4, device="cpu", warmup=2)
     # the loaders' own look-ahead, in batches, as with_and_without_decoding reads it
