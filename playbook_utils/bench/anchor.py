@@ -229,6 +229,8 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
             cause = (
                 "nothing measurable" if abs(gap) <= spread else "the adapter" if gap < 0 else "none: read_frames faster"
             )
+        elif pct > 100 + max(spread, cli.get("spread_pct") or 0):  # no library decodes faster than FFmpeg itself
+            cause = "ABOVE the command line: a measurement is wrong"
         elif pct >= TARGET_PCT:
             cause = "nothing: at the anchor"
         else:

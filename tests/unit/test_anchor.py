@@ -40,6 +40,8 @@ def test_verdicts_name_the_adapter_or_the_library_as_the_cause():
     rows = _rows(lines)
     # read_frames, its bare loop, read_frames as a share of it, the larger spread, the share of the command line
     assert rows["fast"] == ["95", "97", "98", "3.0", "95", "nothing: at the anchor"]  # 95% >= the 90% target
+    above = _rows(anchor.verdicts({"x": _rates(110.0, 112.0)}, CLI, None))["x"]  # 110% of the CLI beyond both spreads
+    assert above[4] == "110" and above[5].startswith("ABOVE")
     # short of the target, its own loop far faster: the adapter; the output array takes 0.3 s * 50 / 300 = 5%
     assert rows["costly"][:5] == ["50", "96", "52", "3.0", "50"] and rows["costly"][5].startswith("the adapter")
     assert numbers(rows["costly"][5]) == ["5"]
