@@ -58,7 +58,7 @@ def test_every_cpu_library_agrees_with_the_tags_and_the_threshold_has_teeth(tmp_
     assert summary["pynvvideocodec on cpu"]["refused"] and not summary["pyav on cpu"]["disagree"]
     lines = dict(zip(summary, pixels.verdict_lines(summary)))  # one line per backend, each named first
     assert all(line.split(":")[0] == key for key, line in lines.items())
-    assert numbers(lines["pyav on cpu"])[0] == str(len(clips)) and "DISAGREES" not in lines["pyav on cpu"]  # all
+    assert numbers(lines["pyav on cpu"])[0] == str(len(clips))  # all (that none disagreed: the summary, above)
     refused = summary["pynvvideocodec on cpu"]["refused"]  # every clip: no rate, the reason given
     assert set(refused) == set(clips) and lines["pynvvideocodec on cpu"].endswith(next(iter(refused.values())))
 
@@ -92,7 +92,8 @@ def test_refusals_with_one_reason_say_it_once_and_a_childs_long_message_is_cut_a
     rows.append({"backend": "dali", "device": "cuda", "clip": "d", "status": "unavailable", "error": "10-bit"})
     line = pixels.verdict_lines(pixels.summary(rows))[0]
     reason = why.split("]: ", 1)[1]  # the reason without the file's path
-    assert line.count(reason) == 1 and "/tmp/c" not in line  # said once, with no path
+    paths = [row["error"].split()[1] for row in rows if row.get("error", "").startswith("BackendUnavailable")]
+    assert line.count(reason) == 1 and len(paths) == 2 and not [p for p in paths if p in line]  # once, with no path
     refused = line.split("; ", 1)[1]  # 3 refused: b and c for that reason, d for its own
     assert numbers(refused)[0] == "3" and refused.index("b, c") < refused.index(reason) < refused.index("d (10-bit)")
     long = "Error: " + "word " * 200
@@ -197,6 +198,7 @@ def test_dali_refuses_a_cropped_file_its_process_wide_decoder_cache_would_crop_w
     assert dali._cache_clash(0, cropped) is None  # nothing shown whole yet
     dali._shown_whole.add((0, "h264", 1920, 1088, 8))
     why = dali._cache_clash(0, cropped)
-    assert why and "h264" in why and sizes(why) == [(1920, 1080), (1920, 1088), (1920, 1088)]  # shown, coded, clash
+    # the codec named, and the sizes: shown, coded, and the clash's
+    assert why and cropped.codec in why and sizes(why) == [(1920, 1080), (1920, 1088), (1920, 1088)]
     assert dali._cache_clash(1, cropped) is None and dali._cache_clash(0, info("hevc", 1920, 1080)) is None
     assert dali._cache_clash(0, info("h264", 1920, 1080, 10)) is None and dali._cache_clash(0, whole) is None

@@ -38,7 +38,8 @@ def test_a_copy_of_todays_code_stamped_and_clean_is_current(tmp_path):
     [a] = reference_audit.audit(ref, nbs, root=tmp_path)
     assert a["same_code"] and a["current"] and a["problems"] == [] and a["changed_since"] is None  # no git here
     assert reference_audit.format_rows([a]).split()[:2] == ["current", "99_lesson.ipynb"]
-    assert "media" not in reference_audit.format_rows([a]).splitlines()[0]
+    fields = reference_audit.format_rows([a]).splitlines()[0].split(", ")  # the code, the files changed: no media
+    assert len(fields) == 2
     # the same copy made on the generated clips of an older media version (no stamp: before 4) is not current
     del row["machine"]["media_version"]
     (tmp_path / "older").mkdir()
@@ -46,14 +47,16 @@ def test_a_copy_of_todays_code_stamped_and_clean_is_current(tmp_path):
     [a] = reference_audit.audit(ref, nbs, root=tmp_path / "older")
     assert a["same_code"] and not a["current"] and a["media_version"] is None
     line = reference_audit.format_rows([a]).splitlines()[0]
-    assert line.split()[0] == "STALE" and "media" in line and numbers(line)[-1] == "4"  # media before 4
+    fields = line.split(", ")  # a third field, the media version it was made on: before 4
+    assert line.split()[0] == "STALE" and len(fields) == 3 and numbers(fields[-1]) == ["4"]
 
 
 def test_a_copy_of_other_code_without_a_commit_and_with_a_traceback_is_stale(tmp_path):
     nbs, ref = _folder(tmp_path, [{"notebook": "99_lesson.ipynb", "status": "passed", "machine": {}}])
     nb = json.loads((ref / "99_lesson.ipynb").read_text())
     nb["cells"][-1]["source"] = "print(2)"
-    nb["cells"][-1]["outputs"] += [{"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": []}]
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": []}
+    nb["cells"][-1]["outputs"] += [error]
     warnings = ["WARNING: x", "WARNING: y"]
     nb["cells"][-1]["outputs"] += [{"output_type": "stream", "name": "stdout", "text": "\n".join(warnings) + "\n"}]
     (ref / "99_lesson.ipynb").write_text(json.dumps(nb))
@@ -61,7 +64,8 @@ def test_a_copy_of_other_code_without_a_commit_and_with_a_traceback_is_stale(tmp
     assert not a["same_code"] and not a["current"] and a["commit"] is None
     lines = reference_audit.format_rows([a]).splitlines()  # the row, its two problems indented, the count
     assert len(lines) == 4 and lines[0].split()[:2] == ["STALE", "99_lesson.ipynb"] and "differs" in lines[0]
-    assert lines[1].startswith("    ") and "ValueError" in lines[1] and numbers(lines[1]) == ["3"]  # in cell 3
+    assert lines[1].startswith("    ") and numbers(lines[1]) == ["3"]  # in cell 3, its exception's type and message
+    assert lines[1].split(": ")[-2:] == [error["ename"], error["evalue"]]
     assert numbers(lines[2]) == ["3", "2"] and lines[2].endswith(warnings[0])  # two warnings, the first shown
     assert numbers(lines[-1]) == ["0", "1"]  # 0 of 1 current
     shutil.rmtree(ref)

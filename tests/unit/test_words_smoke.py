@@ -1,9 +1,10 @@
 """The smoke-mode sentences of `bench.words`: a caveat above smoke rates, and why extrapolations are left out."""
 
 import re
+from pathlib import Path
 
 from playbook_utils.bench import media, words
-from tests.sentences import numbers, sizes
+from tests.sentences import libraries, numbers, sizes
 
 
 def _verdict(text):
@@ -15,7 +16,7 @@ def _verdict(text):
 def test_smoke_caveat_only_in_smoke_mode_on_the_generated_media():
     line = words.smoke_caveat(True)
     smoke_sizes = sorted({(s.width, s.height) for s in media.default_media_specs(True)}, key=lambda wh: wh[0] * wh[1])
-    assert sizes(line) == smoke_sizes and "\n" not in line  # names the generated media's sizes, on one line
+    assert sizes(line) == smoke_sizes and line.splitlines() == [line]  # names the generated media's sizes, one line
     assert words.smoke_caveat(False) is None
     assert words.smoke_caveat(False, "/videos") is None
     assert words.smoke_caveat(True, "/videos") is None, "the reader's own files: the rates are the answer"
@@ -66,9 +67,11 @@ def test_codec_probe_notes_give_whole_reasons_and_wrong_frames_with_the_containe
                         "pyav_hwaccel": {"ok": True}},
         "av1": {"pynvvideocodec": {"ok": False, "error": reason}},
     }  # fmt: skip
-    lines = words.codec_probe_notes(gpu, {"h264": "a.mp4", "hevc 10-bit": "b.mkv", "av1": "c.mp4"})
-    assert len(lines) == 2 and lines[0].startswith(list(gpu)[1]) and "pynvvideocodec" in lines[0]
-    assert re.search(r"(\d+) of (\d+)", lines[0]).groups() == ("91", "120") and ".mkv" in lines[0]  # wrong of all
+    clips = {"h264": "a.mp4", "hevc 10-bit": "b.mkv", "av1": "c.mp4"}
+    lines = words.codec_probe_notes(gpu, clips)
+    assert len(lines) == 2 and lines[0].startswith(list(gpu)[1]) and libraries(lines[0]) == ["pynvvideocodec"]
+    assert re.search(r"(\d+) of (\d+)", lines[0]).groups() == ("91", "120")  # wrong of all
+    assert Path(clips[list(gpu)[1]]).suffix in lines[0]  # and the container of the file that gave them
     assert lines[1].startswith("av1") and lines[1].endswith(reason)  # the whole reason, not cut
 
 
@@ -81,9 +84,9 @@ def test_a_gpu_row_slower_than_the_cpu_is_said_with_what_one_caller_measures():
              {**row, "workload": "sparse K=16", "device": "cuda:0", "fps": 70.0, "spread_pct": 1.0}]  # fmt: skip
     lines = words.gpu_slower_lines(table)
     # the sparse rows are tied inside a 30% spread: nothing said of them
-    assert len(lines) == 1 and lines[0].startswith("sequential") and row["clip"] in lines[0]
-    # the GPU's rate, the CPU's, the spread, and the notebooks that measure NVDEC with many decoders at once
-    assert numbers(lines[0].split(row["clip"])[1]) == ["150", "334", "32", "20", "21"]
+    assert len(lines) == 1 and lines[0].startswith("sequential")
+    _, after = lines[0].split(row["clip"])  # the clip named once; after it, the GPU's rate, the CPU's, the spread,
+    assert numbers(after) == ["150", "334", "32", "20", "21"]  # and the notebooks that measure NVDEC at scale
     assert words.gpu_slower_lines([{**row, "device": "cuda", "fps": 150.0, "spread_pct": 1.0}]) == []
     wrong = [{**table[0], "exact": False}, table[1]]  # a rate of wrong frames is no comparison
     assert words.gpu_slower_lines(wrong) == []
