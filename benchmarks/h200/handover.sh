@@ -5,7 +5,8 @@
 #   .venv/bin/python -c "from playbook_utils.bench import media; media.colour_clips('.gpu_media/colour', smoke=True)"
 #   git rev-parse HEAD > .gpu_media/COMMIT
 # Usage: bash benchmarks/h200/handover.sh checks   (the tests, the colour table, the which-loader command; ~7 min)
-#        bash benchmarks/h200/handover.sh rates    (each GPU module beside the playbook's loader, 1080p; ~6 min)
+#        bash benchmarks/h200/handover.sh rates [BACKEND ...]  (each GPU module beside the playbook's loader, 1080p;
+#          ~12 min with DALI: run `rates torchcodec pynvvideocodec`, then `rates dali`)
 set -uo pipefail
 source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: this machine has no install (a fresh one?)"; exit 1; }
 export PLAYBOOK_MEDIA_DIR=/tmp/media PLAYBOOK_COMMIT="$(cat .gpu_media/COMMIT 2>/dev/null)"
@@ -22,7 +23,7 @@ case "${1:-checks}" in
     timeout 330 python3 benchmarks/h200/handover_check.py which 2>&1 | tail -60 | tee "$OUT/which.txt"
     ;;
   rates)
-    timeout 560 python3 benchmarks/h200/handover_check.py rates full 2>&1 | tee "$OUT/rates.txt"
+    timeout 560 python3 benchmarks/h200/handover_check.py rates full "${@:2}" 2>&1 | tee "$OUT/rates.txt"
     ;;
 esac
 ls -la "$OUT"

@@ -7,7 +7,7 @@ machine with the ffmpeg tool):
                                                        # folder (relative --video-dir), then the module it hands
                                                        # over: its usage run as printed, one epoch checked
     python benchmarks/h200/handover_check.py colours   # every path's frames of the colour clips, two by two (dB)
-    python benchmarks/h200/handover_check.py rates [full]   # each GPU module beside the playbook's loader
+    python benchmarks/h200/handover_check.py rates [full] [BACKEND ...]   # each GPU module beside the playbook's loader
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def which() -> None:
     seen = []
     for leg, files in route.items():
         backend, device = leg.split(" on ")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(work / "out"), str(ROOT)])}
+        path = [str(work / "out"), str(ROOT), os.environ.get("PYTHONPATH")]  # the libraries' install stays on the path
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
         got = subprocess.run([sys.executable, th.__file__, "epoch", backend, device, *files], env=env,
                              capture_output=True, text=True, cwd=work / "out")  # fmt: skip
         if got.returncode:
@@ -119,15 +120,15 @@ def colours() -> None:
     save("colours", table)
 
 
-def rates(full: bool) -> None:
+def rates(full: bool, only: list[str]) -> None:
     """Each module beside the playbook's loader for its path, K = 16 a video at 224: on a GPU the GPU paths (8
-    threads, batches of 8), else the CPU paths (a worker per core, batches of 2)."""
+    threads, batches of 8), else the CPU paths (a worker per core, batches of 2); `only`: these backends, if named."""
     import torch
 
     from playbook_utils.bench import loader_bench
 
     clips = media.realistic_media(smoke=not full, log=print)
-    kinds = {"h264": [p for n, p in clips.items() if n.startswith("h264") and "gop12" in n or "gop30" in n],
+    kinds = {"h264": [p for n, p in clips.items() if n.startswith("h264") and ("gop12" in n or "gop30" in n)],
              "hevc open GOP": [p for n, p in clips.items() if "open" in n]}  # fmt: skip
     gpu = torch.cuda.is_available()
     paths = [(b, "cuda") for b in ("torchcodec", "pynvvideocodec", "dali")] if gpu else [
@@ -135,7 +136,7 @@ def rates(full: bool) -> None:
     workers, batch = (8, 8) if gpu else (len(os.sched_getaffinity(0)), 2)
     out = []
     for (backend, device), (kind, files) in itertools.product(paths, kinds.items()):
-        if why_unavailable(backend, device) or not files:
+        if why_unavailable(backend, device) or not files or only and backend not in only:
             continue
         r = loader_bench.module_beside_playbook(backend, device, files, 16, workers, batch, "/tmp/epochs", rounds=2)
         r.pop("runs", None)
@@ -153,4 +154,4 @@ if __name__ == "__main__":
     step = sys.argv[1]
     if shutil.which("nvidia-smi"):
         subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
-    {"which": which, "colours": colours, "rates": lambda: rates(sys.argv[2:] == ["full"])}[step]()
+    {"which": which, "colours": colours, "rates": lambda: rates("full" in sys.argv[2:], [a for a in sys.argv[2:] if a != "full"])}[step]()

@@ -63,7 +63,7 @@ def folder(tmp_path_factory):
     a machine with the ffmpeg tool), else one built here."""
     given = os.environ.get("PLAYBOOK_READER_FOLDER")
     if given:
-        root = Path(given)
+        root = Path(given).resolve()  # the tests run modules from other folders
         return {n: root / n for n in (*reader_folder.ENCODED, *reader_folder.DERIVED)}
     if not shutil.which("ffmpeg"):
         pytest.skip("needs the ffmpeg command-line tool to make the reader's folder")
