@@ -154,4 +154,8 @@ if __name__ == "__main__":
     step = sys.argv[1]
     if shutil.which("nvidia-smi"):
         subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
-    {"which": which, "colours": colours, "rates": lambda: rates("full" in sys.argv[2:], [a for a in sys.argv[2:] if a != "full"])}[step]()
+    {
+        "which": which,
+        "colours": colours,
+        "rates": lambda: rates("full" in sys.argv[2:], [a for a in sys.argv[2:] if a != "full"]),
+    }[step]()

@@ -30,6 +30,7 @@ from playbook_utils.stamps import (
 
 __all__ = [
     "bitrate_class",
+    "clip_table",
     "ClipSpec",
     "colour_clips",
     "damage_mp4",
@@ -904,6 +905,16 @@ def pick_clip(
         return sum(infos[n].gop_lengths) / len(infos[n].gop_lengths)
 
     return max(named, key=gop) if long_gop else min(named, key=gop)
+
+
+def clip_table(infos: dict) -> str:
+    """One line per clip of {name: VideoInfo}: codec, size, frames, GOP (open or not), Mbit/s and whether it is a
+    light clip. Notebooks 20, 21."""
+    return "\n".join(
+        f"{n:34s} {i.codec:5s} {i.width}x{i.height} {i.num_frames} frames, GOP {i.gop_lengths[0]}"
+        f"{' open' if i.open_gop else ''}, {(i.bit_rate or 0) / 1e6:.2f} Mbit/s ({'light' if is_light(n) else 'realistic'})"
+        for n, i in infos.items()
+    )
 
 
 def skipped_media(directory=None, smoke: bool = True) -> dict[str, str]:

@@ -154,3 +154,19 @@ def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
             "mean_offset": sum(abs(a - b) for a, b in zip(returned, targets)) / len(targets),
         }
     return out
+
+
+def table_speedups(rows: list[dict], gops: dict) -> list[dict]:
+    """For each uniform16 row of notebook 20's table with a sequential row of the same backend, device and clip:
+    the time to decode all of that row's frames against asking for 16 ('all_ms', 'k_ms', 'speedup'), the GOP from
+    `gops` {clip: frames}, and 'spread_pct', the two rates' spreads added. Notebook 20."""
+    seq = {(r["backend"], r["device"], r["clip"]): r for r in rows if r["workload"] == "sequential"}
+    out = []
+    for r in rows:
+        s = seq.get((r["backend"], r["device"], r["clip"])) if r["workload"] == "uniform16" else None
+        if s:
+            t_all, t_k = s["frames_per_call"] / s["fps"], 16 / r["fps"]
+            spread = (s.get("rate_spread_pct") or 0) + (r.get("rate_spread_pct") or 0)
+            out.append({"backend": r["backend"], "device": r["device"], "clip": r["clip"], "gop": gops[r["clip"]],
+                        "all_ms": 1e3 * t_all, "k_ms": 1e3 * t_k, "speedup": t_all / t_k, "spread_pct": spread})  # fmt: skip
+    return out

@@ -209,6 +209,15 @@ def smoke_caveat(smoke: bool, video_dir=None, media: str | None = None) -> str |
     return f"smoke mode: {media or _smoke_clips()}, so rates and timings are not comparable with full mode"
 
 
+def say_smoke(smoke: bool, video_dir=None, media: str | None = None, after: str = "") -> str | None:
+    """Prints `smoke_caveat(smoke, video_dir, media)`, then `after`, where there is one, above a section's first
+    rates; returns the caveat (None in full mode or on the reader's videos). Notebooks 00-30."""
+    caveat = smoke_caveat(smoke, video_dir, media)
+    if caveat:
+        print(caveat + after)
+    return caveat
+
+
 def smoke_skip_reason(reader_files: bool = True, media: str | None = None) -> str:
     """Why a notebook in smoke mode leaves out what it would extrapolate from that run's rates, and how to get it
     (full mode, or the reader's own videos where `reader_files`). Notebooks 00, 24, 30."""

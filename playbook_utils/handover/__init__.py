@@ -13,7 +13,7 @@ from pathlib import Path
 
 from playbook_utils.decoders import ADAPTERS, adapter
 
-__all__ = ["DIFFERS", "FOLDER", "module", "path", "route_usage", "usage", "write"]
+__all__ = ["DIFFERS", "FOLDER", "module", "path", "route_usage", "usage", "why_apart", "write"]
 
 FOLDER = Path(__file__).parent
 
@@ -32,6 +32,11 @@ DIFFERS = {
     ("dali", "cuda"): "the module decodes the first frame of each file with PyAV for the display rotation",
     ("dali", "cpu"): "the module decodes the first frame of each file with PyAV for the display rotation",
 }
+
+
+def why_apart(backend: str, device: str = "cpu") -> str:
+    """What the module for `backend` on `device` does otherwise than the playbook's loader (`DIFFERS`). Notebook 22."""
+    return DIFFERS[(backend, "cuda" if str(device).startswith("cuda") else "cpu")]
 
 
 def module(backend: str, device: str = "cpu") -> str | None:

@@ -434,3 +434,14 @@ def _build_and_log(directory, specs):
     logged = []
     media.default_media(directory, smoke=True, log=logged.append, specs=specs)
     return logged
+
+
+def test_clip_table_gives_one_row_per_clip_with_its_facts():
+    from types import SimpleNamespace
+
+    info = SimpleNamespace(codec="hevc", width=1920, height=1080, num_frames=300, gop_lengths=[250], open_gop=True,
+                           bit_rate=3_500_000)  # fmt: skip
+    rows = media.clip_table({"x.mp4": info, "y.mp4": SimpleNamespace(**{**vars(info), "open_gop": False})}).splitlines()
+    assert len(rows) == 2 and rows[0].split()[:9] == ["x.mp4", "hevc", "1920x1080", "300", "frames,", "GOP", "250",
+                                                       "open,", "3.50"]  # fmt: skip
+    assert rows[1].split()[6:9] == ["250,", "3.50", "Mbit/s"]  # a closed GOP says nothing more

@@ -51,3 +51,15 @@ def test_every_strategy_returns_what_it_claims(long_clips, name):
     r["parallel GOPs"]["exact"] = False  # frames that are not what the strategy claims
     assert rows(r)["parallel GOPs"].split()[-2] == "WRONG"
     assert r["seek per frame"]["spread_pct"] is None  # one repeat: no spread
+
+
+def test_table_speedups_pairs_each_uniform16_row_with_its_sequential_row():
+    row = {"backend": "pyav", "device": "cpu", "clip": "a.mp4", "rate_spread_pct": 2.0}
+    rows = [
+        {**row, "workload": "sequential", "fps": 100.0, "frames_per_call": 300},  # 3 s for all
+        {**row, "workload": "uniform16", "fps": 32.0, "rate_spread_pct": 3.0},  # 0.5 s for 16
+        {**row, "clip": "b.mp4", "workload": "uniform16", "fps": 10.0},
+    ]  # no sequential row: left out
+    [s] = sparse.table_speedups(rows, {"a.mp4": 30, "b.mp4": 250})
+    assert (s["clip"], s["gop"], s["all_ms"], s["k_ms"]) == ("a.mp4", 30, 3000.0, 500.0)
+    assert s["speedup"] == 6.0 and s["spread_pct"] == 5.0

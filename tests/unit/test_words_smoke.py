@@ -25,6 +25,14 @@ def test_smoke_caveat_only_in_smoke_mode_on_the_generated_media():
     )
 
 
+def test_say_smoke_prints_the_caveat_with_its_tail_and_returns_it(capsys):
+    assert words.say_smoke(True, None, "a 640x360 generated clip", after="; more") == words.smoke_caveat(
+        True, None, "a 640x360 generated clip")  # fmt: skip
+    assert capsys.readouterr().out == words.smoke_caveat(True, None, "a 640x360 generated clip") + "; more\n"
+    assert words.say_smoke(False) is None and words.say_smoke(True, "/videos") is None
+    assert capsys.readouterr().out == ""
+
+
 def test_smoke_skip_reason_names_the_media_and_the_way_out():
     with_dir = words.smoke_skip_reason()
     smoke_sizes = sorted({(s.width, s.height) for s in media.default_media_specs(True)}, key=lambda wh: wh[0] * wh[1])
