@@ -48,9 +48,9 @@ test-fast: setup  ## the unit tests that need no video (under a minute)
 	$(PY) -m pytest tests/unit -m "not media and not slow and not gpu and not notebook"
 
 lint: setup  ## ruff check and ruff format --check (the version the test extra pins); names in the notebooks
-	$(PY) -m ruff check playbook_utils tests benchmarks
+	$(PY) -m ruff check playbook_utils modules tests benchmarks
 	$(PY) -m ruff check --select F notebooks  # undefined or unused names, also in branches CI never runs (the GPU's)
-	$(PY) -m ruff format --check playbook_utils tests benchmarks
+	$(PY) -m ruff format --check playbook_utils modules tests benchmarks
 
 # Nightly validation: every notebook in full mode into nightly/<date>/, then compared with this GPU's reference
 # (results/<gpu>/, e.g. results/h100; the newest GPU reference where this machine has none)

@@ -1,4 +1,4 @@
-"""The code we hand over: for each library path, one self-contained module of that library's own calls (it imports
+"""The code we hand over: for each library path, one self-contained module in `modules/` of that library's own calls (it imports
 nothing of this package) that reads K evenly spaced frames of every video of a folder, batched at one size, upright,
 coloured by the playbook's one rule (`colour.effective`), reading forward or refusing by name the files its library
 was seen to get wrong, skipping and naming broken files, and sharding by rank. Each adapter names its modules
@@ -15,7 +15,7 @@ from playbook_utils.decoders import ADAPTERS, adapter
 
 __all__ = ["DIFFERS", "FOLDER", "module", "path", "route_usage", "usage", "why_apart", "write"]
 
-FOLDER = Path(__file__).parent
+FOLDER = Path(__file__).resolve().parents[1] / "modules"  # beside the package: files to copy, not to import
 
 # what each module does otherwise than the playbook's loader for the same path, where their rates may part
 _FULL_SIZE = "the playbook's loader converts each frame at full size and resizes it after"
