@@ -7,10 +7,9 @@ GOP of each wanted frame. `bench.access_cost.measure_access` compares it with wh
 from __future__ import annotations
 
 import dataclasses
-import json
 
 from playbook_utils import sources
-from playbook_utils.probe import VideoInfo, probe
+from playbook_utils.probe import probe
 
 __all__ = ["byte_index", "ByteIndex"]
 
@@ -49,18 +48,6 @@ class ByteIndex:
             else:
                 out.append((a, b))
         return out
-
-    def to_json(self) -> str:
-        d = dataclasses.asdict(self)
-        d["info"] = self.info.to_dict() if self.info is not None else None
-        return json.dumps(d)
-
-    @classmethod
-    def from_json(cls, text: str) -> "ByteIndex":
-        d = json.loads(text)
-        d["header"] = [tuple(r) for r in d["header"]]
-        d["info"] = VideoInfo(**d["info"]) if d["info"] else None
-        return cls(**d)
 
 
 def byte_index(source) -> ByteIndex:

@@ -301,10 +301,6 @@ class Spares:
             entry[1], _ = entry[0].warmed(self.timeout)
         return entry[1]
 
-    def waiting(self) -> int:
-        """How many children wait for a request (warmed up or still warming)."""
-        return sum(len(entries) for entries in self.idle.values())
-
     def ready(self) -> dict:
         """Wait for every child's warm-up; returns {key: [its children's warm-up answers]}."""
         return {key: [self._warmed(e) for e in entries] for key, entries in self.idle.items()}

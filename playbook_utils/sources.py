@@ -2,7 +2,7 @@
 
 `decoders.read_frames`, `media.probe` and the loaders take any of these where they take a path: `TarMember` (or
 "tar://<member>::<shard>"), fsspec URLs (`URL_PROTOCOLS`, `RangeFile`); a backend that cannot take one gets a
-temporary local copy (`decoders.how_read`). `errors.redact` keeps a URL's credentials out of every name.
+temporary local copy (where its adapter has no `read_file`). `errors.redact` keeps a URL's credentials out of every name.
 """
 
 from __future__ import annotations
@@ -95,9 +95,6 @@ class IOStats:
         self.bytes_fetched += nbytes
         if self.first_byte_s is None:
             self.first_byte_s = time.perf_counter() - self.started
-
-    def to_dict(self) -> dict:
-        return {"requests": self.requests, "bytes_fetched": self.bytes_fetched, "first_byte_s": self.first_byte_s}
 
 
 class _SizedReader(io.RawIOBase):

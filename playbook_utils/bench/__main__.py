@@ -1,4 +1,4 @@
-"""`python -m playbook_utils.bench`: the decode benchmarks of `harness` (see `--help`)."""
+"""`python -m playbook_utils.bench --serve`: a child serving one backend's measurements (`harness.run_all`)."""
 
 import sys
 

@@ -1,14 +1,11 @@
 """Every frame of a clip to RGB on the CPU: the FFmpeg command line, each library's bare loop and `read_frames`
-side by side, so an adapter's cost and its library's limit are both measured (notebook 20).
-
-    python -m playbook_utils.bench.anchor LIBRARY PATH REPEATS [FIRST]   (one library, one answer)"""
+side by side, so an adapter's cost and its library's limit are both measured (notebook 20)."""
 
 from __future__ import annotations
 
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -362,7 +359,3 @@ def costs_line(costs: dict) -> str | None:
         f"not one number here (it follows the library and the moment each ran), so a gap between two rows of the "
         f"table smaller than about {apart:.0f}% says nothing about the libraries"
     )
-
-
-if __name__ == "__main__":  # one library's anchor in a process of its own: a failure is reported as data
-    child.reply(_child, sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None)

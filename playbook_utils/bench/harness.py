@@ -1,14 +1,10 @@
 """Decode benchmarks: each backend x workload x clip, in one child process per backend (notebook 20).
 
-    python -m playbook_utils.bench --device cpu --backends pyav,torchcodec --workloads sequential,uniform16
-    python -m playbook_utils.bench --mode full --device cuda --output results/h200/bench
-
 Each job warms up, repeats for a minimum time, checks its frames (`exactness`) and samples CPU, RSS and NVDEC use;
 a failing job is a recorded row. Results: a CSV and JSON table with an environment stamp."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -20,10 +16,9 @@ import time
 from pathlib import Path
 
 from playbook_utils import child, env, sampling
-from playbook_utils.bench import anchor, exactness, media, timing, verdicts
+from playbook_utils.bench import anchor, exactness, timing, verdicts
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.decoders import (
-    BACKENDS,
     check_libraries,
     child_env,
     read_frames,
@@ -169,22 +164,6 @@ def _warm(job: dict) -> dict:
     return {"shape": list(frames.shape), "reference": ref, "seconds": time.perf_counter() - t}
 
 
-def run_job(job: Job, timeout: float = 600) -> dict:
-    """Run `job` in a fresh child process; return one result row (failures become rows too: 'status' is one of
-    `child.OUTCOMES`)."""
-    row = {**dataclasses.asdict(job), "clip": Path(job.clip).name}
-    why = why_unavailable(job.backend, job.device, job.clip)  # known before decoding: no child process needed
-    if why:
-        return {**row, "status": "unavailable", "error": why}
-    row["read_forward"] = reads_forward(job.backend, job.device, job.clip)
-    found = child.call(
-        child.python("-m", "playbook_utils.bench", "--child", json.dumps(dataclasses.asdict(job))),
-        timeout=timeout,
-        env=child_env(),
-    )
-    return {**row, **found}
-
-
 def machine() -> dict:
     """Where a table was measured: `env.machine_facts` and the decoder libraries' installed versions
     ('libraries', from their metadata, without importing them)."""
@@ -231,11 +210,6 @@ def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
         for r in rows:
             w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
     return cs, js
-
-
-def plan(backends, device: str, workloads, clips, threads=(1,), min_time: float = 2.0) -> list[Job]:
-    """Every backend x workload x clip x thread count (a backend that cannot run here yields 'unavailable' rows)."""
-    return [Job(b, device, w, str(c), t, min_time) for b in backends for w in workloads for c in clips for t in threads]
 
 
 PROGRESS_FILE = "PLAYBOOK_PROGRESS"  # set by the notebook runner: where its kernel's progress bars go
@@ -345,95 +319,18 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: 
         child.close_kept(_kept)
     for b, ks in groups.items():
         for k, answer in zip(ks, answers[b]):
-            rows[k] = {**head(jobs[k]), **answer}
+            rows[k] = {**head(jobs[k]), "read_forward": reads_forward(b, jobs[k].device, jobs[k].clip), **answer}
     bar.close()
     return rows
 
 
 def main(argv=None) -> int:
-    def words(spec: dict) -> str:
-        if spec["kind"] == "uniform":
-            return f"{spec['k']} frames spread evenly over the video"
-        if spec["kind"] == "clips":
-            return f"{spec['num_clips']} random clips of {spec['clip_len']} frames, stride {spec['stride']}"
-        return "every frame in order"
-
-    ap = argparse.ArgumentParser(
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Writes OUTPUT/bench.csv (plain CSV, one row per job), OUTPUT/bench_stamp.json "
-        "(the environment stamp) and OUTPUT/bench.json (both). Exit status 0 when at "
-        "least one job was measured, else 1.",
-    )
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # `run_all`'s child: jobs on stdin
-    ap.add_argument(
-        "--mode",
-        choices=["smoke", "full"],
-        default="smoke",
-        help="smoke: the small media set, 0.3 s per job; full: the full-size media, 3 s per job (default: smoke)",
-    )
-    ap.add_argument(
-        "--device",
-        default="cpu",
-        help="cpu, cuda or cuda:N; a backend without a path on it gives 'unavailable' rows (default: cpu)",
-    )
-    ap.add_argument(
-        "--backends", default=",".join(BACKENDS), help=f"comma-separated, among {', '.join(BACKENDS)} (default: all)"
-    )
-    ap.add_argument(
-        "--workloads",
-        default="sequential,uniform16",
-        help="comma-separated, among "
-        + "; ".join(f"{name} ({words(spec)})" for name, spec in WORKLOADS.items())
-        + " (default: sequential,uniform16)",
-    )
-    ap.add_argument(
-        "--clips",
-        default=None,
-        help="comma-separated video paths (default: the media set of --mode, made on first use)",
-    )
-    ap.add_argument(
-        "--threads",
-        default="1",
-        help="comma-separated counts of concurrent callers in one process, e.g. 1,4 (default: 1)",
-    )
-    ap.add_argument(
-        "--min-time",
-        type=float,
-        default=None,
-        help="seconds each job repeats its calls for, at least (default: 0.3 smoke, 3.0 full)",
-    )
-    ap.add_argument(
-        "--output", default="playbook-output/bench", help="folder for the tables (default: playbook-output/bench)"
-    )
-    args = ap.parse_args(argv)
-    if args.child:  # a failure is a result: reported as data
-        child.reply(_child, Job(**json.loads(args.child)))
-        return 0
-    if args.serve:  # one backend's jobs, one JSON line each on stdin, answered in order
-        child.serve_requests(_serve_one, warm=_warm)
-        return 0
-    unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS] + [
-        b for b in args.backends.split(",") if b not in BACKENDS
-    ]
-    if unknown:
-        ap.error(f"unknown workload or backend: {', '.join(unknown)} (see --help for the valid names)")
-
-    clips = args.clips.split(",") if args.clips else list(media.default_media(smoke=args.mode == "smoke").values())
-    jobs = plan(
-        args.backends.split(","),
-        args.device,
-        args.workloads.split(","),
-        clips,
-        [int(t) for t in args.threads.split(",")],
-        args.min_time if args.min_time is not None else (0.3 if args.mode == "smoke" else 3.0),
-    )
-    rows = run_all(jobs)
-    cs, js = write_table(rows, machine(), args.output)
-    ok = sum(r["status"] == "ok" for r in rows)
-    print(f"{ok} of {len(rows)} jobs measured; table: {cs} and {js}")
-    return 0 if ok else 1
+    """`python -m playbook_utils.bench --serve`: a child of `run_all` or `anchor.library_rates`, serving one
+    backend's requests (JSON lines on stdin, answered in order)."""
+    if (argv if argv is not None else sys.argv[1:]) != ["--serve"]:
+        raise SystemExit("usage: python -m playbook_utils.bench --serve  (a child of harness.run_all)")
+    child.serve_requests(_serve_one, warm=_warm)
+    return 0
 
 
 if __name__ == "__main__":

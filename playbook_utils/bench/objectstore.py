@@ -1,5 +1,5 @@
 """A real S3 endpoint on this machine for tests and notebook 24: moto's server on localhost, no cloud account.
-`local_s3()` starts it and points this process's S3 clients at it through the standard AWS_* variables; `upload` puts
+`LocalS3().start()` starts it and points this process's S3 clients at it through the standard AWS_* variables; `upload` puts
 files there. Nothing leaves the machine."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["local_s3", "LocalS3", "upload"]
+__all__ = ["LocalS3", "upload"]
 
 _ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
 
@@ -53,7 +53,7 @@ def _stop_at_exit() -> None:
 
 class LocalS3:
     """moto's S3 server on 127.0.0.1 at a free port: `start()` makes `bucket`, points the AWS_* variables at it and
-    returns the endpoint URL; `stop()` gives the caller's variables back (notebook 24; elsewhere `local_s3()`). Safe
+    returns the endpoint URL; `stop()` gives the caller's variables back (notebook 24). Safe
     to re-run: one server per process."""
 
     def __init__(self, bucket: str = "playbook"):
@@ -112,16 +112,6 @@ class LocalS3:
                 return
             self._stop_server()
             _give_back_env()
-
-
-@contextlib.contextmanager
-def local_s3(bucket: str = "playbook"):
-    """Run moto's S3 server on 127.0.0.1 while the block runs; yield the endpoint URL (`LocalS3`). Notebook 24."""
-    s3 = LocalS3(bucket)
-    try:
-        yield s3.start()
-    finally:
-        s3.stop()
 
 
 def upload(paths, prefix: str) -> list[str]:

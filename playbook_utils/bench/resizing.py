@@ -92,13 +92,6 @@ def _pays(v) -> bool:
     return v.best == "in" and not v.tied
 
 
-def faster_in_decoder(rows: list[dict]) -> list[dict]:
-    """The 'in decoder' rows of `compare` whose backend and device read faster so than by decoding, then resizing,
-    by more than the larger spread of the two (`verdicts.rank`'s rule): where resizing in the decoder pays here.
-    Notebook 24."""
-    return [r for r, _, v in _in_vs_after(rows).values() if _pays(v)]
-
-
 def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") -> str:
     """Where to resize for the decoder chosen on `device` (`decoders`: the choice first, then those tied with it):
     in its decoder where that is faster beyond the spread, else after decoding, naming any tied decoder that gains

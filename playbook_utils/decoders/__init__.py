@@ -37,7 +37,6 @@ __all__ = [
     "read_frames",
     "read_source",
     "reads_forward",
-    "how_read",
     "SourceRead",
     "set_cpu_threads",
     "trait_words",
@@ -167,15 +166,6 @@ class SourceRead:
     bytes_fetched: int
     seconds: float
     first_byte_s: float | None
-
-    def summary(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "frames"}
-
-
-def how_read(backend: str) -> str:
-    """'native' when `backend`'s library takes an in-memory or file-like input itself, else 'spooled'
-    (the playbook copies the bytes to a temporary file first). See the table in `sources`' docstring."""
-    return "native" if adapter(backend).read_file is not None else "spooled"
 
 
 def read(

@@ -8,6 +8,7 @@ import pytest
 
 from playbook_utils.bench import media
 from playbook_utils.tools import run_notebooks
+from tests.footage import footage_frame
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
@@ -35,7 +36,7 @@ def reader_run(tmp_path_factory):
             gop=gop,
             bframes=bframes,
             preset="veryfast",
-            picture=media.footage_frame,
+            picture=footage_frame,
         )
     good = (folder / "street.mp4").read_bytes()
     (folder / "broken.mp4").write_bytes(good[: len(good) // 3])  # cut short, as an interrupted download is

@@ -8,12 +8,13 @@ import pytest
 
 from playbook_utils import folders
 from playbook_utils.bench import choose, media
+from tests.footage import footage_frame
 from tests.sentences import libraries, numbers
 
 
 @pytest.mark.media
 def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_path):
-    media.make_clip(tmp_path / "sub" / "a.mp4", "h264", 96, 64, num_frames=8, gop=4, picture=media.footage_frame)
+    media.make_clip(tmp_path / "sub" / "a.mp4", "h264", 96, 64, num_frames=8, gop=4, picture=footage_frame)
     (tmp_path / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(200))
     (tmp_path / "empty.mkv").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("not a video")

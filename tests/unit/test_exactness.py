@@ -4,6 +4,7 @@ import pytest
 
 from playbook_utils.bench import exactness, media
 from playbook_utils.decoders import read_frames
+from tests.footage import footage_frame
 from tests.sentences import numbers
 
 pytestmark = pytest.mark.media  # every test here encodes or decodes video
@@ -19,7 +20,7 @@ def footage(tmp_path_factory):
         96,
         num_frames=40,
         gop=15,
-        picture=media.footage_frame,
+        picture=footage_frame,
     )
 
 
@@ -61,7 +62,7 @@ def test_stamped_clips_are_checked_by_their_stamps(tmp_path):
 
 def test_a_still_scene_is_reported_as_indistinguishable(tmp_path):
     def still(index, width, height, num_frames):
-        return media.footage_frame(0, width, height, num_frames)
+        return footage_frame(0, width, height, num_frames)
 
     clip = media.make_clip(tmp_path / "still.mp4", "h264", 96, 64, num_frames=12, gop=6, picture=still)
     check = exactness.check_frames(clip, [4, 8], read_frames(clip, [5, 8], "pyav"), "pyav")

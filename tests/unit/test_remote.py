@@ -23,9 +23,13 @@ def bucket(tmp_path_factory):
     d = tmp_path_factory.mktemp("remote")
     clip = media.make_clip(d / "clip.mp4", "h264", 640, 360, num_frames=128, gop=32)
     shard = shards.write_shards([("a", {"mp4": clip, "json": {"n": 128}}), ("b", {"mp4": clip})], d, "s3shard")[0]
-    with objectstore.local_s3() as endpoint:
+    s3 = objectstore.LocalS3()
+    try:
+        endpoint = s3.start()
         url, shard_url = objectstore.upload([clip, shard], "s3://playbook/data/")
         yield {"endpoint": endpoint, "clip": clip, "url": url, "shard_url": shard_url}
+    finally:
+        s3.stop()
 
 
 def test_the_server_is_local(bucket):
@@ -66,7 +70,6 @@ def test_shard_dataset_reads_shards_in_the_bucket(bucket):
 def test_access_patterns_cost_what_they_say(bucket):
     ix = access.byte_index(bucket["clip"])
     assert ix.keyframes == [0, 32, 64, 96] and set(ix.keyframe_offsets()) == {ix.info.pts[k] for k in ix.keyframes}
-    assert access.ByteIndex.from_json(ix.to_json()) == ix
     ref = decoders.read_frames(bucket["clip"], [70, 71], "pyav")
     rows = {
         r["access"]: r
