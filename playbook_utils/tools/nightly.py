@@ -582,52 +582,8 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--tolerances", default=str(TOLERANCES), help="tolerance table (default: results/tolerances.json)")
     ap.add_argument("--report-dir", default=None, help="where report.md/json go (default: the first results folder)")
-    ap.add_argument(
-        "--pattern",
-        action="append",
-        help="notebooks to run and expect, a glob or substring of their names, e.g. '2[0-2]*' or 22; "
-        "repeatable (default: every notebook)",
-    )
-    ap.add_argument(
-        "--mode",
-        choices=["smoke", "full"],
-        default="full",
-        help="smoke: small media and short runs; full: the full measurements. The baseline must "
-        "hold a run of the same mode (default: full)",
-    )
-    ap.add_argument(
-        "--device",
-        default="auto",
-        choices=["auto", "cpu", "cuda"],
-        help="auto: the GPU where there is one, else the CPU; cpu; cuda (default: auto)",
-    )
+    run_notebooks.add_run_options(ap, mode="full", timeout=1800)
     ap.add_argument("--output", default=None, help="results folder for a run (default: nightly/<YYYY-MM-DD>, UTC)")
-    ap.add_argument(
-        "--notebooks",
-        default=str(ROOT / "notebooks"),
-        help="folder holding the NN_*.ipynb notebooks (default: the repository's notebooks/)",
-    )
-    ap.add_argument(
-        "--param",
-        action="append",
-        metavar="KEY=VALUE",
-        help="a notebook parameter for the run, as run_notebooks --param; repeatable",
-    )
-    ap.add_argument(
-        "--video-dir", default=None, help="a folder of your own videos, measured instead of the generated media set"
-    )
-    ap.add_argument(
-        "--timeout",
-        type=float,
-        default=1800,
-        help="seconds per cell before its notebook counts as failed (hung); 0 for no limit (default: 1800)",
-    )
-    ap.add_argument(
-        "--lanes",
-        type=int,
-        default=1,
-        help="notebooks run this many at a time, one GPU and an equal share of the cores each (default: 1)",
-    )
     ap.add_argument(
         "--part",
         choices=sorted(PARTS),

@@ -715,36 +715,20 @@ def write_summary(
     return path
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
-        "(no notebook matched, a malformed --param, --lanes that do not fit, an --output folder holding a "
-        "summary.json that this runner did not make).",
-    )
+def add_run_options(ap: argparse.ArgumentParser, mode: str, timeout: float | None) -> None:
+    """The options the runner and `nightly` share: which notebooks, where, on what, with which parameters."""
     ap.add_argument(
         "--mode",
         choices=["smoke", "full"],
-        default="smoke",
+        default=mode,
         help="smoke: small media and short runs, the same code as full; full: the full-size media set "
-        "(720p to 4K) and full-length measurements (default: smoke)",
+        "(720p to 4K) and full-length measurements (default: %(default)s)",
     )
     ap.add_argument(
         "--pattern",
         action="append",
         help="which notebooks: a glob or a substring of their names, e.g. '2[0-2]*', 22 or decode; "
         "repeatable (default: every notebook)",
-    )
-    ap.add_argument(
-        "--output",
-        default=None,
-        help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
-        "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
-        "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
-        "run again stay, for the notebooks that read them). The runner marks the folders it writes into "
-        f"({MARKER}) and refuses a folder with a summary.json it did not make; what a folder held before the "
-        "runner's first run there never moves",
     )
     ap.add_argument(
         "--notebooks",
@@ -766,8 +750,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--timeout",
         type=float,
-        default=None,
-        help="seconds one cell may run before its notebook counts as failed (default: no limit)",
+        default=timeout,
+        help="seconds one cell may run before its notebook counts as failed, 0 for no limit "
+        "(default: %(default)s)",
     )
     ap.add_argument(
         "--lanes",
@@ -784,6 +769,27 @@ def main(argv=None) -> int:
         "(values read as Python literals where they parse, else as strings; SMOKE and "
         "OUTPUT_DIR come from --mode and --output)",
     )
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
+        "(no notebook matched, a malformed --param, --lanes that do not fit, an --output folder holding a "
+        "summary.json that this runner did not make).",
+    )
+    add_run_options(ap, mode="smoke", timeout=None)
+    ap.add_argument(
+        "--output",
+        default=None,
+        help="folder for executed notebooks, JSON and summary (default: playbook-output/MODE); "
+        "an earlier run there (a summary.json) is first moved to OUTPUT/previous/: its summary and "
+        "the files of the notebooks run again (one earlier run is kept; the files of notebooks not "
+        "run again stay, for the notebooks that read them). The runner marks the folders it writes into "
+        f"({MARKER}) and refuses a folder with a summary.json it did not make; what a folder held before the "
+        "runner's first run there never moves",
+    )
     ap.add_argument(
         "--workshop",
         action="store_true",
@@ -792,6 +798,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)  # a lane's child writes its rows here
     args = ap.parse_args(argv)
+    args.timeout = args.timeout or None  # 0: no limit
     if args.workshop:
         args.pattern = list(WORKSHOP)
         if "--mode" not in " ".join(argv if argv is not None else sys.argv):
