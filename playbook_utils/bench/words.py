@@ -97,22 +97,8 @@ def ceiling_state(c: dict) -> str:
     return "LOWER BOUND"
 
 
-def ceiling_line(c: dict) -> str:
-    """One `nvdec.ceiling` as notebook 21 prints it under its clip: the rate, the decoder library and layout that
-    reached it, NVML's median decoder utilization, and `ceiling_state`."""
-    if not c["fps"]:
-        return "NVDEC ceiling: not measured"
-    b = c["best"]
-    util = "utilization not measured" if b.get("nvdec_util_median") is None else f"{b['nvdec_util_median']}% busy"
-    spread = f" ± {percent(c['spread_pct'])}" if c.get("spread_pct") is not None else ""
-    return (
-        f"NVDEC ceiling: {c['fps']:,.0f} frames/s{spread} ({b['decoder']}, {b['processes']} x {b['threads']}, NVDEC "
-        f"{util}, {ceiling_state(c)})"
-    )
-
-
 def format_ceilings(found: dict, infos: dict) -> str:
-    """`ceilings` as a table: clip, size, bitrate, rate and its spread inside the window, the decoder library and
+    """`ceilings` (or one clip's `nvdec.ceiling`, notebook 21) as a table: clip, size, bitrate, rate and its spread inside the window, the decoder library and
     layout that reached it, NVML's median decoder utilization, saturated or not (a lower bound)."""
     lines = [
         f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'spread':>6s} {'decoder':>14s} {'layout':>7s} "
