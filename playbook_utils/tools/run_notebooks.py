@@ -751,8 +751,7 @@ def add_run_options(ap: argparse.ArgumentParser, mode: str, timeout: float | Non
         "--timeout",
         type=float,
         default=timeout,
-        help="seconds one cell may run before its notebook counts as failed, 0 for no limit "
-        "(default: %(default)s)",
+        help="seconds one cell may run before its notebook counts as failed, 0 for no limit (default: %(default)s)",
     )
     ap.add_argument(
         "--lanes",
