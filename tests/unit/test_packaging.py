@@ -136,7 +136,7 @@ def test_make_playbook_passes_params_and_video_dir_to_the_runner():
     assert "--video-dir" not in bare and "--param" not in bare
 
 
-@pytest.mark.parametrize("module", ["tools.run_notebooks", "bench.harness", "tools.nightly", "tools.setup_env"])
+@pytest.mark.parametrize("module", ["tools.run_notebooks", "tools.nightly", "tools.setup_env"])
 def test_every_cli_option_is_described_with_its_values(module, monkeypatch):
     import argparse
     import importlib
