@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from playbook_utils.decoders import ADAPTERS, adapter
+from playbook_utils.device import Device
 
 __all__ = ["DIFFERS", "FOLDER", "module", "path", "route_usage", "usage", "why_apart", "write"]
 
@@ -36,13 +37,13 @@ DIFFERS = {
 
 def why_apart(backend: str, device: str = "cpu") -> str:
     """What the module for `backend` on `device` does otherwise than the playbook's loader (`DIFFERS`). Notebook 22."""
-    return DIFFERS[(backend, "cuda" if str(device).startswith("cuda") else "cpu")]
+    return DIFFERS[(backend, Device.parse(device).kind)]
 
 
 def module(backend: str, device: str = "cpu") -> str | None:
     """The name of the module handed over for `backend` on `device` ('cuda:1' counts as 'cuda'), or None where there
     is none. Introduced in notebook 22."""
-    return adapter(backend).HANDOVER.get("cuda" if str(device).startswith("cuda") else "cpu")
+    return adapter(backend).HANDOVER.get(Device.parse(device).kind)
 
 
 def path(backend: str, device: str = "cpu") -> Path:

@@ -13,6 +13,7 @@ from playbook_utils import handover
 from playbook_utils.bench import loader_bench, media, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
 from playbook_utils.decoders import by_role, check_libraries, traits, why_unavailable
+from playbook_utils.device import Device
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
 
@@ -277,8 +278,7 @@ def tree_leaf(rec: dict | None, tree: dict, group: tuple | None, workload: str) 
     `workload`), or None. Notebook 22 sets it beside the whole loaders' ranking."""
     if rec is None or group is None:
         return None
-    device = "cuda" if str(rec["device"]).startswith("cuda") else "cpu"
-    return tree.get((device, group[0], group[2], workload))
+    return tree.get((Device.parse(rec["device"]).kind, group[0], group[2], workload))
 
 
 def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
