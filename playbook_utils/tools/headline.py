@@ -14,7 +14,7 @@ from pathlib import Path
 
 from playbook_utils.bench import media
 from playbook_utils.bench.verdicts import percent
-from playbook_utils.tools.results import newest_gpu_reference
+from playbook_utils.tools.results import quoted_reference
 
 __all__ = ["END", "START", "main", "replace_block", "table"]
 
@@ -225,8 +225,8 @@ ROWS = (
 
 
 def default_folder() -> Path:
-    """The reference the README quotes: the newest complete GPU reference, else the newest GPU reference."""
-    return newest_gpu_reference(complete=True) or newest_gpu_reference() or ROOT / "results" / "h200"
+    """The reference the README quotes (`results.quoted_reference`)."""
+    return quoted_reference() or ROOT / "results" / "h200"
 
 
 def table(folder=None, readme_dir=ROOT) -> str:

@@ -130,9 +130,9 @@ def _for_reading(value):
 
 
 def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).resolve().parents[2]) -> str:
-    """Where the claims about the sections `skipped` here (lines 'section: why') were measured: the newest GPU
-    reference's copy of notebook `stem`, unless it has none or skipped some of them too (its JSON says which)."""
-    newest = newest_gpu_reference(root / "results") or root / "results" / "h200"
+    """Where the claims about the sections `skipped` here (lines 'section: why') were measured: the copy of notebook
+    `stem` in the newest GPU reference that ran it, unless it skipped some of them too (its JSON says which)."""
+    newest = newest_gpu_reference(root / "results", f"{stem}.ipynb") or root / "results" / "h200"
     reference = newest.relative_to(root) / f"{stem}.ipynb"
     if not (root / reference).exists():
         return (

@@ -36,20 +36,34 @@ def machine_reference(gpu_name: str | None = None) -> Path | None:
     return RESULTS / slug if slug else None
 
 
-def newest_gpu_reference(results=RESULTS, complete: bool = False) -> Path | None:
-    """The GPU reference folder (one whose summary.json names a GPU) that ran last, by its summary's date; with
-    `complete`, only one whose summary holds every notebook of notebooks/, passed (the one the README quotes).
-    None where there is none."""
-    notebooks = {p.name for p in (Path(results).parent / "notebooks").glob("[0-9]*.ipynb")}
+def gpu_references(results=RESULTS) -> list[tuple[str, Path, set[str]]]:
+    """(date, folder, notebooks passed) of every GPU reference under `results` (a folder whose summary.json names
+    a GPU), the newest first by its summary's date."""
     found = []
     for summary in Path(results).glob("*/summary.json"):
         with contextlib.suppress(OSError, ValueError):
             data = json.loads(summary.read_text())
             machine = data.get("machine") or {}
             passed = {r.get("notebook") for r in data.get("notebooks", []) if r.get("status") == "passed"}
-            if machine_slug(machine.get("gpu")) and (not complete or notebooks <= passed):
-                found.append((machine.get("date_utc") or "", summary.parent))
-    return max(found)[1] if found else None
+            if machine_slug(machine.get("gpu")):
+                found.append((machine.get("date_utc") or "", summary.parent, passed))
+    return sorted(found, key=lambda f: f[0], reverse=True)
+
+
+def newest_gpu_reference(results=RESULTS, notebook: str | None = None) -> Path | None:
+    """The GPU reference that ran last (with `notebook`, e.g. '20_decode_benchmarks.ipynb': the newest whose run of
+    it passed); None where there is none."""
+    return next((f for _, f, passed in gpu_references(results) if notebook is None or notebook in passed), None)
+
+
+def quoted_reference(results=RESULTS) -> Path | None:
+    """The reference the README quotes: the newest whose summary holds every notebook of notebooks/, passed; while
+    none is complete, the one holding the most (a machine's first parts do not replace a fuller reference)."""
+    notebooks = {p.name for p in (Path(results).parent / "notebooks").glob("[0-9]*.ipynb")}
+    refs = gpu_references(results)
+    complete = [f for _, f, passed in refs if notebooks <= passed]
+    fullest = max(refs, key=lambda r: (len(r[2] & notebooks), r[0]), default=(None, None))[1]
+    return complete[0] if complete else fullest
 
 
 def reference_for(kind: str = "gpu") -> Path:

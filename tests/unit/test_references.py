@@ -29,7 +29,20 @@ def test_the_newest_complete_gpu_reference_is_the_one_quoted(tmp_path):
     _ref(res / "h100", "NVIDIA H100 80GB HBM3", "2026-12-07 01:00", ["20_b.ipynb"])  # a first part only
     _ref(res / "cpu-2core", "no GPU", "2026-12-08 00:00", ["00_a.ipynb", "20_b.ipynb"])
     assert results.newest_gpu_reference(res) == res / "h100"
-    assert results.newest_gpu_reference(res, complete=True) == res / "h200"
+    assert results.newest_gpu_reference(res, "00_a.ipynb") == res / "h200"
+    assert results.quoted_reference(res) == res / "h200"  # the complete one, though older
+
+
+def test_while_no_reference_is_complete_the_fullest_is_quoted(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    for n in ("00_a.ipynb", "20_b.ipynb", "21_c.ipynb"):
+        (tmp_path / "notebooks" / n).write_text("{}")
+    res = tmp_path / "results"
+    _ref(res / "h200", "NVIDIA H200", "2026-12-05 03:40", ["00_a.ipynb", "20_b.ipynb"])
+    _ref(res / "h100", "NVIDIA H100 80GB HBM3", "2026-12-07 01:00", ["21_c.ipynb"])
+    assert results.quoted_reference(res) == res / "h200"
+    _ref(res / "a100", "NVIDIA A100", "2026-12-08 01:00", ["00_a.ipynb", "21_c.ipynb"])  # as full, newer
+    assert results.quoted_reference(res) == res / "a100"
 
 
 def test_setup_takes_the_versions_of_this_gpus_reference_where_it_has_them(tmp_path, monkeypatch):
