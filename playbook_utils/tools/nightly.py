@@ -1,6 +1,6 @@
 """Nightly validation: run the notebooks, compare their headline numbers with the committed baseline.
 
-    python -m playbook_utils.tools.nightly [--pattern '1*'] [--lanes 2] [--part N] | --compare-only DIR... | --adopt DIR
+    python -m playbook_utils.tools.nightly [--pattern '1*'] [--part N] | --compare-only DIR... | --adopt DIR
 
 Writes report.md and report.json. Exit status: 3 usage or setup error, 1 a notebook failed, 2 a metric regressed
 or is MISSING, 0 every notebook passed and no metric regressed.
@@ -552,14 +552,12 @@ def run(args) -> Path:
         argv += ["--video-dir", args.video_dir]
     if args.timeout:
         argv += ["--timeout", str(args.timeout)]
-    if args.lanes > 1:
-        argv += ["--lanes", str(args.lanes)]
     for item in args.param or []:
         argv += ["--param", item]
     if run_notebooks.main(argv) == 2:
         raise NightlyError(
-            f"no notebooks match {args.pattern}, a --param is malformed or names no notebook's "
-            f"parameter, or --lanes {args.lanes} does not fit this machine (the line above says which)"
+            f"no notebooks match {args.pattern}, or a --param is malformed or names no notebook's parameter "
+            "(the line above says which)"
         )
     _merge_summary(output, before)
     return output
@@ -578,7 +576,7 @@ def main(argv=None) -> int:
         "--baseline",
         default=None,
         help="folder of reference results, e.g. results/cpu-2core for a smoke run (default: this machine's "
-        "results/<gpu> where it exists, else the newest GPU reference; with --adopt, the part's machine's)",
+        "results/<gpu> where it exists, else the one the README quotes; with --adopt, the part's machine's)",
     )
     ap.add_argument("--tolerances", default=str(TOLERANCES), help="tolerance table (default: results/tolerances.json)")
     ap.add_argument("--report-dir", default=None, help="where report.md/json go (default: the first results folder)")

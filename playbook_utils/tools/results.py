@@ -68,13 +68,13 @@ def quoted_reference(results=RESULTS) -> Path | None:
 
 def reference_for(kind: str = "gpu") -> Path:
     """The reference a run compares with: on a GPU machine its own (`machine_reference`) where it exists, else the
-    newest GPU reference; `kind='cpu'`: the CPU reference."""
+    one the README quotes (`quoted_reference`); `kind='cpu'`: the CPU reference."""
     if kind == "cpu":
         return CPU_REFERENCE
     own = machine_reference()
     if own is not None and (own / "summary.json").exists():
         return own
-    return newest_gpu_reference() or RESULTS / "h200"
+    return quoted_reference() or RESULTS / "h200"
 
 
 def _jsonable(value):

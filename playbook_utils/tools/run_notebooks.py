@@ -1,6 +1,6 @@
 """Run the playbook's notebooks headlessly through papermill (`make playbook`, the tests and nightly call this).
 
-    python -m playbook_utils.tools.run_notebooks --mode smoke|full [--pattern '0*'] [--lanes 2] [--param KEY=VALUE]
+    python -m playbook_utils.tools.run_notebooks --mode smoke|full [--pattern '0*'] [--param KEY=VALUE]
 
 Writes the executed copies, each `<stem>.json` and summary.md/.json into `--output`; exit 1 when any failed.
 """
@@ -366,27 +366,6 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     )
 
 
-def lane_resources(lanes: int, gpus: int) -> list[dict]:
-    """Split this machine into `lanes`: {'gpu': id or None, 'cores': [...]} each, one GPU per lane (where
-    the machine has GPUs) and an equal share of the usable cores. Raises ValueError naming the shortage."""
-    cores = sorted(os.sched_getaffinity(0))
-    visible = [g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
-    ids = (visible or [str(i) for i in range(gpus)]) if gpus else []
-    if lanes > len(cores):
-        raise ValueError(f"--lanes {lanes}: this machine has only {len(cores)} usable cores")
-    if gpus and lanes > len(ids):
-        raise ValueError(f"--lanes {lanes} needs one GPU per lane; {len(ids)} visible here")
-    share = len(cores) // lanes
-    return [{"gpu": ids[i] if gpus else None, "cores": cores[i * share : (i + 1) * share]} for i in range(lanes)]
-
-
-def pick_next(pending: list[Path], waits_for: dict, finished: set, expected: dict) -> Path | None:
-    """The notebook a free lane takes: among those whose `after` notebooks have finished (passed or not),
-    the one with the longest expected seconds (notebook order on ties); None when none is ready."""
-    ready = [p for p in pending if waits_for.get(p.name, set()) <= finished]
-    return max(ready, key=lambda p: expected.get(p.name, 0), default=None)
-
-
 def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
     """({notebook name: seconds it last took when it passed}, their source): the previous run of `mode` in `output`,
     else the reference run (`reference_summary`); ({}, None) when neither can be read."""
@@ -428,11 +407,11 @@ class Progress:
     def __init__(self, total: int, expected: dict):
         self.total, self.expected, self.count, self.t0 = total, expected, 0, time.perf_counter()
 
-    def start(self, nb: Path, where: str = "") -> None:
+    def start(self, nb: Path) -> None:
         self.count += 1
         secs = self.expected.get(nb.name)
         eta = f"expected ~{duration(secs)}" if secs else "no time from an earlier run"
-        print(f"[{self.count}/{self.total}] {nb.stem}{where} ... {eta}", flush=True)
+        print(f"[{self.count}/{self.total}] {nb.stem} ... {eta}", flush=True)
 
     def tally(self, rows: list[dict]) -> str:
         """'3 passed, 0 failed in 6m36s', and with several notebooks each one's share of their time
@@ -449,120 +428,10 @@ class Progress:
         return line
 
 
-def _span(cores: list[int]) -> str:
-    if len(cores) > 1 and cores == list(range(cores[0], cores[-1] + 1)):
-        return f"{cores[0]}-{cores[-1]}"
-    return ",".join(map(str, cores))
-
-
-def lane_order(notebooks: list[Path]) -> tuple[dict, list[Path]]:
-    """({notebook name: names of the notebooks it waits for}, the whole-machine notebooks), from their
-    metadata. Raises ValueError for an order lanes cannot keep: a lane notebook waiting for a whole-machine
-    one (those run last), or notebooks waiting for each other in a circle."""
-    names, meta = {p.stem for p in notebooks}, {p: _playbook_meta(p) for p in notebooks}
-    waits_for = {p.name: {f"{d}.ipynb" for d in meta[p].get("after", []) if d in names} for p in notebooks}
-    whole = [p for p in notebooks if meta[p].get("whole_machine")]
-    for p in notebooks:
-        late = [w.name for w in whole if w.name in waits_for[p.name] and p not in whole]
-        if late:
-            raise ValueError(f"{p.name} waits for {late}, which run only after every lane is done")
-    done, left = set(), [p for p in notebooks if p not in whole]
-    while left:
-        ready = [p for p in left if waits_for[p.name] <= done]
-        if not ready:
-            raise ValueError(f"{', '.join(p.name for p in left)}: each waits for another ('after' in a circle)")
-        done |= {p.name for p in ready}
-        left = [p for p in left if p not in ready]
-    return waits_for, whole
-
-
-def run_lanes(
-    notebooks: list[Path], lanes: list[dict], output: Path, args, caps: dict, machine: dict, progress: Progress
-) -> list[dict]:
-    """Run `notebooks` on `lanes` (from `lane_resources`), each in a child runner pinned to its lane's GPU
-    and cores, then the whole-machine ones here; returns their summary rows in notebook order."""
-    waits_for, whole = lane_order(notebooks)
-    pending, running, rows, finished = [p for p in notebooks if p not in whole], {}, [], set()
-    expected = progress.expected
-    (output / "logs").mkdir(exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    while pending or running:
-        for i, lane in enumerate(lanes):
-            nb = None if i in running else pick_next(pending, waits_for, finished, expected)
-            if nb is None:
-                continue
-            pending.remove(nb)
-            row_file = output / "logs" / f"{nb.stem}.row.json"
-            row_file.unlink(missing_ok=True)
-            cmd = [
-                sys.executable,
-                "-m",
-                "playbook_utils.tools.run_notebooks",
-                "--mode",
-                args.mode,
-                "--device",
-                args.device,
-                "--output",
-                str(output),
-                "--notebooks",
-                str(args.notebooks),
-                "--pattern",
-                nb.name,
-                "--row-file",
-                str(row_file),
-            ]
-            cmd += ["--video-dir", args.video_dir] if args.video_dir else []
-            cmd += ["--timeout", str(args.timeout)] if args.timeout else []
-            cmd += [a for k, v in args.params[nb.name].items() for a in ("--param", f"{k}={v!r}")]
-            lane_env = {**env, "CUDA_VISIBLE_DEVICES": lane["gpu"]} if lane["gpu"] is not None else env
-            log = open(output / "logs" / f"{nb.stem}.log", "w")
-            proc = subprocess.Popen(
-                cmd,
-                env=lane_env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=lambda cores=lane["cores"]: os.sched_setaffinity(0, cores),
-            )
-            log.close()
-            running[i] = (proc, nb, row_file, time.perf_counter())
-            gpu = f"GPU {lane['gpu']}, " if lane["gpu"] is not None else ""
-            progress.start(nb, f" on lane {i} ({gpu}cores {_span(lane['cores'])})")
-        if pending and not running:
-            raise ValueError(f"{', '.join(p.name for p in pending)}: each waits for another ('after' in a circle)")
-        time.sleep(0.5)
-        for i, (proc, nb, row_file, t0) in list(running.items()):
-            if proc.poll() is None:
-                continue
-            del running[i]
-            finished.add(nb.name)
-            if row_file.exists():
-                row = json.loads(row_file.read_text())[0]
-                row_file.unlink()
-            else:  # the child runner itself died (the notebook's own failures come back as rows)
-                row = {
-                    "notebook": nb.name,
-                    "requires": notebook_requirements(nb),
-                    "missing": [],
-                    "status": "failed",
-                    "error": f"its runner exited with code {proc.returncode} without a result; "
-                    f"see {output / 'logs' / (nb.stem + '.log')}",
-                    "seconds": round(time.perf_counter() - t0, 1),
-                    "headline": {},
-                    "skipped": [],
-                    "machine": machine,
-                }
-            rows.append(row)
-            print(_status_line(row, f" (lane {i})"), flush=True)
-    for nb in whole:
-        progress.start(nb, " on the whole machine")
-        rows.append(_run_here(nb, output, args, caps, machine))
-    return sorted(rows, key=lambda r: r["notebook"])
-
-
-def _status_line(row: dict, where: str = "") -> str:
+def _status_line(row: dict) -> str:
     """The line the runner prints when a notebook ends: status, seconds, skipped needs, the error."""
     note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
-    return f"       {row['status']} {Path(row['notebook']).stem} in {duration(row['seconds'])}{note}{where}" + (
+    return f"       {row['status']} {Path(row['notebook']).stem} in {duration(row['seconds'])}{note}" + (
         f"\n         {row['error']}" if row["error"] else ""
     )
 
@@ -754,13 +623,6 @@ def add_run_options(ap: argparse.ArgumentParser, mode: str, timeout: float | Non
         help="seconds one cell may run before its notebook counts as failed, 0 for no limit (default: %(default)s)",
     )
     ap.add_argument(
-        "--lanes",
-        type=int,
-        default=1,
-        help="run this many notebooks at a time, each with one GPU (where the machine has GPUs) and "
-        "an equal share of the usable cores (default: 1)",
-    )
-    ap.add_argument(
         "--param",
         action="append",
         metavar="KEY=VALUE",
@@ -775,7 +637,7 @@ def main(argv=None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Exit status: 0 every notebook passed, 1 a notebook failed, 2 a usage error "
-        "(no notebook matched, a malformed --param, --lanes that do not fit, an --output folder holding a "
+        "(no notebook matched, a malformed --param, an --output folder holding a "
         "summary.json that this runner did not make).",
     )
     add_run_options(ap, mode="smoke", timeout=None)
@@ -795,7 +657,6 @@ def main(argv=None) -> int:
         help=f"the workshop path, {', '.join(WORKSHOP)}: the machine, the media, two libraries, the "
         "head-to-head, the loaders and the choice, in full mode unless --mode says otherwise",
     )
-    ap.add_argument("--row-file", default=None, help=argparse.SUPPRESS)  # a lane's child writes its rows here
     args = ap.parse_args(argv)
     args.timeout = args.timeout or None  # 0: no limit
     if args.workshop:
@@ -832,58 +693,43 @@ def main(argv=None) -> int:
         # the generated clips' encoding (the nightly names a change); none for a run on the reader's own files
         "media_version": None if args.video_dir else media.MEDIA_VERSION,
     }
-    at_a_time = f", {args.lanes} at a time" if args.lanes > 1 else ""
-    started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}{at_a_time}; output: {output}"
+    started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}; output: {output}"
     expected, source = expected_seconds(output, args.mode)
     progress = Progress(len(notebooks), expected)
     if source:
         started += f"\nexpected times from {source}"
-    if args.lanes > 1:
-        try:  # lanes that do not fit this machine, or an order they cannot keep: refused before anything moves
-            lanes = lane_resources(args.lanes, len(rep["gpu"]["devices"]) if rep["gpu"]["available"] else 0)
-            lane_order(notebooks)
-        except ValueError as e:
-            print(f"run_notebooks: {e}", file=sys.stderr)
-            return 2
-    earlier = [] if args.row_file else earlier_rows(output, notebooks)  # kept in the summary written on the way
-    if not args.row_file:
-        try:  # a folder the runner did not make: refused before anything moves
-            moved = set_aside(output, notebooks)
-        except ValueError as e:
-            print(f"run_notebooks: {e}", file=sys.stderr)
-            return 2
-        mark(output)
-        print(started, *([moved] if moved else []), *notes, sep="\n", flush=True)
-        # the libraries' import checks, made once for the run: each kernel (and lane) inherits where they are kept
-        record = output / "logs" / "imports-checked.txt"
-        record.parent.mkdir(exist_ok=True)
-        record.unlink(missing_ok=True)
-        os.environ[base.RECORD_ENV] = str(record.resolve())
-    if args.lanes > 1:
-        rows = run_lanes(notebooks, lanes, output, args, caps, machine, progress)
-    else:
-        rows = []
-        for i, nb in enumerate(notebooks):
-            progress.start(nb)
-            rows.append(_run_here(nb, output, args, caps, machine))
-            if not args.row_file and i + 1 < len(notebooks):  # what has run, should the machine be lost before the end
-                left = [p.name for p in notebooks[i + 1 :]]
-                write_summary(rows, output, args.mode, machine, unfinished=left, earlier=earlier)
-    if args.row_file:  # a lane of a --lanes run: its parent writes the summary
-        Path(args.row_file).write_text(json.dumps(rows))
-    else:
-        os.environ.pop(base.RECORD_ENV, None)  # the record is this run's
-        summary = write_summary(rows, output, args.mode, machine)
-        setup_env.write_constraints(
-            output, machine["libraries"], f"installed for this {args.mode} run of {machine['date_utc']} UTC"
-        )
-        unreadable = unreadable_files(rows)
-        print(
-            progress.tally(rows),
-            *([f"{len(unreadable)} of your files could not be read: listed in summary.md"] if unreadable else []),
-            f"summary: {summary}",
-            sep="\n",
-        )
+    earlier = earlier_rows(output, notebooks)  # kept in the summary written on the way
+    try:  # a folder the runner did not make: refused before anything moves
+        moved = set_aside(output, notebooks)
+    except ValueError as e:
+        print(f"run_notebooks: {e}", file=sys.stderr)
+        return 2
+    mark(output)
+    print(started, *([moved] if moved else []), *notes, sep="\n", flush=True)
+    # the libraries' import checks, made once for the run: each kernel inherits where they are kept
+    record = output / "logs" / "imports-checked.txt"
+    record.parent.mkdir(exist_ok=True)
+    record.unlink(missing_ok=True)
+    os.environ[base.RECORD_ENV] = str(record.resolve())
+    rows = []
+    for i, nb in enumerate(notebooks):
+        progress.start(nb)
+        rows.append(_run_here(nb, output, args, caps, machine))
+        if i + 1 < len(notebooks):  # what has run, should the machine be lost before the end
+            left = [p.name for p in notebooks[i + 1 :]]
+            write_summary(rows, output, args.mode, machine, unfinished=left, earlier=earlier)
+    os.environ.pop(base.RECORD_ENV, None)  # the record is this run's
+    summary = write_summary(rows, output, args.mode, machine)
+    setup_env.write_constraints(
+        output, machine["libraries"], f"installed for this {args.mode} run of {machine['date_utc']} UTC"
+    )
+    unreadable = unreadable_files(rows)
+    print(
+        progress.tally(rows),
+        *([f"{len(unreadable)} of your files could not be read: listed in summary.md"] if unreadable else []),
+        f"summary: {summary}",
+        sep="\n",
+    )
     return 1 if any(r["status"] != "passed" for r in rows) else 0
 
 

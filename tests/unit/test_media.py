@@ -279,7 +279,7 @@ def test_pick_clip_takes_the_size_nearest_1080p_then_the_gop():
 
 
 def test_two_processes_making_the_same_clip_at_once_both_succeed(tmp_path):
-    # notebooks running side by side (run_notebooks --lanes) can both find a clip missing and build it
+    # notebooks running side by side can both find a clip missing and build it
     from concurrent.futures import ProcessPoolExecutor
 
     path = tmp_path / "same.mp4"

@@ -203,8 +203,8 @@ def test_a_rate_timed_on_another_clip_is_not_judged_but_reported(tmp_path):
 
 
 def test_a_cpu_rate_measured_on_fewer_cores_is_not_judged_but_reported(tmp_path):
-    """A lane of run_notebooks --lanes has a share of the cores: its CPU rates are not comparable with a baseline
-    measured on all of them. The same halved rate on the same core count is a regression (test above)."""
+    """A run on fewer cores than the baseline's: its CPU rates are not comparable with a baseline measured on more.
+    The same halved rate on the same core count is a regression (test above)."""
     heads = _changed(
         **{
             "10__cpu_sequential_fps": BASE["10_pyav"]["cpu_sequential_fps"] * 0.5,
