@@ -17,6 +17,9 @@ class PyAV(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CHOOSES_STREAM = True  # any video stream of the file (read_frames' stream=)
     HANDOVER = {"cpu": "pyav_clips"}
+    # on NVDEC, keep the frames in GPU memory (`HWAccel(is_hw_owned=True)`, PyAV >= 18) and convert them there,
+    # instead of FFmpeg copying each one to the host: off until notebook 10's rates on a GPU favour it
+    RESIDENT = False
     ROLES = {"simpler": 0, "cpu_reference": 0, "cpu_anchor": 0, "cpu_sweep": 1, "rank_cpu": 1}
 
     def read(self, path: str, indices: list[int], device: Device, info):
@@ -24,11 +27,11 @@ class PyAV(base.Adapter):
             return _read(path, indices, device, info, [])
         decoded: list[int] = []
         try:
-            return _read(path, indices, device, info, decoded)
+            return _read(path, indices, device, info, decoded, resident=self.RESIDENT)
         except Exception as e:
             # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways
             # ("no stream is compatible", or "Invalid data" for an unsupported profile such as 4:4:4).
-            if not decoded or "ardware" in str(e):
+            if not decoded or "ardware" in str(e) or isinstance(e, NotImplementedError):  # DLPack: NV12, P010 only
                 first = first_line(e, type(e).__name__)[:200]
                 raise BackendUnavailable(
                     path,
@@ -52,24 +55,30 @@ class PyAV(base.Adapter):
 _SWS_MATRIX = {"bt601": "ITU601", "bt709": "ITU709", "bt2020": "BT2020"}  # `colour`'s names -> swscale's
 
 
-def _open(path: str, device: Device):
+def _open(path: str, device: Device, resident: bool = False):
     import av
 
     if not device.is_cuda:
         return av.open(path)
     from av.codec.hwaccel import HWAccel
 
-    return av.open(
-        path,
-        hwaccel=HWAccel(
-            device_type="cuda",
-            device=None if device.index is None else str(device.index),
-            allow_software_fallback=False,
-        ),
-    )
+    where = None if device.index is None else str(device.index)
+    owned = {"is_hw_owned": True} if resident else {}
+    return av.open(path, hwaccel=HWAccel(device_type="cuda", device=where, allow_software_fallback=False, **owned))
 
 
-def _read(path: str, indices: list[int], device: Device, info, decoded: list, size=None):
+def planes_to_rgb(frame, matrix: str, colour_range: str):
+    """R'G'B' uint8 (3, H, W) of a decoded NV12 or P010 `frame`, its two planes taken by DLPack where they lie (GPU
+    memory for NVDEC's frames under `HWAccel(is_hw_owned=True)`) and converted there (`colour.yuv_to_rgb`).
+    Notebook 10."""
+    import torch
+
+    y, uv = (torch.from_dlpack(p) for p in frame.planes)  # (H, W) and (H/2, W/2, 2); P010 keeps 10 bits of 16
+    bits = 16 if y.dtype == torch.uint16 else 8
+    return colour.yuv_to_rgb(y[None], uv[None, ..., 0], uv[None, ..., 1], matrix, colour_range, bits)[0]
+
+
+def _read(path: str, indices: list[int], device: Device, info, decoded: list, size=None, resident: bool = False):
     import numpy as np
     import torch
 
@@ -82,7 +91,8 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
     # the playbook's one rule, said to swscale: frames NVDEC hands back have lost the tags FFmpeg's CPU decoder keeps
     matrix, rng = colour.effective(info)
     colours = {"src_colorspace": _SWS_MATRIX[matrix], "src_color_range": "JPEG" if rng == "full" else "MPEG"}
-    with _open(path, device) as container:
+    resident = resident and device.is_cuda and size is None
+    with _open(path, device, resident) as container:
         stream = container.streams[info.stream]
         stream.thread_type = "AUTO"  # frame + slice threads; the default decodes on one core
         stream.thread_count = base.CPU_THREADS  # 0: one per core; loader workers set fewer
@@ -99,6 +109,14 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                 pos = index_of.get(frame.pts, -1)
                 if pos == t:
                     decoded.append(t)
+                    if resident:  # converted on the GPU; FFmpeg may reuse the frame's memory once it is dropped
+                        rgb = planes_to_rgb(frame, matrix, rng)
+                        torch.cuda.current_stream(rgb.device).synchronize()
+                        if out is None:
+                            out = torch.empty((len(indices), *rgb.shape), dtype=torch.uint8, device=rgb.device)
+                        for k in slots[t]:
+                            out[k] = rgb
+                        break
                     scale = {} if size is None else {"width": size[1], "height": size[0], "interpolation": "BILINEAR"}
                     rgb = frame.to_ndarray(format="rgb24", **colours, **scale)
                     if out is None:  # the output is made once and each frame converted into its place
@@ -112,6 +130,8 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                 raise RuntimeError(f"the stream ended before frame {t}")
         if device.is_cuda and not stream.codec_context.is_hwaccel:
             raise RuntimeError("decoded in software although the cuda hwaccel was asked for")
+    if resident:
+        return out
     # Frames went straight into one (N, H, W, 3) array (stacking a list of them afterwards costs as much as the
     # decoding), returned as an (N, 3, H, W) view: no per-frame transposes.
     frames = torch.from_numpy(out).permute(0, 3, 1, 2)

@@ -730,3 +730,40 @@ def test_the_matrix_legend_says_what_each_trait_of_its_rows_means():
         "edit list",
     ]
     assert matrix.legend(["h264 mp4"]) == []
+
+
+@pytest.mark.media
+@pytest.mark.parametrize("fmt", ["nv12", "p010le"])
+def test_pyav_planes_by_dlpack_convert_as_swscale_does(tmp_path, fmt):
+    """The GPU-resident path's conversion (`pyav.planes_to_rgb`), shown on host frames: the planes NVDEC would
+    leave in GPU memory, taken by DLPack, agree with swscale's BT.601 conversion and not with BT.709's."""
+    import av
+
+    from playbook_utils.bench import pixels
+    from playbook_utils.decoders import pyav
+
+    clip = media.make_clip(tmp_path / "c.mp4", "h264", 320, 180, num_frames=4, gop=2)
+    with av.open(str(clip)) as container:
+        frame = next(container.decode(video=0))
+    want = frame.to_ndarray(format="rgb24", src_colorspace="ITU601", src_color_range="MPEG")
+    want = torch.from_numpy(want).permute(2, 0, 1)
+    stored = frame.reformat(format=fmt)
+    got = pyav.planes_to_rgb(stored, "bt601", "limited")
+    assert got.shape == (3, 180, 320) and got.dtype == torch.uint8
+    assert (
+        pixels.psnr(got, want) > pixels.THRESHOLD_DB > pixels.psnr(pyav.planes_to_rgb(stored, "bt709", "limited"), want)
+    )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le"])
+def test_pyav_frames_kept_on_the_gpu_are_the_ones_asked_for(tmp_path, monkeypatch, pix_fmt):
+    from playbook_utils.decoders import pyav
+    from playbook_utils.stamps import read_stamps
+
+    codec = "hevc" if pix_fmt.endswith("10le") else "h264"
+    clip = media.make_clip(tmp_path / f"c_{pix_fmt}.mp4", codec, 320, 180, num_frames=60, gop=12, pix_fmt=pix_fmt)
+    monkeypatch.setattr(pyav.PyAV, "RESIDENT", True)
+    asked = [59, 0, 13, 13, 30]
+    frames = read_frames(clip, asked, "pyav", "cuda")
+    assert frames.is_cuda and tuple(frames.shape) == (5, 3, 180, 320) and read_stamps(frames) == asked
