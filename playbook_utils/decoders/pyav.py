@@ -69,13 +69,16 @@ def _open(path: str, device: Device, resident: bool = False):
 
 def planes_to_rgb(frame, matrix: str, colour_range: str):
     """R'G'B' uint8 (3, H, W) of a decoded NV12 or P010 `frame`, its two planes taken by DLPack where they lie (GPU
-    memory for NVDEC's frames under `HWAccel(is_hw_owned=True)`) and converted there (`colour.yuv_to_rgb`).
-    Notebook 10."""
+    memory for NVDEC's frames under `HWAccel(is_hw_owned=True)`) and converted there (`colour.yuv_to_rgb`); returns
+    once the conversion has read them, as FFmpeg may reuse the frame's memory after it is dropped. Notebook 10."""
     import torch
 
     y, uv = (torch.from_dlpack(p) for p in frame.planes)  # (H, W) and (H/2, W/2, 2); P010 keeps 10 bits of 16
     bits = 16 if y.dtype == torch.uint16 else 8
-    return colour.yuv_to_rgb(y[None], uv[None, ..., 0], uv[None, ..., 1], matrix, colour_range, bits)[0]
+    rgb = colour.yuv_to_rgb(y[None], uv[None, ..., 0], uv[None, ..., 1], matrix, colour_range, bits)[0]
+    if rgb.is_cuda:
+        torch.cuda.current_stream(rgb.device).synchronize()
+    return rgb
 
 
 def _read(path: str, indices: list[int], device: Device, info, decoded: list, size=None, resident: bool = False):
@@ -109,18 +112,19 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                 pos = index_of.get(frame.pts, -1)
                 if pos == t:
                     decoded.append(t)
-                    if resident:  # converted on the GPU; FFmpeg may reuse the frame's memory once it is dropped
-                        rgb = planes_to_rgb(frame, matrix, rng)
-                        torch.cuda.current_stream(rgb.device).synchronize()
-                        if out is None:
-                            out = torch.empty((len(indices), *rgb.shape), dtype=torch.uint8, device=rgb.device)
-                        for k in slots[t]:
-                            out[k] = rgb
-                        break
-                    scale = {} if size is None else {"width": size[1], "height": size[0], "interpolation": "BILINEAR"}
-                    rgb = frame.to_ndarray(format="rgb24", **colours, **scale)
+                    if resident:  # converted on the GPU, where NVDEC left the frame
+                        rgb = planes_to_rgb(frame, matrix, rng).permute(1, 2, 0)
+                    else:
+                        scale = (
+                            {} if size is None else {"width": size[1], "height": size[0], "interpolation": "BILINEAR"}
+                        )
+                        rgb = frame.to_ndarray(format="rgb24", **colours, **scale)
                     if out is None:  # the output is made once and each frame converted into its place
-                        out = np.empty((len(indices), *rgb.shape), dtype=np.uint8)
+                        out = (
+                            torch.empty((len(indices), *rgb.shape), dtype=torch.uint8, device=rgb.device)
+                            if resident
+                            else np.empty((len(indices), *rgb.shape), dtype=np.uint8)  # numpy copies faster
+                        )
                     for k in slots[t]:
                         out[k] = rgb
                     break
@@ -130,11 +134,9 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                 raise RuntimeError(f"the stream ended before frame {t}")
         if device.is_cuda and not stream.codec_context.is_hwaccel:
             raise RuntimeError("decoded in software although the cuda hwaccel was asked for")
-    if resident:
-        return out
     # Frames went straight into one (N, H, W, 3) array (stacking a list of them afterwards costs as much as the
     # decoding), returned as an (N, 3, H, W) view: no per-frame transposes.
-    frames = torch.from_numpy(out).permute(0, 3, 1, 2)
+    frames = (out if resident else torch.from_numpy(out)).permute(0, 3, 1, 2)
     return frames.to(str(device)) if device.is_cuda else frames
 
 
