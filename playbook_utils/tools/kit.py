@@ -21,6 +21,7 @@ from playbook_utils.bench import exactness, matrix, media, timing, words
 from playbook_utils.decoders import BACKENDS
 from playbook_utils.device import Device
 from playbook_utils.errors import describe
+from playbook_utils.tools.reference_audit import code_cells
 from playbook_utils.tools.results import NotebookResults, newest_gpu_reference
 
 # import name -> the name a reader knows (env.LIBRARIES) plus torch
@@ -133,6 +134,7 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
     """Where the claims about the sections `skipped` here (lines 'section: why') were measured: the copy of notebook
     `stem` in the newest GPU reference that ran it, unless it skipped some of them too (its JSON says which)."""
     newest = newest_gpu_reference(root / "results", f"{stem}.ipynb") or root / "results" / "h200"
+    notebook = root / "notebooks" / f"{stem}.ipynb"
     reference = newest.relative_to(root) / f"{stem}.ipynb"
     if not (root / reference).exists():
         return (
@@ -156,12 +158,21 @@ def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).res
         for line in skipped
     }
     also = list(dict.fromkeys(t for ts in same.values() for t in ts))
+    # a section today's notebook names and the reference's copy does not: added since that copy ran
+    ref_code, my_code = ("\n".join(code_cells(p)) if p.exists() else "" for p in (root / reference, notebook))
+    new = [s for s in (line.split(":")[0] for line in skipped) if s in my_code and s not in ref_code]
+    added = f"; not there yet, added since that copy ran: {', '.join(new)}" if new else ""
     if also and all(same.values()):
         # once a reference run is adopted, the copy named is the one it replaced: the reference as it stood
-        return f"was not measured on the reference machine either: its copy, {reference}, skipped it too ({'; '.join(also)})"
+        return (
+            f"was not measured on the reference machine either: its copy, {reference}, skipped it too "
+            f"({'; '.join(also)}){added}"
+        )
     if also:
-        return f"was measured on the reference machine ({reference}), except what it skipped too: {'; '.join(also)}"
-    return f"was measured on the reference machine: {reference}"
+        return (
+            f"was measured on the reference machine ({reference}), except what it skipped too: {'; '.join(also)}{added}"
+        )
+    return f"was measured on the reference machine: {reference}{added}"
 
 
 class Notebook:

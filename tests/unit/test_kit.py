@@ -255,6 +255,16 @@ def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_
         "decord on the GPU: this decord was built without CUDA (the PyPI wheel is CPU-only); a GPU build needs a source build"]}))  # fmt: skip
     line = kit.reference_for("90_x", mine, root=tmp_path)
     assert "not" in line.split() and json.loads((ref / "90_x.json").read_text())["skipped"][0] in line
+    # a section today's notebook names and the reference's copy does not: named, as not there yet
+    code = {"cells": [{"cell_type": "code", "source": 'nb.needs_gpu("a GPU part")', "metadata": {}}]}
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "90_x.ipynb").write_text(json.dumps(code))
+    (ref / "90_x.ipynb").write_text(json.dumps({"cells": []}))
+    (ref / "90_x.json").write_text(json.dumps({"skipped": []}))
+    assert "a GPU part" in kit.reference_for("90_x", skipped, root=tmp_path)
+    assert "scaling efficiency" not in kit.reference_for("90_x", skipped, root=tmp_path)  # not in today's code either
+    (ref / "90_x.ipynb").write_text(json.dumps(code))
+    assert "a GPU part" not in kit.reference_for("90_x", skipped, root=tmp_path)  # that copy ran it
 
 
 def test_timed_takes_the_realistic_pair_where_the_set_has_one(tmp_path):
