@@ -1,5 +1,5 @@
 """One reference per machine kind, named for it (`tools.results`): results/h100 for an H100, results/h200 for an
-H200, and the README's table from the newest complete one."""
+H200, and the README's table from the newest complete one (while none is, the fullest)."""
 
 import json
 
