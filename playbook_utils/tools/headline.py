@@ -24,12 +24,11 @@ CODECS = {"h264": "H.264", "hevc": "HEVC"}
 
 
 class Source:
-    """Where a reference figure was printed: the notebook's executed copy in the reference folder and its row."""
+    """The reference's notebook rows, and the executed copies of those the table cites."""
 
     def __init__(self, folder: Path, summary: dict, readme_dir: Path):
         self.folder, self.readme_dir = folder, readme_dir
         self.rows = {r["notebook"].split("_")[0]: r for r in summary.get("notebooks", [])}
-        self.cells: dict = {}  # {executed copy: its cells}, each copy read once for all the figures it printed
         self.cited: set = set()  # the notebooks a row cites
 
     def machine(self, number: str) -> dict:
@@ -43,38 +42,12 @@ class Source:
         """Whether notebook `number` read the generated clips as an older version of today's code made them."""
         return self.machine(number).get("media_version") != media.MEDIA_VERSION
 
-    def cite(self, number: str, *needles: str) -> str:
-        """'[21, In [15]](link), DATE': the notebook's executed copy, the cell whose output holds the first of
-        `needles` that one does ('not found in its output' where none does), the run's date."""
+    def cite(self, number: str) -> str:
+        """'[21](link), DATE': a link to notebook `number`'s executed copy and the date of its run."""
         self.cited.add(number)
         copy = self.folder / (self.rows.get(number) or {}).get("notebook", "")
         link = Path(os.path.relpath(copy, self.readme_dir)).as_posix()
-        if copy not in self.cells:
-            self.cells[copy] = read_cells(copy)
-        cell = next((n for n in (printed_in(self.cells[copy], x) for x in needles) if n is not None), None)
-        where = f"In [{cell}]" if cell is not None else "not found in its output"
-        return f"[{number}, {where}]({link}), {(self.machine(number).get('date_utc') or 'no date')[:10]}"
-
-
-def read_cells(path: Path) -> list:
-    """The cells of the executed notebook at `path`, [] where it cannot be read."""
-    try:
-        return json.loads(Path(path).read_text()).get("cells", [])
-    except (OSError, ValueError):
-        return []
-
-
-def printed_in(cells: list, needle: str) -> int | None:
-    """The execution count of the first code cell of an executed notebook's `cells` whose printed output holds
-    `needle`, the closing cell that prints the headline left out (it repeats every figure); None where none does."""
-    for c in cells:
-        if c.get("cell_type") != "code" or "finish(" in "".join(c.get("source", "")):
-            continue
-        for o in c.get("outputs", []):
-            text = o.get("text") or (o.get("data") or {}).get("text/plain") or ""
-            if needle in ("".join(text) if isinstance(text, list) else text):
-                return c.get("execution_count")
-    return None
+        return f"[{number}]({link}), {(self.machine(number).get('date_utc') or 'no date')[:10]}"
 
 
 def clip_words(name: str) -> str:
@@ -91,12 +64,11 @@ def _pm(spread) -> str:
 
 
 def ceilings_row(summary: dict, src: Source):
-    parts, first = [], None
+    parts = []
     for clips in (summary.get("nvdec_ceiling_fps") or {}).values():
         for name, c in clips.items():
             if media.is_light(name) or "_1080p_" not in name:
                 continue
-            first = first or f"{c['fps']:,}"
             busy = f"{c['nvdec_util_median']}% busy" if c.get("nvdec_util_median") is not None else "busy: ?"
             parts.append(
                 f"{clip_words(name)} {c['fps']:,}{_pm(c.get('spread_pct'))} ({busy}"
@@ -105,7 +77,7 @@ def ceilings_row(summary: dict, src: Source):
             )
     if not parts:
         return None
-    return "NVDEC ceiling, filmed-like 1080p, frames/s", "; ".join(parts) + f" ({src.cite('20', first)})"
+    return "NVDEC ceiling, filmed-like 1080p, frames/s", "; ".join(parts) + f" ({src.cite('20')})"
 
 
 def loaders_row(summary: dict, src: Source):
@@ -113,13 +85,10 @@ def loaders_row(summary: dict, src: Source):
     for b in (summary.get("best_loader") or {}).values():
         pct = 100 * (b.get("fraction_of_ceiling") or 0)
         share = "" if not pct else f", {'at most ' if not b.get('ceiling_saturated') else ''}{pct:.0f}% of the ceiling"
-        needle = f"{b['fps']:,}"
-        parts.append(
-            f"{clip_words(b['clip'])}: {b['loader']} {needle}{_pm(b.get('spread_pct'))}{share} ({src.cite('21', needle)})"
-        )
+        parts.append(f"{clip_words(b['clip'])}: {b['loader']} {b['fps']:,}{_pm(b.get('spread_pct'))}{share}")
     if not parts:
         return None
-    return "best GPU loader, every frame, frames/s in steady state", "; ".join(parts)
+    return "best GPU loader, every frame, frames/s in steady state", "; ".join(parts) + f" ({src.cite('21')})"
 
 
 def sampled_row(summary: dict, src: Source):
@@ -127,12 +96,12 @@ def sampled_row(summary: dict, src: Source):
     if h.get("gpu_sampled_videos_per_s") is None:
         return None
     gpu = h["gpu_sampled_videos_per_s"]
-    text = f"GPU: {h['gpu_sampled_loader']} {gpu}{_pm(h.get('gpu_sampled_spread_pct'))} ({src.cite('21', f'{gpu} videos/s')})"
+    text = f"GPU: {h['gpu_sampled_loader']} {gpu}{_pm(h.get('gpu_sampled_spread_pct'))}"
     cpu = h.get("videos_per_s_flat_out")
     if cpu:
         spread = _pm(h.get("videos_per_s_flat_out_spread_pct"))
-        text += f"; best CPU: {h.get('best_cpu_loader')} {cpu}{spread} ({src.cite('21', f'{cpu} videos/s')})"
-    return "16 sampled frames a 1080p video, videos/s", text
+        text += f"; best CPU: {h.get('best_cpu_loader')} {cpu}{spread}"
+    return "16 sampled frames a 1080p video, videos/s", text + f" ({src.cite('21')})"
 
 
 def training_row(summary: dict, src: Source):
@@ -142,7 +111,7 @@ def training_row(summary: dict, src: Source):
     text = (
         f"{h['train_step_ms']} ms with the loader decoding beside it, {h['train_step_held_ms']} ms on batches decoded "
         f"beforehand{_pm(h.get('train_step_spread_pct'))}; {h.get('train_wait_pct')}% of the time waiting for data "
-        f"({src.cite('21', str(h['train_step_ms']) + ' ms', 'decoding beside it')})"
+        f"({src.cite('21')})"
     )
     return "a small video transformer's training step", text
 
@@ -152,11 +121,10 @@ def sparse_row(summary: dict, src: Source):
     if not s.get("speedup") or s.get("seconds") is None:
         return None
     x = s["speedup"]
-    needle = f"{x:.1f}x" if x >= 1 else f"{1 / x:.1f}x"
     text = (
         f"{s['strategy']} {1e3 * s['seconds']:.0f} ms{_pm(s.get('spread_pct'))}, every frame "
         f"{1e3 * s['everything_seconds']:.0f} ms{_pm(s.get('everything_spread_pct'))}: {x:.1f}x "
-        f"({s.get('backend')} on the {s.get('device')}; {src.cite('20', needle, f'1/{x:.1f}')})"
+        f"({s.get('backend')} on the {s.get('device')}; {src.cite('20')})"
     )
     return f"16 exact frames of a {s.get('clip_s', 0):.0f} s GOP-{s.get('gop')} 1080p clip", text
 
@@ -174,7 +142,7 @@ def harness_row(summary: dict, src: Source):
         else f"{o:.1f}% cost"
     )
     text = f"{h['harness_fps']:,.0f} against {h['bare_fps']:,.0f} frames/s, spread {percent(spread)}: {judged}"
-    return "notebook 20's harness against a bare PyAV loop", text + f" ({src.cite('20', 'the harness:')})"
+    return "notebook 20's harness against a bare PyAV loop", text + f" ({src.cite('20')})"
 
 
 def choice_row(summary: dict, src: Source):
@@ -186,7 +154,7 @@ def choice_row(summary: dict, src: Source):
     if h.get("runner_up"):
         margin = f", {h['margin_pct']}% behind" if h.get("margin_pct") else ""
         text += f"; runner-up {h['runner_up']}{margin}" + (" (tied)" if h.get("tied") else "")
-    return f"notebook 22's choice, {h.get('workload', '')}", text + f" ({src.cite('22', h['recommended'])})"
+    return f"notebook 22's choice, {h.get('workload', '')}", text + f" ({src.cite('22')})"
 
 
 def robustness_row(summary: dict, src: Source):
@@ -196,8 +164,8 @@ def robustness_row(summary: dict, src: Source):
     gpu = h.get("bad_outcomes_gpu")
     text = (
         f"{h['bad_outcomes_cpu']} on the CPU" + (f", {gpu} on the GPU" if gpu is not None else "")
-        + f" ({src.cite('23', 'bad outcomes')}); memory +{h.get('worst_rss_growth_pct')}% at most over up to "
-        f"{h.get('soak_calls', 0):,} calls ({src.cite('23', 'growth', 'calls')})"
+        + f"; memory +{h.get('worst_rss_growth_pct')}% at most over up to "
+        f"{h.get('soak_calls', 0):,} calls ({src.cite('23')})"
     )  # fmt: skip
     return "bad outcomes on broken files (wrong frames, foreign errors, crashes)", text
 
@@ -207,7 +175,7 @@ def scaling_row(summary: dict, src: Source):
     if not h.get("aggregate_fps"):
         return None
     ranks = ", ".join(f"{n} rank{'s' if n != '1' else ''} {fps:,.0f} frames/s" for n, fps in h["aggregate_fps"].items())
-    text = f"{ranks}; every sample once per epoch: {h.get('every_sample_once')} ({src.cite('30', 'each sample once')})"
+    text = f"{ranks}; every sample once per epoch: {h.get('every_sample_once')} ({src.cite('30')})"
     return "torchrun, one rank a GPU", text
 
 

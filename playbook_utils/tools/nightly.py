@@ -205,9 +205,9 @@ def load_results(folders, label: str) -> dict:
 
 
 def stamp(results: dict) -> dict:
-    """The environment stamp of a results set: mode, date, GPU, CPU from summary.json; driver, CUDA,
-    Python and library versions from notebook 00's JSON when that notebook is among the results (library
-    versions otherwise from summary.json's machine stamp, where the runner records them)."""
+    """The environment stamp of a results set: mode, date, GPU, CPU and the generated media's version from
+    summary.json; driver, CUDA, Python and library versions from notebook 00's JSON when that notebook is among
+    the results (library versions otherwise from summary.json's machine stamp, where the runner records them)."""
     m, e = results["machine"], results["environment"] or {}
     gpu = e.get("gpu") or {}
     libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)} or {
@@ -223,60 +223,8 @@ def stamp(results: dict) -> dict:
         "cuda": gpu.get("cuda_driver"),
         "python": e.get("python"),
         "libraries": libs or None,
+        "media_version": m.get("media_version"),
     }
-
-
-MEDIA_CHANGE = "generated media"  # the name a change of `media.MEDIA_VERSION` goes by among the library changes
-
-
-def media_change(base: int | None, now: int | None) -> dict:
-    """{'generated media': 'old -> new'} where the run's clips were encoded otherwise than the baseline's
-    (`media.MEDIA_VERSION`; a baseline without it is 'before 4'), else {}."""
-    if now is None or base == now:
-        return {}
-    return {MEDIA_CHANGE: f"{base if base is not None else 'before 4'} -> {now}"}
-
-
-def changed_words(changes) -> str:
-    """'library changed', or 'changed' where the generated media is among `changes` (names, or 'name old -> new')."""
-    return "changed" if any(str(c).startswith(MEDIA_CHANGE) for c in changes) else "library changed"
-
-
-# library (as stamps name it) -> words in a notebook, metric or value that point at it
-LIBRARY_WORDS = {
-    "torch": ("torch",),
-    "av": ("pyav",),
-    "decord": ("decord",),
-    "torchcodec": ("torchcodec",),
-    "PyNvVideoCodec": ("pynvvideocodec",),
-    "nvidia.dali": ("dali",),
-}
-
-
-def same_release(a: str, b: str) -> bool:
-    """Two version strings of one build: equal, or one the other's without its local tag ('2.11.0+cu130' and
-    '2.11.0': notebook 00 stamps `torch.__version__`, the runner the installed package's metadata)."""
-    return a == b or ("+" in a) != ("+" in b) and a.split("+")[0] == b.split("+")[0]
-
-
-def library_changes(base: dict | None, now: dict | None) -> dict:
-    """{library: 'old -> new'} for the libraries both stamps name with different versions."""
-    base, now = base or {}, now or {}
-    return {
-        k: f"{base[k]} -> {now[k]}"
-        for k in base
-        if k in now and None not in (base[k], now[k]) and not same_release(str(base[k]), str(now[k]))
-    }
-
-
-def changes_behind(changes: dict, notebook: str, metric: str, *values) -> list[str]:
-    """The library changes to name beside a regression, as 'av 19.0.2 -> 18.1.0': those its notebook, metric or values
-    mention, else all; a change of the generated media is always named."""
-    text = " ".join(map(str, (notebook, metric, *values))).lower()
-    named = [k for k in changes if any(w in text for w in LIBRARY_WORDS.get(k, (k.lower(),)))]
-    if named and MEDIA_CHANGE in changes and MEDIA_CHANGE not in named:
-        named.append(MEDIA_CHANGE)
-    return [f"{k} {changes[k]}" for k in (named or changes)]
 
 
 def timed_clips(heads: list[dict], metric: str) -> tuple | None:
@@ -300,8 +248,6 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
     notebooks, failures, regressions, unjudged = [], [], [], []
     base_stamp, run_stamp = stamp(baseline), stamp(run)
-    changes = library_changes(base_stamp["libraries"], run_stamp["libraries"])
-    seen_changes: dict = {}  # per notebook: a reference's rows come from parts run on other days, other versions
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
         stem = Path(name).stem
@@ -319,14 +265,6 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             },
         }
         judge_per_core = not other_cores(entry["cores"])
-        machines = [((row or {}).get("machine") or {}) for row in (b, r)]
-        row_libraries = [m.get("libraries") for m in machines]
-        row_changes = {
-            **(library_changes(*row_libraries) if b and r and all(row_libraries) else changes),
-            **(media_change(*(m.get("media_version") for m in machines)) if b and r else {}),
-        }
-        for k, v in row_changes.items():
-            seen_changes.setdefault(k, set()).add(v)
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
         # is not judged against it
         heads = [((h or {}).get("headline") or {}) for h in (b, r)]
@@ -374,7 +312,6 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                 )
                 if verdict in REGRESSED:
                     regressions.append(f"{name}: {metric}")
-                    entry["metrics"][-1]["libraries_changed"] = changes_behind(row_changes, stem, metric, bv, nv)
                 elif verdict == "not comparable":
                     unjudged.append(f"{name}: {metric}")
         notebooks.append(entry)
@@ -386,7 +323,6 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         "failures": failures,
         "regressions": regressions,
         "not_comparable": unjudged,
-        "library_changes": {k: "; ".join(sorted(v)) for k, v in seen_changes.items()},
         "tolerances": table.get("source"),
         "baseline": base_stamp,
         "run": run_stamp,
@@ -416,21 +352,13 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
             return ", ".join(f"{k} {x}" for k, x in v.items())
         return ", ".join(v) if isinstance(v, list) else _fmt(v) if v is not None else "-"
 
-    for key in ("folders", "mode", "date_utc", "gpu", "cpu", "driver", "cuda", "python", "libraries"):
+    for key in ("folders", "mode", "date_utc", "gpu", "cpu", "driver", "cuda", "python", "libraries", "media_version"):
         b, r = report["baseline"].get(key), report["run"].get(key)
         lines.append(f"| {key} | {_cell(show(b))} | {_cell(show(r))} |")
     lines += ["", f"Tolerances: {report['tolerances']}", ""]
     if report["failures"]:
         lines.append("Failed notebooks: " + ", ".join(report["failures"]))
     lines.append("Regressions: " + ("; ".join(report["regressions"]) if report["regressions"] else "none"))
-    if report.get("library_changes"):
-        lines.append("")
-        lines.append(
-            ("Changed" if changed_words(report["library_changes"]) == "changed" else "Library versions changed")
-            + " since the baseline: "
-            + "; ".join(f"{k} {v}" for k, v in report["library_changes"].items())
-            + " (named beside each regression they may explain)"
-        )
     if report.get("not_comparable"):
         lines.append("")
         lines.append(
@@ -453,8 +381,6 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
             lines += ["", "| metric | baseline | now | change | tolerance | verdict |", "|---|---|---|---|---|---|"]
             for m in nb["metrics"]:
                 v = f"**{m['verdict']}**" if m["verdict"] in REGRESSED else m["verdict"]
-                if m.get("libraries_changed"):
-                    v += f" ({changed_words(m['libraries_changed'])}: {', '.join(m['libraries_changed'])})"
                 lines.append(
                     f"| {m['metric']} | {_cell(m['baseline'])} | {_cell(m['now'])} | {_cell(m['change'])} "
                     f"| {_cell(m['tolerance'])} | {v} |"
@@ -640,18 +566,9 @@ def main(argv=None) -> int:
         print(f"nightly: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(f"nightly: {report['verdict']} (exit {report['exit_code']}); report: {md}")
-    behind = {
-        f"{nb['notebook']}: {m['metric']}": m["libraries_changed"]
-        for nb in report["notebooks"]
-        for m in nb["metrics"]
-        if m.get("libraries_changed")
-    }
     for line in (
         [f"  failed: {n}" for n in report["failures"]]
-        + [
-            f"  regressed: {r}" + (f" ({changed_words(behind[r])}: {', '.join(behind[r])})" if r in behind else "")
-            for r in report["regressions"]
-        ]
+        + [f"  regressed: {r}" for r in report["regressions"]]
         + [f"  not comparable (other core count or clip): {r}" for r in report["not_comparable"]]
     ):
         print(line)

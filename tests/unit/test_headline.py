@@ -8,18 +8,6 @@ from playbook_utils.tools import headline
 from tests.sentences import numbers
 
 
-def _copy(path, printed: list[str]):
-    """An executed notebook: one cell printing each of `printed`, then the closing cell that dumps the headline."""
-    cells = [
-        {"cell_type": "code", "execution_count": n + 1, "source": "print(x)",
-         "outputs": [{"output_type": "stream", "name": "stdout", "text": [line + "\n"]}]}
-        for n, line in enumerate(printed)
-    ]  # fmt: skip
-    cells.append({"cell_type": "code", "execution_count": 99, "source": "nb.finish(**h)",
-                  "outputs": [{"output_type": "stream", "name": "stdout", "text": ["8,187 7,923 16.8 videos/s"]}]})  # fmt: skip
-    path.write_text(json.dumps({"cells": cells}))
-
-
 def _reference(tmp_path, **extra):
     machine = {
         "date_utc": "2026-12-06 10:00",
@@ -52,8 +40,6 @@ def _reference(tmp_path, **extra):
         **extra,
     }  # fmt: skip
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    _copy(tmp_path / "20_decode_benchmarks.ipynb", ["ceiling: 8,187 frames/s", "the harness: 266 against 370"])
-    _copy(tmp_path / "21_training_loader_benchmarks.ipynb", ["torchcodec x64 threads 7,923 frames/s"])
     return tmp_path
 
 
@@ -61,18 +47,23 @@ def _row(text: str, start: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(start))
 
 
-def test_the_table_quotes_summary_json_and_cites_the_cell_that_printed_each_figure(tmp_path):
+def _cited(row: str) -> list[tuple[str, str]]:
+    """(link target, date) of each citation in a table row."""
+    return re.findall(r"\]\(([^)]+)\), (\d{4}-\d\d-\d\d)", row)
+
+
+def test_the_table_quotes_summary_json_and_cites_each_figures_executed_copy_and_date(tmp_path):
     text = headline.table(_reference(tmp_path), tmp_path)
     machine = json.loads((tmp_path / "summary.json").read_text())["machine"]
     assert text.splitlines()[0].split("|")[1].strip() == machine["gpu"]  # the machine the reference ran on
     ceiling = _row(text, "| NVDEC ceiling")
     assert "8,187" in ceiling and "9,675" not in ceiling  # a light clip is no filmed-like ceiling
-    assert "[20, In [1]](20_decode_benchmarks.ipynb), 2026-12-06" in ceiling
+    assert _cited(ceiling) == [("20_decode_benchmarks.ipynb", "2026-12-06")]
     loader = _row(text, "| best GPU loader")
-    assert "7,923 ± 0.9%" in loader and "97%" in loader and "[21, In [1]]" in loader
-    # the older copy printed no such line: the closing headline dump is not taken for it, and the row says so
+    assert "7,923 ± 0.9%" in loader and "97%" in loader
+    assert _cited(loader) == [("21_training_loader_benchmarks.ipynb", "2026-11-30")]  # 21's row has its own date
     sampled = _row(text, "| 16 sampled frames")
-    assert "16.8" in sampled and "[21, " in sampled and "In [" not in sampled and "2026-11-30" in sampled
+    assert "16.8" in sampled and _cited(sampled) == [("21_training_loader_benchmarks.ipynb", "2026-11-30")]
     assert "27.9" not in _row(text, "| notebook 20's harness")  # a cost the run could not read is not quoted
     for left in ("training", "sparse", "choice", "robustness", "scaling"):
         assert left in text.splitlines()[-1]
