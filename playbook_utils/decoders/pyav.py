@@ -9,7 +9,7 @@ from playbook_utils.decoders import base
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, first_line
 
-__all__ = ["ADAPTER", "PyAV"]
+__all__ = ["ADAPTER", "PyAV", "planes_to_rgb", "share_primary_context"]
 
 
 class PyAV(base.Adapter):
@@ -18,20 +18,25 @@ class PyAV(base.Adapter):
     CHOOSES_STREAM = True  # any video stream of the file (read_frames' stream=)
     HANDOVER = {"cpu": "pyav_clips"}
     # on NVDEC, keep the frames in GPU memory (`HWAccel(is_hw_owned=True)`, PyAV >= 18) and convert them there,
-    # instead of FFmpeg copying each one to the host: off until notebook 10's rates on a GPU favour it
-    RESIDENT = False
+    # instead of FFmpeg copying each one to the host (notebook 10 times both)
+    RESIDENT = True
     ROLES = {"simpler": 0, "cpu_reference": 0, "cpu_anchor": 0, "cpu_sweep": 1, "rank_cpu": 1}
 
     def read(self, path: str, indices: list[int], device: Device, info):
         if not device.is_cuda:
             return _read(path, indices, device, info, [])
+        if self.RESIDENT:
+            try:
+                return _read(path, indices, device, info, [], resident=True)
+            except (NotImplementedError, TypeError, OSError):
+                pass  # DLPack takes NV12 and P010 only; PyAV < 18 has no is_hw_owned; a context FFmpeg refused
         decoded: list[int] = []
         try:
-            return _read(path, indices, device, info, decoded, resident=self.RESIDENT)
+            return _read(path, indices, device, info, decoded)
         except Exception as e:
             # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways
             # ("no stream is compatible", or "Invalid data" for an unsupported profile such as 4:4:4).
-            if not decoded or "ardware" in str(e) or isinstance(e, NotImplementedError):  # DLPack: NV12, P010 only
+            if not decoded or "ardware" in str(e):
                 first = first_line(e, type(e).__name__)[:200]
                 raise BackendUnavailable(
                     path,
@@ -64,7 +69,22 @@ def _open(path: str, device: Device, resident: bool = False):
 
     where = None if device.index is None else str(device.index)
     owned = {"is_hw_owned": True} if resident else {}
+    if resident:
+        share_primary_context(device.index)
     return av.open(path, hwaccel=HWAccel(device_type="cuda", device=where, allow_software_fallback=False, **owned))
+
+
+def share_primary_context(index: int | None) -> None:
+    """Give the GPU's primary CUDA context the flags FFmpeg asks of it (blocking sync). Frames kept on the GPU
+    (`is_hw_owned=True`) live in that context, and FFmpeg refuses one that PyTorch made with its default flags
+    (OSError: [Errno 95] Operation not supported). Raises OSError where the driver refuses. Notebook 10."""
+    import ctypes
+
+    cuda, dev = ctypes.CDLL("libcuda.so.1"), ctypes.c_int()
+    status = cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), index or 0)
+    status = status or cuda.cuDevicePrimaryCtxSetFlags_v2(dev, 4)  # CU_CTX_SCHED_BLOCKING_SYNC
+    if status:
+        raise OSError(f"the CUDA driver would not set GPU {index or 0}'s primary context flags (CUresult {status})")
 
 
 def planes_to_rgb(frame, matrix: str, colour_range: str):
@@ -73,7 +93,10 @@ def planes_to_rgb(frame, matrix: str, colour_range: str):
     once the conversion has read them, as FFmpeg may reuse the frame's memory after it is dropped. Notebook 10."""
     import torch
 
-    y, uv = (torch.from_dlpack(p) for p in frame.planes)  # (H, W) and (H/2, W/2, 2); P010 keeps 10 bits of 16
+    if frame.planes[0].__dlpack_device__()[0] == 2:  # kDLCUDA: wait for NVDEC's copy, as PyAV asks
+        torch.cuda.synchronize()
+    # (H, W) and (H/2, W/2, 2); P010 keeps 10 bits of 16; PyAV takes no stream to order the hand-off on
+    y, uv = (torch.from_dlpack(p.__dlpack__(stream=None)) for p in frame.planes)
     bits = 16 if y.dtype == torch.uint16 else 8
     rgb = colour.yuv_to_rgb(y[None], uv[None, ..., 0], uv[None, ..., 1], matrix, colour_range, bits)[0]
     if rgb.is_cuda:
