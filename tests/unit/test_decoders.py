@@ -755,6 +755,30 @@ def test_pyav_planes_by_dlpack_convert_as_swscale_does(tmp_path, fmt):
     )
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [NotImplementedError("DLPack: NV12, P010 only"), TypeError("is_hw_owned"), OSError(95, "Operation not supported")],
+)
+def test_pyav_frames_kept_on_the_gpu_fall_back_to_the_host_path(monkeypatch, failure):
+    """Where the GPU-resident path fails (a frame format DLPack does not take, a PyAV before 18, a CUDA context
+    FFmpeg refuses), the adapter reads the same frames through the host path instead of refusing the file."""
+    from playbook_utils.decoders import pyav
+    from playbook_utils.device import Device
+
+    calls = []
+
+    def fake_read(path, indices, device, info, decoded, size=None, resident=False):
+        calls.append(resident)
+        if resident:
+            raise failure
+        return "host frames"
+
+    monkeypatch.setattr(pyav, "_read", fake_read)
+    monkeypatch.setattr(pyav.PyAV, "RESIDENT", True)
+    assert pyav.PyAV().read("c.mp4", [0, 1], Device("cuda"), None) == "host frames"
+    assert calls == [True, False]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le"])
 def test_pyav_frames_kept_on_the_gpu_are_the_ones_asked_for(tmp_path, monkeypatch, pix_fmt):
