@@ -21,7 +21,6 @@ from playbook_utils.bench import exactness, matrix, media, timing, words
 from playbook_utils.decoders import BACKENDS
 from playbook_utils.device import Device
 from playbook_utils.errors import describe
-from playbook_utils.tools.reference_audit import code_cells
 from playbook_utils.tools.results import NotebookResults, newest_gpu_reference
 
 # import name -> the name a reader knows (env.LIBRARIES) plus torch
@@ -130,49 +129,11 @@ def _for_reading(value):
     return value
 
 
-def reference_for(stem: str, skipped: list[str], root: Path = Path(__file__).resolve().parents[2]) -> str:
-    """Where the claims about the sections `skipped` here (lines 'section: why') were measured: the copy of notebook
-    `stem` in the newest GPU reference that ran it, unless it skipped some of them too (its JSON says which)."""
-    newest = newest_gpu_reference(root / "results", f"{stem}.ipynb") or root / "results" / "h200"
-    notebook = root / "notebooks" / f"{stem}.ipynb"
-    reference = newest.relative_to(root) / f"{stem}.ipynb"
-    if not (root / reference).exists():
-        return (
-            f"has not been run on the reference machine yet (no {reference} exists): read it as what to check where "
-            "those parts run"
-        )
-    try:
-        theirs = json.loads((root / reference.with_suffix(".json")).read_text()).get("skipped") or []
-    except (OSError, ValueError, AttributeError):
-        theirs = []
-
-    def cause(line: str) -> str:  # 'section: cause (detail); more' -> 'cause': a section renamed keeps its cause
-        return line.split(":", 1)[-1].split("(")[0].split(";")[0].strip().lower()
-
-    theirs = [line for line in theirs if isinstance(line, str)]
-    # a section of this run the reference skipped too: by its name, or by the same cause under another name
-    same = {
-        line.split(":")[0]: [
-            t for t in theirs if t.split(":")[0] == line.split(":")[0] or cause(t) == cause(line) != ""
-        ]
-        for line in skipped
-    }
-    also = list(dict.fromkeys(t for ts in same.values() for t in ts))
-    # a section today's notebook names and the reference's copy does not: added since that copy ran
-    ref_code, my_code = ("\n".join(code_cells(p)) if p.exists() else "" for p in (root / reference, notebook))
-    new = [s for s in (line.split(":")[0] for line in skipped) if s in my_code and s not in ref_code]
-    added = f"; not there yet, added since that copy ran: {', '.join(new)}" if new else ""
-    if also and all(same.values()):
-        # once a reference run is adopted, the copy named is the one it replaced: the reference as it stood
-        return (
-            f"was not measured on the reference machine either: its copy, {reference}, skipped it too "
-            f"({'; '.join(also)}){added}"
-        )
-    if also:
-        return (
-            f"was measured on the reference machine ({reference}), except what it skipped too: {'; '.join(also)}{added}"
-        )
-    return f"was measured on the reference machine: {reference}{added}"
+def reference_for(stem: str, root: Path = Path(__file__).resolve().parents[2]) -> Path | None:
+    """The executed copy of notebook `stem` in the newest GPU reference that ran it (relative to `root`), None where
+    none has: where a reader finds what the sections skipped here showed on a GPU."""
+    newest = newest_gpu_reference(root / "results", f"{stem}.ipynb")
+    return newest.relative_to(root) / f"{stem}.ipynb" if newest is not None else None
 
 
 class Notebook:
@@ -399,13 +360,12 @@ class Notebook:
         """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact'), the checks and figures; print the skipped
         sections, the path and the headline; raise if a check or a `section` failed."""
         headline.setdefault("exact", all(self.checks.values()) if self.checks else None)
-        if self.results.skipped:  # a takeaway above that rests on a skipped section was measured elsewhere
-            where = reference_for(self.results.stem, self.results.skipped)
+        if self.results.skipped:  # a takeaway above that rests on a skipped section: where a GPU ran it
+            copy = reference_for(self.results.stem)
             print(
                 f"skipped here ({len(self.results.skipped)}): "
                 + "; ".join(line.split(":")[0] for line in self.results.skipped)
-                + f". What the text above says of {'that part' if len(self.results.skipped) == 1 else 'those parts'} "
-                + where
+                + (f". This notebook on the GPU reference: {copy}" if copy else ". No GPU reference has run it yet")
             )
         self.results.headline = headline
         self.results.data.update(checks=self.checks, figures=self.figures)

@@ -1,5 +1,6 @@
 import ast
 import json
+from pathlib import Path
 import os
 import re
 import subprocess
@@ -226,45 +227,25 @@ def test_the_printed_headline_is_rounded_and_the_file_keeps_every_digit():
     }
 
 
-def test_reference_for_says_where_a_skipped_section_was_measured_or_that_it_was_not(tmp_path):
-    # the verdict: measured there or not ('not' among its words), the reference copy named, and any of the
-    # reference's skipped lines that cover these sections quoted
-    skipped = ["scaling efficiency: only one world size ran (1)", "a GPU part: DEVICE='cpu'"]
-    copy = "results/h200/90_x.ipynb"
-    line = kit.reference_for("90_x", skipped, root=tmp_path)  # no copy there yet
-    assert "not" in line.split() and copy in line
-    ref = tmp_path / "results" / "h200"
-    ref.mkdir(parents=True)
-    (ref / "90_x.ipynb").write_text("{}")
-    theirs = ["other part: why"]
-    (ref / "90_x.json").write_text(json.dumps({"skipped": theirs}))
-    line = kit.reference_for("90_x", skipped, root=tmp_path)
-    assert "not" not in line.split() and copy in line and theirs[0] not in line
-    theirs = ["scaling efficiency: one GPU there"]
-    (ref / "90_x.json").write_text(json.dumps({"skipped": theirs}))
-    line = kit.reference_for("90_x", skipped, root=tmp_path)  # one of the two skipped there too: the other was not
-    assert "not" not in line.split() and copy in line and theirs[0] in line and skipped[1].split(":")[0] not in line
-    theirs = ["scaling efficiency: one GPU there", "a GPU part: no"]
-    (ref / "90_x.json").write_text(json.dumps({"skipped": theirs}))
-    line = kit.reference_for("90_x", skipped, root=tmp_path)
-    assert "not" in line.split() and copy in line and all(t in line for t in theirs)
-    # 11's copy: its skipped 'the GPU recipe' was 'decord on the GPU' in the reference, for the same cause; it had
-    # read 'was measured on the reference machine'
-    mine = ["the GPU recipe: this decord was built without CUDA (the PyPI wheel is CPU-only)"]
-    (ref / "90_x.json").write_text(json.dumps({"skipped": [
-        "decord on the GPU: this decord was built without CUDA (the PyPI wheel is CPU-only); a GPU build needs a source build"]}))  # fmt: skip
-    line = kit.reference_for("90_x", mine, root=tmp_path)
-    assert "not" in line.split() and json.loads((ref / "90_x.json").read_text())["skipped"][0] in line
-    # a section today's notebook names and the reference's copy does not: named, as not there yet
-    code = {"cells": [{"cell_type": "code", "source": 'nb.needs_gpu("a GPU part")', "metadata": {}}]}
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "90_x.ipynb").write_text(json.dumps(code))
-    (ref / "90_x.ipynb").write_text(json.dumps({"cells": []}))
-    (ref / "90_x.json").write_text(json.dumps({"skipped": []}))
-    assert "a GPU part" in kit.reference_for("90_x", skipped, root=tmp_path)
-    assert "scaling efficiency" not in kit.reference_for("90_x", skipped, root=tmp_path)  # not in today's code either
-    (ref / "90_x.ipynb").write_text(json.dumps(code))
-    assert "a GPU part" not in kit.reference_for("90_x", skipped, root=tmp_path)  # that copy ran it
+def test_reference_for_is_the_newest_gpu_reference_copy_that_ran_the_notebook(tmp_path):
+    """The copy a notebook's skipped sections point to: the newest GPU reference whose run of it passed."""
+
+    def reference(gpu, date, status):
+        folder = tmp_path / "results" / gpu
+        folder.mkdir(parents=True)
+        machine = {"date_utc": date, "gpu": f"NVIDIA {gpu.upper()}"}
+        row = {"notebook": "90_x.ipynb", "status": status}
+        (folder / "summary.json").write_text(json.dumps({"machine": machine, "notebooks": [row]}))
+        (folder / "90_x.ipynb").write_text("{}")
+
+    assert kit.reference_for("90_x", root=tmp_path) is None  # no reference has run it
+    reference("h200", "2026-12-01 10:00", "passed")
+    assert kit.reference_for("90_x", root=tmp_path) == Path("results/h200/90_x.ipynb")
+    reference("h100", "2026-12-06 10:00", "failed")  # newer, but its run did not pass
+    assert kit.reference_for("90_x", root=tmp_path) == Path("results/h200/90_x.ipynb")
+    summary = tmp_path / "results" / "h100" / "summary.json"
+    summary.write_text(summary.read_text().replace('"failed"', '"passed"'))
+    assert kit.reference_for("90_x", root=tmp_path) == Path("results/h100/90_x.ipynb")
 
 
 def test_timed_takes_the_realistic_pair_where_the_set_has_one(tmp_path):
