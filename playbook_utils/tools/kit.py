@@ -298,11 +298,12 @@ class Notebook:
         if caveat := words.smoke_caveat(smoke, video_dir):
             print(caveat)
             self._smoke_caveat = caveat  # said again above the headline's rates (`finish`)
-        print(f"{'device':7s} {'workload':14s} {'clip':30s} {'frames/s':>9s} {'spread':>7s} exact (check)")
+        w = max([14] + [len(r["workload"]) for r in table])  # 10's 'sequential, kept on GPU' too
+        print(f"{'device':7s} {'workload':{w}s} {'clip':30s} {'frames/s':>9s} {'spread':>7s} exact (check)")
         for r in table:
             rate = f"{r['fps']:9,.0f} {r['spread_pct']:6.0f}%" if r["fps"] else f"{'-':>9s} {'':7s}"
             print(
-                f"{r['device']:7s} {r['workload']:14s} {r['clip'][:30]:30s} {rate} {r['exact']}"
+                f"{r['device']:7s} {r['workload']:{w}s} {r['clip'][:30]:30s} {rate} {r['exact']}"
                 + (f" ({r['check']})" if r["check"] else "")
                 + (f"  ({r['error']})" if r["error"] else "")
             )
