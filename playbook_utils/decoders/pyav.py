@@ -4,6 +4,8 @@ stored (read_frames turns it as displayed)."""
 
 from __future__ import annotations
 
+import functools
+
 from playbook_utils import colour
 from playbook_utils.decoders import base
 from playbook_utils.device import Device
@@ -74,6 +76,7 @@ def _open(path: str, device: Device, resident: bool = False):
     return av.open(path, hwaccel=HWAccel(device_type="cuda", device=where, allow_software_fallback=False, **owned))
 
 
+@functools.cache  # once a process per GPU: `_open` asks before every file it opens on the GPU
 def share_primary_context(index: int | None) -> None:
     """Give the GPU's primary CUDA context the flags FFmpeg asks of it (blocking sync). Frames kept on the GPU
     (`is_hw_owned=True`) live in that context, and FFmpeg refuses one that PyTorch made with its default flags
