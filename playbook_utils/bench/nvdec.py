@@ -15,6 +15,7 @@ from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import by_role, why_unavailable
 from playbook_utils.errors import describe
 from playbook_utils.bench.media import StampError, read_stamp
+from playbook_utils.probe import probe
 
 CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 
@@ -152,11 +153,39 @@ def _torchcodec_passes(path: str, gpu: int):
 
     def one_pass(t_end: float, spans: list | None = None) -> float:
         dec = VideoDecoder(path, device=f"cuda:{gpu}", seek_mode="approximate")
-        n = dec.metadata.num_frames
-        chunks = (dec.get_frames_in_range(a, min(a + 32, n)).data.shape[0] for a in range(0, n, 32))
+        n, m = dec.metadata.num_frames, _torchcodec_chunk(dec.metadata.width, dec.metadata.height)
+        chunks = (dec.get_frames_in_range(a, min(a + m, n)).data.shape[0] for a in range(0, n, m))
         return _frames_before(t_end, chunks, spans)
 
     return one_pass
+
+
+def _torchcodec_chunk(width: int, height: int) -> int:
+    """Frames per TorchCodec call: 32, as the loaders read, or fewer where 32 RGB frames would pass 32 of 1080p."""
+    return max(1, min(32, 32 * 1920 * 1088 // (width * height)))
+
+
+CONTEXT_BYTES = 768 * 2**20  # a decoding process's CUDA context and libraries (610 MiB seen on an H100)
+
+
+def _run_bytes(path, processes: int, threads: int, decoder: str) -> int:
+    """The GPU memory one `saturate` run of `path` takes, estimated from its frame size: each process's context, and
+    each decoder's output (TorchCodec: a call's RGB frames) and NVDEC surfaces."""
+    info = probe(path)
+    frame = info.width * info.height
+    per = (
+        (_torchcodec_chunk(info.width, info.height) + 4) * frame * 3 if decoder == "torchcodec" else 36 * frame * 3 // 2
+    )
+    return processes * (CONTEXT_BYTES + threads * per)
+
+
+def _free_bytes(gpu: int) -> int | None:
+    """The GPU memory NVML reports free, or None where it cannot say."""
+    nvml = env.nvml_handle(gpu)
+    try:
+        return int(nvml[0].nvmlDeviceGetMemoryInfo(nvml[1]).free) if nvml else None
+    except Exception:
+        return None
 
 
 def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
@@ -291,6 +320,8 @@ def saturate(
     inside the common window while NVML is sampled. `started`: processes from `_start`. Returns {'fps', 'frames',
     'nvdec_util_median', 'fps_by_part', 'fps_spread_pct', 'error', ...}. Notebook 20."""
     run = started or _start(path, processes, threads, seconds, gpu, decoder)
+    if isinstance(run, dict) and run.get("refused"):
+        return _failed_row(processes, threads, decoder, seconds, run["refused"])
     nvml = env.nvml_handle(gpu)
     util, clock = [], []
     if not _ready(run):
@@ -320,7 +351,8 @@ def saturate(
     errors = sorted({r["error"] for r in results if r["error"]})
     util.sort()
     return {
-        "fps": frames / seconds if frames else None,
+        # a run in which a decoder failed ran fewer decoders than its layout says: no rate for that layout
+        "fps": frames / seconds if frames and not errors else None,
         "frames": frames,
         "processes": processes,
         "threads": threads,
@@ -348,26 +380,50 @@ def _layouts(configs, decoders) -> list[tuple[int, int, str]]:
 
 
 AHEAD_PROCESSES = 48  # processes of several runs started side by side at most (each a CUDA context and its decoders)
+MEMORY_SHARE = 0.8  # of the GPU memory free, what the runs started side by side may take together
 
 
-def _batch(todo: list, k: int) -> list[int]:
-    """The runs of `todo` (processes, threads, decoder) from the k-th on whose processes start together: as many as
-    fit in AHEAD_PROCESSES, at least one."""
-    out, total = [], 0
-    for j in range(k, len(todo)):
-        if out and total + todo[j][0] > AHEAD_PROCESSES:
+def _batch(costs: list, k: int, budget: int | None = None) -> list[int]:
+    """The runs from the k-th on whose processes start together, `costs` giving (processes, GPU bytes) per run: as
+    many as fit in AHEAD_PROCESSES and `budget` bytes (None: no memory limit), at least one."""
+    out, total, total_bytes = [], 0, 0
+    for j in range(k, len(costs)):
+        processes, nbytes = costs[j]
+        if out and (total + processes > AHEAD_PROCESSES or (budget is not None and total_bytes + nbytes > budget)):
             break
         out.append(j)
-        total += todo[j][0]
+        total, total_bytes = total + processes, total_bytes + nbytes
     return out
 
 
-def _start_ready(runs: list, seconds: float, gpu: int) -> list[dict]:
+def _plan(runs: list, k: int, gpu: int) -> tuple[list[int], int | None, list]:
+    """`_batch` over `runs` ((path, processes, threads, decoder) each) with the GPU's free memory as the budget:
+    (the batch, the budget, each run's estimated bytes)."""
+    free = _free_bytes(gpu)
+    budget = None if free is None else int(free * MEMORY_SHARE)
+    sizes = [_run_bytes(*r) if budget is not None else 0 for r in runs]
+    return _batch([(r[1], b) for r, b in zip(runs, sizes)], k, budget), budget, sizes
+
+
+def _start_ready(runs: list, seconds: float, gpu: int, budget: int | None = None, sizes=None) -> list[dict]:
     """Start the processes of `runs` ((path, processes, threads, decoder) each) side by side, and return them once
-    every decoder of every run has warmed up: none measures while another starts (`ceiling`, `ceilings`)."""
-    started = [_start(path, p, t, seconds, gpu, d) for path, p, t, d in runs]
+    every decoder of every run has warmed up: none measures while another starts (`ceiling`, `ceilings`). A run
+    estimated to need more GPU memory than `budget` alone is not started: {'refused': why}."""
+    started = []
+    for j, (path, p, t, d) in enumerate(runs):
+        need = sizes[j] if sizes else 0
+        if budget is not None and need > budget:
+            started.append(
+                {
+                    "refused": f"not run: needs about {need / 2**30:.0f} GiB of GPU memory, "
+                    f"{budget / MEMORY_SHARE / 2**30:.0f} GiB free"
+                }
+            )
+        else:
+            started.append(_start(path, p, t, seconds, gpu, d))
     for run in started:
-        _ready(run)
+        if not (isinstance(run, dict) and run.get("refused")):
+            _ready(run)
     return started
 
 
@@ -405,9 +461,11 @@ def ceiling(
         todo = _layouts(layouts, decoders or ("pynvvideocodec",))
         ahead: dict = {0: started} if started is not None and phase == 0 else {}
         for k, (processes, threads, decoder) in enumerate(todo):
-            if k not in ahead:  # the next runs' processes start side by side, up to AHEAD_PROCESSES of them
-                batch = _batch(todo, k)
-                ahead.update(zip(batch, _start_ready([(path, *todo[j]) for j in batch], seconds, gpu)))
+            if k not in ahead:  # the next runs' processes start side by side, as many as fit (`_batch`)
+                runs = [(path, *t) for t in todo]
+                batch, budget, sizes = _plan(runs, k, gpu)
+                started_now = _start_ready([runs[j] for j in batch], seconds, gpu, budget, [sizes[j] for j in batch])
+                ahead.update(zip(batch, started_now))
             row = saturate(path, processes, threads, seconds, gpu, decoder, started=ahead.pop(k))
             rows.append(row)
             if log:
@@ -543,8 +601,10 @@ def ceilings(
         ahead: dict = {}
         for k, other in enumerate(todo):
             if other not in ahead:  # the next clips' runs start side by side, as a sweep's do (`ceiling`)
-                batch = [todo[k + j] for j in _batch([layout] * (len(todo) - k), 0)]
-                ahead.update(zip(batch, _start_ready([(clips[o], *layout) for o in batch], seconds, gpu)))
+                runs = [(clips[o], *layout) for o in todo]
+                picked, budget, sizes = _plan(runs, k, gpu)
+                started_now = _start_ready([runs[j] for j in picked], seconds, gpu, budget, [sizes[j] for j in picked])
+                ahead.update(zip([todo[j] for j in picked], started_now))
             if log:
                 log(f"{other}: {layout[2]}, layout {layout[0]} x {layout[1]}")
             out[other] = ceiling(clips[other], (layout,), seconds, gpu, step, started=ahead.pop(other))

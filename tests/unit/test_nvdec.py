@@ -94,7 +94,7 @@ class _Frames:
         self.data = type("Batch", (), {"shape": (n, 3, 8, 8)})()
 class VideoDecoder:
     def __init__(self, path, device=None, seek_mode=None):
-        self.metadata = type("Metadata", (), {"num_frames": 64})()
+        self.metadata = type("Metadata", (), {"num_frames": 64, "width": 1920, "height": 1080})()
     def get_frames_in_range(self, start, stop):
         time.sleep(0.005 * (stop - start))   # 5 ms a frame, a chunk of 32 in one call: 0.16 s
         return _Frames(stop - start)
@@ -173,12 +173,47 @@ def fake_saturate(monkeypatch, fps: dict, util: dict) -> list:
 def test_the_runs_of_a_ceiling_start_side_by_side_in_batches_of_at_most_ahead_processes(monkeypatch):
     monkeypatch.setattr(nvdec, "AHEAD_PROCESSES", 24)
     todo = [(1, 1, "a"), (1, 4, "a"), (4, 2, "a"), (7, 1, "a"), (7, 2, "a"), (7, 1, "b"), (7, 2, "b"), (30, 1, "a")]
+    costs = [(t[0], 0) for t in todo]
     batches, k = [], 0
     while k < len(todo):
-        batches.append(nvdec._batch(todo, k))
+        batches.append(nvdec._batch(costs, k))
         k = batches[-1][-1] + 1
     assert batches == [[0, 1, 2, 3, 4], [5, 6], [7]]  # 20 processes, then 14, then one run larger than the cap alone
     assert all(sum(todo[j][0] for j in b) <= nvdec.AHEAD_PROCESSES for b in batches[:-1])
+
+
+def test_runs_start_side_by_side_only_while_their_gpu_memory_fits(monkeypatch):
+    # the H100's 20 (2026-12-06): three HEVC clips' runs of 16 TorchCodec processes x 8 decoders started together
+    # took all 80 GB, and decoders failed with CUDA out of memory
+    gib = 2**30
+    costs = [(16, 30 * gib), (16, 30 * gib), (16, 30 * gib)]
+    assert nvdec._batch(costs, 0, budget=64 * gib) == [0, 1]
+    assert nvdec._batch(costs, 2, budget=64 * gib) == [2]
+    assert nvdec._batch(costs, 0) == [0, 1, 2]  # no memory reading: the process cap alone
+    monkeypatch.setattr(nvdec, "_free_bytes", lambda gpu: 50 * gib)
+    monkeypatch.setattr(nvdec, "_run_bytes", lambda path, p, t, d: {"4k.mp4": 120 * gib}.get(path, 10 * gib))
+    started = []
+    monkeypatch.setattr(nvdec, "_start", lambda path, p, t, seconds, gpu, d: started.append(path) or {"path": path})
+    monkeypatch.setattr(nvdec, "_ready", lambda run: True)
+    c = nvdec.ceiling("4k.mp4", ((16, 8),), 1.0, decoders=("torchcodec",))
+    assert started == [] and c["fps"] is None  # too large alone: never started, a row that says why
+    assert "GiB of GPU memory" in c["rows"][0]["error"]
+
+
+def test_a_torchcodec_call_holds_at_most_32_frames_of_1080p():
+    assert nvdec._torchcodec_chunk(1920, 1080) == 32 and nvdec._torchcodec_chunk(1280, 720) == 32
+    assert nvdec._torchcodec_chunk(3840, 2160) == 8
+
+
+@pytest.mark.media
+def test_the_memory_estimate_grows_with_frame_size_and_decoders(tmp_path):
+    small = media.make_clip(tmp_path / "s.mp4", "h264", 160, 96, num_frames=4)
+    large = media.make_clip(tmp_path / "l.mp4", "h264", 640, 384, num_frames=4)
+    one = nvdec._run_bytes(small, 1, 1, "torchcodec")
+    assert one > nvdec.CONTEXT_BYTES and nvdec._run_bytes(small, 2, 1, "torchcodec") == 2 * one
+    assert nvdec._run_bytes(small, 1, 8, "torchcodec") - nvdec.CONTEXT_BYTES == 8 * (one - nvdec.CONTEXT_BYTES)
+    assert nvdec._run_bytes(large, 1, 1, "torchcodec") - nvdec.CONTEXT_BYTES == 16 * (one - nvdec.CONTEXT_BYTES)
+    assert nvdec._run_bytes(small, 1, 1, "pynvvideocodec") < one  # NV12 surfaces, no RGB chunk
 
 
 def test_more_concurrency_only_where_the_planned_layouts_left_the_engines_idle(monkeypatch):
@@ -222,3 +257,18 @@ def test_a_rate_still_rising_with_concurrency_is_no_saturated_ceiling_at_99_perc
 def test_levelled_compares_a_rate_with_the_layouts_of_fewer_and_more_decoders(rows, best, expected):
     rows = [{"processes": p, "threads": t, "fps": f} for p, t, f in rows]
     assert nvdec.levelled(rows, rows[best]) is expected
+
+
+def test_a_run_in_which_a_decoder_failed_gives_no_rate_for_its_layout():
+    import queue as q
+    import threading
+
+    class Child:
+        def join(self, timeout=None):
+            pass
+
+    run = {"queue": q.Queue(), "go": threading.Event(), "children": [Child(), Child()], "warmed": True}
+    run["queue"].put({"frames": 600.0, "bins": [100.0] * nvdec.WINDOW_BINS, "error": None})
+    run["queue"].put({"frames": 0.0, "bins": [0.0] * nvdec.WINDOW_BINS, "error": "CUDA out of memory"})
+    r = nvdec.saturate("any.mp4", processes=2, threads=1, seconds=0.2, started=run)
+    assert r["fps"] is None and r["error"] == "CUDA out of memory"
