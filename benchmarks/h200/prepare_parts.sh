@@ -16,7 +16,10 @@ mkdir -p .gpu_media
 git rev-parse HEAD > .gpu_media/COMMIT
 for part in "$@"; do
   case $part in
-    2) [ -d .gpu_media/colour ] || $py benchmarks/h200/gpu_pixels.py make .gpu_media/colour ;;
+    # the full-size clips 20 reads (made where missing); a folder of other sizes is not them (12-06: 3c skipped)
+    2) $py benchmarks/h200/gpu_pixels.py make .gpu_media/colour > /dev/null
+       $py -c "from playbook_utils.bench import media
+assert len(media.colour_clips('.gpu_media/colour', smoke=False)) == len(media.COLOUR_CASES), 'colour clips missing'" ;;
     4) command -v ffmpeg > /dev/null || { echo "part 4 needs the ffmpeg tool here for 23's section 6"; exit 1; }
        $py -c "from playbook_utils.bench import matrix
 matrix.build_cases('.gpu_media/matrix', 256, 144, 24, names=[c.name for c in matrix.CASES if c.needs_cli])" ;;
