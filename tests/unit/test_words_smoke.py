@@ -98,6 +98,14 @@ def test_a_gpu_row_slower_than_the_cpu_is_said_with_what_one_caller_measures():
     assert words.gpu_slower_lines([{**row, "device": "cuda", "fps": 150.0, "spread_pct": 1.0}]) == []
     wrong = [{**table[0], "exact": False}, table[1]]  # a rate of wrong frames is no comparison
     assert words.gpu_slower_lines(wrong) == []
+    # notebook 10 on an H100: the same decode with its frames kept on the GPU beat the CPU, so the host trip is the cause
+    kept = {**row, "workload": "sequential, kept on GPU", "device": "cuda", "fps": 336.0, "spread_pct": 2.0}
+    table = [
+        {**row, "device": "cpu", "fps": 150.0, "spread_pct": 7.0},
+        {**row, "device": "cuda", "fps": 110.0, "spread_pct": 17.0},
+    ]
+    (line,) = words.gpu_slower_lines([*table, kept])
+    assert numbers(line.split(row["clip"])[1]) == ["110", "150", "17", "336"]
 
 
 def test_a_light_clip_is_marked_by_its_measured_bitrate_not_by_a_claim():
