@@ -403,7 +403,8 @@ def _videos_to_batch(videos, copy: bool = False):
 
 class GpuLoader:
     """Model-ready float16 batches (B, K, 3, size, size) decoded on the GPU by `threads` threads in this process,
-    resized and normalized there (`transforms.to_model_batch`); `frames_delivered` counts frames. Notebook 21."""
+    resized and normalized there (`transforms.to_model_batch`); `frames_delivered` counts frames. on_error='skip'
+    leaves out a file that cannot be read, its (path, why) in `skipped`. Notebook 21."""
 
     def __init__(
         self,
@@ -428,6 +429,7 @@ class GpuLoader:
         self.threads, self.batch_size, self.size, self.chunk = threads, batch_size, size, chunk
         self.lookahead = 2 * threads  # videos decoded or in flight ahead of the consumer
         self.frames_delivered = 0
+        self.skipped: list[tuple[str, str]] = []
 
     def __len__(self) -> int:
         return (len(self.ds) + self.batch_size - 1) // self.batch_size
@@ -436,12 +438,22 @@ class GpuLoader:
         import torch
 
         ds = self.ds
-        idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames) if self.all_frames else ds.indices(i)
-        entry = ds.backend_for(i)  # once per video, not per chunk
-        parts = []
-        for a in range(0, len(idx), self.chunk):
-            frames = ds.read(i, idx[a : a + self.chunk], entry)
-            parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
+        try:
+            idx = (
+                sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames)
+                if self.all_frames
+                else ds.indices(i)
+            )
+            entry = ds.backend_for(i)  # once per video, not per chunk
+            parts = []
+            for a in range(0, len(idx), self.chunk):
+                frames = ds.read(i, idx[a : a + self.chunk], entry)
+                parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
+        except (DecodeError, BackendUnavailable) as e:
+            if ds.on_error == "raise":
+                raise
+            self.skipped.append((redact(ds.paths[i]), str(e)))
+            return None
         out = torch.cat(parts)
         if out.is_cuda:
             torch.cuda.current_stream(out.device).synchronize()  # the item is ready when the thread returns
@@ -450,6 +462,8 @@ class GpuLoader:
     def __iter__(self):
         batch = []
         for video in decode_ahead(self._item, range(len(self.ds)), self.threads, self.lookahead):
+            if video is None:  # skipped (on_error='skip')
+                continue
             batch.append(video)
             if len(batch) == self.batch_size:
                 yield _deliver(self, batch)

@@ -1011,7 +1011,7 @@ def _run_spec(spec: dict) -> dict:
                 chunk=spec.get("chunk", 32),
             )
     else:
-        sampled = {k: spec[k] for k in ("strategy", "k", "size") if k in spec}  # K sampled frames, not every frame
+        sampled = {k: spec[k] for k in ("strategy", "k", "size", "on_error") if k in spec}  # K sampled frames
 
         def make():
             return GpuLoader(
@@ -1143,7 +1143,15 @@ def module_beside_playbook(backend: str, device: str, files, k: int, workers: in
     common = {"backend": backend, "device": device, "paths": paths, "k": k, "size": size, "batch_size": batch_size}
     specs = {
         "module": {**common, "kind": "module", "workers": workers},
-        "playbook": {**common, "kind": "gpu", "threads": workers, "strategy": "uniform", "warmup_batches": 1}
+        # files the backend refuses only when it reads them (NVDEC without AV1) skipped, as the module skips them
+        "playbook": {
+            **common,
+            "kind": "gpu",
+            "threads": workers,
+            "strategy": "uniform",
+            "warmup_batches": 1,
+            "on_error": "skip",
+        }
         if gpu
         else {**common, "kind": "cpu", "workers": workers},
     }

@@ -325,7 +325,7 @@ class Adapter:
         codecs = self.CODECS.get(kind)
         if codecs and info.codec not in codecs:
             return (
-                f"{self.LABEL}'s {kind.upper()} video decoder does not take {info.codec} (only "
+                f"{self.LABEL or self.NAME}'s {kind.upper()} video decoder does not take {info.codec} (only "
                 f"{', '.join(codecs)}); use device='{'cuda' if kind == 'cpu' else 'cpu'}'"
             )
         for row in self._rows_for(info, kind):

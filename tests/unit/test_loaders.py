@@ -92,6 +92,24 @@ def test_skip_policy_finishes_the_epoch_and_lists_bad_files(paths, tmp_path):
 
 
 @pytest.mark.media
+def test_gpu_loader_skips_a_file_it_cannot_read_when_asked_and_names_it(paths, tmp_path):
+    # notebook 22 on an H100: an AV1 file NVDEC refused when read ended the playbook loader's whole measurement
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"not a video")
+    items = [paths[0], str(broken), paths[0]]
+    L = loaders.GpuLoader(items, backend="pyav", device="cpu", threads=2, batch_size=2, size=32, k=4,
+                          strategy="uniform", on_error="skip")  # fmt: skip
+    assert [tuple(b.shape) for b in L] == [(2, 4, 3, 32, 32)] and L.frames_delivered == 8
+    assert [p for p, _ in L.skipped] == [str(broken)] and str(broken) in L.skipped[0][1]
+    with pytest.raises(Exception, match="broken.mp4"):
+        list(
+            loaders.GpuLoader(
+                items, backend="pyav", device="cpu", threads=2, batch_size=2, size=32, k=4, strategy="uniform"
+            )
+        )
+
+
+@pytest.mark.media
 def test_gpu_loader_delivers_every_frame_in_order_model_ready(paths):
     # GpuLoader's threads and chunking, exercised with the CPU backend (the same code runs on CUDA)
     import torch
