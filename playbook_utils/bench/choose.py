@@ -9,10 +9,11 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from playbook_utils import handover
+from playbook_utils import child, handover
 from playbook_utils.bench import loader_bench, media, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
-from playbook_utils.decoders import by_role, check_libraries, traits, why_unavailable
+from playbook_utils.decoders import by_role, check_libraries, read_frames, traits, why_unavailable
+from playbook_utils.decoders.base import child_env
 from playbook_utils.device import Device
 
 GOP_SPLIT = 60  # frames: a GOP up to this long is "short" (cheap random access), longer is "long"
@@ -68,17 +69,53 @@ def main_group(profile: dict) -> tuple[tuple | None, str]:
     return group, said
 
 
-def coverage(paths: dict, devices, backends) -> dict:
-    """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend would refuse before
+def coverage(paths: dict, devices, backends, timeout: float = 120) -> dict:
+    """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend refuses before
     decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
-    limits)."""
+    limits), and on a GPU which it refuses when it reads them (`refused_when_read`)."""
     check_libraries(backends)  # the libraries' import checks side by side, not one after another
     out = {}
     for d in devices:
         for b in backends:
             refusals = {n: why for n, p in paths.items() if (why := why_unavailable(b, d, p))}
             out[(b, d)] = {"accepted": len(paths) - len(refusals), "refusals": refusals}
+    for key, refused in refused_when_read(paths, out, timeout).items():
+        out[key]["refusals"].update(refused)
+        out[key]["accepted"] = len(paths) - len(out[key]["refusals"])
     return out
+
+
+def _kind(path) -> tuple:
+    i = media.probe(path)
+    return i.codec, i.bit_depth
+
+
+def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
+    """{(backend, device): {name: why}} on a GPU: frame 0 of one file of each (codec, bit depth) present, read by each
+    GPU backend that accepts it beforehand, each in a child process side by side; a refusal then (NVDEC without that
+    codec on this GPU: an AV1 file on an H100) stands for every file of that kind. Notebook 22."""
+    jobs, kinds = {}, {n: _kind(p) for n, p in paths.items()}
+    for (b, d), c in cover.items():
+        if str(d).startswith("cuda"):
+            first = {}
+            for n in paths:
+                if n not in c["refusals"]:
+                    first.setdefault(kinds[n], n)
+            for kind, n in first.items():
+                jobs[(b, d, kind)] = child.python("-m", "playbook_utils.bench.choose", str(paths[n]), b, str(d))
+    answers = child.call_all(jobs, timeout=timeout, env=child_env()) if jobs else {}
+    out: dict = {}
+    for (b, d, kind), a in answers.items():
+        if a["status"] != "ok":
+            why = f"refused when read ({kind[0]}, {kind[1]}-bit, on this GPU): {a.get('cause') or a['error']}"
+            out.setdefault((b, d), {}).update({n: why for n in paths if kinds[n] == kind})
+    return out
+
+
+def _read_first(path: str, backend: str, device: str) -> dict:
+    """Frame 0 of `path` by `backend` on `device`: the child of `refused_when_read`."""
+    read_frames(path, [0], backend=backend, device=device)
+    return {}
 
 
 def table_words(measured, kept: dict) -> str:
@@ -494,3 +531,9 @@ def candidates_for(out, video_dir, videos: dict, workload: str, group, devices, 
     found = one_caller_candidates(ok, clip_info, group, workload, devices, nb21 if same else None) if group else []
     return {"candidates": found, "source": "the one-caller table of section 3", "when": None, "nb21": nb21,
             "unmeasured": []}  # fmt: skip
+
+
+if __name__ == "__main__":  # the child of `refused_when_read`: its failure is reported as data
+    import sys
+
+    child.reply(_read_first, *sys.argv[1:4])

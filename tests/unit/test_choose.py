@@ -377,3 +377,33 @@ def test_the_candidates_come_from_21s_loaders_on_the_same_files_else_the_one_cal
     monkeypatch.setattr(choose.loader_bench, "short_whole_loaders", lambda *a, **k: {**nb21, "short": True})
     short = choose.candidates_for(tmp_path, "/my/videos", *args[2:], log=lambda _: None)
     assert [c["backend"] for c in short["candidates"]] == ["pyav"] and short["nb21"]["short"] and short["when"] is None
+
+
+@pytest.mark.media
+def test_a_gpu_backend_refusing_a_kind_of_file_when_it_reads_it_refuses_every_file_of_that_kind(tmp_path, monkeypatch):
+    # notebook 22 on an H100: TorchCodec on CUDA was counted as taking 19 of 19 files, then refused the AV1 one
+    from playbook_utils import child
+
+    a = media.make_clip(tmp_path / "a.mp4", "h264", 64, 48, num_frames=4)
+    b = media.make_clip(tmp_path / "b.mp4", "h264", 64, 48, num_frames=4)
+    v = media.make_clip(tmp_path / "v.webm", "vp9", 64, 48, num_frames=4)
+    paths = {"a.mp4": a, "b.mp4": b, "v.webm": v}
+    cover = {("torchcodec", "cuda"): {"refusals": {}}, ("pyav", "cpu"): {"refusals": {}}}
+    asked = {}
+
+    def fake_call_all(jobs, timeout, env):
+        asked.update(jobs)
+        return {k: {"status": "unavailable", "cause": "NVDEC cannot decode this vp9 stream"} if k[2][0] == "vp9"
+                else {"status": "ok", "error": None} for k in jobs}  # fmt: skip
+
+    monkeypatch.setattr(child, "call_all", fake_call_all)
+    refused = choose.refused_when_read(paths, cover)
+    # one file of each kind read once, on the GPU only
+    assert sorted(k[2][0] for k in asked) == ["h264", "vp9"] and {k[:2] for k in asked} == {("torchcodec", "cuda")}
+    assert list(refused) == [("torchcodec", "cuda")] and list(refused[("torchcodec", "cuda")]) == ["v.webm"]
+    # the child itself: frame 0 read, or the failure as data naming the file
+    ok = child.call(child.python("-m", "playbook_utils.bench.choose", str(a), "pyav", "cpu"))
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"no video")
+    bad = child.call(child.python("-m", "playbook_utils.bench.choose", str(broken), "pyav", "cpu"))
+    assert ok["status"] == "ok" and bad["status"] == "error" and "broken.mp4" in bad["error"]
