@@ -12,7 +12,7 @@ from pathlib import Path
 from playbook_utils import child, handover
 from playbook_utils.bench import loader_bench, media, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
-from playbook_utils.decoders import by_role, check_libraries, read_frames, traits, why_unavailable
+from playbook_utils.decoders import adapter, by_role, check_libraries, read_frames, traits, why_unavailable
 from playbook_utils.decoders.base import child_env
 from playbook_utils.device import Device
 
@@ -93,7 +93,8 @@ def _kind(path) -> tuple:
 def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
     """{(backend, device): {name: why}} on a GPU: frame 0 of one file of each (codec, bit depth) present, read by each
     GPU backend that accepts it beforehand, each in a child process side by side; a refusal then (NVDEC without that
-    codec on this GPU: an AV1 file on an H100) stands for every file of that kind. Notebook 22."""
+    codec on this GPU: an AV1 file on an H100) stands for every file of that kind, here and, through the adapter's
+    `learn_refusal`, in every later `why_unavailable` of this process. Notebook 22."""
     jobs, kinds = {}, {n: _kind(p) for n, p in paths.items()}
     for (b, d), c in cover.items():
         if str(d).startswith("cuda"):
@@ -109,6 +110,8 @@ def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
         if a["status"] != "ok":
             why = f"refused when read ({kind[0]}, {kind[1]}-bit, on this GPU): {a.get('cause') or a['error']}"
             out.setdefault((b, d), {}).update({n: why for n in paths if kinds[n] == kind})
+            # and so for every later question in this process: the route's split, the files a loader takes
+            adapter(b).learn_refusal(d, media.probe(paths[next(n for n in paths if kinds[n] == kind)]), why)
     return out
 
 

@@ -282,7 +282,13 @@ class Adapter:
 
     def __init__(self):
         self._machine: dict[str, str | None] = {}
+        self._learned: dict[tuple, str] = {}  # (device kind, codec, bit depth) -> why: refused when read, here
         self._lock = threading.Lock()
+
+    def learn_refusal(self, device, info, why: str) -> None:
+        """Refuse from now on, in this process, every file of `info`'s codec and bit depth on `device`: this machine
+        refused one when it was read (an AV1 file on an H100's NVDEC: `choose.refused_when_read`). Notebook 22."""
+        self._learned[(Device.parse(device).kind, info.codec, info.bit_depth)] = why
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} adapter {self.NAME!r}>"
@@ -322,6 +328,8 @@ class Adapter:
         return self._check_device(kind)
 
     def _why_file(self, info, kind: str) -> str | None:
+        if (kind, info.codec, info.bit_depth) in self._learned:
+            return self._learned[(kind, info.codec, info.bit_depth)]
         codecs = self.CODECS.get(kind)
         if codecs and info.codec not in codecs:
             return (

@@ -383,6 +383,7 @@ def test_the_candidates_come_from_21s_loaders_on_the_same_files_else_the_one_cal
 def test_a_gpu_backend_refusing_a_kind_of_file_when_it_reads_it_refuses_every_file_of_that_kind(tmp_path, monkeypatch):
     # notebook 22 on an H100: TorchCodec on CUDA was counted as taking 19 of 19 files, then refused the AV1 one
     from playbook_utils import child
+    from playbook_utils.decoders import adapter
 
     a = media.make_clip(tmp_path / "a.mp4", "h264", 64, 48, num_frames=4)
     b = media.make_clip(tmp_path / "b.mp4", "h264", 64, 48, num_frames=4)
@@ -397,10 +398,15 @@ def test_a_gpu_backend_refusing_a_kind_of_file_when_it_reads_it_refuses_every_fi
                 else {"status": "ok", "error": None} for k in jobs}  # fmt: skip
 
     monkeypatch.setattr(child, "call_all", fake_call_all)
+    monkeypatch.setattr(adapter("torchcodec"), "_learned", {})  # what it learns stays in this test
     refused = choose.refused_when_read(paths, cover)
     # one file of each kind read once, on the GPU only
     assert sorted(k[2][0] for k in asked) == ["h264", "vp9"] and {k[:2] for k in asked} == {("torchcodec", "cuda")}
     assert list(refused) == [("torchcodec", "cuda")] and list(refused[("torchcodec", "cuda")]) == ["v.webm"]
+    # learned by the adapter: every later check of a file of that kind says the same
+    info = media.probe(v)
+    assert adapter("torchcodec")._why_file(info, "cuda") == refused[("torchcodec", "cuda")]["v.webm"]
+    assert adapter("torchcodec")._why_file(media.probe(a), "cuda") is None
     # the child itself: frame 0 read, or the failure as data naming the file
     ok = child.call(child.python("-m", "playbook_utils.bench.choose", str(a), "pyav", "cpu"))
     broken = tmp_path / "broken.mp4"
