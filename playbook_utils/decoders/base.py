@@ -328,7 +328,7 @@ class Adapter:
         return self._check_device(kind)
 
     def _why_file(self, info, kind: str) -> str | None:
-        if (kind, info.codec, info.bit_depth) in self._learned:
+        if self._learned and (kind, info.codec, info.bit_depth) in self._learned:
             return self._learned[(kind, info.codec, info.bit_depth)]
         codecs = self.CODECS.get(kind)
         if codecs and info.codec not in codecs:

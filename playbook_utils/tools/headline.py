@@ -152,7 +152,7 @@ def choice_row(summary: dict, src: Source):
     fps = h.get("recommended_fps")
     text = h["recommended"] + (f", {fps} frames/s" if fps is not None else "")
     if h.get("runner_up"):
-        margin = f", {h['margin_pct']}% behind" if h.get("margin_pct") else ""
+        margin = f", the choice {h['margin_pct']:.0f}% ahead" if h.get("margin_pct") and not h.get("tied") else ""
         text += f"; runner-up {h['runner_up']}{margin}" + (" (tied)" if h.get("tied") else "")
     return f"notebook 22's choice, {h.get('workload', '')}", text + f" ({src.cite('22')})"
 
