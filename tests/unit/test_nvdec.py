@@ -272,3 +272,29 @@ def test_a_run_in_which_a_decoder_failed_gives_no_rate_for_its_layout():
     run["queue"].put({"frames": 0.0, "bins": [0.0] * nvdec.WINDOW_BINS, "error": "CUDA out of memory"})
     r = nvdec.saturate("any.mp4", processes=2, threads=1, seconds=0.2, started=run)
     assert r["fps"] is None and r["error"] == "CUDA out of memory"
+
+
+def test_other_clips_runs_start_side_by_side_two_at_a_time_where_two_fit(monkeypatch):
+    # 20's others on the H100: three HEVC clips at 16 x 8 TorchCodec decoders each; two fit the memory, not three
+    gib, events = 2**30, []
+    monkeypatch.setattr(nvdec, "_free_bytes", lambda gpu: 80 * gib)
+    monkeypatch.setattr(nvdec, "_run_bytes", lambda path, p, t, d: 30 * gib)
+    monkeypatch.setattr(
+        nvdec, "_start", lambda path, p, t, seconds, gpu, d: events.append(("start", path)) or {"p": path}
+    )
+    monkeypatch.setattr(nvdec, "_ready", lambda run: True)
+
+    def fake_saturate(path, processes, threads, seconds, gpu, decoder, started=None):
+        events.append(("measure", path))
+        return {"fps": 100.0, "nvdec_util_median": 99, "processes": processes, "threads": threads, "decoder": decoder}
+
+    monkeypatch.setattr(nvdec, "saturate", fake_saturate)
+
+    class Info:
+        codec = "hevc"
+
+    infos = {n: Info() for n in ("a", "b", "c", "d")}
+    nvdec.ceilings({n: n for n in infos}, infos, ["a"], ["b", "c", "d"], ((16, 8),), 1.0)
+    starts_before = [sum(1 for e in events[: events.index(("measure", m))] if e[0] == "start") for m in "bcd"]
+    assert starts_before == [3, 3, 4]  # a; then b and c together (60 of 64 GiB); d after them
+    assert events.index(("start", "d")) > events.index(("measure", "c"))
