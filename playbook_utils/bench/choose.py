@@ -12,7 +12,7 @@ from pathlib import Path
 from playbook_utils import child, handover
 from playbook_utils.bench import loader_bench, media, verdicts
 from playbook_utils.bench.loader_bench import realistic_clips, trusted  # noqa: F401 (22 calls it from here)
-from playbook_utils.decoders import adapter, by_role, check_libraries, read_frames, traits, why_unavailable
+from playbook_utils.decoders import adapter, by_role, check_libraries, read_frames, traits, video_info, why_unavailable
 from playbook_utils.decoders.base import child_env
 from playbook_utils.device import Device
 
@@ -86,7 +86,7 @@ def coverage(paths: dict, devices, backends, timeout: float = 120) -> dict:
 
 
 def _kind(path) -> tuple:
-    i = media.probe(path)
+    i = video_info(path)
     return i.codec, i.bit_depth
 
 
@@ -110,8 +110,7 @@ def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
         if a["status"] != "ok":
             why = f"refused when read ({kind[0]}, {kind[1]}-bit, on this GPU): {a.get('cause') or a['error']}"
             out.setdefault((b, d), {}).update({n: why for n in paths if kinds[n] == kind})
-            # and so for every later question in this process: the route's split, the files a loader takes
-            adapter(b).learn_refusal(d, media.probe(paths[next(n for n in paths if kinds[n] == kind)]), why)
+            adapter(b).learn_refusal(d, *kind, why)  # and so in every later question of this process
     return out
 
 

@@ -15,7 +15,7 @@ from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import by_role, why_unavailable
 from playbook_utils.errors import describe
 from playbook_utils.bench.media import StampError, read_stamp
-from playbook_utils.probe import probe
+from playbook_utils.probe import video_info
 
 CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
 
@@ -171,7 +171,7 @@ CONTEXT_BYTES = 768 * 2**20  # a decoding process's CUDA context and libraries (
 def _run_bytes(path, processes: int, threads: int, decoder: str) -> int:
     """The GPU memory one `saturate` run of `path` takes, estimated from its frame size: each process's context, and
     each decoder's output (TorchCodec: a call's RGB frames) and NVDEC surfaces."""
-    info = probe(path)
+    info = video_info(path)  # cached: asked again for every batch of runs
     frame = info.width * info.height
     per = (
         (_torchcodec_chunk(info.width, info.height) + 4) * frame * 3 if decoder == "torchcodec" else 36 * frame * 3 // 2
@@ -396,34 +396,27 @@ def _batch(costs: list, k: int, budget: int | None = None) -> list[int]:
     return out
 
 
-def _plan(runs: list, k: int, gpu: int) -> tuple[list[int], int | None, list]:
-    """`_batch` over `runs` ((path, processes, threads, decoder) each) with the GPU's free memory as the budget:
-    (the batch, the budget, each run's estimated bytes)."""
+def _start_batch(runs: list, k: int, seconds: float, gpu: int) -> dict[int, dict]:
+    """Start the runs from the k-th on ((path, processes, threads, decoder) each) that fit together (`_batch`, the
+    budget a share of the GPU memory free now) side by side, and return {index: started run} once every decoder of
+    every run has warmed up: none measures while another starts (`ceiling`, `ceilings`). A run estimated to need more
+    than the budget alone is not started: {'refused': why}."""
     free = _free_bytes(gpu)
     budget = None if free is None else int(free * MEMORY_SHARE)
-    sizes = [_run_bytes(*r) if budget is not None else 0 for r in runs]
-    return _batch([(r[1], b) for r, b in zip(runs, sizes)], k, budget), budget, sizes
-
-
-def _start_ready(runs: list, seconds: float, gpu: int, budget: int | None = None, sizes=None) -> list[dict]:
-    """Start the processes of `runs` ((path, processes, threads, decoder) each) side by side, and return them once
-    every decoder of every run has warmed up: none measures while another starts (`ceiling`, `ceilings`). A run
-    estimated to need more GPU memory than `budget` alone is not started: {'refused': why}."""
-    started = []
-    for j, (path, p, t, d) in enumerate(runs):
-        need = sizes[j] if sizes else 0
+    sizes = [_run_bytes(*r) if budget is not None else 0 for r in runs[k:]]
+    batch = [k + j for j in _batch([(r[1], b) for r, b in zip(runs[k:], sizes)], 0, budget)]
+    started = {}
+    for j in batch:
+        (path, processes, threads, decoder), need = runs[j], sizes[j - k]
         if budget is not None and need > budget:
-            started.append(
-                {
-                    "refused": f"not run: needs about {need / 2**30:.0f} GiB of GPU memory, "
-                    f"{budget / MEMORY_SHARE / 2**30:.0f} GiB free"
-                }
-            )
+            started[j] = {
+                "refused": f"not run: needs about {need / 2**30:.0f} GiB of GPU memory, {free / 2**30:.0f} GiB free"
+            }
         else:
-            started.append(_start(path, p, t, seconds, gpu, d))
-    for run in started:
-        if not (isinstance(run, dict) and run.get("refused")):
-            _ready(run)
+            started[j] = _start(path, processes, threads, seconds, gpu, decoder)
+    for j in batch:
+        if "refused" not in started[j]:
+            _ready(started[j])
     return started
 
 
@@ -462,10 +455,7 @@ def ceiling(
         ahead: dict = {0: started} if started is not None and phase == 0 else {}
         for k, (processes, threads, decoder) in enumerate(todo):
             if k not in ahead:  # the next runs' processes start side by side, as many as fit (`_batch`)
-                runs = [(path, *t) for t in todo]
-                batch, budget, sizes = _plan(runs, k, gpu)
-                started_now = _start_ready([runs[j] for j in batch], seconds, gpu, budget, [sizes[j] for j in batch])
-                ahead.update(zip(batch, started_now))
+                ahead.update(_start_batch([(path, *t) for t in todo], k, seconds, gpu))
             row = saturate(path, processes, threads, seconds, gpu, decoder, started=ahead.pop(k))
             rows.append(row)
             if log:
@@ -601,10 +591,8 @@ def ceilings(
         ahead: dict = {}
         for k, other in enumerate(todo):
             if other not in ahead:  # the next clips' runs start side by side, as a sweep's do (`ceiling`)
-                runs = [(clips[o], *layout) for o in todo]
-                picked, budget, sizes = _plan(runs, k, gpu)
-                started_now = _start_ready([runs[j] for j in picked], seconds, gpu, budget, [sizes[j] for j in picked])
-                ahead.update(zip([todo[j] for j in picked], started_now))
+                started = _start_batch([(clips[o], *layout) for o in todo], k, seconds, gpu)
+                ahead.update({todo[j]: run for j, run in started.items()})
             if log:
                 log(f"{other}: {layout[2]}, layout {layout[0]} x {layout[1]}")
             out[other] = ceiling(clips[other], (layout,), seconds, gpu, step, started=ahead.pop(other))

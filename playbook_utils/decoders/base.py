@@ -285,10 +285,10 @@ class Adapter:
         self._learned: dict[tuple, str] = {}  # (device kind, codec, bit depth) -> why: refused when read, here
         self._lock = threading.Lock()
 
-    def learn_refusal(self, device, info, why: str) -> None:
-        """Refuse from now on, in this process, every file of `info`'s codec and bit depth on `device`: this machine
-        refused one when it was read (an AV1 file on an H100's NVDEC: `choose.refused_when_read`). Notebook 22."""
-        self._learned[(Device.parse(device).kind, info.codec, info.bit_depth)] = why
+    def learn_refusal(self, device, codec: str, bit_depth: int, why: str) -> None:
+        """Refuse from now on, in this process, every file of `codec` and `bit_depth` on `device`: this machine refused
+        one when it was read (an AV1 file on an H100's NVDEC: `choose.refused_when_read`). Notebook 22."""
+        self._learned[(Device.parse(device).kind, codec, bit_depth)] = why
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} adapter {self.NAME!r}>"
@@ -328,8 +328,8 @@ class Adapter:
         return self._check_device(kind)
 
     def _why_file(self, info, kind: str) -> str | None:
-        if self._learned and (kind, info.codec, info.bit_depth) in self._learned:
-            return self._learned[(kind, info.codec, info.bit_depth)]
+        if self._learned and (learned := self._learned.get((kind, info.codec, info.bit_depth))):
+            return learned
         codecs = self.CODECS.get(kind)
         if codecs and info.codec not in codecs:
             return (
