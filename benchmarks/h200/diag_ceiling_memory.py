@@ -32,8 +32,11 @@ def main():
                 stop.set()
                 t.join()
                 peak, est = (before - low[0]) / 2**30, nvdec._run_bytes(path, processes, threads, decoder) / 2**30
-                print(f"{name} {decoder} {processes}x{threads}: peak {peak:.1f} GiB, estimate {est:.1f} GiB "
-                      f"({peak / est:.2f}x), fps {row['fps'] or 0:,.0f}, error {row['error']}", flush=True)
+                print(
+                    f"{name} {decoder} {processes}x{threads}: peak {peak:.1f} GiB, estimate {est:.1f} GiB "
+                    f"({peak / est:.2f}x), fps {row['fps'] or 0:,.0f}, error {row['error']}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
