@@ -420,6 +420,13 @@ def _start_batch(runs: list, k: int, seconds: float, gpu: int) -> dict[int, dict
     return started
 
 
+def short_of_memory(row: dict) -> bool:
+    """Whether a `saturate` row failed for want of GPU memory: CUDA's out of memory, or error 2 (the same) from
+    NVDEC's decoder creation."""
+    error = (row.get("error") or "").lower()
+    return row.get("fps") is None and ("out of memory" in error or "nvdec decoder: 2" in error)
+
+
 def usable_decoders(device: str = "cuda") -> tuple[str, ...]:
     """The DECODERS whose library can decode on `device` here (their adapters answer `why_unavailable`)."""
     return tuple(d for d in DECODERS if why_unavailable(d, device) is None)
@@ -448,6 +455,24 @@ def ceiling(
     def saturated(row):
         return row is not None and (row["nvdec_util_median"] or 0) >= SATURATED_PCT and levelled(rows, row) is not False
 
+    def note(row):
+        if log:
+            util = row["nvdec_util_median"]
+            measured = (
+                f"{util}%"
+                if util is not None
+                else f"not measured ({row['nvdec_util_samples']} samples, {MIN_SAMPLES} needed)"
+            )
+            log(
+                f"{row['decoder']} {row['processes']} processes x {row['threads']} threads: "
+                + (
+                    f"{row['fps']:,.0f} frames/s, NVDEC utilization median {measured}"
+                    if row["fps"]
+                    else f"failed: {row['error']}"
+                )
+                + (" (run alone: beside other runs it ran out of GPU memory)" if "alone_after" in row else "")
+            )
+
     for phase, layouts in enumerate((configs, if_unsaturated)):
         if phase and saturated(best_of()):
             break  # more concurrency only where the planned layouts did not show the engines' limit
@@ -456,23 +481,16 @@ def ceiling(
         for k, (processes, threads, decoder) in enumerate(todo):
             if k not in ahead:  # the next runs' processes start side by side, as many as fit (`_batch`)
                 ahead.update(_start_batch([(path, *t) for t in todo], k, seconds, gpu))
-            row = saturate(path, processes, threads, seconds, gpu, decoder, started=ahead.pop(k))
-            rows.append(row)
-            if log:
-                util = row["nvdec_util_median"]
-                log(
-                    f"{decoder} {processes} processes x {threads} threads: "
-                    + (
-                        f"{row['fps']:,.0f} frames/s, NVDEC utilization median "
-                        + (
-                            f"{util}%"
-                            if util is not None
-                            else f"not measured ({row['nvdec_util_samples']} samples, {MIN_SAMPLES} needed)"
-                        )
-                        if row["fps"]
-                        else f"failed: {row['error']}"
-                    )
-                )
+            rows.append(saturate(path, processes, threads, seconds, gpu, decoder, started=ahead.pop(k)))
+            note(rows[-1])
+        for i in range(len(rows) - len(todo), len(rows)) if started is None else ():
+            r = rows[i]
+            if short_of_memory(r):  # beside the batch's other runs (the estimate was low): alone, now none holds any
+                rows[i] = {
+                    **saturate(path, r["processes"], r["threads"], seconds, gpu, r["decoder"]),
+                    "alone_after": r["error"],
+                }
+                note(rows[i])
     best = best_of()
     if best is None:
         return {
@@ -596,6 +614,9 @@ def ceilings(
             if log:
                 log(f"{other}: {layout[2]}, layout {layout[0]} x {layout[1]}")
             out[other] = ceiling(clips[other], (layout,), seconds, gpu, step, started=ahead.pop(other))
+        for other in todo:  # out of memory beside the other clips' runs: alone now, once the batch is done
+            if any(short_of_memory(r) for r in out[other]["rows"]):
+                out[other] = ceiling(clips[other], (layout,), seconds, gpu, step)
     return out
 
 

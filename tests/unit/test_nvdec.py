@@ -298,3 +298,44 @@ def test_other_clips_runs_start_side_by_side_two_at_a_time_where_two_fit(monkeyp
     starts_before = [sum(1 for e in events[: events.index(("measure", m))] if e[0] == "start") for m in "bcd"]
     assert starts_before == [3, 3, 4]  # a; then b and c together (60 of 64 GiB); d after them
     assert events.index(("start", "d")) > events.index(("measure", "c"))
+
+
+def test_a_run_short_of_memory_beside_others_runs_again_alone_once_the_batch_is_done(monkeypatch):
+    # 21 on the H100: TorchCodec 1 x 64 failed to create decoders (CUDA error 2) while five runs held their memory
+    events, tries = [], {}
+    monkeypatch.setattr(nvdec, "_free_bytes", lambda gpu: None)
+    monkeypatch.setattr(nvdec, "_start", lambda path, p, t, seconds, gpu, d: events.append(("start", p, t, d)) or {})
+    monkeypatch.setattr(nvdec, "_ready", lambda run: True)
+
+    def fake_saturate(path, processes, threads, seconds, gpu, decoder, started=None):
+        key = (path, processes, threads, decoder)
+        tries[key] = tries.get(key, 0) + 1
+        events.append(("measure", processes, threads, decoder, started is not None) if path == "a.mp4" else path)
+        oom = (processes, threads, decoder) == (1, 64, "torchcodec") and tries[key] == 1
+        error = "RuntimeError: create_decoder, Failed to create NVDEC decoder: 2" if oom else None
+        return {
+            "fps": None if oom else 100.0 * processes * threads,
+            "error": error,
+            "nvdec_util_median": 99,
+            "processes": processes,
+            "threads": threads,
+            "decoder": decoder,
+        }
+
+    monkeypatch.setattr(nvdec, "saturate", fake_saturate)
+    c = nvdec.ceiling("a.mp4", ((7, 4), (1, 64)), 1.0, decoders=("pynvvideocodec", "torchcodec"))
+    assert events[-1] == ("measure", 1, 64, "torchcodec", False)  # started anew, after every run of the batch
+    assert [r["fps"] for r in c["rows"]] == [2800.0, 2800.0, 6400.0, 6400.0]
+    assert "decoder: 2" in c["rows"][3]["alone_after"] and c["rows"][3]["error"] is None
+    assert not nvdec.short_of_memory({"fps": None, "error": "not run: needs about 90 GiB of GPU memory"})
+
+    # 20's other clips: a clip whose run ran out of memory beside the others runs again once they are done
+    class Info:
+        codec = "hevc"
+
+    infos = {n: Info() for n in ("a", "b", "c")}
+    events.clear()
+    out = nvdec.ceilings({n: n for n in infos}, infos, ["a"], ["b", "c"], ((1, 64, "torchcodec"),), 1.0)
+    assert out["b"]["fps"] == out["c"]["fps"] == 6400.0
+    measured = [e for e in events if e in ("b", "c")]
+    assert measured == ["b", "c", "b", "c"]  # each once beside the other, then each alone
