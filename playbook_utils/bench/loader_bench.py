@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from playbook_utils import child, handover, loaders
+from playbook_utils import child, env, handover, loaders
 from playbook_utils.bench import media, nvdec, verdicts, words
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
@@ -160,6 +160,21 @@ def notebook20_table(out, video_dir) -> tuple[dict, list] | None:
     except (OSError, ValueError, KeyError):
         return None
     return (n20, rows) if n20.get("video_dir") == video_dir else None
+
+
+def clip_ceiling(path, out, video_dir, gpu: int, layouts, seconds: float, more=()) -> dict:
+    """The NVDEC ceiling notebook 21's loaders of the clip at `path` are measured against: notebook 20's, as 20 wrote
+    it into the output folder `out`, where it saturated the engines of this GPU model with the same files
+    (`video_dir`, media version), 'measured_by' naming it; else `nvdec.ceiling` over `layouts` (`more` where not
+    saturated), measured now."""
+    found = notebook20_table(out, video_dir)
+    n20 = found[0] if found else {}
+    env20, c = n20.get("environment") or {}, (n20.get("nvdec_ceiling") or {}).get(Path(path).name)
+    names = [d.get("name") for d in (env20.get("gpu") or {}).get("devices", [])]
+    here = [d.get("name") for d in env.gpus().get("devices", [])]
+    if c and c.get("saturated") and names == here and env20.get("media_version") == media.MEDIA_VERSION:
+        return {**c, "measured_by": f"notebook 20 ({env20.get('date_utc')})"}
+    return nvdec.ceiling(path, layouts, seconds, gpu, if_unsaturated=more)
 
 
 def realistic_clips(clip_info: dict) -> dict:

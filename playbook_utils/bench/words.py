@@ -116,6 +116,7 @@ def format_ceilings(found: dict, infos: dict) -> str:
                 f"{b['threads']:<3d} {util:>10s} "
                 + (f"{c['implied_fps']:8,.0f}  " if c["implied_fps"] else f"{'n/a':>8s}  ")
                 + ceiling_state(c)
+                + (f", measured by {c['measured_by']}" if c.get("measured_by") else "")
             )
         else:
             lines.append(f"{head} failed: {c['rows'][0]['error'] if c['rows'] else 'no rows'}")

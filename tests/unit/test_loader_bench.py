@@ -572,6 +572,37 @@ def test_the_sweep_takes_the_libraries_in_the_order_of_notebook_20s_table(tmp_pa
     assert 0 <= line.find("torchcodec") < line.find("pyav") and why in line
 
 
+def test_21_measures_against_notebook_20s_ceiling_where_20_saturated_this_gpu_model(tmp_path, monkeypatch):
+    import json
+
+    from playbook_utils import env
+    from playbook_utils.bench import media, nvdec
+
+    monkeypatch.setattr(env, "gpus", lambda: {"devices": [{"name": "NVIDIA H100 80GB HBM3"}]})
+    monkeypatch.setattr(nvdec, "ceiling", lambda path, layouts, seconds, gpu, if_unsaturated=(): {"fps": 1.0})
+    (tmp_path / "20_bench").mkdir()
+    (tmp_path / "20_bench" / "bench.json").write_text(json.dumps({"rows": []}))
+
+    def write_20(gpu="NVIDIA H100 80GB HBM3", saturated=True, version=media.MEDIA_VERSION):
+        ceiling = {"fps": 4277.0, "saturated": saturated, "rows": []}
+        environment = {"gpu": {"devices": [{"name": gpu}]}, "media_version": version, "date_utc": "2026-12-06 11:07"}
+        doc = {"video_dir": None, "environment": environment, "nvdec_ceiling": {"h264.mp4": ceiling}}
+        (tmp_path / "20_decode_benchmarks.json").write_text(json.dumps(doc))
+
+    def fps(clip="/media/h264.mp4"):
+        return loader_bench.clip_ceiling(clip, tmp_path, None, 0, ((7, 4),), 3.0)["fps"]
+
+    assert fps() == 1.0  # no notebook 20 here: measured now
+    write_20()
+    assert fps() == 4277.0 and fps("/media/hevc.mp4") == 1.0  # 20's, for the clip 20 measured
+    assert loader_bench.clip_ceiling("/media/h264.mp4", tmp_path, None, 0, (), 3.0)["measured_by"].startswith(
+        "notebook 20"
+    )
+    for other in ({"saturated": False}, {"gpu": "NVIDIA H200"}, {"version": media.MEDIA_VERSION - 1}):
+        write_20(**other)
+        assert fps() == 1.0  # a lower bound, another GPU model or other media: measured now
+
+
 @pytest.mark.media
 def test_a_short_run_of_21s_loaders_for_22_measures_the_tables_first_two_libraries(tmp_path, monkeypatch):
     """Notebook 22 without 21 (the workshop path): whole loaders measured short on the reader's files, the CPU
