@@ -444,7 +444,8 @@ def ceiling(
 ) -> dict:
     """The NVDEC ceiling of one clip: the best `saturate` rate over `configs` with each of `decoders`
     (`if_unsaturated` layouts only where not saturated). Returns {'fps', 'spread_pct', 'best', 'saturated', 'levelled',
-    'implied_fps', 'rows'}; not 'saturated' means a lower bound. Notebook 20."""
+    'implied_fps', 'rows'}; not 'saturated' means a lower bound. A run that ran out of GPU memory beside the others
+    runs again alone once they are done, its row keeping the first error as 'alone_after'. Notebook 20."""
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
 
