@@ -67,28 +67,46 @@ def _clips(backend: str, device: str, files: str, k: int, size: int) -> str:
     return f"VideoClips({files}, k={k}, size={size}{where})"
 
 
+GUARD = 'if __name__ == "__main__":  # the worker processes start by importing this script'
+
+
+def _processes(backend: str, device: str, workers: int) -> bool:
+    """Whether the module's `loader` starts `workers` processes here (those modules check `outside_main`)."""
+    return (
+        workers > 0 and not str(device).startswith("cuda") and "def outside_main(" in path(backend, device).read_text()
+    )
+
+
+def _guarded(lines: list[str], processes: bool) -> str:
+    """`lines` after their imports, under `GUARD` where the loader starts worker processes."""
+    if not processes:
+        return "\n".join(lines)
+    body = [j for j, line in enumerate(lines) if not line.startswith(("from ", "import "))][0]
+    return "\n".join([*lines[:body], GUARD, *("    " + line for line in lines[body:])])
+
+
 def usage(backend: str, device: str, k: int = 16, workers: int = 4, batch_size: int = 8, size: int = 224) -> str:
-    """Five lines that use the module of `backend` on `device` with K frames per video, `workers` (DataLoader
-    workers on the CPU, decoding threads on a GPU) and `batch_size`, as the recommendation was measured. Notebook 22."""
+    """The lines that use the module of `backend` on `device` with K frames per video, `workers` (DataLoader
+    workers on the CPU, decoding threads on a GPU) and `batch_size`, as the recommendation was measured; under
+    `GUARD` where the workers are processes. Notebook 22."""
     name = path(backend, device).stem
     gpu = str(device).startswith("cuda")
-    return "\n".join(
-        (
-            f"from {name} import VideoClips, loader  # {name}.py beside your training script",
-            f"batches = loader({_clips(backend, device, 'paths', k, size)}, batch_size={batch_size}, "
-            f"workers={workers})  # {'decoding threads' if gpu else 'worker processes'}",
-            "for epoch in range(epochs):",
-            "    batches.sampler.set_epoch(epoch)  # the shuffle, and each rank's share under torch.distributed",
-            f"    for frames, names, skipped in batches: ...  # frames uint8 (B, {k}, 3, {size}, {size}); skipped "
-            "[(path, why)]",
-        )
-    )
+    lines = [
+        f"from {name} import VideoClips, loader  # {name}.py beside your training script",
+        f"batches = loader({_clips(backend, device, 'paths', k, size)}, batch_size={batch_size}, "
+        f"workers={workers})  # {'decoding threads' if gpu else 'worker processes'}",
+        "for epoch in range(epochs):",
+        "    batches.sampler.set_epoch(epoch)  # the shuffle, and each rank's share under torch.distributed",
+        f"    for frames, names, skipped in batches: ...  # frames uint8 (B, {k}, 3, {size}, {size}); skipped "
+        "[(path, why)]",
+    ]
+    return _guarded(lines, _processes(backend, device, workers))
 
 
 def route_usage(legs, k: int = 16, batch_size: int = 8, size: int = 224) -> str:
     """The lines that use a route's modules, `legs` [(backend, device, workers or threads), ...]: each leg's module
     reads its list of the reader's files in `22_route.json` (which notebook 22 writes beside them), one epoch the
-    first leg's files, then the next's. Notebook 22."""
+    first leg's files, then the next's; under `GUARD` where a leg's workers are processes. Notebook 22."""
     names = [path(b, d).stem for b, d, _ in legs]
     lines = [
         f"import itertools, json, {', '.join(dict.fromkeys(names))}  # beside your training script",
@@ -104,4 +122,4 @@ def route_usage(legs, k: int = 16, batch_size: int = 8, size: int = 224) -> str:
         "        leg.sampler.set_epoch(epoch)",
         f"    for frames, names, skipped in itertools.chain({legs_}): ...  # uint8 (B, {k}, 3, {size}, {size})",
     ]
-    return "\n".join(lines)
+    return _guarded(lines, any(_processes(*leg) for leg in legs))

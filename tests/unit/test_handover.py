@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -95,9 +94,15 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "collate",
                 "probe",
                 "ThreadLoader",
+                "outside_main",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
-    assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
+    assert (
+        len(parts["uniform"]) == 6
+        and len(parts["probe"]) >= 4
+        and len(parts["ThreadLoader"]) >= 3
+        and len(parts["outside_main"]) == 4
+    )
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
 
 
@@ -157,18 +162,27 @@ def test_one_epoch_over_the_readers_folder_reads_every_file_right_or_names_it(ba
 
 @pytest.mark.slow
 def test_the_usage_notebook_22_prints_runs_as_printed(folder, tmp_path):
-    # the module written beside the reader's script, the five lines pasted after their `paths` and `epochs`
+    # the module written beside the reader's script, the lines pasted as printed after their `paths` and `epochs`
     available("pyav", "cpu")
     handover.write("pyav", "cpu", tmp_path)
     paths = sorted(str(p) for p in folder.values())
     lines = handover.usage("pyav", "cpu", k=4, workers=2, batch_size=4)
-    script = f"paths, epochs = {paths!r}, 2\nif __name__ == '__main__':\n{textwrap.indent(lines, '    ')}\n"
-    script += "    print(tuple(frames.shape), len(skipped) + len(names))\n"
+    assert handover.GUARD in lines.splitlines()  # worker processes: the loop under the guard
+    script = f"paths, epochs = {paths!r}, 2\n{lines}\n    print(tuple(frames.shape), len(skipped) + len(names))\n"
     (tmp_path / "train.py").write_text(script)
     run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     shape, _ = run.stdout.split(")")
     assert shape.endswith("4, 3, 224, 224")
+    # the guard left out: each worker, importing the script, reaches loader() and stops there, named
+    unguarded = "\n".join(line.removeprefix("    ") for line in script.splitlines() if line != handover.GUARD)
+    (tmp_path / "train.py").write_text(unguarded.replace("\nprint(", "\n    print("))
+    run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "outside_main" in run.stderr and not run.stdout
+    for backend, device, workers in (("torchcodec", "cuda", 16), ("pyav", "cpu", 0), ("pynvvideocodec", "cuda", 8)):
+        assert handover.GUARD not in handover.usage(backend, device, workers=workers)  # no process imports the script
+    route = handover.route_usage([("torchcodec", "cuda", 16), ("pyav", "cpu", 4)]).splitlines()
+    assert route[1] == handover.GUARD and all(line.startswith("    ") for line in route[2:])
 
 
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
