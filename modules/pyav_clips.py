@@ -14,7 +14,6 @@ Worker processes start by importing your script: build and read the loader under
 """
 
 import os
-import sys
 
 import av
 import torch
@@ -92,17 +91,6 @@ def collate(items):
     return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
 
 
-def outside_main(workers):
-    """Raise where a worker process, importing the training script as it starts, reached `loader`: the script builds
-    the loader at its top level, outside `if __name__ == "__main__":`, so each worker would start its own."""
-    caller = sys._getframe(2)  # the code that called `loader`
-    if workers and caller.f_globals.get("__name__") == "__mp_main__" and caller.f_code.co_name == "<module>":
-        raise RuntimeError(
-            "a worker process, importing your script, reached loader(): build and read the loader under "
-            '`if __name__ == "__main__":` (worker processes start by importing the script)'
-        )
-
-
 def loader(clips, batch_size=8, workers=4, seed=0):
     """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
     epoch: call `loader.sampler.set_epoch(epoch)` before each. Each worker's decoder gets its share of the cores."""
@@ -112,7 +100,6 @@ def loader(clips, batch_size=8, workers=4, seed=0):
     ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     rank = dist.get_rank() if ranks > 1 else 0
     sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
-    outside_main(workers)
     # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
     context = "forkserver" if workers else None
     return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=collate,

@@ -18,7 +18,6 @@ On the CPU, worker processes start by importing your script: build and read the 
 
 import json
 import os
-import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
@@ -136,17 +135,6 @@ class ThreadLoader:
                     batch = []
 
 
-def outside_main(workers):
-    """Raise where a worker process, importing the training script as it starts, reached `loader`: the script builds
-    the loader at its top level, outside `if __name__ == "__main__":`, so each worker would start its own."""
-    caller = sys._getframe(2)  # the code that called `loader`
-    if workers and caller.f_globals.get("__name__") == "__mp_main__" and caller.f_code.co_name == "<module>":
-        raise RuntimeError(
-            "a worker process, importing your script, reached loader(): build and read the loader under "
-            '`if __name__ == "__main__":` (worker processes start by importing the script)'
-        )
-
-
 def loader(clips, batch_size=8, workers=4, seed=0):
     """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
     epoch: call `loader.sampler.set_epoch(epoch)` before each. `workers`: decoding threads on CUDA, else worker
@@ -159,7 +147,6 @@ def loader(clips, batch_size=8, workers=4, seed=0):
     if clips.threads is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         clips.threads = max(1, cores // max(1, workers))
-    outside_main(workers)
     # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
     context = "forkserver" if workers else None
     return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=collate,

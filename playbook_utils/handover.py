@@ -71,10 +71,8 @@ GUARD = 'if __name__ == "__main__":  # the worker processes start by importing t
 
 
 def _processes(backend: str, device: str, workers: int) -> bool:
-    """Whether the module's `loader` starts `workers` processes here (those modules check `outside_main`)."""
-    return (
-        workers > 0 and not str(device).startswith("cuda") and "def outside_main(" in path(backend, device).read_text()
-    )
+    """Whether the module's `loader` starts `workers` processes here (by forkserver: each imports the script)."""
+    return workers > 0 and not str(device).startswith("cuda") and '"forkserver"' in path(backend, device).read_text()
 
 
 def _guarded(lines: list[str], processes: bool) -> str:
