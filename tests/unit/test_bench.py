@@ -167,7 +167,9 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
                             "fps": 2000,
                             "pct_of_ceiling": 69.0,
                             "ceiling_fps": 2900,
-                        }
+                        },
+                        "hevc_1080p_gop30.mp4": {"loader": "y", "backend": "torchcodec", "fps": 7000},
+                        "hevc_1080p_gop250_open.mp4": {"loader": "z", "backend": "torchcodec", "fps": 7400},
                     }
                 }
             }
@@ -187,7 +189,11 @@ def test_reference_numbers_gather_20_and_21(tmp_path):
             }
         }
     }
-    assert r["best_loader"]["h264"]["fraction_of_ceiling"] == 0.69
+    assert r["best_loader"]["h264_1080p_gop30.mp4"]["fraction_of_ceiling"] == 0.69
+    assert {n: b["fps"] for n, b in r["best_loader"].items() if n.startswith("hevc")} == {
+        "hevc_1080p_gop30.mp4": 7000,
+        "hevc_1080p_gop250_open.mp4": 7400,
+    }  # two clips of one codec: each keeps its loader
     assert r["sparse_speedup"] == {"speedup": 5.0} and r["harness_overhead"] == {"overhead_pct": 1.0}
     # with 20's section 4 record, the speed-up carries its times and spreads, and the exact strategies tied with it
     n20 = json.loads((tmp_path / "20_decode_benchmarks.json").read_text())
