@@ -444,8 +444,8 @@ def ceiling(
 ) -> dict:
     """The NVDEC ceiling of one clip: the best `saturate` rate over `configs` with each of `decoders`
     (`if_unsaturated` layouts only where not saturated). Returns {'fps', 'spread_pct', 'best', 'saturated', 'levelled',
-    'implied_fps', 'rows'}; not 'saturated' means a lower bound. A run that ran out of GPU memory beside the others
-    runs again alone once they are done, its row keeping the first error as 'alone_after'. Notebook 20."""
+    'implied_fps', 'rows'}; not 'saturated' means a lower bound. A run that ran out of GPU memory beside others it
+    started with runs again alone once they are done, its row keeping the first error as 'alone_after'. Notebook 20."""
     decoders = usable_decoders(f"cuda:{gpu}") if decoders is None else decoders
     rows = []
 
@@ -479,12 +479,15 @@ def ceiling(
             break  # more concurrency only where the planned layouts did not show the engines' limit
         todo = _layouts(layouts, decoders or ("pynvvideocodec",))
         ahead: dict = {0: started} if started is not None and phase == 0 else {}
+        first, crowded = len(rows), set()  # the runs that started beside others
         for k, (processes, threads, decoder) in enumerate(todo):
             if k not in ahead:  # the next runs' processes start side by side, as many as fit (`_batch`)
-                ahead.update(_start_batch([(path, *t) for t in todo], k, seconds, gpu))
+                batch = _start_batch([(path, *t) for t in todo], k, seconds, gpu)
+                crowded.update(batch if len(batch) > 1 else ())
+                ahead.update(batch)
             rows.append(saturate(path, processes, threads, seconds, gpu, decoder, started=ahead.pop(k)))
             note(rows[-1])
-        for i in range(len(rows) - len(todo), len(rows)) if started is None else ():
+        for i in sorted(first + k for k in crowded):
             r = rows[i]
             if short_of_memory(r):  # beside the batch's other runs (the estimate was low): alone, now none holds any
                 rows[i] = {
@@ -608,14 +611,16 @@ def ceilings(
         layout = (b["processes"], b["threads"], b["decoder"])
         todo = [o for o in others if infos[o].codec == infos[name].codec and o not in out]
         ahead: dict = {}
+        crowded = set()  # the clips whose run started beside others
         for k, other in enumerate(todo):
             if other not in ahead:  # the next clips' runs start side by side, as a sweep's do (`ceiling`)
                 started = _start_batch([(clips[o], *layout) for o in todo], k, seconds, gpu)
                 ahead.update({todo[j]: run for j, run in started.items()})
+                crowded.update(todo[j] for j in started if len(started) > 1)
             if log:
                 log(f"{other}: {layout[2]}, layout {layout[0]} x {layout[1]}")
             out[other] = ceiling(clips[other], (layout,), seconds, gpu, step, started=ahead.pop(other))
-        for other in todo:  # out of memory beside the other clips' runs: alone now, once the batch is done
+        for other in [o for o in todo if o in crowded]:  # out of memory beside the others: alone, once they are done
             if any(short_of_memory(r) for r in out[other]["rows"]):
                 out[other] = ceiling(clips[other], (layout,), seconds, gpu, step)
     return out

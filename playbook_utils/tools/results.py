@@ -190,7 +190,7 @@ def reference_numbers(folder) -> dict:
         out["nvdec_ceiling_fps"] = ceilings
     best = (n21.get("headline") or {}).get("best_gpu_loader") or {}
     for name, b in best.items():
-        c21 = (n21.get("gpu_ceilings") or {}).get(name) or {}  # the ceiling 21 measured beside this loader
+        c21 = (n21.get("gpu_ceilings") or {}).get(name) or {}  # the ceiling 21 judged this loader by (its own, or 20's)
         out.setdefault("best_loader", {})[name] = {  # by clip: HEVC's open and closed GOP each have theirs
             "clip": name,
             "loader": b["loader"],
