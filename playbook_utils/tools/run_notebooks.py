@@ -387,18 +387,19 @@ def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
     return row
 
 
-def _fmt(value) -> str:
+def fmt(value) -> str:
+    """A headline value for a table: 3 significant digits under 100, whole numbers above, a dict as 'k v, ...'."""
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
     if isinstance(value, dict):
-        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
+        return ", ".join(f"{k} {fmt(v)}" for k, v in value.items())
     return str(value)
 
 
 def _with_spread(headline: dict, key: str) -> str:
     """A headline value, with '± N%' when the notebook gives its spread as the sibling key `<key>_spread_pct`."""
     spread = headline.get(f"{key}_spread_pct")
-    return _fmt(headline[key]) + (f" ± {percent(spread)}" if isinstance(spread, (int, float)) else "")
+    return fmt(headline[key]) + (f" ± {percent(spread)}" if isinstance(spread, (int, float)) else "")
 
 
 def headline_cells(headline: dict) -> list[str]:
@@ -422,7 +423,7 @@ def open_first(rows: list[dict]) -> str | None:
             f"for the {h['workload']} workload" if h.get("workload") else "",
         ]
         extra = [
-            f"runner-up: {_fmt(h['runner_up'])}" if h.get("runner_up") else "",
+            f"runner-up: {fmt(h['runner_up'])}" if h.get("runner_up") else "",
             str(h["margin_note"]) if h.get("margin_note") else "",
         ]
         extra = "; ".join(e for e in extra if e)
