@@ -120,17 +120,8 @@ def sweep_workers(
                 **r,
             }
         )
-        cut = (
-            f", {r['steps']} steps: the {max_s:.3g} s cap stopped it at the end of its round"
-            if r["stopped_by_time"]
-            else ""
-        )
-        cut += (
-            f"; {_secs(took)} in all: {_secs(r['first_batch_s'])} to the first batch, {_secs(r['prefetched_s'])} of "
-            f"warm-up and prefetched batches, {_secs(took - r['first_batch_s'] - r['prefetched_s'] - closing)} "
-            f"measured, {_secs(closing)} to stop the workers"
-        )
-        cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
+        cut = f", {r['steps']} steps to the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
+        cut += f"; {_secs(took)} in all, {_secs(closing)} to stop" + ("" if r["steady"] else f"; unsteady: {r['why']}")
         log(
             f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
             f"waits {100 * r['wait_fraction']:5.1f}% of the time ({1e3 * r['wait_s_per_step']:.1f} ms per "
@@ -138,13 +129,8 @@ def sweep_workers(
         )
     if unmeasured:
         log(
-            f"not measured, the sweep's {budget_s:.0f} s having been spent: "
+            f"not measured, the {budget_s:.0f} s budget spent: "
             + ", ".join(f"{u['backend']} x{u['workers']}" for u in unmeasured)
-            + (
-                f" (past the budget, only the first {first_of} libraries' first configuration runs)"
-                if first_of is not None and any(u["backend"] not in {r["backend"] for r in rows} for u in unmeasured)
-                else ""
-            )
         )
     rows.sort(key=lambda r: (backends.index(r["backend"]), r["workers"]))
     return rows, stuck, unmeasured
@@ -408,13 +394,9 @@ def measure_gpu_loaders(
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
     if specs:  # their children (and any left for later runs) start side by side, then measure one at a time
-        extra = len(_deferred)
         warm_s = warm_children(specs, common["device"], clip)
-        if len(specs) + extra > 1:
-            log(
-                f"  {len(specs)} children, one per loader below, started and warmed side by side in {warm_s:.1f} s"
-                + (f" (with {extra} for the runs after them)" if extra else "")
-            )
+        if len(specs) > 1:
+            log(f"  {len(specs)} children, one per loader below, warmed side by side in {warm_s:.1f} s")
     for spec in specs:
         warm = common.get("warmup_batches", 0) * common.get("batch_size", 1)
         n = steady_epoch(spec_lookahead(spec), warm, common.get("min_window_s", 0.0), items_per_s)
