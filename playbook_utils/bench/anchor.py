@@ -318,7 +318,8 @@ def order_caveat(verdict, costs: dict) -> str | None:
     best, other = verdict.best.split()[0], verdict.runner_up.split()[0]
     if best not in costs or other not in costs:
         return None
-    return f"order of {best} and {other} not settled: harness costs {apart:.0f} points apart, margin {verdict.margin_pct:.0f}%"
+    margin = verdict.margin_pct
+    return f"order of {best} and {other} not settled: harness costs {apart:.0f} points apart, margin {margin:.0f}%"
 
 
 def costs_line(costs: dict) -> str | None:
