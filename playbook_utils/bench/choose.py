@@ -120,8 +120,12 @@ def table_words(measured, kept: dict) -> str:
     if not measured:
         return "notebook 20's table, which holds no rows"
     used, left = sorted(measured & set(kept)) or sorted(measured), len(measured - set(kept))
-    light = f"; {left} light synthetic clip(s) left out" if left and set(kept) & measured else ""
-    return f"notebook 20's table, on {len(used)} of these files ({', '.join(used)})" + light
+    return f"notebook 20's table, on {len(used)} of these files ({', '.join(used)})" + (
+        f"; the light synthetic clip{'s' if left > 1 else ''} it also timed left out: light clips decode faster "
+        "than filmed video, and not by the same factor for every library"
+        if left and set(kept) & measured
+        else ""
+    )
 
 
 def media_mismatch(sources: dict) -> str | None:
