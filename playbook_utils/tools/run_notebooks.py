@@ -26,10 +26,16 @@ from playbook_utils.bench.harness import PROGRESS_FILE
 from playbook_utils.bench.verdicts import percent
 from playbook_utils.decoders import base
 from playbook_utils.tools import setup_env
-from playbook_utils.tools.results import reference_numbers
+from playbook_utils.tools.results import reference_for, reference_numbers
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
+
+
+def reference_summary(mode: str) -> Path:
+    """The summary.json of the reference run of `mode`: this machine's GPU reference (or the newest) for full mode,
+    the CPU reference for smoke mode."""
+    return reference_for("cpu" if mode == "smoke" else "gpu") / "summary.json"
 
 
 def _playbook_meta(path) -> dict:
@@ -360,12 +366,66 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     )
 
 
+def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
+    """({notebook name: seconds it last took when it passed}, their source): the previous run of `mode` in `output`,
+    else the reference run (`reference_summary`); ({}, None) when neither can be read."""
+    for path in (Path(output) / "summary.json", reference_summary(mode)):
+        try:
+            doc = json.loads(path.read_text())
+            if doc.get("mode") != mode:
+                continue
+            # a failed run stops early: its seconds say nothing about how long the notebook takes
+            times = {
+                r["notebook"]: r["seconds"]
+                for r in doc["notebooks"]
+                if r.get("seconds") and r.get("status") == "passed"
+            }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        machine = doc.get("machine") or {}
+        where = (
+            f"the last {mode} run in this folder"
+            if path.parent == Path(output)
+            else f"{path.parent.relative_to(ROOT)} ({machine.get('gpu', 'no GPU')}; {machine.get('cpu')})"
+        )
+        return times, where
+    return {}, None
+
+
 def duration(seconds: float) -> str:
     """Seconds as the console shows them: '45s', '1m20s', '1h05m'."""
     s = round(seconds)
     if s < 60:
         return f"{s}s"
     return f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class Progress:
+    """The console lines of a run: a start line per notebook ('[3/12] 20_decode_benchmarks ... expected ~1m20s'),
+    a result line when it ends, and the final tally."""
+
+    def __init__(self, total: int, expected: dict):
+        self.total, self.expected, self.count, self.t0 = total, expected, 0, time.perf_counter()
+
+    def start(self, nb: Path) -> None:
+        self.count += 1
+        secs = self.expected.get(nb.name)
+        eta = f"expected ~{duration(secs)}" if secs else "no time from an earlier run"
+        print(f"[{self.count}/{self.total}] {nb.stem} ... {eta}", flush=True)
+
+    def tally(self, rows: list[dict]) -> str:
+        """'3 passed, 0 failed in 6m36s', and with several notebooks each one's share of their time
+        ('20 76%, 21 22%, 22 2%'): where a run spends its minutes."""
+        failed = sum(r["status"] != "passed" for r in rows)
+        line = f"{len(rows) - failed} passed, {failed} failed in {duration(time.perf_counter() - self.t0)}"
+        spent = sum(r.get("seconds") or 0 for r in rows)
+        if len(rows) > 1 and spent > 0:
+            line += (
+                " ("
+                + ", ".join(f"{r['notebook'][:2]} {100 * (r.get('seconds') or 0) / spent:.0f}%" for r in rows)
+                + ")"
+            )
+        return line
 
 
 def _status_line(row: dict) -> str:
@@ -622,6 +682,10 @@ def main(argv=None) -> int:
         "media_version": None if args.video_dir else media.MEDIA_VERSION,
     }
     started = f"running {len(notebooks)} notebook(s) in {args.mode} mode on {gpu}; output: {output}"
+    expected, source = expected_seconds(output, args.mode)
+    progress = Progress(len(notebooks), expected)
+    if source:
+        started += f"\nexpected times from {source}"
     earlier = earlier_rows(output, notebooks)  # kept in the summary written on the way
     try:  # a folder the runner did not make: refused before anything moves
         moved = set_aside(output, notebooks)
@@ -635,9 +699,9 @@ def main(argv=None) -> int:
     record.parent.mkdir(exist_ok=True)
     record.unlink(missing_ok=True)
     os.environ[base.RECORD_ENV] = str(record.resolve())
-    rows, t0 = [], time.perf_counter()
+    rows = []
     for i, nb in enumerate(notebooks):
-        print(f"[{i + 1}/{len(notebooks)}] {nb.stem} ...", flush=True)
+        progress.start(nb)
         rows.append(_run_here(nb, output, args, caps, machine))
         if i + 1 < len(notebooks):  # what has run, should the machine be lost before the end
             left = [p.name for p in notebooks[i + 1 :]]
@@ -648,14 +712,13 @@ def main(argv=None) -> int:
         output, machine["libraries"], f"installed for this {args.mode} run of {machine['date_utc']} UTC"
     )
     unreadable = unreadable_files(rows)
-    failed = [r for r in rows if r["status"] != "passed"]
     print(
-        f"{len(rows) - len(failed)} passed, {len(failed)} failed in {duration(time.perf_counter() - t0)}",
+        progress.tally(rows),
         *([f"{len(unreadable)} of your files could not be read: listed in summary.md"] if unreadable else []),
         f"summary: {summary}",
         sep="\n",
     )
-    return 1 if failed else 0
+    return 1 if any(r["status"] != "passed" for r in rows) else 0
 
 
 if __name__ == "__main__":

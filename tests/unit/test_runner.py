@@ -21,9 +21,12 @@ def _write_nb(path, body, requires=(), extra_params=""):
 
 
 def tally(line: str):
-    """The runner's tally line ('1 passed, 2 failed in 12s') as (passed, failed, time taken)."""
-    passed, failed, took = re.fullmatch(r"(\d+) passed, (\d+) failed in (\S+)", line).groups()
-    return int(passed), int(failed), took
+    """The runner's tally line ('1 passed, 2 failed in 12s (90 3%, 91 40%, 92 57%)') as (passed, failed, time taken,
+    {notebook number: its share of the time in %})."""
+    head, _, shares = line.partition(" (")
+    passed, failed, took = re.fullmatch(r"(\d+) passed, (\d+) failed in (\S+)", head).groups()
+    pairs = [share.split() for share in shares.rstrip(")").split(", ") if share]
+    return int(passed), int(failed), took, {n: int(pct.rstrip("%")) for n, pct in pairs}
 
 
 def md_table(lines: list[str]) -> dict:
@@ -84,12 +87,16 @@ def test_runner_runs_every_notebook_and_reports_failures(tmp_path, capsys):
     # the console: a start line with the place in the run, a result line, a tally with the total time
     lines = capsys.readouterr().out.splitlines()
     starts = [line for line in lines if line.startswith("[")]
-    assert starts == [f"[{k}/3] {stem} ..." for k, stem in enumerate(["90_good", "91_broken", "92_silent"], 1)]
+    assert starts == [
+        f"[{k}/3] {stem} ... no time from an earlier run"
+        for k, stem in enumerate(["90_good", "91_broken", "92_silent"], 1)
+    ]
     ends = [line.split() for line in lines if line.split()[:1] in (["passed"], ["failed"])]
     assert [e[:2] for e in ends] == [["passed", "90_good"], ["failed", "91_broken"], ["failed", "92_silent"]]
     assert all(re.fullmatch(r"\d+s", e[3]) for e in ends)
-    passed, failed, took = tally(lines[-2])
-    assert (passed, failed) == (1, 2) and re.fullmatch(r"\d+s", took)
+    passed, failed, took, shares = tally(lines[-2])  # and each notebook's share of the time
+    assert (passed, failed) == (1, 2) and re.fullmatch(r"\d+s", took) and list(shares) == ["90", "91", "92"]
+    assert abs(sum(shares.values()) - 100) <= 2
     assert lines[-1].startswith("summary: ")
 
 
@@ -349,6 +356,14 @@ def test_a_run_into_a_used_folder_moves_the_earlier_one_aside_and_says_so(tmp_pa
     assert not (out / "previous").exists() and [line for line in said if line.startswith(str(out))] == []
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out), "--pattern", "90"]) == 0
     out_lines = capsys.readouterr().out.splitlines()
+    # the times expected are the last run's, of the same mode
+    seconds = next(r["seconds"] for r in first["notebooks"] if r["notebook"] == "90_good.ipynb")
+    _, source = run_notebooks.expected_seconds(out, "smoke")
+    assert source is not None and sum(line.endswith(source) for line in out_lines) == 1
+    start = next(line for line in out_lines if line.startswith("[1/1]")).split()
+    assert start[1] == "90_good" and start[-1] == "~" + run_notebooks.duration(seconds)
+    times, source = run_notebooks.expected_seconds(out, "full")  # a full run: the full reference's, not these
+    assert "90_good.ipynb" not in times and (source is None or source.startswith("results/h"))
     moved = [line for line in out_lines if line.startswith(str(out))]  # which run went where (the files: below)
     assert len(moved) == 1 and first["machine"]["date_utc"] in moved[0] and "smoke" in moved[0].split()
     assert moved[0].endswith(str(out / "previous") + "/")
@@ -451,6 +466,20 @@ pathlib.Path(OUTPUT_DIR, "90_paths.json").write_text(json.dumps({"headline": {
     head = json.loads((tmp_path / "work" / "out" / "90_paths.json").read_text())["headline"]
     assert head == {"video_dir": str(videos), "is_dir": True, "cache": str(tmp_path / "cache")}
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", "out", "--video-dir", "nowhere"]) == 2
+
+
+def test_expected_times_come_from_passed_runs_only(tmp_path):
+    doc = {
+        "mode": "smoke",
+        "machine": {},
+        "notebooks": [
+            {"notebook": "20_a.ipynb", "status": "failed", "seconds": 8.0},
+            {"notebook": "21_b.ipynb", "status": "passed", "seconds": 300.0},
+        ],
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(doc))
+    times, source = run_notebooks.expected_seconds(tmp_path, "smoke")
+    assert times == {"21_b.ipynb": 300.0} and source == "the last smoke run in this folder"
 
 
 def test_a_kernels_progress_bar_is_shown_on_the_console_not_in_the_notebook(tmp_path, capsys):
