@@ -243,9 +243,8 @@ def collate_videos(items):
 
 
 def _worker_start(threads: int, probed: str, worker_id: int) -> None:
-    """DataLoader worker start-up: this worker's decoders use `threads` threads (see make_loader), the
-    imports its parent probed need no second probe here (`decoders.child_env`), and the worker lets its
-    last batch leave before it exits (`finish_sending`)."""
+    """DataLoader worker start-up: `threads` decoder threads (see make_loader), the parent's import checks trusted
+    (`decoders.child_env`), and the last batch let out before exit (`finish_sending`)."""
     import atexit
 
     os.environ[PROBED_ENV] = probed

@@ -249,23 +249,14 @@ def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
     Returns (record, sentence); 'readable' is False where the row beats the bare loop beyond the spread."""
     overhead = 100 * (bare["bare_fps"] / row["fps"] - 1)
     spread = max(bare.get("bare_spread_pct") or 0, row.get("rate_spread_pct") or 0)
-    head = (
-        f"the harness: PyAV's bare loop {bare['bare_fps']:,.0f} frames/s (section 1), its row here {row['fps']:,.0f}: "
-    )
+    head = f"the harness: PyAV's bare loop {bare['bare_fps']:,.0f} frames/s, its row here {row['fps']:,.0f}: "
     if abs(overhead) <= spread:
-        judged = f"{overhead:+.1f}%, inside the {percent(spread)} spread: no cost this run can tell from noise"
+        judged = f"{overhead:+.1f}%, inside the {percent(spread)} spread: no measurable cost"
     elif overhead > 0:
-        judged = (
-            f"{overhead:+.1f}%, more than the {percent(spread)} spread: the harness costs about that much, so "
-            "compare the table's rows with each other, not with a hand-written loop"
-        )
+        judged = f"{overhead:+.1f}%, beyond the {percent(spread)} spread: the harness costs that much"
     else:
-        judged = (
-            f"the row is {100 * (row['fps'] / bare['bare_fps'] - 1):.0f}% faster, more than the {percent(spread)} "
-            "spread. A harness adds work to the same decode and cannot remove any, so the two ran under other "
-            "conditions (the machine's speed or its caches moved between section 1 and the table): this run cannot "
-            "tell the harness's cost"
-        )
+        faster = 100 * (row["fps"] / bare["bare_fps"] - 1)
+        judged = f"the row {faster:.0f}% faster, beyond the {percent(spread)} spread: not readable (conditions moved)"
     record = {
         "bare_fps": bare["bare_fps"],
         "harness_fps": row["fps"],
@@ -327,16 +318,12 @@ def order_caveat(verdict, costs: dict) -> str | None:
     best, other = verdict.best.split()[0], verdict.runner_up.split()[0]
     if best not in costs or other not in costs:
         return None
-    return (
-        f"but against their own bare loops the libraries' rows differed by {apart:.0f} points (section 3's harness "
-        f"line), more than this {verdict.margin_pct:.0f}% margin: the order of {best} and {other} is not settled by "
-        "this run"
-    )
+    margin = verdict.margin_pct
+    return f"order of {best} and {other} not settled: harness costs {apart:.0f} points apart, margin {margin:.0f}%"
 
 
 def costs_line(costs: dict) -> str | None:
-    """The sentence of `harness_costs` for its {library: {'overhead_pct', 'spread_pct'}} (also the README's H200
-    table, from the reference's record): None under two libraries."""
+    """The line of `harness_costs` for its {library: {'overhead_pct', 'spread_pct'}}: None under two libraries."""
     if len(costs) < 2:
         return None
     apart, widest = _apart(costs)
@@ -345,17 +332,8 @@ def costs_line(costs: dict) -> str | None:
     )
     head = f"each library's row against its own bare loop: {listed}"
     faster = sorted(lib for lib, c in costs.items() if not harness_readable(c["overhead_pct"], c["spread_pct"]))
-    if apart <= widest and not faster:
-        return (
-            f"{head}: within the two widest spreads ({percent(widest)}) of one another, no library's cost stands apart"
-        )
-    if apart <= widest:  # alike, yet rows faster than their bare loops: the conditions moved, no cost is read
-        return (
-            f"{head}: {' and '.join(faster)} read faster than {'its' if len(faster) == 1 else 'their'} bare loop "
-            "beyond the spread, which a harness cannot do: the two ran under other conditions, and no cost is read"
-        )
-    return (
-        f"{head}: {apart:.0f} points apart, more than the two widest spreads ({percent(widest)}). The harness's cost is "
-        f"not one number here (it follows the library and the moment each ran), so a gap between two rows of the "
-        f"table smaller than about {apart:.0f}% says nothing about the libraries"
-    )
+    if apart > widest:
+        return f"{head}: {apart:.0f} points apart, beyond the two widest spreads ({percent(widest)})"
+    if faster:
+        return f"{head}: {' and '.join(faster)} faster than the bare loop beyond the spread: no cost read"
+    return f"{head}: within the two widest spreads ({percent(widest)}) of one another"

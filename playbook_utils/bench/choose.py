@@ -41,9 +41,8 @@ def groups(profile: dict) -> Counter:
 
 
 def main_group(profile: dict) -> tuple[tuple | None, str]:
-    """(group, sentence): the reader's most common kind of file (`groups`), the one the decision is made for. Where
-    several kinds are as common, the one with the most pixels per frame is taken (it costs the most to decode,
-    so it decides what the loader must keep up with), and the sentence says so."""
+    """(group, line): the reader's most common kind of file (`groups`), the one the decision is made for; among
+    kinds as common, the one with the most pixels per frame (the costliest to decode), the first listed on a tie."""
     kinds = groups(profile)
     if not kinds:
         return None, "no readable file"
@@ -58,14 +57,8 @@ def main_group(profile: dict) -> tuple[tuple | None, str]:
     said = f"your most common kind of file: {' '.join(group)} ({top} files)"
     if len(tied) > 1:
         others = ", ".join(" ".join(g) for g in tied if g != group)
-        same = [g for g in tied if g != group and pixels(g) == pixels(group)]
-        why = (
-            "the first listed of those with as many pixels per frame (nothing else tells them apart; a folder "
-            "of the others alone gets its own answer)"
-            if same
-            else "the most pixels per frame (the costliest to decode)"
-        )
-        said += f"; as many are {others}: this one is taken, {why}"
+        same = any(g != group and pixels(g) == pixels(group) for g in tied)
+        said += f"; as many are {others}: taken as {'the first listed' if same else 'the most pixels per frame'}"
     return group, said
 
 
@@ -145,12 +138,7 @@ def media_mismatch(sources: dict) -> str | None:
     if not other:
         return None
     listed = " and ".join(f"{what} ({'before 4' if v is None else f'version {v}'})" for what, v in other.items())
-    return (
-        f"{listed} read the generated clips of another media version than this run's ({media.MEDIA_VERSION}): the "
-        "same names over other bytes, so the rates set side by side here do not quite compare. Run "
-        + ("that notebook" if len(other) == 1 else "those notebooks")
-        + " again into this folder for one set"
-    )
+    return f"{listed}: clips of another media version than this run's ({media.MEDIA_VERSION}); rerun for one set"
 
 
 def decision_tree(rows, clip_info: dict) -> dict:
@@ -483,16 +471,8 @@ def route_report(rec: dict, files: list, workload: str, device: str, folder, mea
         )
         return lines, ran
     mix, rest = mix_rate(rec, len(files)), len(files) - rec["accepted"]
-    lines.append(
-        "  that mix is not measured as one loader here"
-        + (f" ({ran['why']})" if ran else "")
-        + (
-            f"; from the two rates measured alone and the share of files each reads ({rec['accepted']} and {rest}), "
-            f"it would deliver about {mix:,.0f} frames/s (files of similar length)"
-            if mix
-            else ""
-        )
-    )
+    computed = f"; computed from the two rates and files read ({rec['accepted']} and {rest}): ~{mix:,.0f} frames/s"
+    lines.append("  not measured as one loader here" + (f" ({ran['why']})" if ran else "") + (computed if mix else ""))
     return lines, ran
 
 

@@ -25,9 +25,8 @@ from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
 
 
 def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
-    """(the paths `backend` takes on `device`, {path: why} for the ones it refuses before decoding): a loader
-    of one library is measured on the files it would read, not stopped by the first it refuses (decord and
-    open-GOP video, say). Introduced in notebook 21."""
+    """(the paths `backend` takes on `device`, {path: why} for the ones it refuses before decoding): a library's
+    loader is measured on the files it would read. Introduced in notebook 21."""
     why = {str(p): why_unavailable(backend, device, p) for p in dict.fromkeys(paths)}
     return [p for p in paths if not why[str(p)]], {p: w for p, w in why.items() if w}
 
@@ -120,17 +119,8 @@ def sweep_workers(
                 **r,
             }
         )
-        cut = (
-            f", {r['steps']} steps: the {max_s:.3g} s cap stopped it at the end of its round"
-            if r["stopped_by_time"]
-            else ""
-        )
-        cut += (
-            f"; {_secs(took)} in all: {_secs(r['first_batch_s'])} to the first batch, {_secs(r['prefetched_s'])} of "
-            f"warm-up and prefetched batches, {_secs(took - r['first_batch_s'] - r['prefetched_s'] - closing)} "
-            f"measured, {_secs(closing)} to stop the workers"
-        )
-        cut += "" if r["steady"] else f"; not a steady rate: {r['why']}"
+        cut = f", {r['steps']} steps to the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
+        cut += f"; {_secs(took)} in all, {_secs(closing)} to stop" + ("" if r["steady"] else f"; unsteady: {r['why']}")
         log(
             f"{b:11s} workers={w:2d}, threads per decoder {threads or 'all':>3}: {r['samples_per_s']:7.1f} videos/s, "
             f"waits {100 * r['wait_fraction']:5.1f}% of the time ({1e3 * r['wait_s_per_step']:.1f} ms per "
@@ -138,13 +128,8 @@ def sweep_workers(
         )
     if unmeasured:
         log(
-            f"not measured, the sweep's {budget_s:.0f} s having been spent: "
+            f"not measured, the {budget_s:.0f} s budget spent: "
             + ", ".join(f"{u['backend']} x{u['workers']}" for u in unmeasured)
-            + (
-                f" (past the budget, only the first {first_of} libraries' first configuration runs)"
-                if first_of is not None and any(u["backend"] not in {r["backend"] for r in rows} for u in unmeasured)
-                else ""
-            )
         )
     rows.sort(key=lambda r: (backends.index(r["backend"]), r["workers"]))
     return rows, stuck, unmeasured
@@ -163,10 +148,8 @@ def notebook20_table(out, video_dir) -> tuple[dict, list] | None:
 
 
 def clip_ceiling(path, out, video_dir, gpu: int, layouts, seconds: float, more=()) -> dict:
-    """The NVDEC ceiling notebook 21's loaders of the clip at `path` are measured against: notebook 20's, as 20 wrote
-    it into the output folder `out`, where it saturated the engines of this GPU model with the same files
-    (`video_dir`, media version), 'measured_by' naming it; else `nvdec.ceiling` over `layouts` (`more` where not
-    saturated), measured now."""
+    """The NVDEC ceiling of the clip at `path` for notebook 21: notebook 20's in `out` where it saturated this GPU
+    model on the same files and media version ('measured_by' names it), else `nvdec.ceiling` measured now."""
     found = notebook20_table(out, video_dir)
     n20 = found[0] if found else {}
     env20, c = n20.get("environment") or {}, (n20.get("nvdec_ceiling") or {}).get(Path(path).name)
@@ -213,10 +196,8 @@ def order_line(backends, said: str | None, missing: str) -> str:
 
 
 def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:
-    """(`backends` ordered by a one-caller table's `rows`, fastest first, and a line naming `source`; None when the
-    rows rate none of them, in `reference_order`): each backend's mean rate of K = 16 sampled frames on the CPU,
-    frame-exact rows only.
-    A backend the table did not measure goes last."""
+    """(`backends` by their mean exact CPU rate of K = 16 sampled frames in `rows`, fastest first, unmeasured last,
+    and a line naming `source`); (`reference_order`, None) where the rows rate none of them."""
     rates: dict = {}
     for r in rows:
         if (r.get("status"), r.get("device"), r.get("workload"), r.get("exact")) == ("ok", "cpu", "uniform16", True):
@@ -388,9 +369,8 @@ def gpu_specs(
 
 
 def spec_lookahead(spec: dict) -> int:
-    """The look-ahead, in videos, of the loader a `measure_isolated` spec builds (`lookahead_of` of the loader,
-    known before it is built): what `steady_epoch` sizes its epoch by. DALI's reader works in sequences of a
-    few videos' worth: 0 videos."""
+    """The look-ahead, in videos, of the loader a `measure_isolated` spec builds, known before it is built (what
+    `steady_epoch` sizes its epoch by); 0 for DALI's reader, which works in sequences."""
     if spec["kind"] == "dali":
         return 0
     if spec.get("processes", 1) > 1:
@@ -408,13 +388,9 @@ def measure_gpu_loaders(
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
     if specs:  # their children (and any left for later runs) start side by side, then measure one at a time
-        extra = len(_deferred)
         warm_s = warm_children(specs, common["device"], clip)
-        if len(specs) + extra > 1:
-            log(
-                f"  {len(specs)} children, one per loader below, started and warmed side by side in {warm_s:.1f} s"
-                + (f" (with {extra} for the runs after them)" if extra else "")
-            )
+        if len(specs) > 1:
+            log(f"  {len(specs)} children, one per loader below, warmed side by side in {warm_s:.1f} s")
     for spec in specs:
         warm = common.get("warmup_batches", 0) * common.get("batch_size", 1)
         n = steady_epoch(spec_lookahead(spec), warm, common.get("min_window_s", 0.0), items_per_s)
@@ -441,9 +417,8 @@ def wait_steps_for(row: dict, batch_size: int, smoke: bool) -> int:
 
 
 def wait_epoch(row: dict, batch_size: int, steps: int) -> int:
-    """Videos for the GPU data-wait run of `row`'s loader over `steps` measured steps: every step's batch, 3 more
-    (`measure_loader`'s 2 warm-up steps and one to spare), and two look-aheads: the one decoded before the clock
-    and the one `measure_loader` lets drain before it starts."""
+    """Videos for the GPU data-wait run of `row`'s loader over `steps` steps: every step's batch, 3 more (2 warm-up
+    steps and one to spare) and two look-aheads (decoded before the clock, and drained before it starts)."""
     return batch_size * (steps + 3) + 2 * spec_lookahead(row)
 
 
@@ -937,9 +912,8 @@ def steady_epoch(
 
 
 class _DaliVideos:
-    """A DALI iterator seen as an iterable of video tensors, for `measure_flat_out` and `measure_loader`. Its
-    look-ahead, in sequences: the pipeline's prefetch queue of batches, the batch being built and the reader's
-    own batch ahead."""
+    """A DALI iterator as an iterable of video tensors, for `measure_flat_out` and `measure_loader`; its look-ahead
+    in sequences: the prefetch queue, the batch being built and the reader's own batch ahead."""
 
     def __init__(self, iterator, batch_size: int, prefetch: int = 2, sequences: int | None = None):
         self.iterator = iterator
@@ -954,9 +928,8 @@ class _DaliVideos:
 
 
 class _Batches:
-    """Batches of videos from a loader, for `measure_flat_out`: the frames of each batch of a handed-over module's
-    loader (whose batches also carry names and skipped files) or of the playbook's CPU `make_loader`, with the
-    loader's look-ahead in items and its epoch's length."""
+    """The frames of each batch of a handed-over module's loader or of `make_loader`, for `measure_flat_out`, with
+    the loader's look-ahead in items and its epoch's length."""
 
     def __init__(self, loader, items: int, lookahead: int, module: bool):
         self.loader, self.paths, self.lookahead, self.module = loader, range(items), lookahead, module
@@ -1108,9 +1081,8 @@ GPU_CLIP_KINDS = (("h264", False), ("hevc", True), ("hevc", False), ("h264", Tru
 
 
 def gpu_clips(paths, count: int) -> list[tuple[str, str]]:
-    """(codec, path) of the clips notebook 21 measures its GPU-side loaders on: of each H.264 and HEVC kind
-    (codec, closed or open GOP) present, in the order of GPU_CLIP_KINDS, the clip with the shortest first GOP; the
-    first `count`."""
+    """(codec, path) of the first `count` clips notebook 21 measures its GPU-side loaders on: of each kind of
+    GPU_CLIP_KINDS present (codec, closed or open GOP), in that order, the clip with the shortest first GOP."""
     kinds: dict = {}
     for p in paths:
         i = video_info(p)

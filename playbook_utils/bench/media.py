@@ -100,11 +100,8 @@ def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) ->
 
 
 def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
-    """Return the (Y, U, V) planes of frame `index` of a synthetic clip (uint8, 4:2:0).
-
-    The picture has moving colour bands, a moving square, the frame number in digits and the
-    machine-readable stamp; `read_stamp` reads it back. Introduced in notebook 01.
-    """
+    """The (Y, U, V) uint8 4:2:0 planes of frame `index` of a synthetic clip: moving bands and square, the frame
+    number in digits and the stamp `read_stamp` reads back. Introduced in notebook 01."""
     x = np.arange(width, dtype=np.float32)
     phase = 2 * np.pi * (x / width + index / 90.0)
     row = (60 + 100 * (0.5 + 0.5 * np.sin(phase))).astype(np.uint8)
@@ -129,9 +126,8 @@ def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
 
 @functools.lru_cache(maxsize=4)
 def _texture(width: int, height: int) -> np.ndarray:
-    """A fixed detail texture, 64 pixels larger than the picture each way: noise at three scales (fine grain,
-    edges, blotches), so that, like filmed detail, it costs bits at every scale. One per size, per process
-    (read-only: every frame is cut from it)."""
+    """A read-only detail texture 64 pixels larger than the picture each way, one per size: noise at three scales,
+    so that, like filmed detail, it costs bits at every scale."""
     rng = np.random.default_rng(width * 7907 + height)
     h, w = height + 64, width + 64
     t = np.zeros((h, w), dtype=np.float32)
@@ -446,9 +442,8 @@ def _encode(
 
 
 def pad_mp4(path, size: int) -> Path:
-    """Grow the MP4 (or MOV) at `path` to exactly `size` bytes with a trailing `free` box, which every
-    reader skips: a file of the same size as another with other frames, to test that caches tell files
-    apart by more than size and mtime (notebook 23). Returns the path; ValueError when it cannot fit."""
+    """Grow the MP4 (or MOV) at `path` to exactly `size` bytes with a trailing `free` box that readers skip (a file
+    as large as another, for cache keys; notebook 23). Returns the path; ValueError when it cannot fit."""
     path = Path(path)
     extra = size - path.stat().st_size
     if extra == 0:
@@ -529,9 +524,8 @@ def colour_clips(directory=None, smoke: bool = True, frames: int = 8) -> dict[st
 
 
 def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
-    """The stamps of the frames the ffmpeg command-line tool shows for `path` (its default stream, its edit
-    list honoured, the picture as stored): the ground truth of what a player shows. None for a frame
-    without a valid stamp."""
+    """The stamps of the frames the ffmpeg tool shows for `path` (default stream, edit list honoured): what a player
+    shows. None for a frame without a valid stamp."""
     import subprocess
 
     info = probe(path)

@@ -69,11 +69,8 @@ def _child(library: str, path: str) -> dict:
 
 
 def decode_check(library: str, path, timeout: float = 120) -> dict:
-    """Decode `path` on the GPU with `library` in a child process; return what happened.
-
-    {'ok': all frames decoded on the GPU with the right stamps, 'frames', 'wrong_frames',
-     'seconds' (including decoder start-up), 'how', 'error', 'status' (the child's, `child.OUTCOMES`)}.
-    """
+    """Decode `path` on the GPU with `library` in a child process. Returns {'ok' (every stamp right), 'frames',
+    'wrong_frames', 'seconds' (with start-up), 'how', 'error', 'status' (`child.OUTCOMES`)}. Notebook 00."""
     found = child.call(child.python("-m", "playbook_utils.bench.nvdec", library, str(path)), timeout=timeout)
     return {"ok": False, **found} if found["status"] != "ok" else found
 
@@ -125,9 +122,8 @@ def _frames_before(t_end: float, chunks, spans: list | None = None) -> float:
 
 
 def _pynvvideocodec_passes(path: str, gpu: int):
-    """(warm-up, one timed pass) for a PyNvVideoCodec decoder: its demuxer and decoder, NV12 left in GPU memory.
-    The decoder is created once and reused pass after pass; a pass returns the frames it decoded before
-    `t_end`."""
+    """`one_pass(t_end)`: one pass of a PyNvVideoCodec decoder (created once, reused; NV12 left in GPU memory),
+    returning the frames decoded before `t_end`."""
     import PyNvVideoCodec as nvc
 
     demuxer = nvc.CreateDemuxer(path)

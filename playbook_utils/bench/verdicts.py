@@ -162,7 +162,4 @@ def growth_words(slope: float, error: float, whole_mib: float, what: str = "read
     `grows`; otherwise no growth this run can tell from the allocator's noise."""
     if grows(slope, error, whole_mib):
         return f"each {what} holds about {slope / whole_mib:.0%} of the whole clip decoded ({whole_mib:.0f} MiB)"
-    return (
-        f"no growth per {what} this run can tell from the allocator's steps once the first has set up (a fitted "
-        f"{slope:+.1f} ± {error:.1f} MiB per {what}, against {whole_mib:.0f} MiB for a whole decoded clip)"
-    )
+    return f"no growth per {what} beyond allocator steps ({slope:+.1f} ± {error:.1f} MiB; clip {whole_mib:.0f} MiB)"

@@ -29,27 +29,20 @@ def busy_words(u: dict | None) -> str:
 
 
 def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
-    """(label, sentence): what held a GPU-side loader back, from its utilization: 'NVDEC' or 'SMs' where busy at
-    least `busy_pct`, else 'host side'; 'unknown' where the window was too short to sample."""
+    """(label, line): what held a GPU-side loader back, from its utilization: 'NVDEC' or 'SMs' where busy at least
+    `busy_pct`, else 'host side' (with the cores used, and 'idle' where under half were); 'unknown' unsampled."""
     u = row.get("utilization") or {}
     nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
     if nvdec is None or sm is None:
-        return "unknown", f"unknown: utilization {u.get('busy_why') or 'not measured (NVML gave none here)'}"
+        return "unknown", f"unknown: utilization {u.get('busy_why') or 'not measured'}"
     if nvdec >= busy_pct:
-        return "NVDEC", f"NVDEC, busy {nvdec:.0f}% of the time"
+        return "NVDEC", f"NVDEC busy {nvdec:.0f}%"
     if sm >= busy_pct:
-        return (
-            "SMs",
-            f"the SMs, busy {sm:.0f}% of the time (colour conversion, resize, normalization; NVDEC {nvdec:.0f}%)",
-        )
+        return "SMs", f"SMs busy {sm:.0f}% (NVDEC {nvdec:.0f}%)"
     have = len(os.sched_getaffinity(0))
-    cores = f"; the process and its children used {cpu / 100:.1f} of {have} cores" if cpu is not None else ""
-    if cpu is not None and cpu / 100 < have / 2:  # nothing busy: the decodes in flight were too few
-        cores += ", the others idle: too few decodes in flight to keep any of them busy"
-    return "host side", (
-        f"the host side (its threads and their calls into the decoder): neither NVDEC ({nvdec:.0f}%) nor the SMs "
-        f"({sm:.0f}%) were busy{cores}"
-    )
+    cores = "" if cpu is None else f", {cpu / 100:.1f} of {have} cores busy"
+    idle = cpu is not None and cpu / 100 < have / 2
+    return "host side", f"host side: NVDEC {nvdec:.0f}%, SMs {sm:.0f}%{cores}" + (", the rest idle" if idle else "")
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -144,30 +137,23 @@ def format_run(result: dict) -> str:
 
 
 def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None = None, stopped=None) -> str:
-    """The sentence `loader_bench.more_threads` returns. `ended`: 'failed', 'no rate' or 'done'; `best`: the
-    best row so far; `stopped`: (threads, gain %, spread %) of the first step that gained no more than the spread."""
+    """The line `loader_bench.more_threads` returns. `ended`: 'failed', 'no rate' or 'done'; `best`: the best row
+    so far; `stopped`: (threads, gain %, spread %) of the first step that gained no more than the spread."""
+    held = f"best {best['loader']}, {best['frames_per_s']:,.0f} frames/s"
     if ended == "failed":
-        return f"{tried} failed (the line above says why); the best stays {best['loader']}"
+        return f"{held}; {tried} failed"
     if ended == "no rate":
         last = rows[-1]
-        return (
-            f"{tried} gave no rate to compare ({last['words'] if last['steady'] else last['why']}); "
-            f"the best measured stays {best['loader']}, {best['frames_per_s']:,.0f} frames/s"
-        )
-    held = f"{best['frames_per_s']:,.0f} frames/s, held back by {limit_of(best)[1]}"
+        return f"{tried}: no rate ({last['words'] if last['steady'] else last['why']}); {held}"
+    held += f", limit: {limit_of(best)[1]}"
     if stopped is None:
-        return f"still rising at {best['threads']} threads, the last count tried: {held}"
+        return f"still rising at {best['threads']} threads; {held}"
     t, gain, spread = stopped
-    head = f"the rate stopped rising at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%)"
-    if best["threads"] > t:
-        return f"{head}, then rose again: {best['loader']} is the best, {held}"
-    after = [r for r in rows if r["threads"] > best["threads"]]
-    moved = ""
+    after = [r["frames_per_s"] / best["frames_per_s"] - 1 for r in rows if r["threads"] > best["threads"]]
+    again = ", then rose again" if best["threads"] > t else ""
     if len(after) > 1:
-        lo = 100 * (min(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1)
-        hi = 100 * (max(r["frames_per_s"] for r in after) / best["frames_per_s"] - 1)
-        moved = f"; from there to {after[-1]['threads']} threads it stayed within {lo:+.1f}% to {hi:+.1f}% of it"
-    return f"{head}: it levels off from {best['loader']}, {held}{moved}"
+        held += f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
+    return f"levelled at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%){again}; {held}"
 
 
 def gpu_loader_line(row: dict) -> str:
@@ -273,9 +259,6 @@ def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict 
     return "\n".join(lines)
 
 
-MATRIX_OF = {"pynvvideocodec": "notebook 13", "pyav_hwaccel": "notebook 10 (section 6)"}  # where each one's matrix is
-
-
 def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
     """Notebook 00: a line for each library that did not decode a probe clip exactly on NVDEC
     (`nvdec.codec_matrix`'s result; `clips`: {codec: path}), with its reason or wrong frames."""
@@ -288,9 +271,8 @@ def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
                 lines.append(f"{name} through {lib}: {str(r['error'])[:240]}")
             else:
                 lines.append(
-                    f"{name} through {lib}: {r.get('wrong_frames')} of {r.get('frames')} frames were other than asked "
-                    f"(a {Path(clips[name]).suffix} file); the correctness matrix of {MATRIX_OF.get(lib, 'its notebook')} "
-                    "shows which files this library is trusted with (read_frames refuses the rest)"
+                    f"{name} through {lib}: {r.get('wrong_frames')} of {r.get('frames')} frames wrong "
+                    f"(a {Path(clips[name]).suffix} file; its library notebook's matrix says which files to trust)"
                 )
     return lines
 

@@ -43,9 +43,8 @@ CPU_THREADS = 0  # threads per decoder for PyAV and TorchCodec's CPU path; 0: th
 
 
 def set_cpu_threads(n: int) -> None:
-    """Set how many threads each decoder of this process may use (PyAV, TorchCodec on the CPU; 0: the library's
-    choice; decord keeps its own). Loader workers set it so that workers x threads fits the cores
-    (`loaders.make_loader`; notebook 10)."""
+    """Set how many threads each CPU decoder of this process may use (PyAV, TorchCodec; 0: the library's choice),
+    so that loader workers x threads fit the cores (`loaders.make_loader`; notebook 10)."""
     global CPU_THREADS
     CPU_THREADS = max(0, int(n))
 
@@ -250,9 +249,8 @@ def check_imports(names) -> None:
 
 
 def child_env() -> dict:
-    """os.environ plus the libraries this process has already seen import cleanly, for the child processes that
-    measure one backend (bench jobs, notebook 21's loaders): they skip a second check, which costs a Python
-    start and the library's import (seconds per child on a GPU machine)."""
+    """os.environ plus the libraries this process has seen import cleanly, so that the children measuring one
+    backend skip a second import check (seconds per child on a GPU machine)."""
     return {**os.environ, PROBED_ENV: ",".join(sorted(_vouched() | _probed_ok))}
 
 

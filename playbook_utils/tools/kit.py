@@ -28,9 +28,8 @@ _NAMES = {"torch": "torch", **env.LIBRARIES}
 
 
 def machine_line(rep: dict, device: str, libraries=()) -> str:
-    """One line that says where a notebook ran: GPU (driver, NVDEC engines) or none, CPU cores, the
-    versions of the already-imported `libraries` (import names), the date and the device in use.
-    Used by every notebook but 00, whose full report it points to."""
+    """Where a notebook ran, in one line: GPU (driver, NVDEC engines), CPU cores, the versions of the imported
+    `libraries`, the date and the device. Every notebook but 00, whose full report it points to."""
     g = rep["gpu"]
     if g["available"]:
         d = g["devices"][0]
@@ -137,11 +136,8 @@ def reference_for(stem: str, root: Path = Path(__file__).resolve().parents[2]) -
 
 
 class Notebook:
-    """One notebook's run: device, media, stamp checks, skips, figures, rate table and results.
-
-    `Notebook(stem, output_dir, device="auto", libraries=())` resolves DEVICE, prints the machine stamp (unless
-    `stamp=False`) and collects what `finish` writes to `output_dir/<stem>.json`. Introduced in notebook 01.
-    """
+    """One notebook's run: resolves DEVICE, prints the machine stamp (unless `stamp=False`) and collects the stamp
+    checks, skips, figures and rates `finish` writes to `output_dir/<stem>.json`. Introduced in notebook 01."""
 
     def __init__(self, stem: str, output_dir, device: str = "auto", libraries=(), stamp: bool = True):
         self.results = NotebookResults(stem, output_dir)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from playbook_utils.tools import run_notebooks
 from playbook_utils.tools.results import CPU_REFERENCE, machine_reference, machine_slug, reference_for
-from playbook_utils.tools.run_notebooks import matches
+from playbook_utils.tools.run_notebooks import fmt, matches
+from playbook_utils.tools.setup_env import ROOT, shown
 
-ROOT = Path(__file__).resolve().parents[2]
 TOLERANCES = ROOT / "results" / "tolerances.json"
 DIRECTIONS = ("higher", "lower", "near", "equal", "info")
 REGRESSED = ("REGRESSION", "MISSING")
@@ -29,12 +29,6 @@ EXIT_OK, EXIT_FAILED, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2, 3
 
 class NightlyError(Exception):
     """A usage or setup problem (exit status 3); the message names the file and the cause."""
-
-
-def _shown(path) -> str:
-    """A path as the report shows it: relative to the repository when inside it (no home folders in examples)."""
-    p = Path(path).resolve()
-    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(path)
 
 
 def _read_json(path: Path):
@@ -97,16 +91,10 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
-    return "None" if v is None else str(v)
-
-
 def describe(rule: dict) -> str:
     """The rule in words for the report's tolerance column, e.g. 'higher is better, may drop 20%'."""
     d, rel, ab = rule["direction"], rule.get("rel", 0), rule.get("abs", 0)
-    band = " or ".join(p for p in ([f"{rel:.0%}"] if rel else []) + ([f"{_fmt(ab)} abs"] if ab else [])) or "nothing"
+    band = " or ".join(p for p in ([f"{rel:.0%}"] if rel else []) + ([f"{fmt(ab)} abs"] if ab else [])) or "nothing"
     return {
         "higher": f"higher is better, may drop {band}",
         "lower": f"lower is better, may rise {band}",
@@ -166,7 +154,7 @@ def load_results(folders, label: str) -> dict:
     for folder in map(Path, folders):
         if not folder.is_dir():
             raise NightlyError(f"{folder}: {label} folder not found")
-        merged["folders"].append(_shown(folder))
+        merged["folders"].append(shown(folder))
         rows = {}
         summary = folder / "summary.json"
         if summary.exists():
@@ -331,7 +319,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
 
 
 def _cell(v) -> str:
-    return _fmt(v).replace("|", "\\|").replace("\n", " ")
+    return fmt(v).replace("|", "\\|").replace("\n", " ")
 
 
 def write_report(report: dict, folder) -> tuple[Path, Path]:
@@ -350,7 +338,7 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
     def show(v) -> str:
         if isinstance(v, dict):
             return ", ".join(f"{k} {x}" for k, x in v.items())
-        return ", ".join(v) if isinstance(v, list) else _fmt(v) if v is not None else "-"
+        return ", ".join(v) if isinstance(v, list) else fmt(v) if v is not None else "-"
 
     for key in ("folders", "mode", "date_utc", "gpu", "cpu", "driver", "cuda", "python", "libraries", "media_version"):
         b, r = report["baseline"].get(key), report["run"].get(key)
@@ -426,18 +414,18 @@ def adopt(part: Path, reference: Path | None = None) -> dict[str, list[str]]:
     theirs = (before.get("machine") or {}).get("gpu")
     if held.exists() and machine_slug(theirs) != machine_slug(gpu):
         raise NightlyError(
-            f"{_shown(part)} ran on {gpu or 'no GPU'}, {_shown(reference)} on {theirs or 'no GPU'}: a reference is never "
+            f"{shown(part)} ran on {gpu or 'no GPU'}, {shown(reference)} on {theirs or 'no GPU'}: a reference is never "
             "a mix of machines"
         )
     failed = [r["notebook"] for r in after["notebooks"] if r["status"] != "passed"]
     unfinished = list(after.get("unfinished") or [])
     if after.get("mode") != before.get("mode"):
         raise NightlyError(
-            f"{_shown(part)} holds a {after.get('mode')}-mode run, {_shown(reference)} a {before.get('mode')}-mode one"
+            f"{shown(part)} holds a {after.get('mode')}-mode run, {shown(reference)} a {before.get('mode')}-mode one"
         )
     after = {**after, "notebooks": [r for r in after["notebooks"] if r["status"] == "passed"]}
     if not after["notebooks"]:
-        raise NightlyError(f"{_shown(part)} holds no notebook that passed: nothing adopted, the reference unchanged")
+        raise NightlyError(f"{shown(part)} holds no notebook that passed: nothing adopted, the reference unchanged")
     numbers = sorted({r["notebook"].split("_")[0] + "_" for r in after["notebooks"]})
     for prefix in numbers:
         for old in reference.glob(prefix + "*"):
@@ -548,7 +536,7 @@ def main(argv=None) -> int:
         args.pattern = list(PARTS[args.part])
     try:
         table = load_tolerances(args.tolerances)
-        table["source"] = _shown(args.tolerances)
+        table["source"] = shown(args.tolerances)
         args.baseline = args.baseline or str(reference_for("cpu" if args.mode == "smoke" else "gpu"))
         baseline = load_results([args.baseline], "baseline")
         folders = [Path(f) for f in args.compare_only] if args.compare_only else [run(args)]

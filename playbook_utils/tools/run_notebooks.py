@@ -447,18 +447,19 @@ def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
     return row
 
 
-def _fmt(value) -> str:
+def fmt(value) -> str:
+    """A headline value for a table: 3 significant digits under 100, whole numbers above, a dict as 'k v, ...'."""
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
     if isinstance(value, dict):
-        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
+        return ", ".join(f"{k} {fmt(v)}" for k, v in value.items())
     return str(value)
 
 
 def _with_spread(headline: dict, key: str) -> str:
     """A headline value, with '± N%' when the notebook gives its spread as the sibling key `<key>_spread_pct`."""
     spread = headline.get(f"{key}_spread_pct")
-    return _fmt(headline[key]) + (f" ± {percent(spread)}" if isinstance(spread, (int, float)) else "")
+    return fmt(headline[key]) + (f" ± {percent(spread)}" if isinstance(spread, (int, float)) else "")
 
 
 def headline_cells(headline: dict) -> list[str]:
@@ -469,28 +470,15 @@ def headline_cells(headline: dict) -> list[str]:
 
 
 def open_first(rows: list[dict]) -> str | None:
-    """The line summary.md starts with: notebook 22's recommendation (with its rate, runner-up and margin
-    where its headline gives them) when 22 ran, else the first failed notebook; None when neither applies."""
+    """The line summary.md starts with: notebook 22's recommendation (its rate, workload, runner-up and margin where
+    its headline gives them) when 22 ran, else the first failed notebook; None when neither applies."""
     r22 = next((r for r in rows if r["notebook"].startswith("22_")), None)
     if r22 is not None and r22["status"] == "passed":
         h = r22.get("headline") or {}
-        if h.get("recommended") is None:
-            why = h.get("margin_note") or "open it for the reason"
-            return f"**Open this first:** `{r22['notebook']}` made no recommendation here: {why}"
-        parts = [
-            f"at {_with_spread(h, 'recommended_fps')} frames/s" if h.get("recommended_fps") is not None else "",
-            f"for the {h['workload']} workload" if h.get("workload") else "",
-        ]
-        extra = [
-            f"runner-up: {_fmt(h['runner_up'])}" if h.get("runner_up") else "",
-            str(h["margin_note"]) if h.get("margin_note") else "",
-        ]
-        extra = "; ".join(e for e in extra if e)
-        return (
-            f"**Open this first:** `{r22['notebook']}` recommends **{h['recommended']}** "
-            + " ".join(p for p in parts if p)
-            + (f" ({extra})" if extra else "")
-        ).rstrip()
+        said = "no recommendation" if h.get("recommended") is None else f"recommends **{h['recommended']}**"
+        keys = [k for k in ("recommended_fps", "workload", "runner_up", "margin_note") if h.get(k) is not None]
+        details = "; ".join(f"{k}: {_with_spread(h, k)}" for k in keys)
+        return f"**Open this first:** `{r22['notebook']}` {said}" + (f" ({details})" if details else "")
     failed = [r for r in rows if r["status"] != "passed"]
     if failed:
         return f"**Open this first:** `{failed[0]['notebook']}`, which failed: {failed[0]['error']}"

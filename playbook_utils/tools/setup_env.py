@@ -404,12 +404,12 @@ def main(argv=None) -> int:
         said.append(True)
         if constraints is not None:
             print(
-                f"setup: installing within {_shown(path)} (the versions its results were measured with; "
+                f"setup: installing within {shown(path)} (the versions its results were measured with; "
                 "--no-constraints for the newest)",
                 flush=True,
             )
         elif path is not None:
-            print(f"setup: no constraints file at {_shown(path)}: installing the newest releases", flush=True)
+            print(f"setup: no constraints file at {shown(path)}: installing the newest releases", flush=True)
         else:
             print("setup: --no-constraints: installing the newest releases", flush=True)
 
@@ -513,7 +513,8 @@ def install_alternative(spec: str, prefix=None) -> Path | None:
     return target
 
 
-def _shown(path: Path) -> str:
+def shown(path) -> str:
+    """A path as messages show it: relative to the repository when inside it."""
     p = Path(path).resolve()
     return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(path)
 

@@ -287,6 +287,7 @@ def test_the_main_kind_of_file_is_the_most_common_and_a_tie_takes_the_largest_fr
     # as many files and as many pixels: the sentence does not claim the larger frames decided it
     group, said = choose.main_group({"a": p("h264", 256, 144), "b": p("hevc", 256, 144)})
     assert group[0] == "h264" and "the first listed" in said and "the most pixels" not in said
+    assert "the most pixels" in choose.main_group(profile)[1]
 
 
 def test_the_route_report_gives_the_measured_mix_or_says_it_is_computed(monkeypatch):

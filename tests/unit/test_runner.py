@@ -300,8 +300,8 @@ def test_summary_opens_with_the_recommendation_and_lists_spreads_and_unreadable_
     ]
     md = run_notebooks.write_summary(rows, tmp_path, "smoke", machine).read_text().splitlines()
     assert md[2] == (
-        "**Open this first:** `22_choosing_a_loader.ipynb` recommends **pyav on cpu** at 1,386 ± 12% "
-        "frames/s for the sequential workload (runner-up: torchcodec on cpu; 13% ahead, inside the spread: tied)"
+        "**Open this first:** `22_choosing_a_loader.ipynb` recommends **pyav on cpu** (recommended_fps: 1,386 ± 12%; "
+        "workload: sequential; runner_up: torchcodec on cpu; margin_note: 13% ahead, inside the spread: tied)"
     )
     # the headline cell: each key with its value, the spread beside its rate rather than a key of its own
     head = md_table(md)["20_decode_benchmarks.ipynb"][3]
@@ -316,10 +316,7 @@ def test_summary_opens_with_the_recommendation_and_lists_spreads_and_unreadable_
 
 def test_open_first_says_when_22_made_no_recommendation_or_something_failed():
     none = _row("22_choosing_a_loader.ipynb", headline={"recommended": None})
-    assert (
-        run_notebooks.open_first([none])
-        == "**Open this first:** `22_choosing_a_loader.ipynb` made no recommendation here: open it for the reason"
-    )
+    assert run_notebooks.open_first([none]) == "**Open this first:** `22_choosing_a_loader.ipynb` no recommendation"
     failed = _row("21_training_loader_benchmarks.ipynb", "failed", error="StampError: no valid frame stamp")
     assert (
         run_notebooks.open_first([failed])
