@@ -15,14 +15,22 @@ rm -rf "/tmp/parts/repo$tag" && mkdir -p "/tmp/parts/repo$tag" \
 repo=/tmp/parts/repo$tag
 source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: this machine has no install (a fresh one?)"; exit 1; }
 export PLAYBOOK_MEDIA_DIR=/tmp/media PLAYBOOK_COMMIT="$(cat "$repo/.gpu_media/COMMIT" 2>/dev/null)"
-if [ -d "$repo/.gpu_media/colour" ]; then mkdir -p /tmp/media/full && cp -rn "$repo/.gpu_media/colour" /tmp/media/full/; fi
+# a machine is not always bare: one lent to an earlier session kept its /tmp/parts (12-06, twenty-second session: a
+# part-1 run of 09:54 came back with the 15:19 one). A run of another session (.gpu_media/SESSION, written by
+# prepare_parts.sh) is cleared first; the parts of this session share one folder, as above.
+if [ "$(cat /tmp/parts/SESSION 2>/dev/null)" != "$(cat "$repo/.gpu_media/SESSION" 2>/dev/null)" ]; then
+  [ -e /tmp/parts/out ] && echo "cleared /tmp/parts/out and the carried clips, left by session $(cat /tmp/parts/SESSION 2>/dev/null)"
+  rm -rf /tmp/parts/out /tmp/media/full/colour && cp "$repo/.gpu_media/SESSION" /tmp/parts/SESSION 2>/dev/null
+fi
+# what is carried replaces what is there (a colour folder left by a smoke make held 320x180 clips: 12-06)
+if [ -d "$repo/.gpu_media/colour" ]; then mkdir -p /tmp/media/full && cp -r "$repo/.gpu_media/colour" /tmp/media/full/; fi
 # .gpu_media/matrix, where carried: 23's streams, edit lists and rotations, made by the ffmpeg tool on the CPU
-if [ -d "$repo/.gpu_media/matrix" ]; then mkdir -p /tmp/parts/out && cp -rn "$repo/.gpu_media/matrix" /tmp/parts/out/; fi
+if [ -d "$repo/.gpu_media/matrix" ]; then mkdir -p /tmp/parts/out && cp -r "$repo/.gpu_media/matrix" /tmp/parts/out/; fi
 # PARTS_FROM=results/h200/DATE/parts: the earlier parts' output, run in another session (22 reads 20's and 21's),
 # copied into the run's folder first, its summary included, so the merged summary keeps their rows
 if [ -n "$PARTS_FROM" ]; then
   [ -d "$repo/$PARTS_FROM" ] || { echo "PARTS_FROM=$PARTS_FROM: no such folder in the tree"; exit 1; }
-  mkdir -p /tmp/parts/out && cp -rn "$repo/$PARTS_FROM/." /tmp/parts/out/ && echo "earlier parts from $PARTS_FROM"
+  mkdir -p /tmp/parts/out && cp -r "$repo/$PARTS_FROM/." /tmp/parts/out/ && echo "earlier parts from $PARTS_FROM"
   # the runner's marker (.playbook-run) is not committed with a part's folder: without it the runner refuses a
   # folder holding a summary.json it did not make (seen on 12-04, eighth session). This one the runner made.
   [ -e /tmp/parts/out/.playbook-run ] || : > /tmp/parts/out/.playbook-run

@@ -2,6 +2,7 @@
 # On the CPU, before a GPU session that runs part.sh: what the parts need carried, in one command (each session
 # starts from a fresh checkout, without the ignored .gpu and .gpu_media of the session before).
 #   .gpu_media/COMMIT   the commit the parts run (the tree that travels has no history)
+#   .gpu_media/SESSION  when this ran: part.sh clears what a machine kept from another session's run
 #   .gpu_media/colour   20's colour clips at full size (part 2; the GPU machine has no ffmpeg to make them)
 #   .gpu_media/matrix   23's streams, edit lists and rotations, made by the ffmpeg tool (part 4)
 #   .gpu/c1 ... cN      the install folders (../shared/gpu/prepare.sh), sized to fit beside today's tree
@@ -14,6 +15,7 @@ py=.venv/bin/python
 [ -x "$py" ] || make setup
 mkdir -p .gpu_media
 git rev-parse HEAD > .gpu_media/COMMIT
+date -u +%Y-%m-%dT%H:%M:%S > .gpu_media/SESSION   # part.sh clears a machine's run of another session
 for part in "$@"; do
   case $part in
     # the full-size clips 20 reads (made where missing); a folder of other sizes is not them (12-06: 3c skipped)
@@ -30,5 +32,5 @@ done
 # 24's object store (s3fs, moto) only where part 4 runs: about 50 MB, two install calls fewer for the others
 extra=(); [[ " $* " == *" 4 "* ]] && extra=(s3fs "moto[server]")
 bash ../shared/gpu/prepare.sh spdl==0.8.0 "${extra[@]}"
-echo "carry with the last install call: .gpu_media/COMMIT$(for d in colour matrix; do [ -d .gpu_media/$d ] && printf ', .gpu_media/%s' $d; done)"
+echo "carry with the last install call: .gpu_media/COMMIT, .gpu_media/SESSION$(for d in colour matrix; do [ -d .gpu_media/$d ] && printf ', .gpu_media/%s' $d; done)"
 du -sh .gpu_media
