@@ -7,6 +7,7 @@ shorter side resized to SIZE (antialiased), the centre cut out, so videos of any
 the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook). A
 file that cannot be read or is refused is skipped and named. DALI's CPU decoder takes VP8, VP9 and MJPEG only.
 Threads of this process feed DALI (`loader`): its pipelines do not survive in forked DataLoader workers.
+Under torchrun, device="cuda" is this rank's GPU (LOCAL_RANK).
 
     clips = VideoClips(paths, k=16, size=224, device="cuda")
     batches = loader(clips, batch_size=8, workers=4)   # threads
@@ -15,6 +16,7 @@ Threads of this process feed DALI (`loader`): its pipelines do not survive in fo
         for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
 """
 
+import os
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +37,13 @@ KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by F
 def uniform(n, k):
     """The middle frame of each of k equal parts of n frames."""
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
+
+
+def rank_gpu(device):
+    """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given."""
+    if str(device) == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    return str(device)
 
 
 def probe(path):
@@ -80,7 +89,7 @@ class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
     def __init__(self, paths, k=K, size=SIZE, device="cuda"):
-        self.paths, self.k, self.size, self.device = [str(p) for p in paths], k, size, str(device)
+        self.paths, self.k, self.size, self.device = [str(p) for p in paths], k, size, rank_gpu(device)
         self.pipes, self.whole, self.lock = {}, set(), threading.Lock()  # one DALI run at a time
 
     def __len__(self):
@@ -131,7 +140,7 @@ class VideoClips(Dataset):
                 raise
             rgb = torch.from_dlpack(video[0]).clone()  # copied: DALI reuses its output
             if gpu:
-                torch.cuda.current_stream().synchronize()  # copied before DALI's next run writes there
+                torch.cuda.current_stream(rgb.device).synchronize()  # copied before DALI's next run writes there
                 if coded[1:] == (first.width, first.height):
                     self.whole.add(coded)
         if rgb.shape[0] != len(unique):  # past its own count of frames DALI drops them, in silence

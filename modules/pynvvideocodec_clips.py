@@ -7,14 +7,16 @@ GPU), the centre cut out, so videos of any size batch together. NVDEC hands out 
 colour tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook), where
 PyNvVideoCodec's own RGB takes BT.709 for every file. A file that cannot be read or is refused is skipped and named.
 Threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
+The GPU: `gpu`, else this rank's under torchrun (LOCAL_RANK), else GPU 0.
 
-    clips = VideoClips(paths, k=16, size=224, gpu=0)
+    clips = VideoClips(paths, k=16, size=224)   # gpu=N to choose one
     batches = loader(clips, batch_size=8, workers=8)   # decoding threads
     for epoch in range(epochs):
         batches.sampler.set_epoch(epoch)
         for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224) on the GPU; skipped [(path, why)]
 """
 
+import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, islice
@@ -33,6 +35,13 @@ KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by F
 def uniform(n, k):
     """The middle frame of each of k equal parts of n frames."""
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
+
+
+def rank_gpu(device):
+    """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given."""
+    if str(device) == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    return str(device)
 
 
 def probe(path):
@@ -74,8 +83,9 @@ def nv12_to_rgb(nv12, h, w, first):
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
-    def __init__(self, paths, k=K, size=SIZE, gpu=0):
-        self.paths, self.k, self.size, self.gpu = [str(p) for p in paths], k, size, gpu
+    def __init__(self, paths, k=K, size=SIZE, gpu=None):
+        self.paths, self.k, self.size = [str(p) for p in paths], k, size
+        self.gpu = (torch.device(rank_gpu("cuda")).index or 0) if gpu is None else gpu  # torchrun: this rank's
 
     def __len__(self):
         return len(self.paths)

@@ -6,6 +6,7 @@ to find the files TorchCodec gets wrong). An item is K evenly spaced frames of o
 size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule,
 as every path of the playbook). A file that cannot be read, or that TorchCodec was seen to read wrong, is skipped and
 named. On the GPU, threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
+Under torchrun, device="cuda" is this rank's GPU (LOCAL_RANK).
 On the CPU, worker processes start by importing your script: build and read the loader under
 `if __name__ == "__main__":`.
 
@@ -38,6 +39,13 @@ def uniform(n, k):
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
 
 
+def rank_gpu(device):
+    """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given."""
+    if str(device) == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    return str(device)
+
+
 def packets(path):
     """What the packets say, without decoding: (codec, container, presentation times, open GOP, frames an MP4 edit
     list hides, frames the index lists that the file does not hold)."""
@@ -58,7 +66,8 @@ class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
     def __init__(self, paths, k=K, size=SIZE, device="cpu", threads=None):
-        self.paths, self.k, self.size, self.device, self.threads = [str(p) for p in paths], k, size, device, threads
+        self.paths, self.k, self.size, self.threads = [str(p) for p in paths], k, size, threads
+        self.device = rank_gpu(device)
 
     def __len__(self):
         return len(self.paths)

@@ -179,6 +179,28 @@ def test_the_usage_notebook_22_prints_runs_as_printed(folder, tmp_path):
     assert route[1] == handover.GUARD and all(line.startswith("    ") for line in route[2:])
 
 
+@pytest.mark.parametrize("backend", ["torchcodec", "dali", "pynvvideocodec"])
+def test_under_torchrun_a_gpu_module_decodes_on_its_ranks_gpu(backend):
+    # torchrun's 8 ranks on one machine: "cuda" (or no gpu) would put every rank's decoding on GPU 0's engines
+    name = handover.module(backend, "cuda")
+    asked = [{}] if backend == "pynvvideocodec" else [{"device": "cuda"}, {"device": "cuda:1"}]
+    got = "[(lambda c: getattr(c, 'device', None) or c.gpu)(VideoClips([], **kw)) for kw in asked]"
+    code = f"import json; from {name} import VideoClips; asked = {asked!r}; print(json.dumps({got}))"
+    found = {}
+    for rank in ("3", None):
+        env = {k: v for k, v in os.environ.items() if k != "LOCAL_RANK"} | ({"LOCAL_RANK": rank} if rank else {})
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(handover.FOLDER), os.environ.get("PYTHONPATH")]))
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        if run.returncode and "Error" in run.stderr and "import" in run.stderr.lower():
+            pytest.skip(f"{name} does not import here: {run.stderr.strip().splitlines()[-1]}")
+        assert run.returncode == 0, run.stderr[-2000:]
+        found[rank] = json.loads(run.stdout.splitlines()[-1])
+    if backend == "pynvvideocodec":  # its `gpu` argument: a number, this rank's where none is given
+        assert found == {"3": [3], None: [0]}
+    else:
+        assert found == {"3": ["cuda:3", "cuda:1"], None: ["cuda", "cuda:1"]}
+
+
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
     """Each rank's files, epoch by epoch, from the module's loader under an initialized torch.distributed (gloo),
     `world` ranks as threads of this process would not do: one process each (`torch.multiprocessing.spawn`)."""
