@@ -182,17 +182,17 @@ def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
 
 
 def reference_order(backends) -> list:
-    """`backends` in the order of the H200 reference's CPU table (`CPU_SWEPT`), any other library after them: the
-    order of notebook 21's sweep where no table measured here ranks them."""
+    """`backends` in the adapters' order of the CPU sweep (`CPU_SWEPT`), any other library after them: the order of
+    notebook 21's sweep where no table measured here ranks them."""
     return sorted(backends, key=lambda b: CPU_SWEPT.index(b) if b in CPU_SWEPT else len(CPU_SWEPT))
 
 
 def order_line(backends, said: str | None, missing: str) -> str:
     """The line saying in which order the CPU sweep takes `backends`: `said` (`ranked_by_rows`' line) where a table
-    ranked them, else the H200 reference's order, with `missing` saying why no table here did."""
+    ranked them, else the adapters' order, with `missing` saying why no table here did."""
     if said:
         return "the CPU libraries in the order of " + said
-    return f"the CPU libraries: {', '.join(backends)} ({missing}: in the order of the H200 reference's 20)"
+    return f"the CPU libraries: {', '.join(backends)} ({missing}: in the adapters' order)"
 
 
 def ranked_by_rows(backends, rows, source: str) -> tuple[list, str | None]:

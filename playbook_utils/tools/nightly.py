@@ -499,7 +499,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--part",
         choices=sorted(PARTS),
-        help="one part of the full run, each under 20 minutes on one H200, into the same dated folder: "
+        help="one part of the full run, each under 20 minutes on one H100 or H200, into the same dated folder: "
         + "; ".join(f"{k}: {' '.join(v)}" for k, v in PARTS.items())
         + " (the next part's notebooks read the earlier parts' output there). Not with --pattern",
     )
