@@ -109,9 +109,9 @@ def training_row(summary: dict, src: Source):
     if h.get("train_step_ms") is None:
         return None
     text = (
-        f"{h['train_step_ms']} ms with the loader decoding beside it, {h['train_step_held_ms']} ms on batches decoded "
-        f"beforehand{_pm(h.get('train_step_spread_pct'))}; {h.get('train_wait_pct')}% of the time waiting for data "
-        f"({src.cite('21')})"
+        f"compute {h['train_step_ms']} ms with the loader decoding beside it, {h['train_step_held_ms']} ms on batches "
+        f"decoded beforehand{_pm(h.get('train_step_spread_pct'))}; besides, the step waited for data "
+        f"{h.get('train_wait_pct')}% of the time ({src.cite('21')})"
     )
     return "a small video transformer's training step", text
 
