@@ -340,9 +340,8 @@ def main(argv=None) -> int:
         "--constraints",
         default=None,
         metavar="FILE",
-        help="install within this constraints file (default: the current baseline's: "
-        "results/h200/constraints.txt on a GPU machine, results/cpu-2core/constraints.txt on a "
-        "CPU-only one)",
+        help="install within this constraints file (default: the current baseline's: this GPU's reference's, "
+        "e.g. results/h100/constraints.txt, on a GPU machine, results/cpu-2core/constraints.txt on a CPU-only one)",
     )
     ap.add_argument(
         "--no-constraints", action="store_true", help="install the newest releases instead of the baseline's versions"
@@ -475,8 +474,8 @@ def main(argv=None) -> int:
                 print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
             else:
                 print(
-                    f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP9 only (the notebooks "
-                    "use it on the CPU)"
+                    f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP8, VP9 and MJPEG only (the "
+                    "notebooks use it on the CPU)"
                     + (f"; left out its GPU libraries {', '.join(left)}: {no_gpu}" if left else ""),
                     flush=True,
                 )
