@@ -617,8 +617,11 @@ def ceilings(
                 log(f"{other}: {layout[2]}, layout {layout[0]} x {layout[1]}")
             out[other] = ceiling(clips[other], (layout,), seconds, gpu, step, started=ahead.pop(other))
         for other in [o for o in todo if o in crowded]:  # out of memory beside the others: alone, once they are done
-            if any(short_of_memory(r) for r in out[other]["rows"]):
+            failed = next((r for r in out[other]["rows"] if short_of_memory(r)), None)
+            if failed:
                 out[other] = ceiling(clips[other], (layout,), seconds, gpu, step)
+                for r in out[other]["rows"]:
+                    r["alone_after"] = failed["error"]  # as `ceiling`'s own reruns keep it
     return out
 
 

@@ -342,3 +342,4 @@ def test_a_run_short_of_memory_beside_others_runs_again_alone_once_the_batch_is_
     assert out["b"]["fps"] == out["c"]["fps"] == 6400.0
     measured = [e for e in events if e in ("b", "c")]
     assert measured == ["b", "c", "b", "c"]  # each once beside the other, then each alone
+    assert all("alone_after" in r for n in ("b", "c") for r in out[n]["rows"])  # the rerun says why it ran alone
