@@ -94,9 +94,11 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "collate",
                 "probe",
                 "ThreadLoader",
+                "rank_gpu",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
     assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
+    assert len(parts["rank_gpu"]) == 3  # the GPU modules: torchrun's rank picks the GPU in each alike
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
 
 
