@@ -121,6 +121,8 @@ def compare_value(base, now, rule: dict) -> tuple[str, str]:
         if worse > allowed:
             return "REGRESSION", change
         return ("better" if d != "near" and -worse > allowed else "ok"), change
+    if d in ("higher", "lower") and isinstance(base, bool) and isinstance(now, bool) and base != now:
+        return ("better" if now == (d == "higher") else "REGRESSION"), f"{base} -> {now}"  # e.g. saturated
     same = base == now and isinstance(base, bool) == isinstance(now, bool)  # True must not equal 1
     if d == "info":
         return ("same" if same else "changed"), ""
@@ -402,7 +404,8 @@ def _merge_summary(output: Path, before: dict | None) -> None:
 
 def adopt(part: Path, reference: Path | None = None) -> dict[str, list[str]]:
     """Make a `--part` run's passed notebooks the reference's copies of those notebooks (default: the folder for the
-    part's GPU, `results.machine_reference`), keeping the reference's other rows; refuses another GPU or mode.
+    part's GPU, `results.machine_reference`), keeping the reference's other rows; refuses another GPU or mode. Rows
+    of notebooks whose JSON the folder does not hold (an earlier part's, carried into the run) are left alone.
     Returns {'adopted', 'failed', 'unfinished', 'reference'}."""
     after = _read_json(part / "summary.json")
     gpu = (after.get("machine") or {}).get("gpu")
@@ -423,7 +426,9 @@ def adopt(part: Path, reference: Path | None = None) -> dict[str, list[str]]:
         raise NightlyError(
             f"{shown(part)} holds a {after.get('mode')}-mode run, {shown(reference)} a {before.get('mode')}-mode one"
         )
-    after = {**after, "notebooks": [r for r in after["notebooks"] if r["status"] == "passed"]}
+    # a row whose files the folder does not hold came with an earlier part's output (PARTS_FROM): adopted from there
+    held_here = [r for r in after["notebooks"] if (part / r["notebook"]).with_suffix(".json").exists()]
+    after = {**after, "notebooks": [r for r in held_here if r["status"] == "passed"]}
     if not after["notebooks"]:
         raise NightlyError(f"{shown(part)} holds no notebook that passed: nothing adopted, the reference unchanged")
     numbers = sorted({r["notebook"].split("_")[0] + "_" for r in after["notebooks"]})

@@ -248,6 +248,8 @@ def test_directions_near_lower_and_absolute_bands():
     assert nightly.compare_value(4.0, 4.5, near)[0] == "ok"
     assert nightly.compare_value(True, 1, equal)[0] == "REGRESSION"  # a bool is not a count
     assert nightly.compare_value(7, 7.0, equal)[0] == "ok"
+    assert nightly.compare_value(False, True, higher)[0] == "better"  # a ceiling now saturated
+    assert nightly.compare_value(True, False, higher)[0] == "REGRESSION"
     assert nightly.compare_value(None, 3.0, higher)[0] == "new"
     assert nightly.compare_value(3.0, None, higher)[0] == "MISSING"
     assert nightly.compare_value("a", "b", {"direction": "info"})[0] == "changed"
@@ -514,8 +516,12 @@ def test_a_part_adopted_replaces_its_notebooks_files_and_keeps_the_other_rows_wi
     (part / "10_new_figure.png").write_bytes(b"new")
     (part / "10_bench").mkdir()
     (part / "10_bench" / "bench.csv").write_text("x\n")
+    carried = json.loads((part / "summary.json").read_text())  # an earlier part's row, its files not here
+    carried["notebooks"].append({**carried["notebooks"][0], "notebook": "00_hardware_and_environment.ipynb"})
+    (part / "summary.json").write_text(json.dumps(carried))
     assert nightly.main(["--adopt", str(part), "--baseline", str(ref)]) == 0
     said = capsys.readouterr().out.splitlines()  # first, the notebooks adopted
+    assert "00_hardware_and_environment" not in said[0] and (ref / "00_hardware_and_environment.json").exists()
     assert said[0].split()[1] == "10_pyav.ipynb"
     assert not (ref / "10_old_figure.png").exists() and (ref / "10_new_figure.png").read_bytes() == b"new"
     assert (ref / "10_bench" / "bench.csv").exists() and (ref / "00_figure.png").read_bytes() == b"kept"
