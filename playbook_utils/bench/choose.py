@@ -405,7 +405,7 @@ def hand_over(rec: dict | None, workload: str, folder, files=()) -> dict:
     missing = [f"{b} on {d}" for b, d in legs if handover.module(b, d) is None]
     if missing:
         return {**out, "why": f"no module for {', '.join(missing)}: use the playbook's call above"}
-    modules = [handover.write(b, d, folder).name for b, d in dict.fromkeys(legs)]
+    modules = list(dict.fromkeys(handover.write(b, d, folder).name for b, d in legs))  # one file may serve both legs
     use = [(b, d, threads if str(d).startswith("cuda") else workers) for b, d in legs]
     usage = handover.usage(*use[0][:2], k=k, workers=use[0][2], batch_size=batch)
     route = None

@@ -198,6 +198,8 @@ def test_the_module_handed_over_is_the_recommended_paths_with_the_measured_setti
     assert (got["k"], got["workers"], got["modules"]) == (16, 12, ["pynvvideocodec_clips.py"]) and got["why"]
     assert choose.hand_over({**rec, "backend": "decord", "device": "cuda"}, "uniform8", tmp_path)["modules"] == []
     assert choose.hand_over(None, "uniform8", tmp_path)["why"]
+    same = {**rec, "device": "cuda", "fallback": {"backend": "torchcodec", "device": "cpu"}}  # one module, both legs
+    assert choose.hand_over(same, "uniform8", tmp_path / "same")["modules"] == ["torchcodec_clips.py"]
 
 
 @pytest.mark.media
