@@ -5,6 +5,7 @@ save it with `kit.show`."""
 from __future__ import annotations
 
 import math
+import re
 
 from playbook_utils.bench import faults, media
 
@@ -89,6 +90,16 @@ def _short(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
+def _wrapped(name: str, room: int) -> str:
+    """A long clip name broken after its underscores into lines of about `room` characters."""
+    lines = [""]
+    for part in re.split(r"(?<=_)", name):
+        if lines[-1] and len(lines[-1]) + len(part) > room:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(lines)
+
+
 def grouped_bars(
     values: dict,
     categories,
@@ -131,7 +142,9 @@ def grouped_bars(
                 left, right = c - width / 2 - 0.05, c + width * (len(values) - 0.5) + 0.05
                 ax.hlines(y, left, right, colors="black", linestyles=style, lw=1.2, label=None if drawn else label)
                 drawn = True
-    ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, categories, fontsize=8)
+    room = int(width_in * 8 / max(1, len(categories)))  # characters a category's label has room for at 8 pt
+    names = [c if "\n" in str(c) else _wrapped(str(c), room) for c in categories]  # a caller's own lines kept
+    ax.set_xticks(np.arange(len(categories)) + width * (len(values) - 1) / 2, names, fontsize=8)
     if log:
         ax.set_yscale("log")
         # bars start at the power of ten below the smallest value: from matplotlib's own bottom, just under it,
