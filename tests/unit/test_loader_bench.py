@@ -210,7 +210,9 @@ def test_plots_carry_their_reference_lines_and_an_outside_legend():
     assert said == ["628", "4.6k", "992", ""]
     # three long clip names side by side (21's figure): no tick label overlaps its neighbour
     clips = ["h264_1080p_gop30_8mbps.mp4", "hevc_1080p_gop250_open_3.5mbps.mp4", "hevc_1080p_gop30_3.5mbps.mp4"]
-    wide = plots.grouped_bars({f"pynvvideocodec 4 processes x{i} threads": [1, 2, 3] for i in range(7)}, clips, "f/s", "t")
+    wide = plots.grouped_bars(
+        {f"pynvvideocodec 4 processes x{i} threads": [1, 2, 3] for i in range(7)}, clips, "f/s", "t"
+    )
     wide.canvas.draw()
     boxes = [t.get_window_extent() for t in wide.axes[0].get_xticklabels()]
     assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
