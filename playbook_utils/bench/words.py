@@ -153,6 +153,7 @@ def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None =
     again = ", then rose again" if best["threads"] > t else ""
     if len(after) > 1:
         held += f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
+    held = held.replace("best ", "the fewest threads for that rate: ", 1)  # more tie with it (21's verdict: fastest)
     return f"levelled at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%){again}; {held}"
 
 
