@@ -1,0 +1,162 @@
+"""K frames of every video in a folder, decoded by TorchCodec on the CPU or on the GPU (NVDEC), batched for training.
+
+From the Accelerated Video Loading Playbook (notebook 22); needs `pip install torchcodec av` (PyAV reads the packets
+to find the files TorchCodec gets wrong). An item is K evenly spaced frames of one video, upright, uint8
+(K, 3, SIZE, SIZE) on the decoding device: the shorter side resized to SIZE, the centre cut out, so videos of any
+size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule,
+as every path of the playbook). A file that cannot be read, or that TorchCodec was seen to read wrong, is skipped and
+named. On the GPU, threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
+Under torchrun, device="cuda" is this rank's GPU (LOCAL_RANK).
+On the CPU, worker processes start by importing your script: build and read the loader under
+`if __name__ == "__main__":`.
+
+    clips = VideoClips(paths, k=16, size=224, device="cuda")
+    batches = loader(clips, batch_size=8, workers=8)   # threads on CUDA, worker processes on the CPU
+    for epoch in range(epochs):
+        batches.sampler.set_epoch(epoch)
+        for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
+"""
+
+import json
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+
+import av
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torchcodec.decoders import VideoDecoder
+from torchcodec.transforms import Resize
+
+K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+
+
+def uniform(n, k):
+    """The middle frame of each of k equal parts of n frames."""
+    return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
+
+
+def rank_gpu(device):
+    """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given."""
+    if str(device) == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    return str(device)
+
+
+def packets(path):
+    """What the packets say, without decoding: (codec, container, presentation times, open GOP, frames an MP4 edit
+    list hides, frames the index lists that the file does not hold)."""
+    with av.open(path) as container:
+        stream = container.streams.best("video")
+        got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
+        kept = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
+        open_gop, key = False, None
+        for j, (pts, is_key) in enumerate(kept):  # decode order: a frame after a keyframe, shown before it
+            key = pts if is_key and j else key
+            open_gop |= key is not None and pts < key
+        shown = sorted(pts for pts, _ in kept)
+        missing = max(0, stream.frames - len(got))
+        return stream.codec_context.name, container.format.name, shown, open_gop, len(got) - len(shown), missing
+
+
+class VideoClips(Dataset):
+    """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
+
+    def __init__(self, paths, k=K, size=SIZE, device="cpu", threads=None):
+        self.paths, self.k, self.size, self.threads = [str(p) for p in paths], k, size, threads
+        self.device = rank_gpu(device)
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        try:
+            return self.read(self.paths[i]), self.paths[i], None
+        except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
+            return None, self.paths[i], f"{type(e).__name__}: {e}"
+
+    def read(self, path):
+        codec, container, shown, open_gop, hidden, missing = packets(path)
+        gpu = str(self.device).startswith("cuda")
+        if missing:
+            raise ValueError(f"cut short: its index lists {missing} more frames than it holds")
+        if hidden:  # TorchCodec 0.13 returned frame 6 for frame 0 of such a file
+            raise ValueError(f"refused: an MP4 edit list hides {hidden} frames, which TorchCodec counts")
+        if gpu and container == "avi":  # TorchCodec 0.17 on CUDA failed mid-file on an AVI
+            raise ValueError("refused: TorchCodec's CUDA path failed on AVI files; read it on the CPU")
+        options = {"seek_mode": "exact"}
+        if gpu and open_gop and codec == "hevc":
+            # after a seek into open-GOP HEVC NVDEC returned neighbouring frames: a frame table whose only
+            # keyframe is frame 0 makes TorchCodec read such a file forward from the start, never seeking
+            durations = [b - a for a, b in zip(shown, shown[1:])] or [1]
+            frames = [{"pts": t, "duration": d, "key_frame": int(j == 0)}
+                      for j, (t, d) in enumerate(zip(shown, durations + durations[-1:]))]  # fmt: skip
+            options = {"custom_frame_mappings": json.dumps({"frames": frames})}
+        if not gpu:
+            peek = VideoDecoder(path, seek_mode="approximate").metadata  # the shown size, rotation applied
+            s = self.size / min(peek.height, peek.width)
+            cover = (max(self.size, round(peek.height * s)), max(self.size, round(peek.width * s)))
+            options.update(num_ffmpeg_threads=self.threads or 0, transforms=[Resize(cover)])
+        decoder = VideoDecoder(path, device=self.device, **options)  # turns rotated video upright itself
+        if decoder.metadata.num_frames != len(shown):
+            raise ValueError(f"TorchCodec counts {decoder.metadata.num_frames} frames, the packets {len(shown)}")
+        frames = decoder.get_frames_at(uniform(len(shown), self.k)).data
+        if gpu and "Falling back" in str(getattr(decoder, "cpu_fallback", "")):
+            raise ValueError(f"refused: NVDEC cannot decode this {codec} stream (TorchCodec fell back to the CPU)")
+        h, w = frames.shape[-2:]
+        if gpu:  # TorchCodec resizes in the decoder on the CPU only: antialiased, on the GPU, after NVDEC
+            s = self.size / min(h, w)
+            h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+            frames = F.interpolate(frames.float(), (h, w), mode="bilinear", antialias=True)
+            frames = frames.round_().clamp_(0, 255).to(torch.uint8)
+        top, left = (h - self.size) // 2, (w - self.size) // 2
+        return frames[..., top : top + self.size, left : left + self.size].contiguous()
+
+
+def collate(items):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+    good = [(f, p) for f, p, _ in items if f is not None]
+    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
+
+
+class ThreadLoader:
+    """Batches decoded by `threads` threads of this process, at most 2 x threads videos ahead."""
+
+    def __init__(self, clips, batch_size, threads, sampler):
+        self.clips, self.batch_size, self.threads, self.sampler = clips, batch_size, threads, sampler
+
+    def __len__(self):
+        return -(-len(self.sampler) // self.batch_size)
+
+    def __iter__(self):
+        order, batch = iter(self.sampler), []
+        with ThreadPoolExecutor(self.threads) as pool:
+            pending = deque(pool.submit(self.clips.__getitem__, i) for i in islice(order, 2 * self.threads))
+            while pending:
+                batch.append(pending.popleft().result())
+                pending.extend(pool.submit(self.clips.__getitem__, i) for i in islice(order, 1))
+                if len(batch) == self.batch_size or not pending:
+                    yield collate(batch)
+                    batch = []
+
+
+def loader(clips, batch_size=8, workers=4, seed=0):
+    """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
+    epoch: call `loader.sampler.set_epoch(epoch)` before each. `workers`: decoding threads on CUDA, else worker
+    processes, each decoder with its share of the cores."""
+    ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    rank = dist.get_rank() if ranks > 1 else 0
+    sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
+    if str(clips.device).startswith("cuda"):
+        return ThreadLoader(clips, batch_size, workers, sampler)
+    if clips.threads is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        clips.threads = max(1, cores // max(1, workers))
+    # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
+    context = "forkserver" if workers else None
+    return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=collate,
+                      persistent_workers=workers > 0, multiprocessing_context=context)  # fmt: skip
