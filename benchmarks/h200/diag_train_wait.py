@@ -61,7 +61,9 @@ def alone(make) -> float:
 
 def main():
     out = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "."))
-    clips = media.realistic_media(smoke=False, log=print)
+    only = os.environ.get("CLIPS", "")  # e.g. h264: the realistic clips whose names start so (default: all four)
+    specs = [c for c in media.default_media_specs(False) if c.bitrate and c.height == 1080 and c.name.startswith(only)]
+    clips = media.default_media(smoke=False, log=print, specs=specs)
     print("clips:", ", ".join(clips))
     view = train_step.processor_view(K, 1080, 1920)
     items = loader_bench.epoch_items(
@@ -71,26 +73,29 @@ def main():
     )
     print(f"{len(items)} files, frames resized to {view['size']}")
     runs = {}
-    for name, cls in (("default stream", loaders.GpuLoader), ("own streams", OwnStreams)):
-        runs[f"alone, {name}"] = {"videos_per_s": alone(batches_of(cls, items, view["size"]))}
+    for name, cls in (("own streams", OwnStreams), ("default stream", loaders.GpuLoader)):  # the question first
+        make = batches_of(cls, items, view["size"])
+        torch.manual_seed(0)
+        live = train_step.train_steps(
+            train_step.tiny_video_model(**MODEL), make(), STEPS, "cuda", None, lookahead=make.lookahead_batches
+        )
+        said(runs, f"step, loader on the {name}", live, out)
     make = batches_of(loaders.GpuLoader, items, view["size"])
     torch.manual_seed(0)
     source = make()
     kept = train_step.held_batches(source, 4, lambda b: b)
     source.close()  # its threads stop decoding ahead
-    runs["step, held batches"] = train_step.train_steps(
-        train_step.tiny_video_model(**MODEL), kept, STEPS, "cuda", lambda b: b
-    )
+    held = train_step.train_steps(train_step.tiny_video_model(**MODEL), kept, STEPS, "cuda", lambda b: b)
+    said(runs, "step, held batches", held, out)
     for name, cls in (("default stream", loaders.GpuLoader), ("own streams", OwnStreams)):
-        make = batches_of(cls, items, view["size"])
-        torch.manual_seed(0)
-        runs[f"step, loader on the {name}"] = train_step.train_steps(
-            train_step.tiny_video_model(**MODEL), make(), STEPS, "cuda", None, lookahead=make.lookahead_batches
-        )
-    for name, r in runs.items():
-        step = f", step {1e3 * r['step_s']:.0f} ms, waits {100 * r['wait_fraction']:.0f}%" if "step_s" in r else ""
-        rate = r.get("videos_per_s", r.get("samples_per_s"))
-        print(f"{name:36s} {rate:6.1f} videos/s{step}")
+        said(runs, f"alone, {name}", {"videos_per_s": alone(batches_of(cls, items, view["size"]))}, out)
+
+
+def said(runs, name, r, out):
+    """Print one run's line and write every run so far (a run cut short keeps the ones before it)."""
+    runs[name] = r
+    step = f", step {1e3 * r['step_s']:.0f} ms, waits {100 * r['wait_fraction']:.0f}%" if "step_s" in r else ""
+    print(f"{name:36s} {r.get('videos_per_s', r.get('samples_per_s')):6.1f} videos/s{step}", flush=True)
     keep = ("videos_per_s", "samples_per_s", "step_s", "step_spread_pct", "wait_fraction", "steps", "peak_mem_mb")
     (out / "diag_train_wait.json").write_text(
         json.dumps({n: {k: r.get(k) for k in keep if k in r} for n, r in runs.items()}, indent=1)
