@@ -80,7 +80,7 @@ def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> lis
 
 def grouped(problems: list[str]) -> list[str]:
     """`output_problems`' lines with those of one cell and kind counted in one line ('cell 24: 60 warning lines, the
-    first: ...'): 13's 11-30 copy printed the same decoder warning 60 times in one cell."""
+    first: ...'), so that one decoder warning printed 60 times reads as one line."""
     kinds: dict = {}
     for p in problems:
         cell, _, rest = p.partition(": ")
