@@ -40,7 +40,10 @@ def uniform(n, k):
 
 
 def rank_gpu(device):
-    """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given."""
+    """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given. A GPU
+    that torch cannot see is an error here: otherwise every file would be skipped, each with the same cause."""
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device={str(device)!r}, but torch sees no CUDA GPU (a CPU build of torch, or no driver)")
     if str(device) == "cuda" and "LOCAL_RANK" in os.environ:
         return f"cuda:{int(os.environ['LOCAL_RANK'])}"
     return str(device)
@@ -76,6 +79,8 @@ class VideoClips(Dataset):
         try:
             return self.read(self.paths[i]), self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
+            if "Unsupported device" in str(e):  # a TorchCodec built without CUDA: no file would be read
+                raise RuntimeError(f"this TorchCodec cannot decode on {self.device}: {e}") from e
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path):

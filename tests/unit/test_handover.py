@@ -187,7 +187,8 @@ def test_under_torchrun_a_gpu_module_decodes_on_its_ranks_gpu(backend):
     name = handover.module(backend, "cuda")
     asked = [{}] if backend == "pynvvideocodec" else [{"device": "cuda"}, {"device": "cuda:1"}]
     got = "[(lambda c: getattr(c, 'device', None) or c.gpu)(VideoClips([], **kw)) for kw in asked]"
-    code = f"import json; from {name} import VideoClips; asked = {asked!r}; print(json.dumps({got}))"
+    seen = "import torch; torch.cuda.is_available = lambda: True"  # on a CPU machine: a GPU torch sees, as ranks have
+    code = f"{seen}; import json; from {name} import VideoClips; asked = {asked!r}; print(json.dumps({got}))"
     found = {}
     for rank in ("3", None):
         env = {k: v for k, v in os.environ.items() if k != "LOCAL_RANK"} | ({"LOCAL_RANK": rank} if rank else {})
@@ -201,6 +202,23 @@ def test_under_torchrun_a_gpu_module_decodes_on_its_ranks_gpu(backend):
         assert found == {"3": [3], None: [0]}
     else:
         assert found == {"3": ["cuda:3", "cuda:1"], None: ["cuda", "cuda:1"]}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="asks for a GPU where torch sees none")
+def test_a_gpu_torch_cannot_use_or_a_torchcodec_without_cuda_is_an_error_not_every_file_skipped(monkeypatch):
+    sys.path.insert(0, str(handover.FOLDER))
+    try:
+        mod = importlib.import_module("torchcodec_clips")
+    finally:
+        sys.path.remove(str(handover.FOLDER))
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        mod.VideoClips(["a.mp4"], device="cuda")
+    clips = mod.VideoClips(["a.mp4", "b.mp4"], device="cpu")
+    monkeypatch.setattr(clips, "read", lambda p: (_ for _ in ()).throw(ValueError("cut short")))
+    assert clips[0][0] is None and clips[0][2] == "ValueError: cut short"  # the file's fault: skipped, named
+    monkeypatch.setattr(clips, "read", lambda p: (_ for _ in ()).throw(RuntimeError("Unsupported device: cuda")))
+    with pytest.raises(RuntimeError):  # the library's: no file would be read, so the epoch stops at the first
+        clips[1]
 
 
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
