@@ -63,6 +63,11 @@ def _pm(spread) -> str:
     return f" ± {percent(spread)}" if spread is not None else ""
 
 
+def _spread(spread) -> str:
+    """' (spread 0.6%)' after two figures the spread belongs to together, '' where none was recorded."""
+    return f" (spread {percent(spread)})" if spread is not None else ""
+
+
 def ceilings_row(summary: dict, src: Source):
     parts = []
     for clips in (summary.get("nvdec_ceiling_fps") or {}).values():
@@ -110,7 +115,7 @@ def training_row(summary: dict, src: Source):
         return None
     text = (
         f"compute {h['train_step_ms']} ms with the loader decoding beside it, {h['train_step_held_ms']} ms on batches "
-        f"decoded beforehand{_pm(h.get('train_step_spread_pct'))}; besides, the step waited for data "
+        f"decoded beforehand{_spread(h.get('train_step_spread_pct'))}; besides, the step waited for data "
         f"{h.get('train_wait_pct')}% of the time ({src.cite('21')})"
     )
     return "a small video transformer's training step", text
