@@ -139,22 +139,26 @@ def format_run(result: dict) -> str:
 def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None = None, stopped=None) -> str:
     """The line `loader_bench.more_threads` returns. `ended`: 'failed', 'no rate' or 'done'; `best`: the best row
     so far; `stopped`: (threads, gain %, spread %) of the first step that gained no more than the spread."""
-    held = f"best {best['loader']}, {best['frames_per_s']:,.0f} frames/s"
+    rate = f"{best['loader']}, {best['frames_per_s']:,.0f} frames/s"
     if ended == "failed":
-        return f"{held}; {tried} failed"
+        return f"best {rate}; {tried} failed"
     if ended == "no rate":
         last = rows[-1]
-        return f"{tried}: no rate ({last['words'] if last['steady'] else last['why']}); {held}"
-    held += f", limit: {limit_of(best)[1]}"
+        return f"{tried}: no rate ({last['words'] if last['steady'] else last['why']}); best {rate}"
+    rate += f", limit: {limit_of(best)[1]}"
     if stopped is None:
-        return f"still rising at {best['threads']} threads; {held}"
+        return f"still rising at {best['threads']} threads; best {rate}"
     t, gain, spread = stopped
     after = [r["frames_per_s"] / best["frames_per_s"] - 1 for r in rows if r["threads"] > best["threads"]]
     again = ", then rose again" if best["threads"] > t else ""
-    if len(after) > 1:
-        held += f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
-    held = held.replace("best ", "the fewest threads for that rate: ", 1)  # more tie with it (21's verdict: fastest)
-    return f"levelled at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%){again}; {held}"
+    moved = (
+        f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
+        if len(after) > 1
+        else ""
+    )
+    # more threads tie with it, and 21's verdict names the fastest of those: this one is the fewest that get there
+    head = f"levelled at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%){again}"
+    return f"{head}; the fewest threads for that rate: {rate}{moved}"
 
 
 def gpu_loader_line(row: dict) -> str:
