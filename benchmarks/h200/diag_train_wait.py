@@ -37,13 +37,8 @@ class OwnStreams(loaders.GpuLoader):
         return out
 
 
-def batches_of(cls, items, size, device="cuda"):
-    def make():
-        yield from cls(items, backend="torchcodec", device=device, threads=THREADS, batch_size=BATCH, size=size,
-                       strategy="uniform", k=K)  # fmt: skip
-
-    make.lookahead_batches = -(-loader_bench.spec_lookahead({"kind": "gpu", "threads": THREADS}) // BATCH)
-    return make
+def batches_of(cls, items, size):
+    return train_step.gpu_batches(items, "torchcodec", THREADS, BATCH, size, K, loader=cls)
 
 
 def alone(make) -> float:
