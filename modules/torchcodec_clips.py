@@ -6,6 +6,7 @@ to find the files TorchCodec gets wrong). An item is K evenly spaced frames of o
 size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule,
 as every path of the playbook). A file that cannot be read, or that TorchCodec was seen to read wrong, is skipped and
 named. On the GPU, threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
+Each thread decodes on a CUDA stream of its own, so that its work does not queue behind the training step's.
 Under torchrun, device="cuda" is this rank's GPU (LOCAL_RANK).
 On the CPU, worker processes start by importing your script: build and read the loader under
 `if __name__ == "__main__":`.
@@ -19,6 +20,7 @@ On the CPU, worker processes start by importing your script: build and read the 
 
 import json
 import os
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
@@ -32,6 +34,7 @@ from torchcodec.decoders import VideoDecoder
 from torchcodec.transforms import Resize
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+STREAMS = threading.local()  # each decoding thread's CUDA stream, by device
 
 
 def uniform(n, k):
@@ -77,7 +80,17 @@ class VideoClips(Dataset):
 
     def __getitem__(self, i):
         try:
-            return self.read(self.paths[i]), self.paths[i], None
+            if not str(self.device).startswith("cuda"):
+                return self.read(self.paths[i]), self.paths[i], None
+            # TorchCodec works on torch's current stream: on the default one it would wait for the training step
+            if self.device not in STREAMS.__dict__:
+                setattr(STREAMS, self.device, torch.cuda.Stream(self.device))
+            stream = getattr(STREAMS, self.device)
+            with torch.cuda.stream(stream):
+                frames = self.read(self.paths[i])
+            stream.synchronize()  # ready when the thread hands it over
+            frames.record_stream(torch.cuda.default_stream(frames.device))  # read there before its memory is reused
+            return frames, self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
             if "Unsupported device" in str(e):  # a TorchCodec built without CUDA: no file would be read
                 raise RuntimeError(f"this TorchCodec cannot decode on {self.device}: {e}") from e

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import NamedTuple
 
 from playbook_utils import sampling, transforms
 from playbook_utils.decoders import (
     PROBED_ENV,
+    adapter,
     child_env,
     frame_size,
     read_frames,
@@ -16,6 +18,7 @@ from playbook_utils.decoders import (
     video_info,
     why_unavailable,
 )
+from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, redact
 from playbook_utils.resize import resize_uint8
 from playbook_utils.transforms import CLIP_MEAN, CLIP_STD
@@ -259,7 +262,6 @@ FEEDER_JOIN_S = 10.0  # how long an exiting worker waits for its last batch to l
 def finish_sending(timeout_s: float = FEEDER_JOIN_S) -> None:
     """Wait (at most `timeout_s`) for this process's multiprocessing queue feeder threads, at a loader worker's exit, so
     that interpreter shutdown does not abort it mid-send (SIGABRT). Notebook 23."""
-    import threading
     import time
 
     deadline = time.monotonic() + timeout_s
@@ -429,6 +431,7 @@ class GpuLoader:
         self.lookahead = 2 * threads  # videos decoded or in flight ahead of the consumer
         self.frames_delivered = 0
         self.skipped: list[tuple[str, str]] = []
+        self._local = threading.local()  # each decoding thread's CUDA streams (`_stream`)
 
     def __len__(self) -> int:
         return (len(self.ds) + self.batch_size - 1) // self.batch_size
@@ -444,25 +447,44 @@ class GpuLoader:
                 else ds.indices(i)
             )
             entry = ds.backend_for(i)  # once per video, not per chunk
-            parts = []
-            for a in range(0, len(idx), self.chunk):
-                frames = ds.read(i, idx[a : a + self.chunk], entry)
-                parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
+            with self._stream(*entry):
+                parts = []
+                for a in range(0, len(idx), self.chunk):
+                    frames = ds.read(i, idx[a : a + self.chunk], entry)
+                    parts.append(transforms.to_model_batch(frames, self.size, dtype=torch.float16))
+                out = torch.cat(parts)
+                if out.is_cuda:
+                    torch.cuda.current_stream(out.device).synchronize()  # the item is ready when the thread returns
         except (DecodeError, BackendUnavailable) as e:
             if ds.on_error == "raise":
                 raise
             self.skipped.append((redact(ds.paths[i]), str(e)))
             return None
-        out = torch.cat(parts)
-        if out.is_cuda:
-            torch.cuda.current_stream(out.device).synchronize()  # the item is ready when the thread returns
         return out
 
+    def _stream(self, backend: str, device: str):
+        """This thread's own CUDA stream where the library works on torch's current one (its adapter's
+        `OWN_STREAM`): on the default stream, its work would queue behind the training step's."""
+        import contextlib
+
+        import torch
+
+        if Device.parse(device).kind not in adapter(backend).OWN_STREAM:
+            return contextlib.nullcontext()
+        streams = self._local.__dict__.setdefault("streams", {})
+        if device not in streams:
+            streams[device] = torch.cuda.Stream(device)
+        return torch.cuda.stream(streams[device])
+
     def __iter__(self):
+        import torch
+
         batch = []
         for video in decode_ahead(self._item, range(len(self.ds)), self.threads, self.lookahead):
             if video is None:  # skipped (on_error='skip')
                 continue
+            if video.is_cuda:  # made on a thread's stream: its memory is not reused before this stream reads it
+                video.record_stream(torch.cuda.current_stream(video.device))
             batch.append(video)
             if len(batch) == self.batch_size:
                 yield _deliver(self, batch)

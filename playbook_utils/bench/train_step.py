@@ -168,13 +168,12 @@ def with_and_without_decoding(make_batches, prepare, make_model, steps: int, dev
 SMALLEST_FRAME_PIXELS = sampling.QWEN_VIDEO_MIN_TOKENS * (sampling.QWEN_PATCH * sampling.QWEN_MERGE) ** 2
 
 
-def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int, loader=None):
+def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int):
     """A function returning a fresh iterator over a `loaders.GpuLoader`'s batches of K frames per video, decoded on
-    the GPU and already model-ready there (float16 at `size`): the `make_batches` of `with_and_without_decoding`.
-    `loader`: a subclass of `GpuLoader` to use instead."""
+    the GPU and already model-ready there (float16 at `size`): the `make_batches` of `with_and_without_decoding`."""
 
     def batches():
-        yield from (loader or loaders.GpuLoader)(
+        yield from loaders.GpuLoader(
             paths, backend=backend, threads=threads, batch_size=batch_size, size=size, strategy="uniform", k=k
         )
 

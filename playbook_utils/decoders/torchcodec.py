@@ -88,6 +88,7 @@ class TorchCodec(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CHOOSES_STREAM = True  # stream_index=
     ROTATES = True  # returns frames turned as the display matrix says
+    OWN_STREAM = ("cuda",)  # NVDEC's frames are converted on torch's current stream
     HANDOVER = {"cpu": "torchcodec_clips", "cuda": "torchcodec_clips"}
     ROLES = {"simpler": 1, "cpu_reference": 1, "cpu_anchor": 1, "cpu_sweep": 0, "gpu_loader": 1, "raw_nvdec": 1,
              "rank_gpu": 0, "rank_cpu": 0}  # fmt: skip

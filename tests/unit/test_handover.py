@@ -221,6 +221,53 @@ def test_a_gpu_torch_cannot_use_or_a_torchcodec_without_cuda_is_an_error_not_eve
         clips[1]
 
 
+def test_torchcodecs_gpu_threads_decode_each_on_a_cuda_stream_of_its_own(monkeypatch):
+    # on the default stream, TorchCodec's work queues behind the training step's, and the step waits for data
+    import contextlib
+    import threading
+
+    sys.path.insert(0, str(handover.FOLDER))
+    try:
+        mod = importlib.import_module("torchcodec_clips")
+    finally:
+        sys.path.remove(str(handover.FOLDER))
+    events, current = [], ["default"]
+
+    class Stream:
+        def __init__(self, device):
+            self.name = f"stream {sum(e[0] == 'made' for e in events)}"
+            events.append(("made", device))
+
+        def synchronize(self):
+            events.append(("synchronize", self.name))
+
+    class Frames:
+        device = "cuda:0"
+
+        def record_stream(self, stream):
+            events.append(("kept for", stream))
+
+    @contextlib.contextmanager
+    def on(stream):
+        current.append(stream.name)
+        yield
+        current.pop()
+
+    for name, fake in (("is_available", lambda: True), ("Stream", Stream), ("stream", on),
+                       ("default_stream", lambda device: "default")):  # fmt: skip
+        monkeypatch.setattr(mod.torch.cuda, name, fake)
+    monkeypatch.setattr(mod, "STREAMS", threading.local())
+    clips = mod.VideoClips(["a.mp4", "b.mp4"], device="cuda")
+    monkeypatch.setattr(clips, "read", lambda p: events.append(("read", p, current[-1])) or Frames())
+    assert clips[0][1:] == ("a.mp4", None) and clips[1][1:] == ("b.mp4", None)
+    other = threading.Thread(target=clips.__getitem__, args=(0,))
+    other.start()
+    other.join()
+    one = [("synchronize", "stream 0"), ("kept for", "default")]
+    assert events == [("made", "cuda"), ("read", "a.mp4", "stream 0"), *one, ("read", "b.mp4", "stream 0"), *one,
+                      ("made", "cuda"), ("read", "a.mp4", "stream 1"), ("synchronize", "stream 1"), one[1]]  # fmt: skip
+
+
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
     """Each rank's files, epoch by epoch, from the module's loader under an initialized torch.distributed (gloo),
     `world` ranks as threads of this process would not do: one process each (`torch.multiprocessing.spawn`)."""

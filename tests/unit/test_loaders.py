@@ -271,6 +271,68 @@ def test_process_loader_hands_over_cuda_videos_exactly(backend, paths):
     assert all(torch.equal(v, ref) for b in batches for v in b)
 
 
+def test_gpu_loader_threads_take_streams_of_their_own_where_the_library_works_on_the_current_one(monkeypatch):
+    # on the default stream, TorchCodec's conversion queues behind the training step's, and the step waits for data
+    import threading
+
+    import torch
+
+    made = []
+    monkeypatch.setattr(torch.cuda, "Stream", lambda device: made.append(device) or f"stream {len(made)}")
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: s)
+    L = loaders.GpuLoader([], backend="pyav", device="cpu")
+    first, again = L._stream("torchcodec", "cuda:1"), L._stream("torchcodec", "cuda:1")
+    other = []
+    thread = threading.Thread(target=lambda: other.append(L._stream("torchcodec", "cuda:1")))
+    thread.start()
+    thread.join()
+    assert first == again == "stream 1" and other == ["stream 2"] and made == ["cuda:1", "cuda:1"]
+    for backend, device in (("pynvvideocodec", "cuda"), ("torchcodec", "cpu"), ("pyav", "cuda")):
+        assert not isinstance(L._stream(backend, device), str), (backend, device)  # the current stream, as it is
+    assert len(made) == 2
+
+
+@pytest.mark.media
+@pytest.mark.gpu
+@pytest.mark.skipif("torchcodec" not in available("cuda"), reason="needs TorchCodec with CUDA")
+def test_torchcodec_gpu_loader_decodes_beside_a_busy_default_stream_exactly(paths, monkeypatch):
+    # each thread on its own stream while the default one is kept busy, as by a training step: the frames are those
+    # of a plain read on the default stream
+    import threading
+
+    import torch
+
+    from playbook_utils import transforms
+    from playbook_utils.decoders import read_frames
+
+    seen, real = set(), loaders.read_frames
+    monkeypatch.setattr(
+        loaders, "read_frames", lambda *a, **kw: seen.add(torch.cuda.current_stream()) or real(*a, **kw)
+    )
+    n = media.probe(paths[0]).num_frames
+    ref = transforms.to_model_batch(
+        read_frames(paths[0], list(range(n)), "torchcodec", "cuda"), 64, dtype=torch.float16
+    )
+    busy, stop = torch.randn(4096, 4096, device="cuda"), threading.Event()
+
+    def keep_busy():
+        while not stop.is_set():
+            torch.mm(busy, busy)
+
+    worker = threading.Thread(target=keep_busy, daemon=True)
+    worker.start()  # its own thread, on the default stream: matrix products queued while the loader decodes
+    try:
+        L = loaders.GpuLoader([paths[0]] * 4, backend="torchcodec", device="cuda", threads=2, batch_size=2, size=64,
+                              chunk=24)  # fmt: skip
+        batches = [b.clone() for b in L]
+    finally:
+        stop.set()
+        worker.join()
+    assert torch.cuda.default_stream() not in seen and 1 <= len(seen) <= 2  # one a thread
+    assert [tuple(b.shape) for b in batches] == [(2, n, 3, 64, 64)] * 2
+    assert all(torch.equal(v, ref) for b in batches for v in b)
+
+
 @pytest.mark.media
 def test_loader_workers_share_the_cores_among_their_decoders(paths):
     import os
