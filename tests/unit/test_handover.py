@@ -50,6 +50,15 @@ def load(backend: str, device: str):
     return importlib.import_module(handover.module(backend, device))
 
 
+def from_its_file(name: str):
+    """The module `name` imported in this process from its file in the modules folder."""
+    sys.path.insert(0, str(handover.FOLDER))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(handover.FOLDER))
+
+
 def available(backend: str, device: str) -> None:
     why = why_unavailable(backend, device)
     if why:
@@ -206,11 +215,7 @@ def test_under_torchrun_a_gpu_module_decodes_on_its_ranks_gpu(backend):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="asks for a GPU where torch sees none")
 def test_a_gpu_torch_cannot_use_or_a_torchcodec_without_cuda_is_an_error_not_every_file_skipped(monkeypatch):
-    sys.path.insert(0, str(handover.FOLDER))
-    try:
-        mod = importlib.import_module("torchcodec_clips")
-    finally:
-        sys.path.remove(str(handover.FOLDER))
+    mod = from_its_file("torchcodec_clips")
     with pytest.raises(RuntimeError, match="no CUDA GPU"):
         mod.VideoClips(["a.mp4"], device="cuda")
     clips = mod.VideoClips(["a.mp4", "b.mp4"], device="cpu")
@@ -226,11 +231,7 @@ def test_torchcodecs_gpu_threads_decode_each_on_a_cuda_stream_of_its_own(monkeyp
     import contextlib
     import threading
 
-    sys.path.insert(0, str(handover.FOLDER))
-    try:
-        mod = importlib.import_module("torchcodec_clips")
-    finally:
-        sys.path.remove(str(handover.FOLDER))
+    mod = from_its_file("torchcodec_clips")
     events, current = [], ["default"]
 
     class Stream:
