@@ -83,9 +83,10 @@ class VideoClips(Dataset):
             if not str(self.device).startswith("cuda"):
                 return self.read(self.paths[i]), self.paths[i], None
             # TorchCodec works on torch's current stream: on the default one it would wait for the training step
-            if self.device not in STREAMS.__dict__:
-                setattr(STREAMS, self.device, torch.cuda.Stream(self.device))
-            stream = getattr(STREAMS, self.device)
+            streams = STREAMS.__dict__  # this thread's, by device
+            if self.device not in streams:
+                streams[self.device] = torch.cuda.Stream(self.device)
+            stream = streams[self.device]
             with torch.cuda.stream(stream):
                 frames = self.read(self.paths[i])
             stream.synchronize()  # ready when the thread hands it over
