@@ -6,7 +6,7 @@ to find the files TorchCodec gets wrong). An item is K evenly spaced frames of o
 size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule,
 as every path of the playbook). A file that cannot be read, or that TorchCodec was seen to read wrong, is skipped and
 named. On the GPU, threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
-Each thread decodes on a CUDA stream of its own, so that its work does not queue behind the training step's.
+The threads decode on a CUDA stream of their own, so that their work does not queue behind the training step's.
 Under torchrun, device="cuda" is this rank's GPU (LOCAL_RANK).
 On the CPU, worker processes start by importing your script: build and read the loader under
 `if __name__ == "__main__":`.
@@ -34,7 +34,7 @@ from torchcodec.decoders import VideoDecoder
 from torchcodec.transforms import Resize
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
-STREAMS = threading.local()  # each decoding thread's CUDA stream, by device
+STREAMS, LOCK = {}, threading.Lock()  # the decoding threads' CUDA stream, by device: one, so one memory pool
 
 
 def uniform(n, k):
@@ -83,10 +83,10 @@ class VideoClips(Dataset):
             if not str(self.device).startswith("cuda"):
                 return self.read(self.paths[i]), self.paths[i], None
             # TorchCodec works on torch's current stream: on the default one it would wait for the training step
-            streams = STREAMS.__dict__  # this thread's, by device
-            if self.device not in streams:
-                streams[self.device] = torch.cuda.Stream(self.device)
-            stream = streams[self.device]
+            with LOCK:
+                if self.device not in STREAMS:
+                    STREAMS[self.device] = torch.cuda.Stream(self.device)
+            stream = STREAMS[self.device]
             with torch.cuda.stream(stream):
                 frames = self.read(self.paths[i])
             stream.synchronize()  # ready when the thread hands it over

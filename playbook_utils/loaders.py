@@ -431,7 +431,7 @@ class GpuLoader:
         self.lookahead = 2 * threads  # videos decoded or in flight ahead of the consumer
         self.frames_delivered = 0
         self.skipped: list[tuple[str, str]] = []
-        self._local = threading.local()  # each decoding thread's CUDA streams (`_stream`)
+        self._streams, self._lock = {}, threading.Lock()  # the decoding threads' CUDA stream, by device (`_stream`)
 
     def __len__(self) -> int:
         return (len(self.ds) + self.batch_size - 1) // self.batch_size
@@ -463,18 +463,19 @@ class GpuLoader:
         return out
 
     def _stream(self, backend: str, device: str):
-        """This thread's own CUDA stream where the library works on torch's current one (its adapter's
-        `OWN_STREAM`): on the default stream, its work would queue behind the training step's."""
+        """The decoding threads' CUDA stream where the library works on torch's current one (its adapter's
+        `OWN_STREAM`): on the default stream, their work would queue behind the training step's. One stream for all
+        the threads, so that they share one memory pool, as on the default stream (the allocator keeps one a stream)."""
         import contextlib
 
         import torch
 
         if Device.parse(device).kind not in adapter(backend).OWN_STREAM:
             return contextlib.nullcontext()
-        streams = self._local.__dict__.setdefault("streams", {})
-        if device not in streams:
-            streams[device] = torch.cuda.Stream(device)
-        return torch.cuda.stream(streams[device])
+        with self._lock:
+            if device not in self._streams:
+                self._streams[device] = torch.cuda.Stream(device)
+        return torch.cuda.stream(self._streams[device])
 
     def __iter__(self):
         import torch
@@ -483,7 +484,7 @@ class GpuLoader:
         for video in decode_ahead(self._item, range(len(self.ds)), self.threads, self.lookahead):
             if video is None:  # skipped (on_error='skip')
                 continue
-            if video.is_cuda:  # made on a thread's stream: its memory is not reused before this stream reads it
+            if video.is_cuda:  # made on the threads' stream: its memory is not reused before this stream reads it
                 video.record_stream(torch.cuda.current_stream(video.device))
             batch.append(video)
             if len(batch) == self.batch_size:

@@ -273,7 +273,7 @@ class Adapter:
     KNOWN_WRONG: tuple = ()  # `KnownWrong` rows: file traits it is refused for
     RESIZES_ON: tuple | None = None  # device kinds `read_resized` works on (None: all of DEVICES)
     FORWARD_ON: tuple = ()  # device kinds where reads='seek' rows are served by one forward pass (`forward_only`)
-    OWN_STREAM: tuple = ()  # device kinds where it works on torch's current CUDA stream: `GpuLoader` threads take one each
+    OWN_STREAM: tuple = ()  # device kinds where it works on torch's current CUDA stream: `GpuLoader`'s threads share one
     HANDOVER: dict = {}  # {device kind: the `handover` module that does the same with the library alone}
     ROLES: dict = {}  # {role: rank} where the measurements pick libraries (`ROLES`, `decoders.by_role`)
     read_file = None  # read_file(fileobj, ...): reads an open binary file itself

@@ -226,8 +226,9 @@ def test_a_gpu_torch_cannot_use_or_a_torchcodec_without_cuda_is_an_error_not_eve
         clips[1]
 
 
-def test_torchcodecs_gpu_threads_decode_each_on_a_cuda_stream_of_its_own(monkeypatch):
-    # on the default stream, TorchCodec's work queues behind the training step's, and the step waits for data
+def test_torchcodecs_gpu_threads_decode_on_one_cuda_stream_of_their_own(monkeypatch):
+    # on the default stream, TorchCodec's work queues behind the training step's, and the step waits for data;
+    # one stream for all the threads keeps one memory pool
     import contextlib
     import threading
 
@@ -257,7 +258,7 @@ def test_torchcodecs_gpu_threads_decode_each_on_a_cuda_stream_of_its_own(monkeyp
     for name, fake in (("is_available", lambda: True), ("Stream", Stream), ("stream", on),
                        ("default_stream", lambda device: "default")):  # fmt: skip
         monkeypatch.setattr(mod.torch.cuda, name, fake)
-    monkeypatch.setattr(mod, "STREAMS", threading.local())
+    monkeypatch.setattr(mod, "STREAMS", {})
     clips = mod.VideoClips(["a.mp4", "b.mp4"], device="cuda")
     monkeypatch.setattr(clips, "read", lambda p: events.append(("read", p, current[-1])) or Frames())
     assert clips[0][1:] == ("a.mp4", None) and clips[1][1:] == ("b.mp4", None)
@@ -266,7 +267,7 @@ def test_torchcodecs_gpu_threads_decode_each_on_a_cuda_stream_of_its_own(monkeyp
     other.join()
     one = [("synchronize", "stream 0"), ("kept for", "default")]
     assert events == [("made", "cuda"), ("read", "a.mp4", "stream 0"), *one, ("read", "b.mp4", "stream 0"), *one,
-                      ("made", "cuda"), ("read", "a.mp4", "stream 1"), ("synchronize", "stream 1"), one[1]]  # fmt: skip
+                      ("read", "a.mp4", "stream 0"), *one]  # fmt: skip
 
 
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
