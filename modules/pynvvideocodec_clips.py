@@ -7,6 +7,7 @@ GPU), the centre cut out, so videos of any size batch together. NVDEC hands out 
 colour tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook), where
 PyNvVideoCodec's own RGB takes BT.709 for every file. A file that cannot be read or is refused is skipped and named.
 Threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
+The threads decode on a CUDA stream of their own, so that their work does not queue behind the training step's.
 The GPU: `gpu`, else this rank's under torchrun (LOCAL_RANK), else GPU 0.
 
     clips = VideoClips(paths, k=16, size=224)   # gpu=N to choose one
@@ -17,6 +18,7 @@ The GPU: `gpu`, else this rank's under torchrun (LOCAL_RANK), else GPU 0.
 """
 
 import os
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, islice
@@ -29,6 +31,7 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset, DistributedSampler
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+STREAMS, LOCK = {}, threading.Lock()  # the decoding threads' CUDA stream, by GPU: one, so one memory pool
 KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by FFmpeg's colorspace number; else BT.601
 
 
@@ -95,12 +98,18 @@ class VideoClips(Dataset):
 
     def __getitem__(self, i):
         try:
-            with torch.cuda.device(self.gpu):
-                return self.read(self.paths[i]), self.paths[i], None
+            with LOCK:
+                if self.gpu not in STREAMS:
+                    STREAMS[self.gpu] = torch.cuda.Stream(self.gpu)
+            stream = STREAMS[self.gpu]  # on the default stream, NVDEC's copies would wait for the training step
+            with torch.cuda.device(self.gpu), torch.cuda.stream(stream):
+                frames = self.read(self.paths[i], stream.cuda_stream)
+            frames.record_stream(torch.cuda.default_stream(self.gpu))  # read there before its memory is reused
+            return frames, self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
-    def read(self, path):
+    def read(self, path, stream=0):
         info = probe(path)
         first, n = info["first"], info["frames"]
         refused = {  # what PyNvVideoCodec 2.2 was seen to get wrong (notebook 13)
@@ -116,8 +125,8 @@ class VideoClips(Dataset):
         unique = sorted(set(want))
         if info["open_gop"]:  # after a seek into open-GOP video it returned other frames: read forward, no seek
             demuxer = nvc.CreateDemuxer(path)
-            decoder = nvc.CreateDecoder(gpuid=self.gpu, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0,
-                                        usedevicememory=True)  # fmt: skip
+            decoder = nvc.CreateDecoder(gpuid=self.gpu, codec=demuxer.GetNvCodecId(), cudacontext=0,
+                                        cudastream=stream, usedevicememory=True)  # fmt: skip
             got, at = {}, 0
             for packet in chain(demuxer, [nvc.PacketData()]):  # the empty packet flushes the decoder at the end
                 for frame in decoder.Decode(packet):  # in display order
@@ -127,7 +136,7 @@ class VideoClips(Dataset):
                 if at > unique[-1]:
                     break
         else:
-            decoder = nvc.SimpleDecoder(path, gpu_id=self.gpu, use_device_memory=True,
+            decoder = nvc.SimpleDecoder(path, gpu_id=self.gpu, cuda_stream=stream, use_device_memory=True,
                                         output_color_type=nvc.OutputColorType.NATIVE)  # fmt: skip
             if len(decoder) != n:
                 raise ValueError(f"PyNvVideoCodec counts {len(decoder)} frames, the packets {n}")

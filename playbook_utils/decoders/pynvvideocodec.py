@@ -18,12 +18,20 @@ _local = threading.local()
 
 
 def _held(name: str) -> dict:
-    """This thread's {GPU: ...} of `name`: the decoders `decoder_for` keeps, the forward passes `_forward` keeps."""
+    """This thread's {(GPU, stream): ...} of `name`: the decoders `decoder_for` keeps, the forward passes `_forward`
+    keeps, each on the CUDA stream that was torch's current one when it was made (`_on`)."""
     held = getattr(_local, name, None)
     if held is None:
         held = {}
         setattr(_local, name, held)
     return held
+
+
+def _on(gpu: int) -> tuple[int, int]:
+    """(GPU, the handle of torch's current CUDA stream there): where a decoder made now copies its frames out."""
+    import torch
+
+    return gpu, torch.cuda.current_stream(gpu).cuda_stream
 
 
 def _wrong(trait: str, what: str) -> base.KnownWrong:
@@ -39,6 +47,7 @@ class PyNvVideoCodec(base.Adapter):
     NAME, IMPORT, DISTRIBUTION = "pynvvideocodec", "PyNvVideoCodec", "pynvvideocodec"
     DEVICES = ("cuda",)
     HANDOVER = {"cuda": "pynvvideocodec_clips"}
+    OWN_STREAM = ("cuda",)  # its decoders copy out, and the frames are converted, on torch's current stream
     ROLES = {"simpler": 3, "gpu_loader": 0, "raw_nvdec": 0, "rank_gpu": 1}
     # What the correctness matrix caught it getting wrong, and files it has not been checked on: refused.
     KNOWN_WRONG = (
@@ -78,7 +87,7 @@ class PyNvVideoCodec(base.Adapter):
                 return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
             except Exception:
                 # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
-                _held("decoders").pop(gpu, None)
+                _held("decoders").pop(_on(gpu), None)
                 return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
         except Exception as e:
             if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
@@ -100,21 +109,23 @@ def decoder_for(path: str, gpu_id: int, info=None):
     for another file of the same `reuse_key` (`info`, the file's probe), or new."""
     import PyNvVideoCodec as nvc
 
-    cache = _held("decoders")
+    cache, on = _held("decoders"), _on(gpu_id)
     key = (path, base.file_identity(path))
-    held_key, held_reuse, dec = cache.get(gpu_id, (None, None, None))
+    held_key, held_reuse, dec = cache.get(on, (None, None, None))
     if dec is not None and held_key == key:
         return dec
     if dec is not None and held_reuse == reuse_key(info):
         try:
             dec.reconfigure_decoder(path)
-            cache[gpu_id] = (key, held_reuse, dec)
+            cache[on] = (key, held_reuse, dec)
             return dec
         except Exception:
             pass  # a different codec or a larger size: start afresh
-    cache.pop(gpu_id, None)
-    dec = nvc.SimpleDecoder(path, gpu_id=gpu_id, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE)
-    cache[gpu_id] = (key, reuse_key(info), dec)
+    cache.pop(on, None)
+    dec = nvc.SimpleDecoder(
+        path, gpu_id=gpu_id, cuda_stream=on[1], use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
+    )
+    cache[on] = (key, reuse_key(info), dec)
     return dec
 
 
@@ -152,15 +163,15 @@ def _forward(path: str, unique: list[int], gpu: int, info):
     on."""
     import torch
 
-    passes = _held("forward")
+    passes, on = _held("forward"), _on(gpu)
     key = (path, base.file_identity(path))
-    run = passes.pop(gpu, None)
+    run = passes.pop(on, None)
     if run is None or run.key != key or unique[0] < run.first_available:
-        run = _ForwardPass(key, path, gpu)
+        run = _ForwardPass(key, path, *on)
     with torch.cuda.device(gpu):
         kept = run.frames(unique)
     if not run.ended:
-        passes[gpu] = run
+        passes[on] = run
     if len(kept) != len(unique):
         raise RuntimeError(f"PyNvVideoCodec's forward pass gave {run.next} frames; asked up to {unique[-1]}")
     return _rgb([kept[i] for i in unique], info)
@@ -171,14 +182,14 @@ class _ForwardPass:
     will hand out, and the frames it handed out past the last one asked for (copied: the decoder reuses its
     surfaces), for the next read to start from."""
 
-    def __init__(self, key, path: str, gpu: int):
+    def __init__(self, key, path: str, gpu: int, stream: int):
         import PyNvVideoCodec as nvc
 
         self.key, self.next, self.held, self.ended = key, 0, {}, False
         self.demuxer = nvc.CreateDemuxer(path)
         self.packets = iter(self.demuxer)
         self.decoder = nvc.CreateDecoder(
-            gpuid=gpu, codec=self.demuxer.GetNvCodecId(), cudacontext=0, cudastream=0, usedevicememory=True
+            gpuid=gpu, codec=self.demuxer.GetNvCodecId(), cudacontext=0, cudastream=stream, usedevicememory=True
         )
 
     @property

@@ -262,13 +262,16 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     import sys
     import types
 
+    import torch
+
     from playbook_utils.decoders import pynvvideocodec as nv
 
-    made, reconfigured = [], []
+    made, reconfigured, streams, current = [], [], [], [0]
 
     class SimpleDecoder:
         def __init__(self, path, **kwargs):
             made.append(path)
+            streams.append(kwargs["cuda_stream"])
 
         def reconfigure_decoder(self, path):
             reconfigured.append(path)
@@ -276,6 +279,7 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     fake = types.SimpleNamespace(SimpleDecoder=SimpleDecoder, OutputColorType=types.SimpleNamespace(NATIVE=0))
     monkeypatch.setitem(sys.modules, "PyNvVideoCodec", fake)
     monkeypatch.setattr(nv, "_local", type(nv._local)())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda gpu: types.SimpleNamespace(cuda_stream=current[-1]))
     a, b = tmp_path / "a.mp4", tmp_path / "b.mp4"
     a.write_bytes(b"x")
     b.write_bytes(b"y")
@@ -303,6 +307,11 @@ def test_pynvvideocodec_keeps_its_decoder_for_the_same_unchanged_file(tmp_path, 
     assert made == [str(a), str(b)] and nv.decoder_for(str(a), 0, hd) is kept and reconfigured[-1] == str(a)
     taller = types.SimpleNamespace(codec="h264", width=1920, height=1088, pix_fmt="yuv420p")
     assert nv.decoder_for(str(b), 0, taller) is not kept and made == [str(a), str(b), str(b)]
+    # a decoder copies its frames out on the stream that was current when it was made: another stream, another one
+    current.append(7)  # a loader thread's stream (`GpuLoader`), not the default one
+    assert nv.decoder_for(str(b), 0, taller) is not kept and made[-1] == str(b) and streams == [0, 0, 0, 7]
+    current.pop()
+    assert nv.decoder_for(str(b), 0, taller) is not kept and len(made) == 4  # the default stream's, kept
 
 
 def test_pynvvideocodec_forward_pass_goes_on_where_the_last_chunk_stopped(tmp_path, monkeypatch):
@@ -349,6 +358,8 @@ def test_pynvvideocodec_forward_pass_goes_on_where_the_last_chunk_stopped(tmp_pa
     monkeypatch.setitem(sys.modules, "PyNvVideoCodec", fake)
     monkeypatch.setattr(nv, "_local", type(nv._local)())
     monkeypatch.setattr(torch.cuda, "device", lambda gpu: contextlib.nullcontext())
+    current = [0]  # torch's current stream: the default one, or a loader thread's
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda gpu: types.SimpleNamespace(cuda_stream=current[-1]))
     monkeypatch.setattr(nv, "_rgb", lambda surfaces, info: torch.stack([t[0, 0] for t in surfaces]))
     a, b = tmp_path / "a.mp4", tmp_path / "b.mp4"
     a.write_bytes(b"x")
@@ -359,6 +370,8 @@ def test_pynvvideocodec_forward_pass_goes_on_where_the_last_chunk_stopped(tmp_pa
     assert nv._forward(str(a), [3, 5], 0, None).tolist() == [3, 5] and len(made) == 2  # behind it: afresh
     assert nv._forward(str(a), [7, 9], 0, None).tolist() == [7, 9] and len(made) == 2  # ahead: goes on
     assert nv._forward(str(b), [8], 0, None).tolist() == [8] and len(made) == 3  # another file: afresh
+    current.append(7)  # on another stream, a pass of its own: its decoder copies out there
+    assert nv._forward(str(b), [9], 0, None).tolist() == [9] and [m["cudastream"] for m in made] == [0, 0, 0, 7]
     with pytest.raises(RuntimeError, match="forward pass gave 20 frames; asked up to 25"):
         nv._forward(str(a), [18, 25], 0, None)
 

@@ -226,16 +226,24 @@ def test_a_gpu_torch_cannot_use_or_a_torchcodec_without_cuda_is_an_error_not_eve
         clips[1]
 
 
-def test_torchcodecs_gpu_threads_decode_on_one_cuda_stream_of_their_own(monkeypatch):
-    # on the default stream, TorchCodec's work queues behind the training step's, and the step waits for data;
+@pytest.mark.parametrize("name", ["torchcodec_clips", "pynvvideocodec_clips"])
+def test_a_gpu_modules_threads_decode_on_one_cuda_stream_of_their_own(name, monkeypatch):
+    # on the default stream, the library's work queues behind the training step's, and the step waits for data;
     # one stream for all the threads keeps one memory pool
     import contextlib
     import threading
+    import types
 
-    mod = from_its_file("torchcodec_clips")
+    if name == "pynvvideocodec_clips" and importlib.util.find_spec("PyNvVideoCodec") is None:
+        monkeypatch.setitem(sys.modules, "PyNvVideoCodec", types.ModuleType("PyNvVideoCodec"))  # not installed here
+        monkeypatch.setitem(sys.modules, name, None)  # imported with the stand-in, taken out afterwards
+        del sys.modules[name]
+    mod = from_its_file(name)
     events, current = [], ["default"]
 
     class Stream:
+        cuda_stream = 1234  # the handle PyNvVideoCodec's decoders are given
+
         def __init__(self, device):
             self.name = f"stream {sum(e[0] == 'made' for e in events)}"
             events.append(("made", device))
@@ -255,19 +263,24 @@ def test_torchcodecs_gpu_threads_decode_on_one_cuda_stream_of_their_own(monkeypa
         yield
         current.pop()
 
-    for name, fake in (("is_available", lambda: True), ("Stream", Stream), ("stream", on),
+    for attr, fake in (("is_available", lambda: True), ("Stream", Stream), ("stream", on),
+                       ("device", lambda gpu: contextlib.nullcontext()),
                        ("default_stream", lambda device: "default")):  # fmt: skip
-        monkeypatch.setattr(mod.torch.cuda, name, fake)
+        monkeypatch.setattr(mod.torch.cuda, attr, fake)
     monkeypatch.setattr(mod, "STREAMS", {})
-    clips = mod.VideoClips(["a.mp4", "b.mp4"], device="cuda")
-    monkeypatch.setattr(clips, "read", lambda p: events.append(("read", p, current[-1])) or Frames())
+    gpu = {"device": "cuda"} if name == "torchcodec_clips" else {"gpu": 0}
+    clips = mod.VideoClips(["a.mp4", "b.mp4"], **gpu)
+    monkeypatch.setattr(clips, "read", lambda p, *handle: events.append(("read", p, current[-1], *handle)) or Frames())
     assert clips[0][1:] == ("a.mp4", None) and clips[1][1:] == ("b.mp4", None)
     other = threading.Thread(target=clips.__getitem__, args=(0,))
     other.start()
     other.join()
-    one = [("synchronize", "stream 0"), ("kept for", "default")]
-    assert events == [("made", "cuda"), ("read", "a.mp4", "stream 0"), *one, ("read", "b.mp4", "stream 0"), *one,
-                      ("read", "a.mp4", "stream 0"), *one]  # fmt: skip
+    if name == "torchcodec_clips":  # TorchCodec decodes on torch's current stream; the item is ready when handed out
+        read, one = [], [("synchronize", "stream 0"), ("kept for", "default")]
+    else:  # PyNvVideoCodec's decoders copy out on the stream they are given; `read` waits for it
+        read, one = [1234], [("kept for", "default")]
+    assert events == [("made", *gpu.values()), ("read", "a.mp4", "stream 0", *read), *one,
+                      ("read", "b.mp4", "stream 0", *read), *one, ("read", "a.mp4", "stream 0", *read), *one]  # fmt: skip
 
 
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
