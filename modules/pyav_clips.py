@@ -23,6 +23,18 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 
 
+def video_stream(container):
+    """FFmpeg's best video stream of an open file; ValueError naming why a file has none to read frames from."""
+    stream = container.streams.best("video")
+    if stream is None:
+        raise ValueError("no video stream")
+    if container.format.name.startswith("image2") or container.format.name.endswith("_pipe"):
+        raise ValueError(f"a still picture ({container.format.name}), not a video")
+    if stream.codec_context is None:
+        raise ValueError("FFmpeg has no decoder for its video codec")
+    return stream
+
+
 def uniform(n, k):
     """The middle frame of each of k equal parts of n frames."""
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
@@ -45,7 +57,7 @@ class VideoClips(Dataset):
 
     def read(self, path):
         with av.open(path) as container:
-            stream = container.streams.best("video")
+            stream = video_stream(container)
             stream.thread_type, stream.thread_count = "AUTO", self.threads or 0  # FFmpeg's default: one thread
             packets = [p for p in container.demux(stream) if p.size]
             if stream.frames > len(packets):  # an MP4 whose index lists more frames than it holds

@@ -24,6 +24,18 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 
 
+def video_stream(container):
+    """FFmpeg's best video stream of an open file; ValueError naming why a file has none to read frames from."""
+    stream = container.streams.best("video")
+    if stream is None:
+        raise ValueError("no video stream")
+    if container.format.name.startswith("image2") or container.format.name.endswith("_pipe"):
+        raise ValueError(f"a still picture ({container.format.name}), not a video")
+    if stream.codec_context is None:
+        raise ValueError("FFmpeg has no decoder for its video codec")
+    return stream
+
+
 def uniform(n, k):
     """The middle frame of each of k equal parts of n frames."""
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
@@ -31,11 +43,13 @@ def uniform(n, k):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the frames its
-    index lists that it does not hold (cut short), and the first frame (size, rotation, pixel format, colour tags)."""
+    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, and the first
+    frame (size, rotation, pixel format, colour tags). ValueError for a file cut short or with no frame to decode."""
     with av.open(path) as container:
-        stream = container.streams.best("video")
+        stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
+        if stream.frames > len(got):  # an MP4 whose index lists more frames than it holds
+            raise ValueError(f"cut short: its index lists {stream.frames - len(got)} more frames than it holds")
         shown = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
         open_gop, key = False, None
         for j, (pts, is_key) in enumerate(shown):  # decode order: a frame after a keyframe, shown before it
@@ -43,11 +57,13 @@ def probe(path):
             open_gop |= key is not None and pts < key
         container.seek(0)
         stream.thread_count = 1
-        first = next(container.decode(stream))
+        first = next(container.decode(stream), None)
+        if first is None:
+            raise ValueError("no frame of its video stream decodes")
         return {
             "codec": stream.codec_context.name, "container": container.format.name,
             "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
-            "hidden": len(got) - len(shown), "missing": max(0, stream.frames - len(got)), "first": first,
+            "hidden": len(got) - len(shown), "first": first,
         }  # fmt: skip
 
 
@@ -68,8 +84,6 @@ class VideoClips(Dataset):
 
     def read(self, path):
         info = probe(path)
-        if info["missing"]:
-            raise ValueError(f"cut short: its index lists {info['missing']} more frames than it holds")
         if info["hidden"]:  # SPDL 0.8 returned frame 41 for frame 47 of such a file
             raise ValueError(f"refused: an MP4 edit list hides {info['hidden']} frames, which SPDL counts")
         first, n = info["first"], info["frames"]

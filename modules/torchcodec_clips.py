@@ -37,6 +37,18 @@ K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose proce
 STREAMS, LOCK = {}, threading.Lock()  # the decoding threads' CUDA stream, by device: one, so one memory pool
 
 
+def video_stream(container):
+    """FFmpeg's best video stream of an open file; ValueError naming why a file has none to read frames from."""
+    stream = container.streams.best("video")
+    if stream is None:
+        raise ValueError("no video stream")
+    if container.format.name.startswith("image2") or container.format.name.endswith("_pipe"):
+        raise ValueError(f"a still picture ({container.format.name}), not a video")
+    if stream.codec_context is None:
+        raise ValueError("FFmpeg has no decoder for its video codec")
+    return stream
+
+
 def uniform(n, k):
     """The middle frame of each of k equal parts of n frames."""
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
@@ -54,18 +66,19 @@ def rank_gpu(device):
 
 def packets(path):
     """What the packets say, without decoding: (codec, container, presentation times, open GOP, frames an MP4 edit
-    list hides, frames the index lists that the file does not hold)."""
+    list hides). ValueError for a file cut short."""
     with av.open(path) as container:
-        stream = container.streams.best("video")
+        stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
+        if stream.frames > len(got):  # an MP4 whose index lists more frames than it holds
+            raise ValueError(f"cut short: its index lists {stream.frames - len(got)} more frames than it holds")
         kept = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
         open_gop, key = False, None
         for j, (pts, is_key) in enumerate(kept):  # decode order: a frame after a keyframe, shown before it
             key = pts if is_key and j else key
             open_gop |= key is not None and pts < key
         shown = sorted(pts for pts, _ in kept)
-        missing = max(0, stream.frames - len(got))
-        return stream.codec_context.name, container.format.name, shown, open_gop, len(got) - len(shown), missing
+        return stream.codec_context.name, container.format.name, shown, open_gop, len(got) - len(shown)
 
 
 class VideoClips(Dataset):
@@ -98,10 +111,8 @@ class VideoClips(Dataset):
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path):
-        codec, container, shown, open_gop, hidden, missing = packets(path)
+        codec, container, shown, open_gop, hidden = packets(path)
         gpu = str(self.device).startswith("cuda")
-        if missing:
-            raise ValueError(f"cut short: its index lists {missing} more frames than it holds")
         if hidden:  # TorchCodec 0.13 returned frame 6 for frame 0 of such a file
             raise ValueError(f"refused: an MP4 edit list hides {hidden} frames, which TorchCodec counts")
         if gpu and container == "avi":  # TorchCodec 0.17 on CUDA failed mid-file on an AVI

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from playbook_utils import handover
-from playbook_utils.bench import media
+from playbook_utils.bench import faults, media
 from playbook_utils.bench.pixels import psnr
 from playbook_utils.decoders import why_unavailable
 from tests import reader_folder
@@ -104,10 +104,12 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "probe",
                 "ThreadLoader",
                 "rank_gpu",
+                "video_stream",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
     assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
     assert len(parts["rank_gpu"]) == 3  # the GPU modules: torchrun's rank picks the GPU in each alike
+    assert len(parts["video_stream"]) == 6  # each says alike why a file has no video to read
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
 
 
@@ -283,6 +285,49 @@ def test_a_gpu_modules_threads_decode_on_one_cuda_stream_of_their_own(name, monk
                       ("read", "b.mp4", "stream 0", *read), *one, ("read", "a.mp4", "stream 0", *read), *one]  # fmt: skip
 
 
+# errors of a module's own code, not a cause found in the file: what a file it did not expect used to give
+STRAY = ("AttributeError", "TypeError", "KeyError", "IndexError", "StopIteration", "NameError", "UnboundLocalError")
+
+
+def still_picture(path: Path) -> str:
+    """A JPEG, as a reader's folder holds beside its videos (a poster, a thumbnail), written by PyAV."""
+    import av
+    import numpy as np
+
+    with av.open(str(path), "w", format="image2") as out:
+        s = out.add_stream("mjpeg")
+        s.width, s.height, s.pix_fmt = 64, 48, "yuvj420p"
+        picture = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), format="rgb24")
+        for packet in [*s.encode(picture), *s.encode()]:
+            out.mux(packet)
+    return str(path)
+
+
+def skips(backend: str, device: str, files: list[str]) -> dict:
+    """Each of `files` read alone by the module of `backend` on `device`: {path: None where read, else why}."""
+    clips = load(backend, device).VideoClips(files, k=2, **options(backend, device))
+    return {p: why for _, p, why in (clips[i] for i in range(len(files)))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, device", PATHS)
+def test_a_file_with_no_video_to_read_is_skipped_with_what_is_wrong_with_it(backend, device, tmp_path):
+    # the playbook's fault cases (notebook 23) and a still picture, as a glob over a reader's folder picks them up
+    available(backend, device)
+    cases = {n: str(p) for n, (p, _) in faults.make_bad_files(tmp_path).items() if n != "index out of range"}
+    cases["still picture"] = still_picture(tmp_path / "poster.jpg")
+    got = child("skips", backend, device, *cases.values())
+    no_frames = {"missing file", "zero bytes", "random bytes named .mp4", "text named .mp4", "no video stream",
+                 "header: unknown sample entry", "still picture", *(n for n in cases if n.startswith("truncated"))}  # fmt: skip
+    for name in no_frames:
+        why = got[cases[name]]
+        assert why is not None, f"{backend} on {device} read {name}"
+        kind, _, cause = why.partition(": ")
+        assert kind not in STRAY and cause.strip(), (name, why)
+    if (backend, device) != ("dali", "cpu"):  # DALI's CPU decoder takes VP8, VP9 and MJPEG only
+        assert got[cases["good (control)"]] is None and got[cases["good, faststart (control)"]] is None
+
+
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
     """Each rank's files, epoch by epoch, from the module's loader under an initialized torch.distributed (gloo),
     `world` ranks as threads of this process would not do: one process each (`torch.multiprocessing.spawn`)."""
@@ -358,5 +403,7 @@ if __name__ == "__main__":  # a child process of `child`: what it asks, answered
     what, backend, device, *rest = sys.argv[1:]
     if what == "epoch":
         print(json.dumps(epoch(backend, device, rest)))
+    elif what == "skips":
+        print(json.dumps(skips(backend, device, rest)))
     else:
         print(json.dumps(colours(backend, device, rest[1:], rest[0])))
