@@ -121,6 +121,8 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
     """`probe`'s reading of an open container (any exception is the caller's to name)."""
     if not container.streams.video:
         raise DecodeError(path, "contains no video stream", backend="probe")
+    if container.format.name.startswith("image2") or container.format.name.endswith("_pipe"):
+        raise DecodeError(path, f"a still picture ({container.format.name}), not a video", backend="probe")
     videos = {s.index: s for s in container.streams.video}
     best = container.streams.best("video") or container.streams.video[0]
     if stream is not None and stream not in videos:

@@ -103,6 +103,19 @@ def _decode(path: Path) -> np.ndarray:
     return np.frombuffer(raw, np.uint8).reshape(-1, SIZE, SIZE, 3).transpose(0, 3, 1, 2).copy()
 
 
+def still_picture(path: Path) -> str:
+    """A JPEG, as a reader's folder holds beside its videos (a poster, a thumbnail), written by PyAV."""
+    import av
+
+    with av.open(str(path), "w", format="image2") as out:
+        s = out.add_stream("mjpeg")
+        s.width, s.height, s.pix_fmt = 64, 48, "yuvj420p"
+        picture = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), format="rgb24")
+        for packet in [*s.encode(picture), *s.encode()]:
+            out.mux(packet)
+    return str(path)
+
+
 def reference(path) -> np.ndarray:
     """The frames the ffmpeg tool shows of `path` (a readable file of `build`'s folder), as `_decode` makes them."""
     return np.load(_ref_file(Path(path)))["frames"]

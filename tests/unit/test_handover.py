@@ -289,20 +289,6 @@ def test_a_gpu_modules_threads_decode_on_one_cuda_stream_of_their_own(name, monk
 STRAY = ("AttributeError", "TypeError", "KeyError", "IndexError", "StopIteration", "NameError", "UnboundLocalError")
 
 
-def still_picture(path: Path) -> str:
-    """A JPEG, as a reader's folder holds beside its videos (a poster, a thumbnail), written by PyAV."""
-    import av
-    import numpy as np
-
-    with av.open(str(path), "w", format="image2") as out:
-        s = out.add_stream("mjpeg")
-        s.width, s.height, s.pix_fmt = 64, 48, "yuvj420p"
-        picture = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), format="rgb24")
-        for packet in [*s.encode(picture), *s.encode()]:
-            out.mux(packet)
-    return str(path)
-
-
 def skips(backend: str, device: str, files: list[str]) -> dict:
     """Each of `files` read alone by the module of `backend` on `device`: {path: None where read, else why}."""
     clips = load(backend, device).VideoClips(files, k=2, **options(backend, device))
@@ -315,7 +301,7 @@ def test_a_file_with_no_video_to_read_is_skipped_with_what_is_wrong_with_it(back
     # the playbook's fault cases (notebook 23) and a still picture, as a glob over a reader's folder picks them up
     available(backend, device)
     cases = {n: str(p) for n, (p, _) in faults.make_bad_files(tmp_path).items() if n != "index out of range"}
-    cases["still picture"] = still_picture(tmp_path / "poster.jpg")
+    cases["still picture"] = reader_folder.still_picture(tmp_path / "poster.jpg")
     got = child("skips", backend, device, *cases.values())
     no_frames = {"missing file", "zero bytes", "random bytes named .mp4", "text named .mp4", "no video stream",
                  "header: unknown sample entry", "still picture", *(n for n in cases if n.startswith("truncated"))}  # fmt: skip

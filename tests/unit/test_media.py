@@ -1,5 +1,6 @@
 import json
 import multiprocessing
+from pathlib import Path
 
 import av
 import numpy as np
@@ -164,6 +165,17 @@ def test_probe_refuses_a_file_without_video(tmp_path):
             out.mux(p)
     with pytest.raises(DecodeError, match="no video stream"):
         probe(path)
+
+
+def test_probe_refuses_a_still_picture_whatever_its_name(tmp_path):
+    # a poster or a thumbnail beside the videos, even one named .mp4, is not a video of one frame
+    from tests import reader_folder
+
+    picture = Path(reader_folder.still_picture(tmp_path / "poster.jpg"))
+    for path in (picture, picture.rename(tmp_path / "poster.mp4")):
+        with pytest.raises(DecodeError) as e:
+            probe(path)
+        assert e.value.backend == "probe"
 
 
 @pytest.mark.media
