@@ -295,13 +295,19 @@ def skips(backend: str, device: str, files: list[str]) -> dict:
     return {p: why for _, p, why in (clips[i] for i in range(len(files)))}
 
 
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory) -> dict:
+    """{case: path}: the playbook's fault cases (notebook 23) and a still picture, as a glob over a folder finds them."""
+    folder = tmp_path_factory.mktemp("bad")
+    cases = {n: str(p) for n, (p, _) in faults.make_bad_files(folder).items() if n != "index out of range"}
+    return {**cases, "still picture": reader_folder.still_picture(folder / "poster.jpg")}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend, device", PATHS)
-def test_a_file_with_no_video_to_read_is_skipped_with_what_is_wrong_with_it(backend, device, tmp_path):
-    # the playbook's fault cases (notebook 23) and a still picture, as a glob over a reader's folder picks them up
+def test_a_file_with_no_video_to_read_is_skipped_with_what_is_wrong_with_it(backend, device, bad_files):
     available(backend, device)
-    cases = {n: str(p) for n, (p, _) in faults.make_bad_files(tmp_path).items() if n != "index out of range"}
-    cases["still picture"] = reader_folder.still_picture(tmp_path / "poster.jpg")
+    cases = bad_files
     got = child("skips", backend, device, *cases.values())
     no_frames = {"missing file", "zero bytes", "random bytes named .mp4", "text named .mp4", "no video stream",
                  "header: unknown sample entry", "still picture", *(n for n in cases if n.startswith("truncated"))}  # fmt: skip
