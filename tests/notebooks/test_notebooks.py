@@ -279,7 +279,7 @@ def test_a_fresh_smoke_run_compares_with_the_cpu_reference_without_structural_ch
     assert not [e["notebook"] for e in report["notebooks"] if e["status"] == "not run"]
 
 
-# Notebooks 20, 21 and 22 on a folder like a reader's own: in this file, so that `pytest -n 2 --dist loadfile`
+# Notebooks 20, 21 and 22 on a folder like a reader's own: in this file, so that `make test`
 # runs them on the smoke suite's worker, and the rest of the tests, about as long, on the other.
 
 
