@@ -3,7 +3,8 @@
 Nested folders; H.264 with B-frames, HEVC with x265's default open GOP (MP4 and MKV), 10-bit HEVC, phone clips
 turned 90° and 270° by their display matrix, footage of another shape, a file tagged BT.709, VP9 in WebM, an MP4
 whose edit list hides its first frames, a faststart copy cut off halfway (its index lists frames it no longer holds) and a copy cut
-off before its index. `reference` is every frame as the ffmpeg tool shows it (upright, edit list applied, coloured by
+off before its index; and files a glob over the folder finds that hold no video to read: notes, a voice memo, a poster,
+an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright, edit list applied, coloured by
 the tags), resized and cut as the handed-over modules do, saved beside the folder so that a machine without the tool
 (the GPU machine) checks against the same pictures:
 
@@ -18,6 +19,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from playbook_utils.bench.media import damage_mp4
 
 SIZE = 112  # the tests' output size: the shorter side resized to it, the centre square cut out
 FRAMES = 60
@@ -41,7 +44,8 @@ ENCODED = {
     "faststart.mp4": (["-c:v", "libx264", "-g", "15", "-movflags", "+faststart"], _src("320x180")),
 }  # fmt: skip
 DERIVED = ("sub/phone_rot90.mp4", "phone_rot270.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
-BROKEN = {"cut_download.mp4", "cut_copy.mp4"}  # no module may read them: a cut index, no index at all
+NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
+BROKEN = {"cut_download.mp4", "cut_copy.mp4", *NOT_VIDEO}  # no module may read them: a cut index, no index, no video
 
 
 def ffmpeg(*args) -> None:
@@ -67,7 +71,14 @@ def build(folder) -> dict[str, Path]:
         "cut_download.mp4": lambda p: p.write_bytes(made["faststart.mp4"].read_bytes()[: made["faststart.mp4"].stat().st_size // 2]),
         "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),
     }  # fmt: skip
-    for name in DERIVED:
+    steps |= {
+        "notes.txt": lambda p: p.write_text("shot list\n"),
+        "voice.m4a": lambda p: ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:duration=1", p),
+        "poster.jpg": still_picture,
+        "empty.mp4": lambda p: p.write_bytes(b""),
+        "no_decoder.mp4": lambda p: damage_mp4(made["h264_bframes.mp4"], p, "unknown sample entry"),
+    }
+    for name in (*DERIVED, *NOT_VIDEO):
         if not (folder / name).exists():
             steps[name](folder / name)
         made[name] = folder / name
