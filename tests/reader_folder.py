@@ -2,11 +2,11 @@
 
 Nested folders; H.264 with B-frames, HEVC with x265's default open GOP (MP4 and MKV), 10-bit HEVC, phone clips
 turned 90° and 270° by their display matrix, footage of another shape, a file tagged BT.709, VP9 in WebM, an MP4
-whose edit list hides its first frames, a faststart copy cut off halfway (its index lists frames it no longer holds) and a copy cut
-off before its index; and files a glob over the folder finds that hold no video to read: notes, a voice memo, a poster,
-an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright, edit list applied, coloured by
-the tags), resized and cut as the handed-over modules do, saved beside the folder so that a machine without the tool
-(the GPU machine) checks against the same pictures:
+whose edit list hides its first frames, a faststart copy cut off halfway (its index lists frames it no longer holds)
+and a copy cut off before its index; and files a glob over the folder finds that hold no video to read: notes, a
+voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the
+ffmpeg tool shows it (upright, edit list applied, coloured by the tags), resized and cut as the handed-over modules
+do, saved beside the folder so that a machine without the tool (the GPU machine) checks against the same pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
