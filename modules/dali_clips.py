@@ -6,7 +6,8 @@ An item is K evenly spaced frames of one video, upright, uint8 (K, 3, SIZE, SIZE
 shorter side resized to SIZE (antialiased), the centre cut out, so videos of any size batch together. Colour follows
 the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook). A
 file that cannot be read or is refused is skipped and named. DALI's CPU decoder takes VP8, VP9 and MJPEG only.
-Threads of this process feed DALI (`loader`): its pipelines do not survive in forked DataLoader workers.
+Threads of this process feed DALI (`loader`): its pipelines do not survive in forked DataLoader workers. On the GPU
+they work on a CUDA stream of their own, so that their work does not queue behind the training step's.
 Under torchrun, device="cuda" is this rank's GPU (LOCAL_RANK).
 
     clips = VideoClips(paths, k=16, size=224, device="cuda")
@@ -31,6 +32,7 @@ from nvidia.dali import fn, pipeline_def, types
 from torch.utils.data import Dataset, DistributedSampler
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+STREAMS, LOCK = {}, threading.Lock()  # the threads' CUDA stream, by device: one, so one memory pool
 KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by FFmpeg's colorspace number; else BT.601
 
 
@@ -116,7 +118,17 @@ class VideoClips(Dataset):
 
     def __getitem__(self, i):
         try:
-            return self.read(self.paths[i]), self.paths[i], None
+            if not self.device.startswith("cuda"):
+                return self.read(self.paths[i]), self.paths[i], None
+            with LOCK:
+                if self.device not in STREAMS:
+                    STREAMS[self.device] = torch.cuda.Stream(self.device)
+            stream = STREAMS[self.device]  # on the default stream, DALI's copy would wait for the training step
+            with torch.cuda.stream(stream):
+                frames = self.read(self.paths[i])
+            stream.synchronize()  # ready when the thread hands it over
+            frames.record_stream(torch.cuda.default_stream(frames.device))  # read there before its memory is reused
+            return frames, self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 

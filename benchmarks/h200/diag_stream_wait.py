@@ -1,10 +1,12 @@
-"""On the GPU: PyNvVideoCodec's decoding beside a default stream kept busy, as by a training step, with its work on
-the default stream (as before) and on the decoding threads' own stream. TorchCodec's threads waited 26.4% of a
-training step on the default stream and 6.6% on their own (notebook 21, section 5); PyNvVideoCodec's were not
-measured. Over COPIES distinct copies of CLIP, K frames each (`uniform`), THREADS threads, one epoch per line:
+"""On the GPU: PyNvVideoCodec's and DALI's decoding beside a default stream kept busy, as by a training step, with
+their work on the default stream (as before) and on the decoding threads' own stream. TorchCodec's threads waited 26.4% of a
+training step on the default stream and 6.6% on their own (notebook 21, section 5); PyNvVideoCodec's and DALI's were
+not measured. Over COPIES distinct copies of CLIP, K frames each (`uniform`), THREADS threads, one epoch per line:
 
-    loader  `GpuLoader(backend="pynvvideocodec")` with its `OWN_STREAM` on ("own") or off ("default")
-    module  notebook 22's `pynvvideocodec_clips`: its loader ("own"), or its `read` on the default stream ("default")
+    loader  `GpuLoader(backend="pynvvideocodec")` with its adapter's `OWN_STREAM` on ("own") or off ("default")
+    pynvc   notebook 22's `pynvvideocodec_clips`: its loader ("own"), or its `read` on the default stream ("default")
+    dali-l  `GpuLoader(backend="dali")`, as `loader`
+    dali    notebook 22's `dali_clips`, as `pynvc`
 
 each alone ("idle") and beside a thread that runs steps of 64 products of 4096x4096 matrices on the default stream,
 each step waited for ("busy"). Each line: frames/s, seconds, and whether its frames equal those of the first line of
@@ -22,7 +24,7 @@ import torch
 
 from playbook_utils import loaders
 from playbook_utils.bench import loader_bench
-from playbook_utils.decoders import pynvvideocodec
+from playbook_utils.decoders import adapter
 
 K = 16
 
@@ -37,26 +39,35 @@ def keep_busy(stop: threading.Event, steps: list) -> None:
         steps.append(time.perf_counter() - t)
 
 
-def loader_epoch(paths, threads: int, own: bool) -> list:
-    pynvvideocodec.PyNvVideoCodec.OWN_STREAM = ("cuda",) if own else ()
-    L = loaders.GpuLoader(paths, backend="pynvvideocodec", threads=threads, batch_size=4, strategy="uniform", k=K)
-    return [v.cpu() for b in L for v in b]
+def loader_epoch(backend: str):
+    """An epoch of `GpuLoader(backend=...)` with the adapter's `OWN_STREAM` on ("own") or off ("default")."""
+
+    def epoch(paths, threads: int, own: bool) -> list:
+        adapter(backend).OWN_STREAM = ("cuda",) if own else ()
+        L = loaders.GpuLoader(paths, backend=backend, threads=threads, batch_size=4, strategy="uniform", k=K)
+        return [v.cpu() for b in L for v in b]
+
+    return epoch
 
 
-def module_epoch(paths, threads: int, own: bool) -> list:
+def module_epoch(name: str):
+    """An epoch of notebook 22's module NAME: its loader ("own"), or its `read` on the default stream ("default")."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "modules"))
-    import pynvvideocodec_clips as mod
+    mod = __import__(name)
 
-    clips = mod.VideoClips(paths, k=K, size=224)
-    if own:
-        return [v.cpu() for frames, _, _ in mod.loader(clips, batch_size=4, workers=threads) for v in frames]
+    def epoch(paths, threads: int, own: bool) -> list:
+        clips = mod.VideoClips(paths, k=K, size=224, **({} if name.startswith("pynv") else {"device": "cuda"}))
+        if own:
+            return [v.cpu() for frames, _, _ in mod.loader(clips, batch_size=4, workers=threads) for v in frames]
 
-    def read(p):  # the module before: the thread's current stream, the default one
-        with torch.cuda.device(clips.gpu):
-            return clips.read(p)
+        def read(p):  # the module before: the thread's current stream, the default one
+            with torch.cuda.device(getattr(clips, "gpu", 0)):
+                return clips.read(p)
 
-    with ThreadPoolExecutor(threads) as pool:
-        return [v.cpu() for v in pool.map(read, paths)]
+        with ThreadPoolExecutor(threads) as pool:
+            return [v.cpu() for v in pool.map(read, paths)]
+
+    return epoch
 
 
 def main() -> None:
@@ -66,8 +77,17 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="streamwait"))
     paths = [str(p) for p in loader_bench.distinct_copies(clip, copies, folder)]
     print(f"{torch.cuda.get_device_name()}; {Path(clip).name}: {copies} copies, {K} frames each, {threads} threads")
-    for name, epoch in (("loader", loader_epoch), ("module", module_epoch)):
-        epoch(paths[:threads], threads, True)  # warm: the CUDA context, the decoders
+    kinds = (
+        ("loader", loader_epoch),
+        ("pynvc", module_epoch("pynvvideocodec_clips")),
+        ("dali", module_epoch("dali_clips")),
+    )
+    for name, epoch in kinds:
+        try:
+            epoch(paths[:threads], threads, True)  # warm: the CUDA context, the decoders
+        except Exception as e:  # one library missing or failing leaves the others' lines
+            print(f"{name}: {type(e).__name__}: {e}", flush=True)
+            continue
         first = None
         for load in ("idle", "busy"):
             for own in (True, False):

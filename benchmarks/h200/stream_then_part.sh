@@ -12,7 +12,7 @@
 # Usage: [PARTS_FROM=...] bash benchmarks/h200/stream_then_part.sh PATTERN
 source /tmp/gpu-env.sh || { echo "no /tmp/gpu-env.sh: install first"; exit 1; }
 timeout 180 python3 benchmarks/h200/diag_stream_wait.py .gpu_media/h264_1080p_gop30.mp4 2>&1 | tee "$OUT/diag_stream_wait.txt"
-if [ "$(grep -c 'first line: True' "$OUT/diag_stream_wait.txt")" != 8 ]; then
+if [ "$(grep -c '^\(loader\|pynvc\) .*first line: True' "$OUT/diag_stream_wait.txt")" != 8 ]; then
   echo "the diag did not pass: the part runs the code of $(cat .gpu_media/OLD_COMMIT)"
   cp .gpu_media/old/pynvvideocodec.py playbook_utils/decoders/ && cp .gpu_media/old/pynvvideocodec_clips.py modules/ \
     && cp .gpu_media/OLD_COMMIT .gpu_media/COMMIT || exit 1

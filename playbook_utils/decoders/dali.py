@@ -54,6 +54,7 @@ class Dali(base.Adapter):
     DEVICES = ("cpu", "cuda")
     CODECS = {"cpu": ("vp8", "vp9", "mjpeg")}
     HANDOVER = {"cpu": "dali_clips", "cuda": "dali_clips"}
+    OWN_STREAM = ("cuda",)  # its output is copied out, and converted, on torch's current stream
     ROLES = {"simpler": 4, "rank_gpu": 2}
     KNOWN_WRONG = (
         base.known_wrong(

@@ -236,7 +236,7 @@ def test_a_gpu_torch_cannot_use_or_a_torchcodec_without_cuda_is_an_error_not_eve
         clips[1]
 
 
-@pytest.mark.parametrize("name", ["torchcodec_clips", "pynvvideocodec_clips"])
+@pytest.mark.parametrize("name", ["torchcodec_clips", "dali_clips", "pynvvideocodec_clips"])
 def test_a_gpu_modules_threads_decode_on_one_cuda_stream_of_their_own(name, monkeypatch):
     # on the default stream, the library's work queues behind the training step's, and the step waits for data;
     # one stream for all the threads keeps one memory pool
@@ -278,14 +278,14 @@ def test_a_gpu_modules_threads_decode_on_one_cuda_stream_of_their_own(name, monk
                        ("default_stream", lambda device: "default")):  # fmt: skip
         monkeypatch.setattr(mod.torch.cuda, attr, fake)
     monkeypatch.setattr(mod, "STREAMS", {})
-    gpu = {"device": "cuda"} if name == "torchcodec_clips" else {"gpu": 0}
+    gpu = {"gpu": 0} if name == "pynvvideocodec_clips" else {"device": "cuda"}
     clips = mod.VideoClips(["a.mp4", "b.mp4"], **gpu)
     monkeypatch.setattr(clips, "read", lambda p, *handle: events.append(("read", p, current[-1], *handle)) or Frames())
     assert clips[0][1:] == ("a.mp4", None) and clips[1][1:] == ("b.mp4", None)
     other = threading.Thread(target=clips.__getitem__, args=(0,))
     other.start()
     other.join()
-    if name == "torchcodec_clips":  # TorchCodec decodes on torch's current stream; the item is ready when handed out
+    if name != "pynvvideocodec_clips":  # TorchCodec's and DALI's work on the current stream; ready when handed out
         read, one = [], [("synchronize", "stream 0"), ("kept for", "default")]
     else:  # PyNvVideoCodec's decoders copy out on the stream they are given; `read` waits for it
         read, one = [1234], [("kept for", "default")]

@@ -272,7 +272,7 @@ def test_process_loader_hands_over_cuda_videos_exactly(backend, paths):
 
 
 def test_gpu_loader_threads_share_a_stream_of_their_own_where_the_library_works_on_the_current_one(monkeypatch):
-    # on the default stream, TorchCodec's and PyNvVideoCodec's work queues behind the training step's, and the step
+    # on the default stream, TorchCodec's, PyNvVideoCodec's and DALI's work queues behind the training step's, and the step
     # waits for data; one stream for all the threads keeps one memory pool (a stream each ran 32 threads out of GPU
     # memory)
     import threading
@@ -291,7 +291,8 @@ def test_gpu_loader_threads_share_a_stream_of_their_own_where_the_library_works_
     assert first == again == "stream 1" and other == ["stream 1"] and made == ["cuda:1"]
     assert L._stream("torchcodec", "cuda:0") == "stream 2" and made == ["cuda:1", "cuda:0"]  # one a device
     assert L._stream("pynvvideocodec", "cuda:1") == "stream 1"  # its decoders copy out on the current stream too
-    for backend, device in (("torchcodec", "cpu"), ("pyav", "cuda"), ("dali", "cuda")):
+    assert L._stream("dali", "cuda:1") == "stream 1"  # its output is copied out on the current stream
+    for backend, device in (("torchcodec", "cpu"), ("pyav", "cuda"), ("dali", "cpu")):
         assert not isinstance(L._stream(backend, device), str), (backend, device)  # the current stream, as it is
     assert len(made) == 2
 
