@@ -8,6 +8,9 @@ colour tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as 
 PyNvVideoCodec's own RGB takes BT.709 for every file. A file that cannot be read or is refused is skipped and named.
 Threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
 The threads decode on a CUDA stream of their own, so that their work does not queue behind the training step's.
+Each item first reads all of its file's packets, to place its frames exactly: on long videos, much of an item
+(30 minutes of 720p: the whole 0.9 GB file, and about 0.3 s of Python that the threads take in turns, so one
+process reads a few such files a second at most).
 The GPU: `gpu`, else this rank's under torchrun (LOCAL_RANK), else GPU 0.
 
     clips = VideoClips(paths, k=16, size=224)   # gpu=N to choose one
