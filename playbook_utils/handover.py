@@ -88,17 +88,17 @@ def usage(backend: str, device: str, k: int = 16, workers: int = 4, batch_size: 
     workers on the CPU, decoding threads on a GPU) and `batch_size`, as the recommendation was measured; under
     `GUARD` where the workers are processes. Notebook 22."""
     name = path(backend, device).stem
-    gpu = str(device).startswith("cuda")
+    processes = _processes(backend, device, workers)
     lines = [
         f"from {name} import VideoClips, loader  # {name}.py beside your training script",
         f"batches = loader({_clips(backend, device, 'paths', k, size)}, batch_size={batch_size}, "
-        f"workers={workers})  # {'decoding threads' if gpu else 'worker processes'}",
+        f"workers={workers})  # {'worker processes' if processes else 'decoding threads' if workers else 'in this process'}",
         "for epoch in range(epochs):",
         "    batches.sampler.set_epoch(epoch)  # the shuffle, and each rank's share under torch.distributed",
         f"    for frames, names, skipped in batches: ...  # frames uint8 (B, {k}, 3, {size}, {size}); skipped "
         "[(path, why)]",
     ]
-    return _guarded(lines, _processes(backend, device, workers))
+    return _guarded(lines, processes)
 
 
 def route_usage(legs, k: int = 16, batch_size: int = 8, size: int = 224) -> str:
