@@ -53,9 +53,9 @@ def loader_epoch(backend: str):
 def module_epoch(name: str):
     """An epoch of notebook 22's module NAME: its loader ("own"), or its `read` on the default stream ("default")."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "modules"))
-    mod = __import__(name)
 
     def epoch(paths, threads: int, own: bool) -> list:
+        mod = __import__(name)  # here: a library that does not import fails its own lines only
         clips = mod.VideoClips(paths, k=K, size=224, **({} if name.startswith("pynv") else {"device": "cuda"}))
         if own:
             return [v.cpu() for frames, _, _ in mod.loader(clips, batch_size=4, workers=threads) for v in frames]
