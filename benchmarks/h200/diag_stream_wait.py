@@ -78,8 +78,9 @@ def main() -> None:
     paths = [str(p) for p in loader_bench.distinct_copies(clip, copies, folder)]
     print(f"{torch.cuda.get_device_name()}; {Path(clip).name}: {copies} copies, {K} frames each, {threads} threads")
     kinds = (
-        ("loader", loader_epoch),
+        ("loader", loader_epoch("pynvvideocodec")),
         ("pynvc", module_epoch("pynvvideocodec_clips")),
+        ("dali-l", loader_epoch("dali")),
         ("dali", module_epoch("dali_clips")),
     )
     for name, epoch in kinds:
