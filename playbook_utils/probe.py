@@ -46,6 +46,7 @@ class VideoInfo:
     color_range: str | None = None  # 'limited' or 'full'; None: no tag
     bit_depth: int = 8  # bits per sample of the decoded picture
     missing_frames: int = 0  # frames the container's index lists (MP4's sample table) that no packet holds: cut short
+    key_dts: dict = dataclasses.field(default_factory=dict, repr=False)  # keyframe index -> its dts, where not its pts
 
     @property
     def name(self) -> str:
@@ -136,7 +137,7 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
     if ctx is None or ctx.codec is None:  # a damaged or unknown sample entry: FFmpeg opens the file, decodes nothing
         why = "its sample description names no codec FFmpeg knows (a damaged or unknown codec tag)"
         raise DecodeError(path, f"no decoder for its video stream: {why}", backend="probe")
-    pts_key = []
+    pts_key, dts_of = [], {}
     open_gop, key_pts, hidden, demuxed = False, None, 0, 0
     try:
         for packet in container.demux(stream):
@@ -152,6 +153,8 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
             elif key_pts is not None and packet.pts < key_pts:
                 open_gop = True
             pts_key.append((packet.pts, bool(packet.is_keyframe)))
+            if packet.is_keyframe and packet.dts is not None and packet.dts != packet.pts:
+                dts_of[packet.pts] = packet.dts
     except Exception as e:
         raise DecodeError(path, f"demuxing failed after {len(pts_key)} packets ({e})", backend="probe") from e
     if not pts_key:
@@ -206,6 +209,7 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         color_range="full" if full else AVCOL_RANGE.get(getattr(ctx, "color_range", None)),
         bit_depth=depth,
         missing_frames=max(0, (stream.frames or 0) - demuxed),  # MKV, WebM: no count in the index, none missing
+        key_dts={k: dts_of[pts_key[k][0]] for k in keyframes if pts_key[k][0] in dts_of},
     )
 
 

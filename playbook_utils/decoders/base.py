@@ -137,6 +137,7 @@ _NAMED = {
     "av1": "AV1",
     "vp9": "VP9",
     "avi": "AVI",
+    "mpegts": "MPEG-TS",
     "matroska": "Matroska (MKV, WebM)",
     "mov": "MP4/MOV",
 }

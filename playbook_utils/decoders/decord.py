@@ -81,6 +81,7 @@ class Decord(base.Adapter):
         # decord2 release, so a row fixed in decord2 still refuses decord 0.6
         _wrong("codec:av1", "its bundled FFmpeg 4 has no AV1 decoder ('cannot find video stream')", fixed="3.4.0"),
         _wrong("container:avi", "random access returns frames of the first GOP (seen with and without B-frames)"),
+        _wrong("container:mpegts", "random access returns frames of later GOPs (seen with H.264 and MPEG-2 video)"),
         _wrong(
             "edit-list",
             "it counts the frames an MP4 edit list hides, and returns frames other than those a player shows",

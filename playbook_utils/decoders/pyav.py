@@ -130,34 +130,44 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
             raise RuntimeError(f"found {len(pts)} frames, the probe found {info.num_frames}")
         index_of = {p: i for i, p in enumerate(pts)}
         frames, pos = None, -1
+
+        def next_at(t: int):
+            """The next frame decoded at or past frame t, and its index; (None, the frame count) where none is."""
+            for frame in frames:
+                if index_of.get(frame.pts, -1) >= t:
+                    return frame, index_of[frame.pts]
+            return None, len(pts)
+
         for t in wanted:
             if frames is None or keyframe_of[t] > pos + 1:  # seek only to skip frames
-                container.seek(pts[keyframe_of[t]], stream=stream, backward=True, any_frame=False)
-                frames = container.decode(stream)
-            for frame in frames:
-                pos = index_of.get(frame.pts, -1)
-                if pos == t:
-                    decoded.append(t)
-                    if resident:  # converted on the GPU, where NVDEC left the frame
-                        rgb = planes_to_rgb(frame, matrix, rng).permute(1, 2, 0)
-                    else:
-                        scale = (
-                            {} if size is None else {"width": size[1], "height": size[0], "interpolation": "BILINEAR"}
-                        )
-                        rgb = frame.to_ndarray(format="rgb24", **colours, **scale)
-                    if out is None:  # the output is made once and each frame converted into its place
-                        out = (
-                            torch.empty((len(indices), *rgb.shape), dtype=torch.uint8, device=rgb.device)
-                            if resident
-                            else np.empty((len(indices), *rgb.shape), dtype=np.uint8)  # numpy copies faster
-                        )
-                    for k in slots[t]:
-                        out[k] = rgb
-                    break
-                if pos > t:
-                    raise RuntimeError(f"frame {t} was not produced after seeking (reached {pos})")
+                key = keyframe_of[t]
+                # to the keyframe's presentation time; where that lands past it (MPEG-TS), to its decode time
+                for target in dict.fromkeys((pts[key], info.key_dts.get(key, pts[key]))):
+                    container.seek(target, stream=stream, backward=True, any_frame=False)
+                    frames = container.decode(stream)
+                    frame, pos = next_at(t)
+                    if pos == t:
+                        break
             else:
+                frame, pos = next_at(t)
+            if frame is None:
                 raise RuntimeError(f"the stream ended before frame {t}")
+            if pos > t:
+                raise RuntimeError(f"frame {t} was not produced after seeking (reached {pos})")
+            decoded.append(t)
+            if resident:  # converted on the GPU, where NVDEC left the frame
+                rgb = planes_to_rgb(frame, matrix, rng).permute(1, 2, 0)
+            else:
+                scale = {} if size is None else {"width": size[1], "height": size[0], "interpolation": "BILINEAR"}
+                rgb = frame.to_ndarray(format="rgb24", **colours, **scale)
+            if out is None:  # the output is made once and each frame converted into its place
+                out = (
+                    torch.empty((len(indices), *rgb.shape), dtype=torch.uint8, device=rgb.device)
+                    if resident
+                    else np.empty((len(indices), *rgb.shape), dtype=np.uint8)  # numpy copies faster
+                )
+            for k in slots[t]:
+                out[k] = rgb
         if device.is_cuda and not stream.codec_context.is_hwaccel:
             raise RuntimeError("decoded in software although the cuda hwaccel was asked for")
     # Frames went straight into one (N, H, W, 3) array (stacking a list of them afterwards costs as much as the

@@ -645,6 +645,49 @@ def test_the_edit_list_refusals_still_stand(unusual):
 
 
 @pytest.mark.media
+def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path):
+    """MPEG-TS, as cameras and HLS write it: FFmpeg seeks it by decode time, so a seek to a keyframe's presentation
+    time lands a GOP late. PyAV (seeking again by the keyframe's decode time) and SPDL read it exactly; TorchCodec
+    and decord are refused, and the frames their libraries return are still not the ones asked for."""
+    import json
+    import subprocess
+    import sys
+
+    path = media.make_clip(tmp_path / "camera.ts", "h264", 320, 180, num_frames=90, gop=30, bframes=2)
+    assert video_info(path).container == "mpegts"
+    want = [3, 31, 62, 89, 0, 45]
+    for backend in CPU:
+        if backend in ("pyav", "spdl"):
+            assert media.read_stamps(read_frames(path, want, backend, "cpu")) == want, backend
+        elif backend in ("torchcodec", "decord"):
+            with pytest.raises(BackendUnavailable, match="MPEG-TS"):
+                read_frames(path, want, backend, "cpu")
+    backends = [b for b in ("torchcodec", "decord") if not why_unavailable(b, "cpu")]
+    code = (
+        "import sys, json, torch; from playbook_utils.bench.media import read_stamp\n"
+        "for b in sys.argv[2:]:\n"
+        "    try:\n"
+        "        if b == 'torchcodec':\n"
+        "            from torchcodec.decoders import VideoDecoder\n"
+        "            f = VideoDecoder(sys.argv[1], seek_mode='exact').get_frames_at([3, 31, 62]).data\n"
+        "        else:\n"
+        "            import decord\n"
+        "            r = decord.VideoReader(sys.argv[1])\n"
+        "            f = torch.from_numpy(r.get_batch([3, 31, 62]).asnumpy()).permute(0, 3, 1, 2)\n"
+        "        print(json.dumps([b, [read_stamp(x) for x in f]]))\n"
+        "    except Exception as e:  # a library that fails on the file, rather than return its frames\n"
+        "        print(json.dumps([b, type(e).__name__]))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(path), *backends], capture_output=True, text=True, timeout=120
+    )
+    got = dict(json.loads(line) for line in run.stdout.splitlines() if line.startswith("["))
+    assert set(got) == set(backends), run.stderr[-500:]
+    for backend, stamps in got.items():
+        assert stamps != [3, 31, 62], f"{backend} now reads MPEG-TS right: lift its refusal"
+
+
+@pytest.mark.media
 def test_isolated_reads_the_stream_asked_for(unusual):
     from playbook_utils.decoders import as_stored, video_info
 
