@@ -95,6 +95,7 @@ class VideoClips(Dataset):
             "refused: decord 0.6's FFmpeg 4 has no AV1 decoder (decord2 reads it)": info["codec"] == "av1"
             and decord.__version__.startswith("0."),
             "refused: decord's random access in AVI returns frames of the first GOP": info["container"] == "avi",
+            "refused: decord's random access in MPEG-TS returns frames of later GOPs": info["container"] == "mpegts",
             "refused: decord picks another of several video streams than FFmpeg": info["streams"] > 1,
         }
         for why, found in refused.items():

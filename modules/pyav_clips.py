@@ -67,6 +67,7 @@ class VideoClips(Dataset):
             # the frames shown, in presentation order (packets an MP4 edit list hides are marked discard)
             shown = sorted((p.pts, p.is_keyframe) for p in packets if p.pts is not None and not p.is_discard)
             pts, index = [t for t, _ in shown], {t: j for j, (t, _) in enumerate(shown)}
+            dts = {p.pts: p.dts for p in packets}  # a keyframe's decode time: where MPEG-TS seeks to it
             key_of, key = [], 0  # for each frame, the keyframe a seek to it lands on
             for j, (_, is_key) in enumerate(shown):
                 key = j if is_key else key
@@ -74,16 +75,29 @@ class VideoClips(Dataset):
             want, got, frames, at = uniform(len(pts), self.k), {}, None, -1
             for j in sorted(set(want)):
                 if frames is None or key_of[j] > at + 1:  # seek only to skip whole GOPs
-                    container.seek(pts[key_of[j]], stream=stream)
-                    frames = container.decode(stream)
-                for frame in frames:
-                    at = index.get(frame.pts, -1)
-                    if at == j:
-                        got[j] = self.picture(frame)
-                        break
+                    key = pts[key_of[j]]
+                    # to the keyframe's presentation time; where that lands past it (MPEG-TS), its decode time
+                    for target in dict.fromkeys((key, key if dts[key] is None else dts[key])):
+                        container.seek(target, stream=stream)
+                        frames = container.decode(stream)
+                        frame, at = self.next_frame(frames, index, j)
+                        if at == j:
+                            break
                 else:
+                    frame, at = self.next_frame(frames, index, j)
+                if at != j:
                     raise ValueError(f"frame {j} of {len(pts)} did not decode")
+                got[j] = self.picture(frame)
         return torch.stack([got[j] for j in want])
+
+    @staticmethod
+    def next_frame(frames, index, j):
+        """The next of the decoded `frames` at or past frame j, and its place (-1 where the stream ended first)."""
+        for frame in frames:
+            at = index.get(frame.pts, -1)
+            if at >= j:
+                return frame, at
+        return None, -1
 
     def picture(self, frame):
         """(3, size, size): scaled by FFmpeg (with the colour conversion), turned upright, the centre cut out."""

@@ -118,6 +118,8 @@ class VideoClips(Dataset):
         gpu = str(self.device).startswith("cuda")
         if hidden:  # TorchCodec 0.13 returned frame 6 for frame 0 of such a file
             raise ValueError(f"refused: an MP4 edit list hides {hidden} frames, which TorchCodec counts")
+        if container == "mpegts":  # TorchCodec 0.13 returned frame 12 for frame 3 of such a file
+            raise ValueError("refused: TorchCodec's seeks in MPEG-TS land a GOP late (remux it to MP4 with -c copy)")
         if gpu and container == "avi":  # TorchCodec 0.17 on CUDA failed mid-file on an AVI
             raise ValueError("refused: TorchCodec's CUDA path failed on AVI files; read it on the CPU")
         options = {"seek_mode": "exact"}

@@ -1,12 +1,13 @@
 """A folder like a reader's own, made with the ffmpeg command-line tool, and what the ffmpeg tool decodes of it.
 
-Nested folders; H.264 with B-frames, HEVC with x265's default open GOP (MP4 and MKV), 10-bit HEVC, phone clips
-turned 90° and 270° by their display matrix, footage of another shape, a file tagged BT.709, VP9 in WebM, an MP4
-whose edit list hides its first frames, a faststart copy cut off halfway (its index lists frames it no longer holds)
-and a copy cut off before its index; and files a glob over the folder finds that hold no video to read: notes, a
-voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the
-ffmpeg tool shows it (upright, edit list applied, coloured by the tags), resized and cut as the handed-over modules
-do, saved beside the folder so that a machine without the tool (the GPU machine) checks against the same pictures:
+Nested folders; H.264 with B-frames (in MP4 and MPEG-TS), HEVC with x265's default open GOP (MP4 and MKV), 10-bit
+HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, a file tagged BT.709, VP9 in
+WebM, an MP4 whose edit list hides its first frames, a faststart copy cut off halfway (its index lists frames it no
+longer holds) and a copy cut off before its index; and files a glob over the folder finds that hold no video to read:
+notes, a voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame
+as the ffmpeg tool shows it (upright, edit list applied, coloured by the tags), resized and cut as the handed-over
+modules do, saved beside the folder so that a machine without the tool (the GPU machine) checks against the same
+pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
@@ -42,6 +43,7 @@ ENCODED = {
                           "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv"], _src("320x180")),
     "sub/clip.webm": (["-c:v", "libvpx-vp9", "-b:v", "300k", "-g", "30"], _src("320x180")),
     "faststart.mp4": (["-c:v", "libx264", "-g", "15", "-movflags", "+faststart"], _src("320x180")),
+    "sub/camera.ts": (["-c:v", "libx264", "-bf", "2", "-g", "15"], _src("320x180")),  # MPEG-TS, as cameras and HLS
 }  # fmt: skip
 DERIVED = ("sub/phone_rot90.mp4", "phone_rot270.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
 NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
