@@ -610,37 +610,48 @@ def test_streams_edit_lists_and_rotation_read_as_a_player_shows_them(backend, un
     assert stamps(unusual["rot"], [20, 1]) == ((320, 180), [20, 1])
 
 
-@pytest.mark.media
-def test_the_edit_list_refusals_still_stand(unusual):
-    """What TorchCodec and decord return on an H.264 edit-list file when not refused: not what a player shows. If
-    a new release gets it right, this fails, and the refusal can go."""
+_RAW = (
+    "import sys, json, torch; from playbook_utils.bench.media import read_stamp\n"
+    "path, at = sys.argv[1], json.loads(sys.argv[2])\n"
+    "for b in sys.argv[3:]:\n"
+    "    try:\n"
+    "        if b == 'torchcodec':\n"
+    "            from torchcodec.decoders import VideoDecoder\n"
+    "            f = VideoDecoder(path, seek_mode='exact').get_frames_at(at).data\n"
+    "        else:\n"
+    "            import decord\n"
+    "            f = torch.from_numpy(decord.VideoReader(path).get_batch(at).asnumpy()).permute(0, 3, 1, 2)\n"
+    "        print(json.dumps([b, [read_stamp(x) for x in f]]))\n"
+    "    except Exception as e:  # a library that fails on the file, rather than return its frames\n"
+    "        print(json.dumps([b, type(e).__name__]))"
+)
+
+
+def _raw_stamps(path, at: list[int]) -> dict:
+    """{backend: the stamps of frames `at`, or the error's name} that TorchCodec and decord (those installed) return
+    when called directly, without the playbook's refusals, each in one child process."""
     import json
     import subprocess
     import sys
 
+    backends = [b for b in ("torchcodec", "decord") if not why_unavailable(b, "cpu")]
+    args = [sys.executable, "-c", _RAW, str(path), json.dumps(at), *backends]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    got = dict(json.loads(line) for line in run.stdout.splitlines() if line.startswith("["))
+    assert set(got) == set(backends), run.stderr[-500:]
+    return got
+
+
+@pytest.mark.media
+def test_the_edit_list_refusals_still_stand(unusual):
+    """What TorchCodec and decord return on an H.264 edit-list file when not refused: not what a player shows. If
+    a new release gets it right, this fails, and the refusal can go."""
     d = unusual["edit"].parent
     base = media.make_clip(d / "h264.mp4", "h264", 320, 180, num_frames=24, gop=12, bframes=0)
     path = media.hide_leading_frames(base, d / "h264_edit.mp4", 6)
     shown = media.shown_stamps(path)
-    backends = [b for b in ("torchcodec", "decord") if not why_unavailable(b, "cpu")]
-    code = (
-        "import sys, json, torch; from playbook_utils.bench.media import read_stamp\n"
-        "for b in sys.argv[2:]:\n"
-        "    if b == 'torchcodec':\n"
-        "        from torchcodec.decoders import VideoDecoder\n"
-        "        f = VideoDecoder(sys.argv[1], seek_mode='exact').get_frames_at([0, 5, 17]).data\n"
-        "    else:\n"
-        "        import decord\n"
-        "        r = decord.VideoReader(sys.argv[1])\n"
-        "        f = torch.from_numpy(r.get_batch([0, 5, 17]).asnumpy()).permute(0, 3, 1, 2)\n"
-        "    print(json.dumps([b, [read_stamp(x) for x in f]]))"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", code, str(path), *backends], capture_output=True, text=True, timeout=120
-    )
-    got = dict(json.loads(line) for line in run.stdout.splitlines() if line.startswith("["))
-    assert len(shown) == 18 and set(got) == set(backends), run.stderr[-500:]
-    for backend, stamps in got.items():
+    assert len(shown) == 18
+    for backend, stamps in _raw_stamps(path, [0, 5, 17]).items():
         assert stamps != [shown[0], shown[5], shown[17]], f"{backend} now reads edit lists right: lift its refusal"
 
 
@@ -649,10 +660,6 @@ def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path
     """MPEG-TS, as cameras and HLS write it: FFmpeg seeks it by decode time, so a seek to a keyframe's presentation
     time lands a GOP late. PyAV (seeking again by the keyframe's decode time) and SPDL read it exactly; TorchCodec
     and decord are refused, and the frames their libraries return are still not the ones asked for."""
-    import json
-    import subprocess
-    import sys
-
     path = media.make_clip(tmp_path / "camera.ts", "h264", 320, 180, num_frames=90, gop=30, bframes=2)
     assert video_info(path).container == "mpegts"
     want = [3, 31, 62, 89, 0, 45]
@@ -662,28 +669,7 @@ def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path
         elif backend in ("torchcodec", "decord"):
             with pytest.raises(BackendUnavailable, match="MPEG-TS"):
                 read_frames(path, want, backend, "cpu")
-    backends = [b for b in ("torchcodec", "decord") if not why_unavailable(b, "cpu")]
-    code = (
-        "import sys, json, torch; from playbook_utils.bench.media import read_stamp\n"
-        "for b in sys.argv[2:]:\n"
-        "    try:\n"
-        "        if b == 'torchcodec':\n"
-        "            from torchcodec.decoders import VideoDecoder\n"
-        "            f = VideoDecoder(sys.argv[1], seek_mode='exact').get_frames_at([3, 31, 62]).data\n"
-        "        else:\n"
-        "            import decord\n"
-        "            r = decord.VideoReader(sys.argv[1])\n"
-        "            f = torch.from_numpy(r.get_batch([3, 31, 62]).asnumpy()).permute(0, 3, 1, 2)\n"
-        "        print(json.dumps([b, [read_stamp(x) for x in f]]))\n"
-        "    except Exception as e:  # a library that fails on the file, rather than return its frames\n"
-        "        print(json.dumps([b, type(e).__name__]))"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", code, str(path), *backends], capture_output=True, text=True, timeout=120
-    )
-    got = dict(json.loads(line) for line in run.stdout.splitlines() if line.startswith("["))
-    assert set(got) == set(backends), run.stderr[-500:]
-    for backend, stamps in got.items():
+    for backend, stamps in _raw_stamps(path, [3, 31, 62]).items():
         assert stamps != [3, 31, 62], f"{backend} now reads MPEG-TS right: lift its refusal"
 
 
