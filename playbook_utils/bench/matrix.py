@@ -46,6 +46,7 @@ CASES = [
     Case("h264 mkv", "h264", ".mkv"),
     Case("h264 avi", "h264", ".avi"),
     Case("h264 avi, no B-frames", "h264", ".avi", bframes=0),
+    Case("h264 mpegts", "h264", ".ts"),
     Case("h264 mp4, VFR", "h264", vfr=True),
     Case("hevc mp4", "hevc"),
     Case("hevc mp4, open GOP", "hevc", closed_gop=False, bframes=3),
@@ -207,6 +208,8 @@ TRAITS = {
     "VFR": "VFR: variable frame rate, frames unevenly spaced in time; an index cannot be computed from the rate",
     "10-bit": "10-bit: 10 bits per sample (HDR and camera footage), which some GPU paths do not output",
     "avi": "avi: a container without presentation timestamps, so B-frames leave a frame's place unknown",
+    "mpegts": "mpegts: MPEG-TS (cameras, broadcast, HLS), which FFmpeg seeks by decode time: a seek to a keyframe's "
+    "presentation time lands a GOP late",
     "two video streams": "two video streams: a smaller, shorter stream first, this clip second; the request names no "
     "stream, so the frames must come from FFmpeg's best one (this clip)",
     "two streams, stream 0": "two streams, stream 0: the same file, the request naming stream 0 (the smaller one)",
