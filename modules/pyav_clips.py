@@ -67,7 +67,8 @@ class VideoClips(Dataset):
             # the frames shown, in presentation order (packets an MP4 edit list hides are marked discard)
             shown = sorted((p.pts, p.is_keyframe) for p in packets if p.pts is not None and not p.is_discard)
             pts, index = [t for t, _ in shown], {t: j for j, (t, _) in enumerate(shown)}
-            dts = {p.pts: p.dts for p in packets}  # a keyframe's decode time: where MPEG-TS seeks to it
+            # the keyframes' decode times: where MPEG-TS seeks to them
+            dts = {p.pts: p.dts for p in packets if p.is_keyframe and p.dts is not None}
             key_of, key = [], 0  # for each frame, the keyframe a seek to it lands on
             for j, (_, is_key) in enumerate(shown):
                 key = j if is_key else key
@@ -77,7 +78,7 @@ class VideoClips(Dataset):
                 if frames is None or key_of[j] > at + 1:  # seek only to skip whole GOPs
                     key = pts[key_of[j]]
                     # to the keyframe's presentation time; where that lands past it (MPEG-TS), its decode time
-                    for target in dict.fromkeys((key, key if dts[key] is None else dts[key])):
+                    for target in dict.fromkeys((key, dts.get(key, key))):
                         container.seek(target, stream=stream)
                         frames = container.decode(stream)
                         frame, at = self.next_frame(frames, index, j)
