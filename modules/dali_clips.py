@@ -2,10 +2,11 @@
 
 From the Accelerated Video Loading Playbook (notebook 22); needs `pip install nvidia-dali-cuda130 av` (the wheel of
 your CUDA major; PyAV reads the packets and the colour tags, and decodes the first frame for the display rotation).
-An item is K evenly spaced frames of one video, upright, uint8 (K, 3, SIZE, SIZE) on the decoding device: the
-shorter side resized to SIZE (antialiased), the centre cut out, so videos of any size batch together. Colour follows
-the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook). A
-file that cannot be read or is refused is skipped and named. DALI's CPU decoder takes VP8, VP9 and MJPEG only.
+An item is K evenly spaced frames of one video, upright and with square pixels, as a player shows it, uint8 (K, 3,
+SIZE, SIZE) on the decoding device: the shorter side resized to SIZE (antialiased), the centre cut out, so videos of
+any size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's
+rule, as every path of the playbook). A file that cannot be read or is refused is skipped and named. DALI's CPU
+decoder takes VP8, VP9 and MJPEG only.
 Threads of this process feed DALI (`loader`): its pipelines do not survive in forked DataLoader workers. On the GPU
 they work on a CUDA stream of their own, so that their work does not queue behind the training step's.
 Each item first reads all of its file's packets, to place its frames exactly: on long videos, much of an item
@@ -56,6 +57,15 @@ def uniform(n, k):
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
 
 
+def shown_size(height, width, sar, turn, size):
+    """(h, w) of a stored height x width picture as a player shows it (its pixels made square by the sample aspect
+    ratio, turned upright by `turn` quarter turns), resized so that its shorter side is `size`."""
+    width = width * sar
+    h, w = (width, height) if turn % 2 else (height, width)
+    s = size / min(h, w)
+    return max(size, round(h * s)), max(size, round(w * s))
+
+
 def rank_gpu(device):
     """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given. A GPU
     that torch cannot see is an error here: otherwise every file would be skipped, each with the same cause."""
@@ -68,8 +78,9 @@ def rank_gpu(device):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, and the first
-    frame (size, rotation, pixel format, colour tags). ValueError for a file cut short or with no frame to decode."""
+    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the first frame
+    (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file cut short or with
+    no frame to decode."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -89,6 +100,7 @@ def probe(path):
             "codec": stream.codec_context.name, "container": container.format.name,
             "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
             "hidden": len(got) - len(shown), "first": first,
+            "sar": stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1,  # pixels' shape
         }  # fmt: skip
 
 
@@ -179,9 +191,7 @@ class VideoClips(Dataset):
         if rgb.shape[0] != len(unique):  # past its own count of frames DALI drops them, in silence
             raise ValueError(f"DALI returned {rgb.shape[0]} frames for the {len(unique)} asked")
         turn = int(first.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
-        h, w = (first.width, first.height) if turn % 2 else (first.height, first.width)
-        s = self.size / min(h, w)
-        h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+        h, w = shown_size(first.height, first.width, info["sar"], turn, self.size)
         rgb = F.interpolate(rgb.permute(0, 3, 1, 2).float(), (w, h) if turn % 2 else (h, w), mode="bilinear",
                             antialias=True)  # fmt: skip
         rgb = from_bt601(rgb, first.colorspace) if gpu else rgb

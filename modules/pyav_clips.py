@@ -1,9 +1,10 @@
 """K frames of every video in a folder, decoded by PyAV (FFmpeg) on the CPU, batched for training.
 
 From the Accelerated Video Loading Playbook (notebook 22); needs only `pip install av torch`. An item is K evenly
-spaced frames of one video, upright, uint8 (K, 3, SIZE, SIZE): the shorter side resized to SIZE, the centre cut
-out, so videos of any size batch together. Colour follows the file's tags; untagged video is read as BT.601,
-limited range (FFmpeg's rule, as every path of the playbook). A file that cannot be read is skipped and named.
+spaced frames of one video, upright and with square pixels, as a player shows it, uint8 (K, 3, SIZE, SIZE): the
+shorter side resized to SIZE, the centre cut out, so videos of any size batch together. Colour follows the file's
+tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the playbook). A file that
+cannot be read is skipped and named.
 Each item first reads all of its file's packets, to place its frames exactly: on long videos, much of an item
 (30 minutes of 720p: the whole 0.9 GB file, and about 0.3 s of one CPU core).
 Worker processes start by importing your script: build and read the loader under `if __name__ == "__main__":`.
@@ -42,6 +43,15 @@ def uniform(n, k):
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
 
 
+def shown_size(height, width, sar, turn, size):
+    """(h, w) of a stored height x width picture as a player shows it (its pixels made square by the sample aspect
+    ratio, turned upright by `turn` quarter turns), resized so that its shorter side is `size`."""
+    width = width * sar
+    h, w = (width, height) if turn % 2 else (height, width)
+    s = size / min(h, w)
+    return max(size, round(h * s)), max(size, round(w * s))
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read."""
 
@@ -74,6 +84,7 @@ class VideoClips(Dataset):
                 key = j if is_key else key
                 key_of.append(key)
             want, got, frames, at = uniform(len(pts), self.k), {}, None, -1
+            sar = stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1  # the pixels' shape
             for j in sorted(set(want)):
                 if frames is None or key_of[j] > at + 1:  # seek only to skip whole GOPs
                     key = pts[key_of[j]]
@@ -88,7 +99,7 @@ class VideoClips(Dataset):
                     frame, at = self.next_frame(frames, index, j)
                 if at != j:
                     raise ValueError(f"frame {j} of {len(pts)} did not decode")
-                got[j] = self.picture(frame)
+                got[j] = self.picture(frame, sar)
         return torch.stack([got[j] for j in want])
 
     @staticmethod
@@ -100,12 +111,10 @@ class VideoClips(Dataset):
                 return frame, at
         return None, -1
 
-    def picture(self, frame):
+    def picture(self, frame, sar):
         """(3, size, size): scaled by FFmpeg (with the colour conversion), turned upright, the centre cut out."""
         turn = int(frame.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
-        h, w = (frame.width, frame.height) if turn % 2 else (frame.height, frame.width)
-        s = self.size / min(h, w)
-        h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+        h, w = shown_size(frame.height, frame.width, sar, turn, self.size)
         sw, sh = (h, w) if turn % 2 else (w, h)
         rgb = torch.from_numpy(frame.to_ndarray(width=sw, height=sh, format="rgb24", interpolation="BILINEAR"))
         rgb = torch.rot90(rgb.permute(2, 0, 1), turn, dims=(1, 2))

@@ -2,10 +2,10 @@
 
 From the Accelerated Video Loading Playbook (notebook 22); needs `pip install spdl av` and FFmpeg's shared libraries
 (`apt-get install ffmpeg`; PyAV reads the packets to find the files SPDL gets wrong, and the display rotation). Only
-the GOPs that hold the frames asked for are decoded. An item is K evenly spaced frames of one video, upright, uint8
-(K, 3, SIZE, SIZE): the shorter side resized to SIZE, the centre cut out, so videos of any size batch together.
-Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule, as every path of the
-playbook). A file that cannot be read or is refused is skipped and named.
+the GOPs that hold the frames asked for are decoded. An item is K evenly spaced frames of one video, upright and
+with square pixels, as a player shows it, uint8 (K, 3, SIZE, SIZE): the shorter side resized to SIZE, the centre cut
+out, so videos of any size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited
+range (FFmpeg's rule, as every path of the playbook). A file that cannot be read or is refused is skipped and named.
 Each item first reads all of its file's packets, to place its frames exactly: on long videos, much of an item
 (30 minutes of 720p: the whole 0.9 GB file, and about 0.3 s of one CPU core).
 Worker processes start by importing your script: build and read the loader under `if __name__ == "__main__":`.
@@ -43,10 +43,20 @@ def uniform(n, k):
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
 
 
+def shown_size(height, width, sar, turn, size):
+    """(h, w) of a stored height x width picture as a player shows it (its pixels made square by the sample aspect
+    ratio, turned upright by `turn` quarter turns), resized so that its shorter side is `size`."""
+    width = width * sar
+    h, w = (width, height) if turn % 2 else (height, width)
+    s = size / min(h, w)
+    return max(size, round(h * s)), max(size, round(w * s))
+
+
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, and the first
-    frame (size, rotation, pixel format, colour tags). ValueError for a file cut short or with no frame to decode."""
+    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the first frame
+    (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file cut short or with
+    no frame to decode."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -66,6 +76,7 @@ def probe(path):
             "codec": stream.codec_context.name, "container": container.format.name,
             "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
             "hidden": len(got) - len(shown), "first": first,
+            "sar": stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1,  # pixels' shape
         }  # fmt: skip
 
 
@@ -90,9 +101,7 @@ class VideoClips(Dataset):
             raise ValueError(f"refused: an MP4 edit list hides {info['hidden']} frames, which SPDL counts")
         first, n = info["first"], info["frames"]
         turn = int(first.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
-        h, w = (first.width, first.height) if turn % 2 else (first.height, first.width)
-        s = self.size / min(h, w)
-        h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+        h, w = shown_size(first.height, first.width, info["sar"], turn, self.size)
         packets = spdl.io.demux_video(path)
         if len(packets.get_timestamps()) != n:
             raise ValueError(f"SPDL counts {len(packets.get_timestamps())} frames, the packets {n}")

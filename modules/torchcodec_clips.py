@@ -1,11 +1,12 @@
 """K frames of every video in a folder, decoded by TorchCodec on the CPU or on the GPU (NVDEC), batched for training.
 
 From the Accelerated Video Loading Playbook (notebook 22); needs `pip install torchcodec av` (PyAV reads the packets
-to find the files TorchCodec gets wrong). An item is K evenly spaced frames of one video, upright, uint8
-(K, 3, SIZE, SIZE) on the decoding device: the shorter side resized to SIZE, the centre cut out, so videos of any
-size batch together. Colour follows the file's tags; untagged video is read as BT.601, limited range (FFmpeg's rule,
-as every path of the playbook). A file that cannot be read, or that TorchCodec was seen to read wrong, is skipped and
-named. On the GPU, threads of this process decode (`loader`): DataLoader workers would each make a CUDA context.
+to find the files TorchCodec gets wrong). An item is K evenly spaced frames of one video, upright and with square
+pixels, as a player shows it, uint8 (K, 3, SIZE, SIZE) on the decoding device: the shorter side resized to SIZE, the
+centre cut out, so videos of any size batch together. Colour follows the file's tags; untagged video is read as
+BT.601, limited range (FFmpeg's rule, as every path of the playbook). A file that cannot be read, or that TorchCodec
+was seen to read wrong, is skipped and named. On the GPU, threads of this process decode (`loader`): DataLoader
+workers would each make a CUDA context.
 The threads decode on a CUDA stream of their own, so that their work does not queue behind the training step's.
 Each item first reads all of its file's packets, to place its frames exactly: on long videos, much of an item
 (30 minutes of 720p: the whole 0.9 GB file, and about 0.3 s of Python that the threads take in turns, so one
@@ -57,6 +58,15 @@ def uniform(n, k):
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
 
 
+def shown_size(height, width, sar, turn, size):
+    """(h, w) of a stored height x width picture as a player shows it (its pixels made square by the sample aspect
+    ratio, turned upright by `turn` quarter turns), resized so that its shorter side is `size`."""
+    width = width * sar
+    h, w = (width, height) if turn % 2 else (height, width)
+    s = size / min(h, w)
+    return max(size, round(h * s)), max(size, round(w * s))
+
+
 def rank_gpu(device):
     """Under torchrun, 'cuda' is this rank's GPU (LOCAL_RANK), not the first one; any other device as given. A GPU
     that torch cannot see is an error here: otherwise every file would be skipped, each with the same cause."""
@@ -69,7 +79,7 @@ def rank_gpu(device):
 
 def packets(path):
     """What the packets say, without decoding: (codec, container, presentation times, open GOP, frames an MP4 edit
-    list hides). ValueError for a file cut short."""
+    list hides, the pixels' aspect ratio). ValueError for a file cut short."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -81,7 +91,8 @@ def packets(path):
             key = pts if is_key and j else key
             open_gop |= key is not None and pts < key
         shown = sorted(pts for pts, _ in kept)
-        return stream.codec_context.name, container.format.name, shown, open_gop, len(got) - len(shown)
+        sar = stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1
+        return stream.codec_context.name, container.format.name, shown, open_gop, len(got) - len(shown), sar
 
 
 class VideoClips(Dataset):
@@ -114,7 +125,7 @@ class VideoClips(Dataset):
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path):
-        codec, container, shown, open_gop, hidden = packets(path)
+        codec, container, shown, open_gop, hidden, sar = packets(path)
         gpu = str(self.device).startswith("cuda")
         if hidden:  # TorchCodec 0.13 returned frame 6 for frame 0 of such a file
             raise ValueError(f"refused: an MP4 edit list hides {hidden} frames, which TorchCodec counts")
@@ -131,9 +142,10 @@ class VideoClips(Dataset):
                       for j, (t, d) in enumerate(zip(shown, durations + durations[-1:]))]  # fmt: skip
             options = {"custom_frame_mappings": json.dumps({"frames": frames})}
         if not gpu:
-            peek = VideoDecoder(path, seek_mode="approximate").metadata  # the shown size, rotation applied
-            s = self.size / min(peek.height, peek.width)
-            cover = (max(self.size, round(peek.height * s)), max(self.size, round(peek.width * s)))
+            peek = VideoDecoder(path, seek_mode="approximate").metadata  # the size upright, rotation applied
+            turn = round(peek.rotation or 0) // 90
+            stored = (peek.width, peek.height) if turn % 2 else (peek.height, peek.width)
+            cover = shown_size(*stored, sar, turn, self.size)
             options.update(num_ffmpeg_threads=self.threads or 0, transforms=[Resize(cover)])
         decoder = VideoDecoder(path, device=self.device, **options)  # turns rotated video upright itself
         if decoder.metadata.num_frames != len(shown):
@@ -143,8 +155,8 @@ class VideoClips(Dataset):
             raise ValueError(f"refused: NVDEC cannot decode this {codec} stream (TorchCodec fell back to the CPU)")
         h, w = frames.shape[-2:]
         if gpu:  # TorchCodec resizes in the decoder on the CPU only: antialiased, on the GPU, after NVDEC
-            s = self.size / min(h, w)
-            h, w = max(self.size, round(h * s)), max(self.size, round(w * s))
+            turn = round(decoder.metadata.rotation or 0) // 90
+            h, w = shown_size(*((w, h) if turn % 2 else (h, w)), sar, turn, self.size)
             frames = F.interpolate(frames.float(), (h, w), mode="bilinear", antialias=True)
             frames = frames.round_().clamp_(0, 255).to(torch.uint8)
         top, left = (h - self.size) // 2, (w - self.size) // 2

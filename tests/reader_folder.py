@@ -1,13 +1,13 @@
 """A folder like a reader's own, made with the ffmpeg command-line tool, and what the ffmpeg tool decodes of it.
 
 Nested folders; H.264 with B-frames (in MP4 and MPEG-TS), HEVC with x265's default open GOP (MP4 and MKV), 10-bit
-HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, a file tagged BT.709, VP9 in
-WebM, an MP4 whose edit list hides its first frames, a faststart copy cut off halfway (its index lists frames it no
-longer holds) and a copy cut off before its index; and files a glob over the folder finds that hold no video to read:
-notes, a voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame
-as the ffmpeg tool shows it (upright, edit list applied, coloured by the tags), resized and cut as the handed-over
-modules do, saved beside the folder so that a machine without the tool (the GPU machine) checks against the same
-pictures:
+HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels wider than tall
+(anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, a faststart copy cut
+off halfway (its index lists frames it no longer holds) and a copy cut off before its index; and files a glob over the
+folder finds that hold no video to read: notes, a voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has
+no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright, at its display aspect, edit list
+applied, coloured by the tags), resized and cut as the handed-over modules do, saved beside the folder so that a
+machine without the tool (the GPU machine) checks against the same pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
@@ -44,6 +44,8 @@ ENCODED = {
     "sub/clip.webm": (["-c:v", "libvpx-vp9", "-b:v", "300k", "-g", "30"], _src("320x180")),
     "faststart.mp4": (["-c:v", "libx264", "-g", "15", "-movflags", "+faststart"], _src("320x180")),
     "sub/camera.ts": (["-c:v", "libx264", "-bf", "2", "-g", "15"], _src("320x180")),  # MPEG-TS, as cameras and HLS
+    # pixels wider than tall, as HDV and DVD store them: 240x180 shown as 320x180
+    "anamorphic.mp4": (["-c:v", "libx264", "-g", "15", "-vf", "setsar=4/3"], _src("240x180")),
 }  # fmt: skip
 DERIVED = ("sub/phone_rot90.mp4", "phone_rot270.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
 NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
@@ -99,11 +101,13 @@ def _decode(path: Path) -> np.ndarray:
     """Every frame the ffmpeg tool shows of `path`, (N, 3, SIZE, SIZE) uint8: the shorter side resized to SIZE
     (bilinear), the centre cut out at the offsets the modules use."""
     shown = subprocess.run(
-        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height:stream_side_data=rotation",
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height,sample_aspect_ratio:stream_side_data=rotation",
          "-of", "default=nw=1", path], capture_output=True, text=True,
     ).stdout  # fmt: skip
     fields = dict(line.split("=", 1) for line in shown.split() if "=" in line)
-    w, h = int(fields["width"]), int(fields["height"])
+    num, _, den = fields.get("sample_aspect_ratio", "1:1").partition(":")
+    sar = int(num) / int(den) if num.isdigit() and den.isdigit() and int(num) and int(den) else 1
+    w, h = int(fields["width"]) * sar, int(fields["height"])
     if int(float(fields.get("rotation", 0))) % 180:
         w, h = h, w
     s = SIZE / min(h, w)
