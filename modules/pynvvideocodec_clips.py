@@ -153,7 +153,9 @@ class VideoClips(Dataset):
                 raise ValueError(why)
         want = uniform(n, self.k)
         unique = sorted(set(want))
-        if info["open_gop"]:  # after a seek into open-GOP video it returned other frames: read forward, no seek
+        # after a seek into open-GOP video it returned other frames, and in MPEG-TS its seek finds no index entry:
+        # read such files forward, no seek
+        if info["open_gop"] or info["container"] == "mpegts":
             demuxer = nvc.CreateDemuxer(path)
             decoder = nvc.CreateDecoder(gpuid=self.gpu, codec=demuxer.GetNvCodecId(), cudacontext=0,
                                         cudastream=stream, usedevicememory=True)  # fmt: skip

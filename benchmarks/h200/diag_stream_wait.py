@@ -13,6 +13,7 @@ each step waited for ("busy"). Each line: frames/s, seconds, and whether its fra
 its kind. Usage: python3 benchmarks/h200/diag_stream_wait.py CLIP [COPIES] [THREADS]   (default 48 copies, 8 threads)
 """
 
+import os
 import sys
 import tempfile
 import threading
@@ -83,7 +84,10 @@ def main() -> None:
         ("dali-l", loader_epoch("dali")),
         ("dali", module_epoch("dali_clips")),
     )
+    only = os.environ.get("DIAG_KINDS", "").split()  # e.g. DIAG_KINDS="dali-l dali": those lines only
     for name, epoch in kinds:
+        if only and name not in only:
+            continue
         try:
             epoch(paths[:threads], threads, True)  # warm: the CUDA context, the decoders
         except Exception as e:  # one library missing or failing leaves the others' lines
