@@ -661,7 +661,8 @@ def test_the_edit_list_refusals_still_stand(unusual):
 def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path):
     """MPEG-TS, as cameras and HLS write it: FFmpeg seeks it by decode time, so a seek to a keyframe's presentation
     time lands a GOP late. PyAV (seeking again by the keyframe's decode time) and SPDL read it exactly; TorchCodec
-    and decord are refused, and the frames their libraries return are still not the ones asked for."""
+    and decord are refused, and the frames their libraries return are still not the ones asked for; PyNvVideoCodec
+    reads it forward."""
     path = media.make_clip(tmp_path / "camera.ts", "h264", 320, 180, num_frames=90, gop=30, bframes=2)
     assert video_info(path).container == "mpegts"
     want = [3, 31, 62, 89, 0, 45]
@@ -673,6 +674,12 @@ def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path
                 read_frames(path, want, backend, "cpu")
     for backend, stamps in _raw_stamps(path, [3, 31, 62]).items():
         assert stamps != [3, 31, 62], f"{backend} now reads MPEG-TS right: lift its refusal"
+    # PyNvVideoCodec's seek finds no index entry in MPEG-TS (an H100): its adapter reads such files forward, no seek
+    nvc, mp4 = (
+        adapter("pynvvideocodec"),
+        media.make_clip(tmp_path / "camera.mp4", "h264", 320, 180, num_frames=90, gop=30),
+    )
+    assert nvc.forward_only(video_info(path), "cuda") and not nvc.forward_only(video_info(mp4), "cuda")
 
 
 @pytest.mark.media
