@@ -27,7 +27,8 @@ K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose proce
 
 
 def video_stream(container):
-    """FFmpeg's best video stream of an open file; ValueError naming why a file has none to read frames from."""
+    """FFmpeg's best video stream of an open file; ValueError naming why a file has none to read frames from, or none
+    whose frames can be placed."""
     stream = container.streams.best("video")
     if stream is None:
         raise ValueError("no video stream")
@@ -35,6 +36,8 @@ def video_stream(container):
         raise ValueError(f"a still picture ({container.format.name}), not a video")
     if stream.codec_context is None:
         raise ValueError("FFmpeg has no decoder for its video codec")
+    if container.format.name == "avi" and stream.codec_context.has_b_frames:  # PyAV and TorchCodec were a frame off
+        raise ValueError("AVI with B-frames stores no presentation times, so no frame's place is known: remux to MP4")
     return stream
 
 
@@ -73,7 +76,7 @@ def probe(path):
         if first is None:
             raise ValueError("no frame of its video stream decodes")
         return {
-            "codec": stream.codec_context.name, "container": container.format.name,
+            "codec": stream.codec_context.codec.canonical_name, "container": container.format.name,
             "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
             "hidden": len(got) - len(shown), "first": first,
             "sar": stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1,  # pixels' shape

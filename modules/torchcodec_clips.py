@@ -42,7 +42,8 @@ STREAMS, LOCK = {}, threading.Lock()  # the decoding threads' CUDA stream, by de
 
 
 def video_stream(container):
-    """FFmpeg's best video stream of an open file; ValueError naming why a file has none to read frames from."""
+    """FFmpeg's best video stream of an open file; ValueError naming why a file has none to read frames from, or none
+    whose frames can be placed."""
     stream = container.streams.best("video")
     if stream is None:
         raise ValueError("no video stream")
@@ -50,6 +51,8 @@ def video_stream(container):
         raise ValueError(f"a still picture ({container.format.name}), not a video")
     if stream.codec_context is None:
         raise ValueError("FFmpeg has no decoder for its video codec")
+    if container.format.name == "avi" and stream.codec_context.has_b_frames:  # PyAV and TorchCodec were a frame off
+        raise ValueError("AVI with B-frames stores no presentation times, so no frame's place is known: remux to MP4")
     return stream
 
 
@@ -92,7 +95,14 @@ def packets(path):
             open_gop |= key is not None and pts < key
         shown = sorted(pts for pts, _ in kept)
         sar = stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1
-        return stream.codec_context.name, container.format.name, shown, open_gop, len(got) - len(shown), sar
+        return (
+            stream.codec_context.codec.canonical_name,
+            container.format.name,
+            shown,
+            open_gop,
+            len(got) - len(shown),
+            sar,
+        )
 
 
 class VideoClips(Dataset):

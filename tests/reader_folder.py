@@ -3,11 +3,12 @@
 Nested folders; H.264 with B-frames (in MP4 and MPEG-TS), HEVC with x265's default open GOP (MP4 and MKV), 10-bit
 HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels wider than tall
 (anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, a faststart copy cut
-off halfway (its index lists frames it no longer holds) and a copy cut off before its index; and files a glob over the
-folder finds that hold no video to read: notes, a voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has
-no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright, at its display aspect, edit list
-applied, coloured by the tags), resized and cut as the handed-over modules do, saved beside the folder so that a
-machine without the tool (the GPU machine) checks against the same pictures:
+off halfway (its index lists frames it no longer holds), a copy cut off before its index, an AVI with B-frames (no
+presentation times: no frame's place is known); and files a glob over the folder finds that hold no video to read:
+notes, a voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every
+frame as the ffmpeg tool shows it (upright, at its display aspect, edit list applied, coloured by the tags), resized
+and cut as the handed-over modules do, saved beside the folder so that a machine without the tool (the GPU machine)
+checks against the same pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
@@ -46,10 +47,13 @@ ENCODED = {
     "sub/camera.ts": (["-c:v", "libx264", "-bf", "2", "-g", "15"], _src("320x180")),  # MPEG-TS, as cameras and HLS
     # pixels wider than tall, as HDV and DVD store them: 240x180 shown as 320x180
     "anamorphic.mp4": (["-c:v", "libx264", "-g", "15", "-vf", "setsar=4/3"], _src("240x180")),
+    # Xvid with B-frames in AVI, which stores no presentation times: no frame's place is known
+    "sub/old_camera.avi": (["-c:v", "mpeg4", "-bf", "2", "-g", "15", "-vtag", "xvid"], _src("320x180")),
 }  # fmt: skip
 DERIVED = ("sub/phone_rot90.mp4", "phone_rot270.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
 NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
-BROKEN = {"cut_download.mp4", "cut_copy.mp4", *NOT_VIDEO}  # no module may read them: a cut index, no index, no video
+# no module may read them: a cut index, no index, frames without a known place, no video
+BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", *NOT_VIDEO}
 
 
 def ffmpeg(*args) -> None:

@@ -318,6 +318,17 @@ def _rank(rank, backend, device, paths, world, init, epochs, got):
     dist.destroy_process_group()
 
 
+def test_the_modules_know_a_codec_by_its_name_not_by_the_decoder_ffmpeg_picks(tmp_path):
+    # PyAV decodes AV1 with libdav1d: a check of the decoder's name never saw "av1" (decord 0.6 then failed the file
+    # with "cannot find video stream" instead of its refusal)
+    available("decord", "cpu")
+    if not importlib.import_module("decord").__version__.startswith("0."):
+        pytest.skip("decord2 reads AV1: no refusal to see")
+    path = media.make_clip(tmp_path / "av1.mp4", "av1", 128, 72, num_frames=8, gop=4)
+    frames, _, why = from_its_file("decord_clips").VideoClips([str(path)], k=2, size=32)[0]
+    assert frames is None and why.startswith("ValueError: refused") and "AV1" in why
+
+
 @pytest.mark.slow
 def test_each_rank_reads_its_own_share_shuffled_by_the_epoch(folder, tmp_path):
     available("pyav", "cpu")
