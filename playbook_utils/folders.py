@@ -33,7 +33,7 @@ class VideoFolder:
 
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
     """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`), probed; a file that cannot be
-    probed or is cut short is listed in `unreadable` with its cause. Raises DecodeError when `folder` is not a
+    probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its cause. Raises DecodeError when `folder` is not a
     folder. Introduced in notebook 20; used by 21 and 22."""
     root = Path(folder).expanduser()
     if not root.is_dir():
@@ -49,6 +49,9 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
                     f"cut short: {info.num_frames} frames, and its index lists {info.missing_frames} more that the "
                     "file does not hold (an interrupted copy or download?)"
                 )
+                continue
+            if info.unplaceable:
+                unreadable[name] = info.unplaceable
                 continue
             infos[name], videos[name] = info, p
         except Exception as e:  # the cause in full: the reader has to fix or drop this file

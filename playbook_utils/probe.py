@@ -74,6 +74,16 @@ class VideoInfo:
         short after its index, read as a shorter video (notebook 23)."""
         return self.missing_frames > 0
 
+    @property
+    def unplaceable(self) -> str | None:
+        """Why no library can place this file's frames exactly (an AVI with B-frames), or None (notebooks 20, 23)."""
+        if self.b_frames and self.container == "avi":
+            return (
+                "AVI with B-frames stores no presentation timestamps, so no library can locate a frame exactly; "
+                "remux it to MP4 or MKV"
+            )
+        return None
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 

@@ -197,13 +197,8 @@ def read(
             src.name, f"{backend} cannot resize in its decoder on {device}; decode, then resize", backend
         )
     found = video_info(src, backend, stream) if info is None else info
-    if found.b_frames and found.container == "avi":
-        raise DecodeError(
-            src.name,
-            "AVI with B-frames stores no presentation timestamps, so no library can "
-            "locate a frame exactly; remux it to MP4 or MKV",
-            backend,
-        )
+    if found.unplaceable:
+        raise DecodeError(src.name, found.unplaceable, backend)
     idx = check_indices(src.name, indices, found.num_frames, backend, found.missing_frames)
     why = ad.why_unavailable(device, found)
     if why:
