@@ -17,11 +17,13 @@ Worker processes start by importing your script: build and read the loader under
         for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
 """
 
+import signal
+
 import av
 import spdl.io
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, get_worker_info
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 
@@ -97,6 +99,10 @@ class VideoClips(Dataset):
             return self.read(self.paths[i]), self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
             return None, self.paths[i], f"{type(e).__name__}: {e}"
+        finally:
+            if get_worker_info() is not None:  # SPDL's first read sets up a logger that prints a stack trace on
+                # SIGTERM, which is how the workers end when the script does: a worker puts Python's handling back
+                signal.signal(signal.SIGTERM, signal.getsignal(signal.SIGTERM))
 
     def read(self, path):
         info = probe(path)

@@ -318,6 +318,18 @@ def _rank(rank, backend, device, paths, world, init, epochs, got):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
+def test_a_script_with_spdls_worker_processes_ends_without_a_word_on_stderr(folder, tmp_path):
+    # the workers are still alive when the script ends and get SIGTERM; SPDL's logger printed a stack trace for each
+    available("spdl", "cpu")
+    handover.write("spdl", "cpu", tmp_path)
+    paths = [str(folder[n]) for n in ("h264_bframes.mp4", "sub/clip.webm", "film_640x272.mp4")]
+    lines = handover.usage("spdl", "cpu", k=2, workers=2, batch_size=2).replace(": ...", ": print(len(names))")
+    (tmp_path / "train.py").write_text(f"paths, epochs = {paths!r}, 1\n{lines}\n")
+    run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and sum(map(int, run.stdout.split())) == 3 and run.stderr == "", run.stderr[-2000:]
+
+
 def test_the_modules_know_a_codec_by_its_name_not_by_the_decoder_ffmpeg_picks(tmp_path):
     # PyAV decodes AV1 with libdav1d: a check of the decoder's name never saw "av1" (decord 0.6 then failed the file
     # with "cannot find video stream" instead of its refusal)
