@@ -81,9 +81,9 @@ def rank_gpu(device):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the first frame
-    (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file cut short or with
-    no frame to decode."""
+    video streams, the frames shown, whether its GOPs are open, the frames never shown (an edit list's, a cut's),
+    the first frame (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file
+    cut short or with no frame to decode."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -157,7 +157,7 @@ class VideoClips(Dataset):
         coded = (codec, -(-first.width // step) * step, -(-first.height // step) * step)
         refused = {  # what DALI 2.4 was seen to get wrong or cannot read (notebooks 14 and 20)
             "refused: DALI's CPU decoder takes VP8, VP9 and MJPEG only": not gpu and codec not in ("vp8", "vp9", "mjpeg"),
-            "refused: DALI's NVDEC path was not checked on MP4s whose edit list hides frames": gpu and info["hidden"],
+            "refused: DALI's NVDEC path was not checked on frames never shown (an edit list, a cut)": gpu and info["hidden"],
             # DALI keeps its NVDEC decoders per process, reused by coded size: a picture cropped from that size, read
             # after one shown whole, got its chroma from the wrong rows
             "refused: a file shown whole at this coded size was read before in this process": gpu

@@ -60,9 +60,9 @@ def shown_size(height, width, sar, turn, size):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the first frame
-    (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file cut short or with
-    no frame to decode."""
+    video streams, the frames shown, whether its GOPs are open, the frames never shown (an edit list's, a cut's),
+    the first frame (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file
+    cut short or with no frame to decode."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -106,7 +106,7 @@ class VideoClips(Dataset):
     def read(self, path):
         info = probe(path)
         refused = {  # what decord 0.6 and decord2 3.4 were seen to get wrong (notebook 11)
-            "refused: decord counts the frames an MP4 edit list hides": info["hidden"],
+            "refused: decord counts the frames never shown (an edit list, a cut)": info["hidden"],
             "refused: decord 0.6's FFmpeg 4 has no AV1 decoder (decord2 reads it)": info["codec"] == "av1"
             and decord.__version__.startswith("0."),
             "refused: decord's random access in AVI returns frames of the first GOP": info["container"] == "avi",

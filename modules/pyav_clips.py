@@ -77,7 +77,8 @@ class VideoClips(Dataset):
             packets = [p for p in container.demux(stream) if p.size]
             if stream.frames > len(packets):  # an MP4 whose index lists more frames than it holds
                 raise ValueError(f"cut short: its index lists {stream.frames} frames, it holds {len(packets)}")
-            # the frames shown, in presentation order (packets an MP4 edit list hides are marked discard)
+            # the frames shown, in presentation order (packets an edit list hides are marked discard; a stream-copy
+            # cut may leave some without a time)
             shown = sorted((p.pts, p.is_keyframe) for p in packets if p.pts is not None and not p.is_discard)
             pts, index = [t for t, _ in shown], {t: j for j, (t, _) in enumerate(shown)}
             # the keyframes' decode times: where MPEG-TS seeks to them

@@ -80,9 +80,9 @@ def rank_gpu(device):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the first frame
-    (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file cut short or with
-    no frame to decode."""
+    video streams, the frames shown, whether its GOPs are open, the frames never shown (an edit list's, a cut's),
+    the first frame (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file
+    cut short or with no frame to decode."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -147,7 +147,7 @@ class VideoClips(Dataset):
         info = probe(path)
         first, n = info["first"], info["frames"]
         refused = {  # what PyNvVideoCodec 2.2 was seen to get wrong (notebook 13)
-            "refused: PyNvVideoCodec decodes the frames an MP4 edit list hides": info["hidden"],
+            "refused: PyNvVideoCodec counts the frames never shown (an edit list, a cut)": info["hidden"],
             "refused: PyNvVideoCodec returned wrong frames for 10-bit video": first.format.name not in ("yuv420p", "yuvj420p"),
             "refused: PyNvVideoCodec's frame indices drift near the end of MKV files": info["container"] == "matroska,webm",
         }  # fmt: skip

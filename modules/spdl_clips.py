@@ -59,9 +59,9 @@ def shown_size(height, width, sar, turn, size):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames an MP4 edit list hides, the first frame
-    (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file cut short or with
-    no frame to decode."""
+    video streams, the frames shown, whether its GOPs are open, the frames never shown (an edit list's, a cut's),
+    the first frame (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file
+    cut short or with no frame to decode."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -107,7 +107,7 @@ class VideoClips(Dataset):
     def read(self, path):
         info = probe(path)
         if info["hidden"]:  # SPDL 0.8 returned frame 41 for frame 47 of such a file
-            raise ValueError(f"refused: an MP4 edit list hides {info['hidden']} frames, which SPDL counts")
+            raise ValueError(f"refused: SPDL counts the {info['hidden']} frames never shown (an edit list, a cut)")
         first, n = info["first"], info["frames"]
         turn = int(first.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
         h, w = shown_size(first.height, first.width, info["sar"], turn, self.size)

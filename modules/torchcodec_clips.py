@@ -138,7 +138,7 @@ class VideoClips(Dataset):
         codec, container, shown, open_gop, hidden, sar = packets(path)
         gpu = str(self.device).startswith("cuda")
         if hidden:  # TorchCodec 0.13 returned frame 6 for frame 0 of such a file
-            raise ValueError(f"refused: an MP4 edit list hides {hidden} frames, which TorchCodec counts")
+            raise ValueError(f"refused: TorchCodec counts the {hidden} frames never shown (an edit list, a cut)")
         if container == "mpegts":  # TorchCodec 0.13 returned frame 12 for frame 3 of such a file
             raise ValueError("refused: TorchCodec's seeks in MPEG-TS land a GOP late (remux it to MP4 with -c copy)")
         if gpu and container == "avi":  # TorchCodec 0.17 on CUDA failed mid-file on an AVI

@@ -41,7 +41,7 @@ class VideoInfo:
     stream: int = 0  # the container's index of the stream described (FFmpeg's numbering, as ffprobe's)
     best_stream: int = 0  # the video stream FFmpeg picks by default (av_find_best_stream)
     video_streams: int = 1  # video streams in the file
-    edit_list_hidden: int = 0  # leading frames an edit list hides (decoded, never shown): not counted in num_frames
+    edit_list_hidden: int = 0  # frames decoded, never shown (an edit list hides them, or a cut left them untimed)
     color_matrix: str | None = None  # what the file says: 'bt601', 'bt709' or 'bt2020'; None: no tag (`colour`)
     color_range: str | None = None  # 'limited' or 'full'; None: no tag
     bit_depth: int = 8  # bits per sample of the decoded picture
@@ -152,9 +152,11 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
     try:
         for packet in container.demux(stream):
             demuxed += packet.size > 0  # every packet that holds data (the flush packet at the end holds none)
-            if packet.size == 0 or packet.pts is None:
+            if packet.size == 0:
                 continue
-            if packet.is_discard:  # before the edit list's start: decoded for reference, never shown
+            # decoded for reference, never shown: before an edit list's start, or left without a time by a cut
+            # made by stream copy (open-GOP HEVC in MKV: the leading frames of its first keyframe)
+            if packet.is_discard or packet.pts is None:
                 hidden += 1
                 continue
             # Open GOP: after a keyframe (in decode order) come frames shown before it.

@@ -2,13 +2,13 @@
 
 Nested folders; H.264 with B-frames (in MP4 and MPEG-TS), HEVC with x265's default open GOP (MP4 and MKV), 10-bit
 HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels wider than tall
-(anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, a faststart copy cut
-off halfway (its index lists frames it no longer holds), a copy cut off before its index, an AVI with B-frames (no
-presentation times: no frame's place is known); and files a glob over the folder finds that hold no video to read:
-notes, a voice memo, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every
-frame as the ffmpeg tool shows it (upright, at its display aspect, edit list applied, coloured by the tags), resized
-and cut as the handed-over modules do, saved beside the folder so that a machine without the tool (the GPU machine)
-checks against the same pictures:
+(anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, an open-GOP MKV
+trimmed by stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no
+longer holds), a copy cut off before its index, an AVI with B-frames (no presentation times: no frame's place is
+known); and files a glob over the folder finds that hold no video to read: notes, a voice memo, a poster, an empty
+file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright,
+at its display aspect, edit list applied, coloured by the tags), resized and cut as the handed-over modules do,
+saved beside the folder so that a machine without the tool (the GPU machine) checks against the same pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
@@ -50,7 +50,14 @@ ENCODED = {
     # Xvid with B-frames in AVI, which stores no presentation times: no frame's place is known
     "sub/old_camera.avi": (["-c:v", "mpeg4", "-bf", "2", "-g", "15", "-vtag", "xvid"], _src("320x180")),
 }  # fmt: skip
-DERIVED = ("sub/phone_rot90.mp4", "phone_rot270.mp4", "edit_list.mp4", "cut_download.mp4", "cut_copy.mp4")
+DERIVED = (
+    "sub/phone_rot90.mp4",
+    "phone_rot270.mp4",
+    "edit_list.mp4",
+    "trimmed.mkv",
+    "cut_download.mp4",
+    "cut_copy.mp4",
+)
 NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
 # no module may read them: a cut index, no index, frames without a known place, no video
 BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", *NOT_VIDEO}
@@ -76,6 +83,7 @@ def build(folder) -> dict[str, Path]:
         "sub/phone_rot90.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], "-c", "copy", "-metadata:s:v", "rotate=90", p),
         "phone_rot270.mp4": lambda p: ffmpeg("-i", made["film_640x272.mp4"], "-c", "copy", "-metadata:s:v", "rotate=270", p),
         "edit_list.mp4": lambda p: ffmpeg("-ss", "0.2", "-i", made["faststart.mp4"], "-c", "copy", p),
+        "trimmed.mkv": lambda p: ffmpeg("-ss", "0.9", "-i", made["sub/hevc_open.mp4"], "-c", "copy", p),
         "cut_download.mp4": lambda p: p.write_bytes(made["faststart.mp4"].read_bytes()[: made["faststart.mp4"].stat().st_size // 2]),
         "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),
     }  # fmt: skip

@@ -1,5 +1,6 @@
 """read_frames on the CPU backends: exact frames, clear refusals, our own errors."""
 
+import shutil
 import sys
 
 import pytest
@@ -9,6 +10,7 @@ from playbook_utils import BackendUnavailable, DecodeError
 from playbook_utils.bench import matrix, media
 from playbook_utils.decoders import BACKENDS, adapter, available, read_frames, traits, video_info, why_unavailable
 from playbook_utils.decoders.isolated import read_frames_isolated
+from tests import reader_folder
 
 CPU = available("cpu")
 
@@ -680,6 +682,23 @@ def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path
         media.make_clip(tmp_path / "camera.mp4", "h264", 320, 180, num_frames=90, gop=30),
     )
     assert nvc.forward_only(video_info(path), "cuda") and not nvc.forward_only(video_info(mp4), "cuda")
+
+
+@pytest.mark.media
+def test_a_stream_copy_cut_leaves_untimed_frames_that_the_counting_libraries_are_refused_on(tmp_path):
+    # `ffmpeg -ss T -i open_gop.mp4 -c copy cut.mkv` leaves the leading frames of its first keyframe without a time:
+    # decord counted them (93 frames, 90 shown) and ended notebook 21's loader epoch; SPDL raised a TypeError
+    if not shutil.which("ffmpeg"):
+        pytest.skip("needs the ffmpeg command-line tool")
+    args, src = reader_folder.ENCODED["sub/hevc_open.mp4"]
+    reader_folder.ffmpeg("-f", "lavfi", "-i", src, "-t", 2, *args, tmp_path / "open.mp4")
+    reader_folder.ffmpeg("-ss", "0.9", "-i", tmp_path / "open.mp4", "-c", "copy", tmp_path / "cut.mkv")
+    info = video_info(tmp_path / "cut.mkv")
+    assert info.edit_list_hidden > 0 and "edit-list" in traits(info)
+    assert read_frames(tmp_path / "cut.mkv", [0, info.num_frames - 1], "pyav", "cpu").shape[0] == 2
+    for backend in {"torchcodec", "decord", "spdl"} & set(available("cpu")):
+        with pytest.raises(BackendUnavailable):
+            read_frames(tmp_path / "cut.mkv", [0, info.num_frames - 1], backend, "cpu")
 
 
 @pytest.mark.media

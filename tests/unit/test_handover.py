@@ -33,13 +33,19 @@ K = 8
 # (backend, device) -> the files of the folder its module must skip, beyond the broken ones
 REFUSED = {
     ("pyav", "cpu"): set(),
-    ("torchcodec", "cpu"): {"edit_list.mp4", "sub/camera.ts"},
-    ("decord", "cpu"): {"edit_list.mp4", "sub/camera.ts"},
-    ("spdl", "cpu"): {"edit_list.mp4"},
+    ("torchcodec", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts"},
+    ("decord", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts"},
+    ("spdl", "cpu"): {"edit_list.mp4", "trimmed.mkv"},
     ("dali", "cpu"): (set(reader_folder.ENCODED) | set(reader_folder.DERIVED)) - {"sub/clip.webm"},
-    ("torchcodec", "cuda"): {"edit_list.mp4", "sub/camera.ts"},
-    ("pynvvideocodec", "cuda"): {"edit_list.mp4", "hevc_10bit.mp4", "sub/deeper/open_gop.mkv", "sub/clip.webm"},
-    ("dali", "cuda"): {"edit_list.mp4"},
+    ("torchcodec", "cuda"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts"},
+    ("pynvvideocodec", "cuda"): {
+        "edit_list.mp4",
+        "trimmed.mkv",
+        "hevc_10bit.mp4",
+        "sub/deeper/open_gop.mkv",
+        "sub/clip.webm",
+    },
+    ("dali", "cuda"): {"edit_list.mp4", "trimmed.mkv"},
 }
 PATHS = [pytest.param(b, d, marks=[pytest.mark.gpu] if d == "cuda" else [], id=f"{b}-{d}") for b, d in REFUSED]
 
