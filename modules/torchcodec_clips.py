@@ -81,8 +81,8 @@ def rank_gpu(device):
 
 
 def packets(path):
-    """What the packets say, without decoding: (codec, container, presentation times, open GOP, frames an MP4 edit
-    list hides, the pixels' aspect ratio). ValueError for a file cut short."""
+    """What the packets say, without decoding: (codec, container, presentation times, open GOP, frames never shown
+    (an edit list's, a cut's), the pixels' aspect ratio). ValueError for a file cut short."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
