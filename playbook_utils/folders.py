@@ -33,8 +33,8 @@ class VideoFolder:
 
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
     """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`), probed; a file that cannot be
-    probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its cause. Raises DecodeError when `folder` is not a
-    folder. Introduced in notebook 20; used by 21 and 22."""
+    probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its cause. Raises DecodeError
+    when `folder` is not a folder. Introduced in notebook 20; used by 21 and 22."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")
@@ -44,14 +44,14 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
         name = str(p.relative_to(root))
         try:
             info = video_info(p)
+            why = info.unplaceable
             if info.cut_short:
-                unreadable[name] = (
+                why = (
                     f"cut short: {info.num_frames} frames, and its index lists {info.missing_frames} more that the "
                     "file does not hold (an interrupted copy or download?)"
                 )
-                continue
-            if info.unplaceable:
-                unreadable[name] = info.unplaceable
+            if why:
+                unreadable[name] = why
                 continue
             infos[name], videos[name] = info, p
         except Exception as e:  # the cause in full: the reader has to fix or drop this file
