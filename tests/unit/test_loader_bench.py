@@ -709,3 +709,23 @@ def test_the_data_wait_runs_the_tied_loader_that_looks_least_far_ahead():
     rows[1]["frames_per_s"] = 3800  # 9% behind: not tied, so the fastest runs it
     assert loader_bench.wait_loader(rows) == (rows[2], "")
     assert loader_bench.wait_loader([{**rows[0], "steady": False}]) == (None, "")
+
+
+@pytest.mark.parametrize(
+    ("module_rates", "within"),
+    [
+        ([570.0, 1000.0, 720.0], True),  # 43% below the loader's median, but inside the module's spread of 60%
+        ([560.0, 570.0, 580.0], False),  # 43% below, both spreads under 4%: a real gap
+        ([950.0, 960.0, 970.0], True),  # 4% below: within the 10% that counts as the same
+    ],
+)
+def test_the_module_is_beside_the_loader_when_the_gap_is_inside_the_spread(tmp_path, monkeypatch, module_rates, within):
+    clip = tmp_path / "a.mp4"
+    clip.write_bytes(b"x")
+    rates = {"module": iter(module_rates), "cpu": iter([990.0, 1000.0, 1010.0])}
+    monkeypatch.setattr(
+        loader_bench, "measure_isolated", lambda spec: {"status": "ok", "frames_per_s": next(rates[spec["kind"]])}
+    )
+    side = loader_bench.module_beside_playbook("pyav", "cpu", [clip], 8, 2, 4, tmp_path / "epoch", rounds=3, items=2)
+    assert side["status"] == "ok" and side["playbook"] == 1000.0
+    assert side["within"] is within
