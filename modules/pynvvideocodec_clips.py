@@ -51,6 +51,11 @@ def video_stream(container):
         raise ValueError("FFmpeg has no decoder for its video codec")
     if container.format.name == "avi" and stream.codec_context.has_b_frames:  # PyAV and TorchCodec were a frame off
         raise ValueError("AVI with B-frames stores no presentation times, so no frame's place is known: remux to MP4")
+    if container.format.name == "mpeg":  # seeks missed in PyAV, TorchCodec and decord; SPDL raised
+        raise ValueError(
+            "MPEG-PS (.mpg, .vob) may store no time for a frame and its seeks miss: remux it to MP4 "
+            "with ffmpeg -fflags +genpts -i IN -c copy OUT.mp4"
+        )
     return stream
 
 

@@ -76,11 +76,17 @@ class VideoInfo:
 
     @property
     def unplaceable(self) -> str | None:
-        """Why no library can place this file's frames exactly (an AVI with B-frames), or None (notebooks 20, 23)."""
+        """Why no library can place this file's frames exactly (an AVI with B-frames, MPEG-PS), or None (notebooks 20,
+        23)."""
         if self.b_frames and self.container == "avi":
             return (
                 "AVI with B-frames stores no presentation timestamps, so no library can locate a frame exactly; "
                 "remux it to MP4 or MKV"
+            )
+        if self.container == "mpeg":
+            return (
+                "MPEG-PS (.mpg, .vob) may store no time for a frame, and seeks in it miss (PyAV, TorchCodec, decord; "
+                "SPDL raised); remux it to MP4: ffmpeg -fflags +genpts -i IN -c copy OUT.mp4"
             )
         return None
 

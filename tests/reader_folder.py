@@ -49,6 +49,8 @@ ENCODED = {
     "anamorphic.mp4": (["-c:v", "libx264", "-g", "15", "-vf", "setsar=4/3"], _src("240x180")),
     # Xvid with B-frames in AVI, which stores no presentation times: no frame's place is known
     "sub/old_camera.avi": (["-c:v", "mpeg4", "-bf", "2", "-g", "15", "-vtag", "xvid"], _src("320x180")),
+    # MPEG-2 in MPEG-PS, as DVDs and older camcorders: seeks miss, frames may store no time
+    "sub/dvd.mpg": (["-c:v", "mpeg2video", "-bf", "2", "-g", "12"], _src("320x180")),
 }  # fmt: skip
 DERIVED = (
     "sub/phone_rot90.mp4",
@@ -60,7 +62,7 @@ DERIVED = (
 )
 NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
 # no module may read them: a cut index, no index, frames without a known place, no video
-BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", *NOT_VIDEO}
+BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", *NOT_VIDEO}
 
 
 def ffmpeg(*args) -> None:

@@ -1,5 +1,6 @@
 """read_frames on the CPU backends: exact frames, clear refusals, our own errors."""
 
+import itertools
 import shutil
 import sys
 
@@ -682,6 +683,25 @@ def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path
         media.make_clip(tmp_path / "camera.mp4", "h264", 320, 180, num_frames=90, gop=30),
     )
     assert nvc.forward_only(video_info(path), "cuda") and not nvc.forward_only(video_info(mp4), "cuda")
+
+
+PATHS_CPU = [(b, "cpu") for b in CPU]
+
+
+@pytest.mark.media
+def test_mpeg_ps_is_refused_on_every_path_with_the_remux_and_the_refusal_still_stands(tmp_path):
+    """MPEG-PS (.mpg, .vob: DVDs, older camcorders): FFmpeg finds a time in it by searching the stream, and its
+    muxer stores no time for a frame that shares a packet. decord returned other frames, TorchCodec raised mid-file,
+    and the playbook counted 18 of the 90 frames of an H.264 one; every path refuses it and says how to remux."""
+    mpeg2 = media.make_clip(tmp_path / "dvd.mpg", "mpeg2video", 320, 180, num_frames=90, gop=30)
+    h264 = media.make_clip(tmp_path / "camera.mpg", "h264", 320, 180, num_frames=90, gop=30, bframes=2)
+    assert video_info(mpeg2).container == video_info(h264).container == "mpeg"
+    assert video_info(h264).num_frames < 90  # frames stored without a time are not counted
+    for path, (backend, device) in itertools.product((mpeg2, h264), [*PATHS_CPU, *((b, "cuda") for b in GPU)]):
+        with pytest.raises(DecodeError, match="MPEG-PS .* -fflags \\+genpts"):
+            read_frames(path, [3, 31], backend, device)
+    for backend, stamps in _raw_stamps(mpeg2, [3, 31, 62]).items():
+        assert stamps != [3, 31, 62], f"{backend} now reads MPEG-PS right: reconsider the refusal"
 
 
 @pytest.mark.media
