@@ -86,6 +86,10 @@ class VideoClips(Dataset):
             # cut may leave some without a time)
             shown = sorted((p.pts, p.is_keyframe) for p in packets if p.pts is not None and not p.is_discard)
             pts, index = [t for t, _ in shown], {t: j for j, (t, _) in enumerate(shown)}
+            if len(index) < len(pts):
+                raise ValueError(
+                    "frames share a presentation time (overlapping pieces joined?), so their order is unknown: re-encode it"
+                )
             # the keyframes' decode times: where MPEG-TS seeks to them
             dts = {p.pts: p.dts for p in packets if p.is_keyframe and p.dts is not None}
             key_of, key = [], 0  # for each frame, the keyframe a seek to it lands on

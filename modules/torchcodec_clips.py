@@ -94,6 +94,10 @@ def packets(path):
         if stream.frames > len(got):  # an MP4 whose index lists more frames than it holds
             raise ValueError(f"cut short: its index lists {stream.frames - len(got)} more frames than it holds")
         kept = [(pts, is_key) for pts, is_key, hidden in got if pts is not None and not hidden]
+        if len({pts for pts, _ in kept}) < len(kept):
+            raise ValueError(
+                "frames share a presentation time (overlapping pieces joined?), so their order is unknown: re-encode it"
+            )
         open_gop, key = False, None
         for j, (pts, is_key) in enumerate(kept):  # decode order: a frame after a keyframe, shown before it
             key = pts if is_key and j else key

@@ -76,12 +76,17 @@ class VideoInfo:
 
     @property
     def unplaceable(self) -> str | None:
-        """Why no library can place this file's frames exactly (an AVI with B-frames, MPEG-PS), or None (notebooks 20,
-        23)."""
+        """Why no library can place this file's frames exactly (an AVI with B-frames, frames sharing a time, MPEG-PS),
+        or None (notebooks 20, 23)."""
         if self.b_frames and self.container == "avi":
             return (
                 "AVI with B-frames stores no presentation timestamps, so no library can locate a frame exactly; "
                 "remux it to MP4 or MKV"
+            )
+        if len(set(self.pts)) < len(self.pts):
+            return (
+                "some of its frames share a presentation time (overlapping pieces joined?), so no library can "
+                "order them; re-encode it"
             )
         if self.container == "mpeg":
             return (
