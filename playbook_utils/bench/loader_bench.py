@@ -55,7 +55,7 @@ def sweep_workers(
     if budget_s is not None:
         max_s = min(max_s, budget_s / max(1, len(set(workers)) * len(backends)))
     rows, stuck, unmeasured, start = [], [], [], time.perf_counter()
-    files = {}
+    files, told = {}, set()
     for b in backends:
         mine, refused = accepted(paths, b)
         if refused:
@@ -95,6 +95,7 @@ def sweep_workers(
             size=size,
             timeout_s=timeout_s,
             prefetch_factor=prefetch,
+            on_error="skip",  # a file that fails mid-read is skipped and named, as a training loader goes on
         )
         try:
             r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
@@ -119,6 +120,10 @@ def sweep_workers(
                 **r,
             }
         )
+        for path, cause in r.get("files_skipped", {}).items():
+            if (b, path) not in told:  # once per library and file, not at every worker count
+                told.add((b, path))
+                log(f"{b}: skipped {path}, which failed as it was read: {cause}")
         cut = f", {r['steps']} steps to the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
         cut += f"; {_secs(took)} in all, {_secs(closing)} to stop" + ("" if r["steady"] else f"; unsteady: {r['why']}")
         log(
@@ -752,6 +757,7 @@ def measure_loader(
     began = clock()
     it = iter(loader)
     waits, samples, start, rates, s, capped, first = [], 0, None, [], 0, False, None
+    skipped: dict = {}  # {file: cause} of the items skipped (on_error='skip')
     while len(waits) < steps:
         if max_seconds is not None and start is not None and len(waits) >= min_steps and len(waits) % burst == 0:
             if clock() - start > max_seconds:
@@ -763,8 +769,11 @@ def measure_loader(
         except StopIteration:
             break
         waited = found_empty(clock() - t0, step_s)
-        got = got.to(device, non_blocking=True)
-        if Device.parse(device).is_cuda:
+        if isinstance(got, tuple):  # on_error='skip': (the good videos or None, the `Skipped` ones)
+            got, failed = got
+            skipped.update((f.path, f.cause) for f in failed)
+        got = got.to(device, non_blocking=True) if got is not None else got
+        if got is not None and Device.parse(device).is_cuda:
             import torch
 
             torch.cuda.synchronize(device)
@@ -775,8 +784,8 @@ def measure_loader(
         sleep(step_s)
         if start is not None:
             waits.append(t1 - t0)
-            samples += got.shape[0]
-            rates.append((got.shape[0], clock() - t0))
+            samples += 0 if got is None else got.shape[0]
+            rates.append((0 if got is None else got.shape[0], clock() - t0))
         s += 1
     if not waits:
         raise RuntimeError(
@@ -799,6 +808,7 @@ def measure_loader(
         "stopped_by_time": capped,
         "lookahead_batches": ahead,
         "skipped_batches": s - len(waits),
+        "files_skipped": skipped,
         "steady": why is None,
         "why": why,
         # where the run's time went: the workers' start and the first batch, the warm-up and prefetched batches
@@ -936,8 +946,8 @@ class _Batches:
 
     def __iter__(self):
         for batch in self.loader:
-            frames = batch[0] if self.module else batch
-            if len(frames):
+            frames = batch[0] if self.module or isinstance(batch, tuple) else batch  # on_error='skip': (frames, ...)
+            if frames is not None and len(frames):
                 yield frames
 
 
@@ -946,7 +956,9 @@ def _side_by_side_loader(spec: dict):
     from its file as a reader's script does) or of a 'cpu' spec (the playbook's `make_loader`), as `_Batches`."""
     k, size, batch, workers = spec["k"], spec["size"], spec["batch_size"], spec["workers"]
     if spec["kind"] == "cpu":
-        made = loaders.make_loader(spec["paths"], spec["backend"], batch, workers, k=k, size=(size, size))
+        made = loaders.make_loader(
+            spec["paths"], spec["backend"], batch, workers, k=k, size=(size, size), on_error="skip"
+        )
         return _Batches(made, len(spec["paths"]), lookahead_of(made)[0], module=False)
     import importlib.util
     import inspect
