@@ -123,7 +123,7 @@ def sweep_workers(
         for path, cause in r.get("files_skipped", {}).items():
             if (b, path) not in told:  # once per library and file, not at every worker count
                 told.add((b, path))
-                log(f"{b}: skipped {path}, which failed as it was read: {cause}")
+                log(f"{b}: skipped a file that failed as it was read: {cause[:240]}")  # the cause names the file
         cut = f", {r['steps']} steps to the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
         cut += f"; {_secs(took)} in all, {_secs(closing)} to stop" + ("" if r["steady"] else f"; unsteady: {r['why']}")
         log(
