@@ -123,7 +123,8 @@ def sweep_workers(
         for path, cause in r.get("files_skipped", {}).items():
             if (b, path) not in told:  # once per library and file, not at every worker count
                 told.add((b, path))
-                log(f"{b}: skipped a file that failed as it was read: {cause[:240]}")  # the cause names the file
+                copy_of = f" (a copy of {COPIED_FROM[path]})" if path in COPIED_FROM else ""
+                log(f"{b}: skipped a file that failed as it was read{copy_of}: {cause[:240]}")
         cut = f", {r['steps']} steps to the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
         cut += f"; {_secs(took)} in all, {_secs(closing)} to stop" + ("" if r["steady"] else f"; unsteady: {r['why']}")
         log(
@@ -639,8 +640,12 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
                 os.link(clip, copy)
             except OSError:  # another file system, or one without links
                 shutil.copyfile(clip, copy)
+        COPIED_FROM[str(copy)] = str(clip)
         out.append(copy)
     return out
+
+
+COPIED_FROM: dict[str, str] = {}  # the file each `distinct_copies` copy is of, to name the reader's file
 
 
 def lookahead_of(loader) -> tuple[int, str]:
