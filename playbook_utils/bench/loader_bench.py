@@ -25,10 +25,17 @@ from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
 
 
 def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
-    """(the paths `backend` takes on `device`, {path: why} for the ones it refuses before decoding): a library's
-    loader is measured on the files it would read. Introduced in notebook 21."""
-    why = {str(p): why_unavailable(backend, device, p) for p in dict.fromkeys(paths)}
+    """(the paths `backend` takes on `device`, {path: why} for the ones it refuses before decoding or failed to read
+    in a measured loader of this process, `FAILED_READING`): a library's loader is measured on the files it would
+    read. Introduced in notebook 21."""
+    why = {
+        str(p): why_unavailable(backend, device, p) or FAILED_READING.get((backend, device, str(p)))
+        for p in dict.fromkeys(paths)
+    }
     return [p for p in paths if not why[str(p)]], {p: w for p, w in why.items() if w}
+
+
+FAILED_READING: dict[tuple[str, str, str], str] = {}  # (backend, device, path) -> why: files a sweep skipped
 
 
 def sweep_workers(
@@ -121,6 +128,7 @@ def sweep_workers(
             }
         )
         for path, cause in r.get("files_skipped", {}).items():
+            FAILED_READING[(b, "cpu", path)] = f"it failed as it was read: {cause}"
             if (b, path) not in told:  # once per library and file, not at every worker count
                 told.add((b, path))
                 copy_of = f" (a copy of {COPIED_FROM[path]})" if path in COPIED_FROM else ""

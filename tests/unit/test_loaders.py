@@ -71,6 +71,7 @@ def test_a_file_that_fails_as_it_is_read_is_skipped_and_named_by_the_measured_lo
                                                  60, "cpu", curve=False)  # fmt: skip
     assert not stuck and rows[0]["samples"] > 0
     assert list(rows[0]["files_skipped"]) == [damaged] and "Invalid data" in rows[0]["files_skipped"][damaged]
+    assert loader_bench.accepted([*paths, damaged], "pyav")[0] == paths  # the loaders measured after leave it out
     copies = loader_bench.epoch_items([damaged], 2, tmp_path / "epoch")  # the sweep's copies name the reader's file
     assert [loader_bench.COPIED_FROM[str(c)] for c in copies] == [damaged, damaged]
 
