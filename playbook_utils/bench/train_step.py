@@ -183,14 +183,15 @@ def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int
 
 def cpu_batches(paths, backend: str, workers: int, batch_size: int, k: int, **loader_kwargs):
     """A function returning a fresh iterator over a `loaders.make_loader` DataLoader's uint8 batches, its workers
-    stopped when the iterator is closed (`loaders.close_loader`): the `make_batches` of `with_and_without_decoding`."""
+    stopped when the iterator is closed (`loaders.close_loader`): the `make_batches` of `with_and_without_decoding`.
+    A file that fails as it is read is left out of its batch, as a training loader goes on (on_error='skip')."""
 
     def batches():
         dl = loaders.make_loader(
-            paths, backend=backend, batch_size=batch_size, num_workers=workers, k=k, **loader_kwargs
+            paths, backend=backend, batch_size=batch_size, num_workers=workers, k=k, on_error="skip", **loader_kwargs
         )
         try:
-            yield from dl
+            yield from (good for good, _ in dl if good is not None)
         finally:
             loaders.close_loader(dl)
 

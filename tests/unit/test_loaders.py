@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from playbook_utils import DecodeError, loaders
-from playbook_utils.bench import loader_bench, media
+from playbook_utils.bench import loader_bench, media, train_step
 from playbook_utils.decoders import available, read_frames, video_info
 from playbook_utils.tools import kit
 from tests.sentences import numbers, sizes
@@ -72,6 +72,8 @@ def test_a_file_that_fails_as_it_is_read_is_skipped_and_named_by_the_measured_lo
     assert not stuck and rows[0]["samples"] > 0
     assert list(rows[0]["files_skipped"]) == [damaged] and "Invalid data" in rows[0]["files_skipped"][damaged]
     assert loader_bench.accepted([*paths, damaged], "pyav")[0] == paths  # the loaders measured after leave it out
+    fed = list(train_step.cpu_batches([damaged, *paths], "pyav", 0, 2, 4, size=(64, 64))())  # 21's training step
+    assert [tuple(b.shape) for b in fed] == [(1, 4, 3, 64, 64), (1, 4, 3, 64, 64)]
     copies = loader_bench.epoch_items([damaged], 2, tmp_path / "epoch")  # the sweep's copies name the reader's file
     assert [loader_bench.COPIED_FROM[str(c)] for c in copies] == [damaged, damaged]
 
