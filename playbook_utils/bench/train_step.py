@@ -170,12 +170,14 @@ SMALLEST_FRAME_PIXELS = sampling.QWEN_VIDEO_MIN_TOKENS * (sampling.QWEN_PATCH * 
 
 def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int):
     """A function returning a fresh iterator over a `loaders.GpuLoader`'s batches of K frames per video, decoded on
-    the GPU and already model-ready there (float16 at `size`): the `make_batches` of `with_and_without_decoding`."""
+    the GPU and already model-ready there (float16 at `size`): the `make_batches` of `with_and_without_decoding`.
+    A file that fails as it is read is left out of its batch (on_error='skip')."""
 
     def batches():
         yield from loaders.GpuLoader(
-            paths, backend=backend, threads=threads, batch_size=batch_size, size=size, strategy="uniform", k=k
-        )
+            paths, backend=backend, threads=threads, batch_size=batch_size, size=size, strategy="uniform", k=k,
+            on_error="skip",
+        )  # fmt: skip
 
     batches.lookahead_batches = -(-spec_lookahead({"kind": "gpu", "threads": threads}) // batch_size)
     return batches
