@@ -73,16 +73,19 @@ def run(args) -> int:
             seed=args.seed,
             k=args.k,
             size=tuple(map(int, args.size.split("x"))) if args.size else None,
+            on_error="skip",  # a file that fails as it is read is named, and the epoch goes on
         )
         epochs = []
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
-            ids, frames = [], 0
+            ids, seen, frames, skipped = [], [], 0, {}
             dist.barrier()
             start = time.perf_counter()
-            for batch_ids, batch in loader:
+            for batch_ids, batch, failed in loader:
                 ids += batch_ids
-                frames += batch.shape[0] * batch.shape[1]
+                seen += batch_ids + [f.index for f in failed]  # every sample, delivered or skipped
+                skipped.update((f.path, f.cause) for f in failed)
+                frames += 0 if batch is None else batch.shape[0] * batch.shape[1]
             if cuda:
                 torch.cuda.synchronize(device)
             seconds = time.perf_counter() - start
@@ -96,7 +99,8 @@ def run(args) -> int:
                     "seconds": seconds,
                     "fps": frames / seconds if seconds > 0 else 0.0,
                     "mb_s": nbytes / seconds / 1e6 if seconds > 0 else 0.0,
-                    "ids": ids,
+                    "ids": seen,
+                    "skipped": skipped,
                 }
             )
         mine = {

@@ -185,16 +185,21 @@ class Notebook:
         name = media.pick_clip(self.infos, codec, long_gop)
         return self.infos[name] if name else None
 
+    def folder(self, video_dir) -> folders.VideoFolder:
+        """The reader's folder `video_dir`, scanned once (`folders.scan_videos`): its report printed and its unreadable
+        files kept for the run's summary. Notebooks 01 and 10-13."""
+        if getattr(self, "_yours", None) is None:
+            self._yours = folders.scan_videos(video_dir)
+            print(self._yours.report())
+            self.results.data["unreadable"] = self._yours.unreadable
+        return self._yours
+
     def timed(self, codec: str, video_dir=None, long_gop: bool = False):
         """The `VideoInfo` of the clip a measured section times: the reader's file of `codec` in `video_dir` nearest
         1080p with the shortest (or longest) GOP, else the media set's clip (`_media_timed`)."""
         if video_dir is None:
             return self._media_timed(codec, long_gop)
-        if getattr(self, "_yours", None) is None:
-            self._yours = folders.scan_videos(video_dir)
-            print(self._yours.report())
-            self.results.data["unreadable"] = self._yours.unreadable
-        name = media.pick_clip(self._yours.infos, codec, long_gop)
+        name = media.pick_clip(self.folder(video_dir).infos, codec, long_gop)
         if name is None:
             print(f"none of your files is {codec}: timing the media set's clip instead")
             return self._media_timed(codec, long_gop)

@@ -121,25 +121,18 @@ def test_two_gloo_ranks_under_torchrun_see_every_sample_once(paths, tmp_path):
 
 
 @pytest.mark.media
-def test_a_bad_file_fails_the_run_naming_the_file(paths, tmp_path):
+def test_a_missing_file_fails_the_run_and_one_that_fails_as_it_is_read_is_skipped_and_named(paths, tmp_path):
     from playbook_utils.errors import DecodeError
 
     with pytest.raises(DecodeError, match="not_there.mp4.*cannot read"):  # caught before any rank starts
         scaling.launch(2, [paths[0], tmp_path / "not_there.mp4"], tmp_path / "run.json")
-    garbage = tmp_path / "garbage.mp4"
+    garbage = tmp_path / "garbage.mp4"  # as a file damaged after the folder was scanned: the epoch goes on
     garbage.write_bytes(b"not a video" * 100)
-    with pytest.raises(RuntimeError, match=r"failed \(exit 1\): .*DecodeError: .*garbage.mp4"):
-        scaling.launch(
-            2,
-            [paths[0], garbage],
-            tmp_path / "run.json",
-            backend="pyav",
-            timeout=180,
-            k=4,
-            batch_size=1,
-            num_workers=0,
-            epochs=1,
-        )
+    r = scaling.launch(2, [paths[0], garbage, paths[1]], tmp_path / "run.json", backend="pyav", timeout=180, k=4,
+                       batch_size=1, num_workers=0, epochs=1)  # fmt: skip
+    assert r["epochs"][0]["exactly_once"]["ok"] and r["epochs"][0]["frames"] == 2 * 4
+    skipped = {p: why for rank in r["ranks"] for p, why in rank["epochs"][0]["skipped"].items()}
+    assert list(skipped) == [str(garbage)] and "garbage.mp4" in skipped[str(garbage)]
 
 
 GPU = [b for b in available("cuda") if b in distributed.GPU_BACKENDS] if torch.cuda.is_available() else []

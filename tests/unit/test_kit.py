@@ -267,3 +267,14 @@ def test_timed_takes_the_realistic_pair_where_the_set_has_one(tmp_path):
     assert nb.timed("h264").name == "h264_1080p_gop30_8mbps.mp4"
     assert nb.timed("h264", long_gop=True).name == "h264_1080p_gop250_8mbps.mp4"
     assert nb.pick("h264").name == "h264_1080p_gop30.mp4"  # the recipes' checks keep the light clip
+
+
+@pytest.mark.media
+def test_the_readers_folder_is_scanned_once_and_its_unreadable_files_kept_for_the_summary(tmp_path, monkeypatch):
+    media.make_clip(tmp_path / "videos" / "a.mp4", "h264", 96, 64, num_frames=8, gop=4)
+    (tmp_path / "videos" / "broken.mp4").write_bytes(b"not a video")
+    nb = kit.Notebook("90_folder", tmp_path / "out", "cpu", stamp=False)
+    yours = nb.folder(tmp_path / "videos")
+    assert list(yours.infos) == ["a.mp4"] and list(nb.results.data["unreadable"]) == ["broken.mp4"]
+    monkeypatch.setattr(kit.folders, "scan_videos", lambda d: pytest.fail("scanned again"))
+    assert nb.folder(tmp_path / "videos") is yours and nb.timed("h264", tmp_path / "videos").name == "a.mp4"
