@@ -324,6 +324,7 @@ def _rank(rank, backend, device, paths, world, init, epochs, got):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_a_file_whose_frames_share_a_time_is_named_by_the_scan_and_skipped_by_every_module(tmp_path):
     # two recordings joined with `cat` whose times overlap: the PyAV adapter raised mid-epoch (notebooks 21 and 22
     # failed on the folder) and decord's module returned frames 2 away from those asked for
