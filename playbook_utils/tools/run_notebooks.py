@@ -240,6 +240,9 @@ def run_one(
         row["skipped"] = data.get("skipped", [])
         if isinstance(data.get("unreadable"), dict) and data["unreadable"]:
             row["unreadable"] = data["unreadable"]  # {path: cause} of the reader's files it could not open
+        failed = failed_reading(data)
+        if failed:
+            row["unreadable"] = {**row.get("unreadable", {}), **failed}
     elif row["status"] == "passed":
         row["status"] = "failed"
         row["error"] = f"the notebook finished without writing {result.name}"
@@ -483,6 +486,19 @@ def open_first(rows: list[dict]) -> str | None:
     if failed:
         return f"**Open this first:** `{failed[0]['notebook']}`, which failed: {failed[0]['error']}"
     return None
+
+
+def failed_reading(data: dict) -> dict:
+    """{path: cause} of the reader's files a loader sweep skipped as they failed to decode (notebook 21's `sweep`,
+    22's `short_loaders`), each path relative to the folder measured."""
+    rows = [*(data.get("sweep") or []), *((data.get("short_loaders") or {}).get("sweep") or [])]
+    folder = data.get("video_dir")
+    out = {}
+    for r in rows:
+        for path, cause in (r.get("files_skipped") or {}).items():
+            name = os.path.relpath(path, folder) if folder and Path(path).is_relative_to(folder) else path
+            out.setdefault(name, f"failed as it was read ({r['backend']}): {cause}")
+    return out
 
 
 def unreadable_files(rows: list[dict]) -> dict:

@@ -538,3 +538,18 @@ def test_a_kernel_that_died_before_it_started_is_started_again_once(tmp_path, mo
     (out / "90_good.json").unlink()  # the first run's result, which would otherwise be read back
     row = run_notebooks.run_one(nbs / "90_good.ipynb", out, "smoke", "cpu", None, 60, {})
     assert row["status"] == "failed" and row["error"] == f"RuntimeError: {died}" and len(calls) == 2
+
+
+def test_the_files_a_loader_sweep_failed_to_read_join_the_summarys_unreadable_ones():
+    data = {
+        "video_dir": "/videos",
+        "sweep": [
+            {"backend": "pyav", "files_skipped": {"/videos/sub/damaged.mp4": "InvalidDataError"}},
+            {"backend": "decord", "files_skipped": {"/videos/sub/damaged.mp4": "DECORDError"}},
+        ],
+        "short_loaders": {"sweep": [{"backend": "spdl", "files_skipped": {"/elsewhere/x.mp4": "TypeError"}}]},
+    }
+    failed = run_notebooks.failed_reading(data)
+    assert list(failed) == ["sub/damaged.mp4", "/elsewhere/x.mp4"]  # the folder's files by their name in it
+    assert "pyav" in failed["sub/damaged.mp4"] and "InvalidDataError" in failed["sub/damaged.mp4"]
+    assert run_notebooks.failed_reading({"sweep": [{"backend": "pyav", "files_skipped": {}}]}) == {}
