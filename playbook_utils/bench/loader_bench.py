@@ -134,7 +134,7 @@ def sweep_workers(
                 copy_of = f" (a copy of {COPIED_FROM[path]})" if path in COPIED_FROM else ""
                 log(f"{b}: skipped a file that failed as it was read{copy_of}: {cause[:240]}")
         # by the reader's file, for the run's summary of the files that could not be read
-        r["files_skipped"] = {COPIED_FROM.get(p, p): c for p, c in r.get("files_skipped", {}).items()}
+        rows[-1]["files_skipped"] = {COPIED_FROM.get(p, p): c for p, c in r.get("files_skipped", {}).items()}
         cut = f", {r['steps']} steps to the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
         cut += f"; {_secs(took)} in all, {_secs(closing)} to stop" + ("" if r["steady"] else f"; unsteady: {r['why']}")
         log(
