@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -74,7 +75,7 @@ class VideoInfo:
         short after its index, read as a shorter video (notebook 23)."""
         return self.missing_frames > 0
 
-    @property
+    @functools.cached_property  # `decoders.read` asks before every read; the frames' times are many
     def unplaceable(self) -> str | None:
         """Why no library can place this file's frames exactly (an AVI with B-frames, frames sharing a time, MPEG-PS),
         or None (notebooks 20, 23)."""

@@ -29,13 +29,14 @@ def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
     in a measured loader of this process, `FAILED_READING`): a library's loader is measured on the files it would
     read. Introduced in notebook 21."""
     why = {
-        str(p): why_unavailable(backend, device, p) or FAILED_READING.get((backend, device, str(p)))
+        str(p): why_unavailable(backend, device, p)
+        or FAILED_READING.get((backend, device, COPIED_FROM.get(str(p), str(p))))
         for p in dict.fromkeys(paths)
     }
     return [p for p in paths if not why[str(p)]], {p: w for p, w in why.items() if w}
 
 
-FAILED_READING: dict[tuple[str, str, str], str] = {}  # (backend, device, path) -> why: files a sweep skipped
+FAILED_READING: dict[tuple[str, str, str], str] = {}  # (backend, device, reader's file) -> why a sweep skipped it
 
 
 def sweep_workers(
@@ -116,6 +117,8 @@ def sweep_workers(
             closing = time.perf_counter() - closing
         threads = loaders.share_of_cores(w) if w and b != "decord" else 0  # make_loader's default
         took = time.perf_counter() - began  # the workers' start, the prefetched batches, the steps, the stop
+        # by the reader's file, not its epoch copy: for the run's summary, and for `accepted` to leave every copy out
+        skipped = {COPIED_FROM.get(p, p): cause for p, cause in r.get("files_skipped", {}).items()}
         rows.append(
             {
                 "backend": b,
@@ -125,16 +128,14 @@ def sweep_workers(
                 "config_s": took,
                 "close_s": closing,
                 **r,
+                "files_skipped": skipped,
             }
         )
-        for path, cause in r.get("files_skipped", {}).items():
+        for path, cause in skipped.items():
             FAILED_READING[(b, "cpu", path)] = f"it failed as it was read: {cause}"
-            if (b, path) not in told:  # once per library and file, not at every worker count
+            if (b, path) not in told:  # once per library and file: not at every worker count, nor for each copy
                 told.add((b, path))
-                copy_of = f" (a copy of {COPIED_FROM[path]})" if path in COPIED_FROM else ""
-                log(f"{b}: skipped a file that failed as it was read{copy_of}: {cause[:240]}")
-        # by the reader's file, for the run's summary of the files that could not be read
-        rows[-1]["files_skipped"] = {COPIED_FROM.get(p, p): c for p, c in r.get("files_skipped", {}).items()}
+                log(f"{b}: skipped {path}, which failed as it was read: {cause[:240]}")
         cut = f", {r['steps']} steps to the {max_s:.3g} s cap" if r["stopped_by_time"] else ""
         cut += f"; {_secs(took)} in all, {_secs(closing)} to stop" + ("" if r["steady"] else f"; unsteady: {r['why']}")
         log(

@@ -58,7 +58,7 @@ def test_loader_batches_and_wait_measurement(paths):
 
 
 @pytest.mark.media
-def test_a_file_that_fails_as_it_is_read_is_skipped_and_named_by_the_measured_loaders(paths, tmp_path):
+def test_a_file_that_fails_as_it_is_read_is_skipped_and_named_by_the_measured_loaders(paths, tmp_path, monkeypatch):
     # data damaged mid-file passes the scan (its packets are whole) and fails in the decoder: the which-loader
     # command's sweep (notebooks 21 and 22) ended on such a file
     broken = bytearray(Path(paths[0]).read_bytes())
@@ -67,6 +67,7 @@ def test_a_file_that_fails_as_it_is_read_is_skipped_and_named_by_the_measured_lo
     damaged = str(tmp_path / "damaged.mp4")
     with pytest.raises(DecodeError):
         read_frames(damaged, list(range(video_info(damaged).num_frames)), "pyav", "cpu")
+    monkeypatch.setattr(loader_bench, "FAILED_READING", {})  # what other tests of this process found stays theirs
     rows, stuck, _ = loader_bench.sweep_workers([*paths, damaged] * 12, ["pyav"], [1], 4, 2, 0.0, 12, 60, (64, 64),
                                                  60, "cpu", curve=False)  # fmt: skip
     assert not stuck and rows[0]["samples"] > 0
@@ -75,9 +76,11 @@ def test_a_file_that_fails_as_it_is_read_is_skipped_and_named_by_the_measured_lo
     fed = list(train_step.cpu_batches([damaged, *paths], "pyav", 0, 2, 4, size=(64, 64))())  # 21's training step
     assert [tuple(b.shape) for b in fed] == [(1, 4, 3, 64, 64), (1, 4, 3, 64, 64)]
     copies = [str(c) for c in loader_bench.epoch_items([damaged], 2, tmp_path / "epoch")]  # copies, as 21 makes them
+    monkeypatch.setattr(loader_bench, "FAILED_READING", {})  # a process that has not read it yet
     rows, _, _ = loader_bench.sweep_workers([*paths * 6, *copies], ["pyav"], [1], 4, 2, 0.0, 12, 60, (64, 64), 60,
                                             "cpu", curve=False)  # fmt: skip
     assert list(rows[0]["files_skipped"]) == [damaged]  # the reader's file, not the copy
+    assert loader_bench.accepted(copies, "pyav")[0] == []  # every copy of it left out after
 
 
 @pytest.mark.media
