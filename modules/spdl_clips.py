@@ -121,15 +121,23 @@ class VideoClips(Dataset):
         turn = int(first.rotation) // 90 % 4  # quarter turns counterclockwise, from the display matrix
         h, w = shown_size(first.height, first.width, info["sar"], turn, self.size)
         packets = spdl.io.demux_video(path)
-        if len(packets.get_timestamps()) != n:
-            raise ValueError(f"SPDL counts {len(packets.get_timestamps())} frames, the packets {n}")
+        shown = sorted(packets.get_timestamps())
+        if len(shown) != n:
+            raise ValueError(f"SPDL counts {len(shown)} frames, the packets {n}")
         want = uniform(n, self.k)
         unique = sorted(set(want))  # SPDL takes each index once, ascending
         scale = spdl.io.get_video_filter_desc(scale_width=w if turn % 2 == 0 else h, scale_height=h if turn % 2 == 0 else w,
                                               scale_algo="bilinear", scale_mode=None, pix_fmt="rgb24")  # fmt: skip
-        frames = spdl.io.sample_decode_video(packets, unique, filter_desc=scale)
+        try:
+            frames = spdl.io.sample_decode_video(packets, unique, filter_desc=scale)
+        except IndexError:  # SPDL picks a frame by its place among those it decoded: one of them failed
+            raise ValueError("a packet of the file did not decode (damaged data?)") from None
         if len(frames) != len(unique):  # SPDL leaves out a frame it could not decode
             raise ValueError(f"SPDL decoded {len(frames)} of the {len(unique)} frames asked")
+        for j, frame in zip(unique, frames):  # after a packet that did not decode, SPDL 0.8 returns the next frame
+            if abs(frame.pts - shown[j]) > 1e-4:
+                raise ValueError(f"frame {j} came back as the one at {frame.pts:.3f} s, not {shown[j]:.3f} s: a packet "
+                                 "before it did not decode (damaged data?)")  # fmt: skip
         rgb = spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)
         rgb = torch.rot90(rgb[[unique.index(j) for j in want]], turn, dims=(2, 3))
         top, left = (h - self.size) // 2, (w - self.size) // 2

@@ -104,6 +104,7 @@ def _frames_cpu(src, wanted: list[int], size=None):
     import spdl.io
 
     packets = spdl.io.demux_video(src)
+    shown = sorted(packets.get_timestamps())  # before the decode, which takes the packets
     try:
         frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=_rgb_filter(size))
     except IndexError as e:  # the indices were checked against the probe: SPDL got fewer frames than it asked for
@@ -112,6 +113,10 @@ def _frames_cpu(src, wanted: list[int], size=None):
         ) from e
     if len(frames) != len(wanted):  # SPDL leaves out a frame it could not decode
         raise RuntimeError(f"SPDL decoded {len(frames)} of the {len(wanted)} frames asked: the others failed to decode")
+    for j, frame in zip(wanted, frames):  # after a packet that did not decode, SPDL 0.8 returns the next frame
+        if abs(frame.pts - shown[j]) > 1e-4:
+            raise RuntimeError(f"SPDL returned the frame at {frame.pts:.3f} s as frame {j} ({shown[j]:.3f} s): a packet "
+                               "before it did not decode (damaged data?)")  # fmt: skip
     return spdl.io.to_torch(spdl.io.convert_frames(frames)).permute(0, 3, 1, 2)  # (N, H, W, 3) -> (N, 3, H, W)
 
 
