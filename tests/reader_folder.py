@@ -4,7 +4,7 @@ Nested folders; H.264 with B-frames (in MP4 and MPEG-TS), HEVC with x265's defau
 HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels wider than tall
 (anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, an open-GOP MKV
 trimmed by stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no
-longer holds), a copy cut off before its index, an AVI with B-frames (no presentation times: no frame's place is
+longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, an AVI with B-frames (no presentation times: no frame's place is
 known); and files a glob over the folder finds that hold no video to read: notes, a voice memo, a poster, an empty
 file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright,
 at its display aspect, edit list applied, coloured by the tags), resized and cut as the handed-over modules do,
@@ -59,10 +59,11 @@ DERIVED = (
     "trimmed.mkv",
     "cut_download.mp4",
     "cut_copy.mp4",
+    "sub/damaged_mid.mp4",
 )
 NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
-# no module may read them: a cut index, no index, frames without a known place, no video
-BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", *NOT_VIDEO}
+# no module may read them: a cut index, no index, frames without a known place, data that does not decode, no video
+BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", "sub/damaged_mid.mp4", *NOT_VIDEO}
 
 
 def ffmpeg(*args) -> None:
@@ -88,6 +89,7 @@ def build(folder) -> dict[str, Path]:
         "trimmed.mkv": lambda p: ffmpeg("-ss", "0.9", "-i", made["sub/hevc_open.mp4"], "-c", "copy", p),
         "cut_download.mp4": lambda p: p.write_bytes(made["faststart.mp4"].read_bytes()[: made["faststart.mp4"].stat().st_size // 2]),
         "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),
+        "sub/damaged_mid.mp4": lambda p: p.write_bytes(damaged_mid(made["h264_bframes.mp4"].read_bytes())),
     }  # fmt: skip
     steps |= {
         "notes.txt": lambda p: p.write_text("shot list\n"),
@@ -105,6 +107,13 @@ def build(folder) -> dict[str, Path]:
             _ref_file(p).parent.mkdir(exist_ok=True)
             np.savez_compressed(_ref_file(p), frames=_decode(p))
     return made
+
+
+def damaged_mid(data: bytes) -> bytes:
+    """`data` with 4,000 bytes zeroed in its middle: its packets stay whole (the scan passes it), one fails to decode."""
+    data = bytearray(data)
+    data[len(data) // 2 : len(data) // 2 + 4000] = bytes(4000)
+    return bytes(data)
 
 
 def _ref_file(path: Path) -> Path:
