@@ -46,6 +46,8 @@ def video_stream(container):
     stream = container.streams.best("video")
     if stream is None:
         raise ValueError("no video stream")
+    if stream.disposition & av.stream.Disposition.attached_pic:  # an audio file's artwork, or a video's thumbnail
+        raise ValueError("FFmpeg's video stream is a cover picture, not a video")
     if container.format.name.startswith("image2") or container.format.name.endswith("_pipe"):
         raise ValueError(f"a still picture ({container.format.name}), not a video")
     if stream.codec_context is None:
@@ -86,7 +88,7 @@ def rank_gpu(device):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams, the frames shown, whether its GOPs are open, the frames never shown (an edit list's, a cut's),
+    video streams (cover pictures aside), the frames shown, whether its GOPs are open, the frames never shown (an edit list's, a cut's),
     the first frame (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file
     cut short or with no frame to decode."""
     with av.open(path) as container:
@@ -110,7 +112,8 @@ def probe(path):
             raise ValueError("no frame of its video stream decodes")
         return {
             "codec": stream.codec_context.codec.canonical_name, "container": container.format.name,
-            "streams": len(container.streams.video), "frames": len(shown), "open_gop": open_gop,
+            "streams": sum(not s.disposition & av.stream.Disposition.attached_pic for s in container.streams.video),
+            "frames": len(shown), "open_gop": open_gop,
             "hidden": len(got) - len(shown), "first": first,
             "sar": stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1,  # pixels' shape
         }  # fmt: skip

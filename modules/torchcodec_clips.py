@@ -47,6 +47,8 @@ def video_stream(container):
     stream = container.streams.best("video")
     if stream is None:
         raise ValueError("no video stream")
+    if stream.disposition & av.stream.Disposition.attached_pic:  # an audio file's artwork, or a video's thumbnail
+        raise ValueError("FFmpeg's video stream is a cover picture, not a video")
     if container.format.name.startswith("image2") or container.format.name.endswith("_pipe"):
         raise ValueError(f"a still picture ({container.format.name}), not a video")
     if stream.codec_context is None:

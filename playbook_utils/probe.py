@@ -142,6 +142,8 @@ def probe(path, stream: int | None = None) -> VideoInfo:
 
 def _describe(container, path, opened, stream: int | None) -> VideoInfo:
     """`probe`'s reading of an open container (any exception is the caller's to name)."""
+    import av
+
     if not container.streams.video:
         raise DecodeError(path, "contains no video stream", backend="probe")
     if container.format.name.startswith("image2") or container.format.name.endswith("_pipe"):
@@ -155,6 +157,9 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
             backend="probe",
         )
     stream = videos[best.index if stream is None else stream]
+    cover = av.stream.Disposition.attached_pic
+    if stream.disposition & cover:  # an audio file's artwork
+        raise DecodeError(path, "its video stream is a cover picture, not a video", backend="probe")
     ctx = stream.codec_context
     if ctx is None or ctx.codec is None:  # a damaged or unknown sample entry: FFmpeg opens the file, decodes nothing
         why = "its sample description names no codec FFmpeg knows (a damaged or unknown codec tag)"
@@ -227,7 +232,7 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         pts=[p for p, _ in pts_key],
         stream=stream.index,
         best_stream=best.index,
-        video_streams=len(videos),
+        video_streams=sum(not s.disposition & cover for s in videos.values()),
         edit_list_hidden=hidden,
         color_matrix=AVCOL_SPC.get(getattr(ctx, "colorspace", None)),
         color_range="full" if full else AVCOL_RANGE.get(getattr(ctx, "color_range", None)),

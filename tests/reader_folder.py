@@ -4,11 +4,13 @@ Nested folders; H.264 with B-frames (in MP4 and MPEG-TS), HEVC with x265's defau
 HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels wider than tall
 (anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, an open-GOP MKV
 trimmed by stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no
-longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, an AVI with B-frames (no presentation times: no frame's place is
-known); and files a glob over the folder finds that hold no video to read: notes, a voice memo, a poster, an empty
-file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright,
-at its display aspect, edit list applied, coloured by the tags), resized and cut as the handed-over modules do,
-saved beside the folder so that a machine without the tool (the GPU machine) checks against the same pictures:
+longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, a copy with its thumbnail
+embedded (a cover picture), an AVI with B-frames (no presentation times: no frame's place is known); and files a
+glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a poster, an
+empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it
+(upright, at its display aspect, edit list applied, coloured by the tags), resized and cut as the handed-over
+modules do, saved beside the folder so that a machine without the tool (the GPU machine) checks against the same
+pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
@@ -60,10 +62,15 @@ DERIVED = (
     "cut_download.mp4",
     "cut_copy.mp4",
     "sub/damaged_mid.mp4",
+    "thumbnail.mp4",
 )
-NOT_VIDEO = ("notes.txt", "voice.m4a", "poster.jpg", "empty.mp4", "no_decoder.mp4")
+NOT_VIDEO = ("notes.txt", "voice.m4a", "podcast.mp4", "poster.jpg", "empty.mp4", "no_decoder.mp4")
 # no module may read them: a cut index, no index, frames without a known place, data that does not decode, no video
 BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", "sub/damaged_mid.mp4", *NOT_VIDEO}
+
+
+# a cover picture, as a downloader embeds a video's thumbnail or a podcast's artwork (an attached picture stream)
+COVER = ("-f", "lavfi", "-i", "color=c=red:size=96x54:duration=0.04", "-map", "0", "-map", "1")
 
 
 def ffmpeg(*args) -> None:
@@ -90,14 +97,16 @@ def build(folder) -> dict[str, Path]:
         "cut_download.mp4": lambda p: p.write_bytes(made["faststart.mp4"].read_bytes()[: made["faststart.mp4"].stat().st_size // 2]),
         "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),
         "sub/damaged_mid.mp4": lambda p: p.write_bytes(damaged_mid(made["h264_bframes.mp4"].read_bytes())),
+        "thumbnail.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], *COVER, "-c:v:0", "copy", "-c:v:1", "mjpeg", "-frames:v:1", "1", "-disposition:v:1", "attached_pic", p),
     }  # fmt: skip
     steps |= {
         "notes.txt": lambda p: p.write_text("shot list\n"),
         "voice.m4a": lambda p: ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:duration=1", p),
+        "podcast.mp4": lambda p: ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:duration=1", *COVER, "-c:v", "mjpeg", "-frames:v", "1", "-disposition:v:0", "attached_pic", p),
         "poster.jpg": still_picture,
         "empty.mp4": lambda p: p.write_bytes(b""),
         "no_decoder.mp4": lambda p: damage_mp4(made["h264_bframes.mp4"], p, "unknown sample entry"),
-    }
+    }  # fmt: skip
     for name in (*DERIVED, *NOT_VIDEO):
         if not (folder / name).exists():
             steps[name](folder / name)

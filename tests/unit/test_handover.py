@@ -25,6 +25,7 @@ from playbook_utils import folders, handover, sampling
 from playbook_utils.bench import media
 from playbook_utils.bench.pixels import psnr
 from playbook_utils.decoders import read_frames, why_unavailable
+from playbook_utils.decoders.base import traits
 from playbook_utils.errors import DecodeError
 from tests import reader_folder
 
@@ -341,6 +342,16 @@ def test_a_file_whose_frames_share_a_time_is_named_by_the_scan_and_skipped_by_ev
         if not why_unavailable(backend, device):
             got = child("epoch", backend, device, tmp_path / "joined.ts")
             assert not got["seen"] and "share a presentation time" in got["skipped"][str(tmp_path / "joined.ts")]
+
+
+def test_the_scan_keeps_a_video_with_its_thumbnail_and_names_a_podcast_with_its_artwork(folder):
+    # a cover picture is a video stream to FFmpeg: the podcast's was read as a one-frame video (PyAV's module raised
+    # an IndexError), and decord was refused the thumbnailed video as one of several streams
+    scanned = folders.scan_videos(folder["notes.txt"].parent)
+    assert scanned.infos["thumbnail.mp4"].video_streams == 1 and "several-streams" not in traits(
+        scanned.infos["thumbnail.mp4"]
+    )
+    assert "podcast.mp4" in scanned.unreadable
 
 
 def test_a_file_damaged_in_its_middle_passes_the_scan_and_the_adapters_refuse_it_not_read_it_wrong(folder):
