@@ -1,16 +1,16 @@
 """A folder like a reader's own, made with the ffmpeg command-line tool, and what the ffmpeg tool decodes of it.
 
-Nested folders; H.264 with B-frames (in MP4 and MPEG-TS), HEVC with x265's default open GOP (MP4 and MKV), 10-bit
-HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels wider than tall
-(anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, an open-GOP MKV
-trimmed by stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no
-longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, a copy with its thumbnail
-embedded (a cover picture), an AVI with B-frames (no presentation times: no frame's place is known); and files a
-glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a poster, an
-empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it
-(upright, at its display aspect, edit list applied, coloured by the tags), resized and cut as the handed-over
-modules do, saved beside the folder so that a machine without the tool (the GPU machine) checks against the same
-pictures:
+Nested folders; H.264 with B-frames (in MP4 and MPEG-TS) and with open GOPs, HEVC with x265's default open GOP (MP4
+and MKV), 10-bit HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels
+wider than tall (anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, an
+open-GOP MKV trimmed by stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists
+frames it no longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, a copy with its
+thumbnail embedded (a cover picture), an AVI with B-frames (no presentation times: no frame's place is known); and
+files a glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a
+poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool
+shows it (upright, at its display aspect, edit list applied, coloured by the tags), resized and cut as the
+handed-over modules do, saved beside the folder so that a machine without the tool (the GPU machine) checks against
+the same pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
@@ -37,6 +37,8 @@ def _src(size: str) -> str:
 # name -> (ffmpeg arguments after -i SOURCE, the lavfi source)
 ENCODED = {
     "h264_bframes.mp4": (["-c:v", "libx264", "-bf", "2", "-g", "15"], _src("320x180")),
+    # H.264 with open GOPs, as Blu-ray and broadcast encoders write it
+    "sub/h264_open.mp4": (["-c:v", "libx264", "-bf", "3", "-x264-params", "open-gop=1:keyint=20"], _src("320x180")),
     "sub/hevc_open.mp4": (["-c:v", "libx265", "-x265-params", "keyint=20:log-level=error", "-tag:v", "hvc1"], _src("320x180")),
     "sub/deeper/open_gop.mkv": (["-c:v", "libx265", "-x265-params", "keyint=20:log-level=error"], _src("342x192")),
     "hevc_10bit.mp4": (["-c:v", "libx265", "-pix_fmt", "yuv420p10le", "-x265-params", "keyint=20:log-level=error",
