@@ -92,6 +92,10 @@ class VideoClips(Dataset):
                 raise ValueError(
                     "frames share a presentation time (overlapping pieces joined?), so their order is unknown: re-encode it"
                 )
+            if packets and not packets[0].is_keyframe:  # in decode order: before the first keyframe, nothing decodes
+                raise ValueError(
+                    "it starts between keyframes (a piece cut from a stream?): its first frames cannot be decoded"
+                )
             # the keyframes' decode times: where MPEG-TS seeks to them
             dts = {p.pts: p.dts for p in packets if p.is_keyframe and p.dts is not None}
             key_of, key = [], 0  # for each frame, the keyframe a seek to it lands on

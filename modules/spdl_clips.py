@@ -79,6 +79,10 @@ def probe(path):
             raise ValueError(
                 "frames share a presentation time (overlapping pieces joined?), so their order is unknown: re-encode it"
             )
+        if got and not got[0][1]:  # in decode order: a frame before the first keyframe cannot be decoded
+            raise ValueError(
+                "it starts between keyframes (a piece cut from a stream?): its first frames cannot be decoded"
+            )
         open_gop, key = False, None
         for j, (pts, is_key) in enumerate(shown):  # decode order: a frame after a keyframe, shown before it
             key = pts if is_key and j else key

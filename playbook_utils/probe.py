@@ -165,12 +165,13 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         why = "its sample description names no codec FFmpeg knows (a damaged or unknown codec tag)"
         raise DecodeError(path, f"no decoder for its video stream: {why}", backend="probe")
     pts_key, dts_of = [], {}
-    open_gop, key_pts, hidden, demuxed = False, None, 0, 0
+    open_gop, key_pts, hidden, demuxed, starts_on_key = False, None, 0, 0, True
     try:
         for packet in container.demux(stream):
             demuxed += packet.size > 0  # every packet that holds data (the flush packet at the end holds none)
             if packet.size == 0:
                 continue
+            starts_on_key = packet.is_keyframe if demuxed == 1 else starts_on_key
             # decoded for reference, never shown: before an edit list's start, or left without a time by a cut
             # made by stream copy (open-GOP HEVC in MKV: the leading frames of its first keyframe)
             if packet.is_discard or packet.pts is None:
@@ -194,6 +195,9 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         raise DecodeError(
             path, f"no keyframe among its {len(pts_key)} video packets: nothing can be decoded (cut short?)", "probe"
         )
+    if not starts_on_key:  # in decode order: before the first keyframe, nothing decodes
+        why = "it starts between keyframes (a piece cut from a stream?): its first frames cannot be decoded"
+        raise DecodeError(path, why, backend="probe")
     tb = stream.time_base
     deltas = np.diff([p for p, _ in pts_key])
     # A one-tick wobble is rounding (WebM stores milliseconds: 33, 34, 33 ms at 30 fps), not VFR.

@@ -4,7 +4,7 @@ Nested folders; H.264 with B-frames (in MP4 and MPEG-TS) and with open GOPs, HEV
 and MKV), 10-bit HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels
 wider than tall (anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, an
 open-GOP MKV trimmed by stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists
-frames it no longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, a copy with its
+frames it no longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between keyframes, a copy with its
 thumbnail embedded (a cover picture), an AVI with B-frames (no presentation times: no frame's place is known); and
 files a glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a
 poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool
@@ -65,10 +65,13 @@ DERIVED = (
     "cut_copy.mp4",
     "sub/damaged_mid.mp4",
     "thumbnail.mp4",
+    "sub/joined_mid_gop.ts",
 )
 NOT_VIDEO = ("notes.txt", "voice.m4a", "podcast.mp4", "poster.jpg", "empty.mp4", "no_decoder.mp4")
-# no module may read them: a cut index, no index, frames without a known place, data that does not decode, no video
-BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", "sub/damaged_mid.mp4", *NOT_VIDEO}
+# no module may read them: a cut index, no index, frames without a known place, data that does not decode, a start
+# between keyframes, no video
+BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", "sub/damaged_mid.mp4",
+          "sub/joined_mid_gop.ts", *NOT_VIDEO}  # fmt: skip
 
 
 # a cover picture, as a downloader embeds a video's thumbnail or a podcast's artwork (an attached picture stream)
@@ -99,6 +102,7 @@ def build(folder) -> dict[str, Path]:
         "cut_download.mp4": lambda p: p.write_bytes(made["faststart.mp4"].read_bytes()[: made["faststart.mp4"].stat().st_size // 2]),
         "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),
         "sub/damaged_mid.mp4": lambda p: p.write_bytes(damaged_mid(made["h264_bframes.mp4"].read_bytes())),
+        "sub/joined_mid_gop.ts": lambda p: cut_mid_gop(made["sub/camera.ts"], p),
         "thumbnail.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], *COVER, "-c:v:0", "copy", "-c:v:1", "mjpeg", "-frames:v:1", "1", "-disposition:v:1", "attached_pic", p),
     }  # fmt: skip
     steps |= {
@@ -125,6 +129,17 @@ def damaged_mid(data: bytes) -> bytes:
     data = bytearray(data)
     data[len(data) // 2 : len(data) // 2 + 4000] = bytes(4000)
     return bytes(data)
+
+
+def cut_mid_gop(ts: Path, out: Path) -> None:
+    """`out`: the MPEG-TS file `ts` from the packet after its second keyframe on, as a recording joined mid-stream or
+    a download of a live stream's middle: its first frames (in decode order) come before any keyframe."""
+    found = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pos,flags", "-of", "csv=p=0", ts],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    keys = [j for j, line in enumerate(found) if "K" in line.split(",")[1]]
+    out.write_bytes(ts.read_bytes()[int(found[keys[1] + 1].split(",")[0]) :])
 
 
 def _ref_file(path: Path) -> Path:

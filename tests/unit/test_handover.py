@@ -344,7 +344,7 @@ def test_a_file_whose_frames_share_a_time_is_named_by_the_scan_and_skipped_by_ev
             assert not got["seen"] and "share a presentation time" in got["skipped"][str(tmp_path / "joined.ts")]
 
 
-def test_the_scan_keeps_a_video_with_its_thumbnail_and_names_a_podcast_with_its_artwork(folder):
+def test_the_scan_keeps_a_video_with_its_thumbnail_and_names_a_podcast_and_a_file_starting_between_keyframes(folder):
     # a cover picture is a video stream to FFmpeg: the podcast's was read as a one-frame video (PyAV's module raised
     # an IndexError), and decord was refused the thumbnailed video as one of several streams
     scanned = folders.scan_videos(folder["notes.txt"].parent)
@@ -352,6 +352,7 @@ def test_the_scan_keeps_a_video_with_its_thumbnail_and_names_a_podcast_with_its_
         scanned.infos["thumbnail.mp4"]
     )
     assert "podcast.mp4" in scanned.unreadable
+    assert "sub/joined_mid_gop.ts" in scanned.unreadable  # its first frames cannot be decoded: named, not read
 
 
 def test_a_file_damaged_in_its_middle_passes_the_scan_and_the_adapters_refuse_it_not_read_it_wrong(folder):
