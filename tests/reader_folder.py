@@ -1,16 +1,16 @@
 """A folder like a reader's own, made with the ffmpeg command-line tool, and what the ffmpeg tool decodes of it.
 
-Nested folders; H.264 with B-frames (in MP4 and MPEG-TS) and with open GOPs, HEVC with x265's default open GOP (MP4
-and MKV), 10-bit HEVC, phone clips turned 90° and 270° by their display matrix, footage of another shape, pixels
-wider than tall (anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides its first frames, an
-open-GOP MKV trimmed by stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists
-frames it no longer holds), a copy cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between keyframes, a copy with its
-thumbnail embedded (a cover picture), an AVI with B-frames (no presentation times: no frame's place is known); and
-files a glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a
-poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool
-shows it (upright, at its display aspect, edit list applied, coloured by the tags), resized and cut as the
-handed-over modules do, saved beside the folder so that a machine without the tool (the GPU machine) checks against
-the same pictures:
+Nested folders; H.264 with B-frames (in MP4 and MPEG-TS) and with open GOPs, 10-bit 4:2:2 H.264, HEVC with x265's
+default open GOP (MP4 and MKV), 10-bit HEVC, phone clips turned 90° and 270° by their display matrix, footage of
+another shape, pixels wider than tall (anamorphic), a file tagged BT.709, VP9 in WebM, an MP4 whose edit list hides
+its first frames, an open-GOP MKV trimmed by stream copy (its first frames untimed), a faststart copy cut off
+halfway (its index lists frames it no longer holds), a copy cut off before its index, a copy with bytes zeroed in
+its middle, an MPEG-TS file that starts between keyframes, a copy with its thumbnail embedded (a cover picture), an
+AVI with B-frames (no presentation times: no frame's place is known); and files a glob over the folder finds that
+hold no video to read: notes, a voice memo, a podcast with its artwork, a poster, an empty file, an MP4 whose codec
+FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool shows it (upright, at its display aspect,
+edit list applied, coloured by the tags), resized and cut as the handed-over modules do, saved beside the folder so
+that a machine without the tool (the GPU machine) checks against the same pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
@@ -43,6 +43,8 @@ ENCODED = {
     "sub/deeper/open_gop.mkv": (["-c:v", "libx265", "-x265-params", "keyint=20:log-level=error"], _src("342x192")),
     "hevc_10bit.mp4": (["-c:v", "libx265", "-pix_fmt", "yuv420p10le", "-x265-params", "keyint=20:log-level=error",
                         "-tag:v", "hvc1"], _src("320x180")),
+    # 10-bit 4:2:2 H.264, as mirrorless cameras record it (NVDEC before Blackwell decodes neither)
+    "sub/camera_10bit_422.mp4": (["-c:v", "libx264", "-pix_fmt", "yuv422p10le", "-g", "15"], _src("320x180")),
     "film_640x272.mp4": (["-c:v", "libx264", "-g", "30"], _src("640x272")),
     "tagged_bt709.mp4": (["-c:v", "libx264", "-g", "15", "-vf", "scale=out_color_matrix=bt709", "-colorspace", "bt709",
                           "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv"], _src("320x180")),

@@ -32,6 +32,7 @@ from tests import reader_folder
 pytestmark = pytest.mark.media
 K = 8
 
+NOT_NVDEC = "sub/camera_10bit_422.mp4"  # NVDEC before Blackwell decodes neither 10-bit nor 4:2:2 H.264
 # (backend, device) -> the files of the folder its module must skip, beyond the broken ones
 REFUSED = {
     ("pyav", "cpu"): set(),
@@ -39,15 +40,16 @@ REFUSED = {
     ("decord", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts"},
     ("spdl", "cpu"): {"edit_list.mp4", "trimmed.mkv"},
     ("dali", "cpu"): (set(reader_folder.ENCODED) | set(reader_folder.DERIVED)) - {"sub/clip.webm"},
-    ("torchcodec", "cuda"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts"},
+    ("torchcodec", "cuda"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", NOT_NVDEC},
     ("pynvvideocodec", "cuda"): {
         "edit_list.mp4",
         "trimmed.mkv",
         "hevc_10bit.mp4",
         "sub/deeper/open_gop.mkv",
         "sub/clip.webm",
+        NOT_NVDEC,
     },
-    ("dali", "cuda"): {"edit_list.mp4", "trimmed.mkv"},
+    ("dali", "cuda"): {"edit_list.mp4", "trimmed.mkv", NOT_NVDEC},
 }
 PATHS = [pytest.param(b, d, marks=[pytest.mark.gpu] if d == "cuda" else [], id=f"{b}-{d}") for b, d in REFUSED]
 
