@@ -5,7 +5,7 @@
 #   .venv/bin/python -c "from playbook_utils.bench import media; media.colour_clips('.gpu_media/colour', smoke=True)"
 #   git rev-parse HEAD > .gpu_media/COMMIT
 # Usage: bash benchmarks/h200/handover.sh checks   (the tests, the colour table, the which-loader command; ~10 min)
-#        bash benchmarks/h200/handover.sh tests | which   (the same in two calls: ~4.5 and ~5 min)
+#        bash benchmarks/h200/handover.sh tests | which   (the same in two calls: ~5.5 and ~5 min)
 #        bash benchmarks/h200/handover.sh rates [BACKEND ...]  (each GPU module beside the playbook's loader, 1080p;
 #          ~12 min with DALI: run `rates torchcodec pynvvideocodec`, then `rates dali`)
 set -uo pipefail
@@ -19,7 +19,7 @@ case "$mode" in
   checks|tests|which)  # checks = tests, then which (over 600 s together on 12-07: give them a call each)
     if [ "$mode" != which ]; then
       start=$(date +%s)
-      PLAYBOOK_READER_FOLDER=.gpu_media/reader PLAYBOOK_COLOUR_CLIPS=.gpu_media/colour timeout 300 \
+      PLAYBOOK_READER_FOLDER=.gpu_media/reader PLAYBOOK_COLOUR_CLIPS=.gpu_media/colour timeout 450 \
         python3 -m pytest -q -p no:cacheprovider -rA tests/unit/test_handover.py > "$OUT/tests_full.txt" 2>&1
       tail -40 "$OUT/tests_full.txt" | tee "$OUT/tests.txt"
       echo "tests: $(( $(date +%s) - start )) s" | tee -a "$OUT/tests.txt"
