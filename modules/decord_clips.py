@@ -18,6 +18,8 @@ Worker processes start by importing your script: build and read the loader under
         for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
 """
 
+from functools import partial
+
 import av
 import decord
 import numpy as np
@@ -154,10 +156,11 @@ class VideoClips(Dataset):
         return frames[..., top : top + self.size, left : left + self.size].contiguous()
 
 
-def collate(items):
-    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+def collate(items, empty):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); `empty`, (0, K, 3, S, S), where every item of the
+    batch failed."""
     good = [(f, p) for f, p, _ in items if f is not None]
-    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    frames = torch.stack([f for f, _ in good]) if good else empty
     return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
 
 
@@ -169,5 +172,6 @@ def loader(clips, batch_size=8, workers=4, seed=0):
     sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
     # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
     context = "forkserver" if workers else None
-    return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=collate,
+    empty = torch.empty((0, clips.k, 3, clips.size, clips.size), dtype=torch.uint8)  # a batch of failed items
+    return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=partial(collate, empty=empty),
                       persistent_workers=workers > 0, multiprocessing_context=context)  # fmt: skip

@@ -142,6 +142,7 @@ class VideoClips(Dataset):
     def __init__(self, paths, k=K, size=SIZE, gpu=None):
         self.paths, self.k, self.size = [str(p) for p in paths], k, size
         self.gpu = (torch.device(rank_gpu("cuda")).index or 0) if gpu is None else gpu  # torchrun: this rank's
+        self.device = f"cuda:{self.gpu}"
 
     def __len__(self):
         return len(self.paths)
@@ -210,10 +211,11 @@ class VideoClips(Dataset):
         return rgb
 
 
-def collate(items):
-    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+def collate(items, empty):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); `empty`, (0, K, 3, S, S), where every item of the
+    batch failed."""
     good = [(f, p) for f, p, _ in items if f is not None]
-    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    frames = torch.stack([f for f, _ in good]) if good else empty
     return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
 
 
@@ -228,13 +230,14 @@ class ThreadLoader:
 
     def __iter__(self):
         order, batch = iter(self.sampler), []
+        empty = torch.empty((0, self.clips.k, 3, self.clips.size, self.clips.size), dtype=torch.uint8)
         with ThreadPoolExecutor(self.threads) as pool:
             pending = deque(pool.submit(self.clips.__getitem__, i) for i in islice(order, 2 * self.threads))
             while pending:
                 batch.append(pending.popleft().result())
                 pending.extend(pool.submit(self.clips.__getitem__, i) for i in islice(order, 1))
                 if len(batch) == self.batch_size or not pending:
-                    yield collate(batch)
+                    yield collate(batch, empty.to(self.clips.device))
                     batch = []
 
 

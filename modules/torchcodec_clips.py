@@ -27,6 +27,7 @@ import os
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import islice
 
 import av
@@ -188,10 +189,11 @@ class VideoClips(Dataset):
         return frames[..., top : top + self.size, left : left + self.size].contiguous()
 
 
-def collate(items):
-    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); B is 0 when every item of the batch failed."""
+def collate(items, empty):
+    """(frames (B, K, 3, S, S), paths read, [(path, why) skipped]); `empty`, (0, K, 3, S, S), where every item of the
+    batch failed."""
     good = [(f, p) for f, p, _ in items if f is not None]
-    frames = torch.stack([f for f, _ in good]) if good else torch.empty(0, dtype=torch.uint8)
+    frames = torch.stack([f for f, _ in good]) if good else empty
     return frames, [p for _, p in good], [(p, why) for f, p, why in items if f is None]
 
 
@@ -206,13 +208,14 @@ class ThreadLoader:
 
     def __iter__(self):
         order, batch = iter(self.sampler), []
+        empty = torch.empty((0, self.clips.k, 3, self.clips.size, self.clips.size), dtype=torch.uint8)
         with ThreadPoolExecutor(self.threads) as pool:
             pending = deque(pool.submit(self.clips.__getitem__, i) for i in islice(order, 2 * self.threads))
             while pending:
                 batch.append(pending.popleft().result())
                 pending.extend(pool.submit(self.clips.__getitem__, i) for i in islice(order, 1))
                 if len(batch) == self.batch_size or not pending:
-                    yield collate(batch)
+                    yield collate(batch, empty.to(self.clips.device))
                     batch = []
 
 
@@ -230,5 +233,6 @@ def loader(clips, batch_size=8, workers=4, seed=0):
         clips.threads = max(1, cores // max(1, workers))
     # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
     context = "forkserver" if workers else None
-    return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=collate,
+    empty = torch.empty((0, clips.k, 3, clips.size, clips.size), dtype=torch.uint8)  # a batch of failed items
+    return DataLoader(clips, batch_size, sampler=sampler, num_workers=workers, collate_fn=partial(collate, empty=empty),
                       persistent_workers=workers > 0, multiprocessing_context=context)  # fmt: skip
