@@ -208,14 +208,15 @@ class ThreadLoader:
 
     def __iter__(self):
         order, batch = iter(self.sampler), []
-        empty = torch.empty((0, self.clips.k, 3, self.clips.size, self.clips.size), dtype=torch.uint8)
+        shape, device = (0, self.clips.k, 3, self.clips.size, self.clips.size), self.clips.device
+        empty = torch.empty(shape, dtype=torch.uint8, device=device)  # a batch of failed items
         with ThreadPoolExecutor(self.threads) as pool:
             pending = deque(pool.submit(self.clips.__getitem__, i) for i in islice(order, 2 * self.threads))
             while pending:
                 batch.append(pending.popleft().result())
                 pending.extend(pool.submit(self.clips.__getitem__, i) for i in islice(order, 1))
                 if len(batch) == self.batch_size or not pending:
-                    yield collate(batch, empty.to(self.clips.device))
+                    yield collate(batch, empty)
                     batch = []
 
 
