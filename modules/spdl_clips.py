@@ -17,6 +17,7 @@ Worker processes start by importing your script: build and read the loader under
         for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
 """
 
+import os
 import signal
 from functools import partial
 
@@ -27,6 +28,8 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, get_worker_info
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
+# SPDL's log goes to stderr, as FFmpeg's does, not to new files in /tmp for each process that logs (a damaged file)
+os.environ.setdefault("GLOG_logtostderr", "1")
 
 
 def video_stream(container):

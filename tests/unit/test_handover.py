@@ -385,6 +385,22 @@ def test_a_script_with_spdls_worker_processes_ends_without_a_word_on_stderr(fold
     assert run.returncode == 0 and sum(map(int, run.stdout.split())) == 3 and run.stderr == "", run.stderr[-2000:]
 
 
+@pytest.mark.slow
+def test_spdls_module_logs_a_damaged_file_to_stderr_not_to_a_new_file_in_the_temporary_folder(folder, tmp_path):
+    # SPDL's glog wrote two files to /tmp for each process that read a damaged file
+    available("spdl", "cpu")
+    handover.write("spdl", "cpu", tmp_path)
+    script = f"from spdl_clips import VideoClips\nprint(VideoClips([{str(folder['sub/damaged_mid.mp4'])!r}])[0][2])\n"
+    (tmp_path / "read.py").write_text(script)
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}  # where glog writes its files
+    run = subprocess.run(
+        [sys.executable, "read.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0 and run.stdout.strip() != "None", run.stderr[-2000:]  # skipped, with its cause
+    assert list((tmp_path / "tmp").iterdir()) == [] and run.stderr
+
+
 def test_the_modules_know_a_codec_by_its_name_not_by_the_decoder_ffmpeg_picks(tmp_path):
     # PyAV decodes AV1 with libdav1d: a check of the decoder's name never saw "av1" (decord 0.6 then failed the file
     # with "cannot find video stream" instead of its refusal)
