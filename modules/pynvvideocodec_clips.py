@@ -87,9 +87,10 @@ def rank_gpu(device):
 
 def probe(path):
     """What a file holds, from its packets and its first frame (PyAV, no other decoding): its codec, container,
-    video streams (cover pictures aside), the frames shown, whether its GOPs are open, the frames never shown (an edit list's, a cut's),
-    the first frame (size, rotation, pixel format, colour tags) and the pixels' aspect ratio. ValueError for a file
-    cut short or with no frame to decode."""
+    video streams (cover pictures aside), the frames shown, whether its GOPs are open, the frames never shown (an
+    edit list's, a cut's), the first frame (size, rotation, pixel format, colour tags), the pixels' aspect ratio and
+    whether the file stores its duration (a live or browser recording does not). ValueError for a file cut short or
+    with no frame to decode."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -117,7 +118,7 @@ def probe(path):
             "codec": stream.codec_context.codec.canonical_name, "container": container.format.name,
             "streams": sum(not s.disposition & av.stream.Disposition.attached_pic for s in container.streams.video),
             "frames": len(shown), "open_gop": open_gop,
-            "hidden": len(got) - len(shown), "first": first,
+            "hidden": len(got) - len(shown), "first": first, "has_duration": container.duration is not None,
             "sar": stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio or 1,  # pixels' shape
         }  # fmt: skip
 

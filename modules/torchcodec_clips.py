@@ -90,7 +90,8 @@ def rank_gpu(device):
 
 def packets(path):
     """What the packets say, without decoding: (codec, container, presentation times, open GOP, frames never shown
-    (an edit list's, a cut's), the pixels' aspect ratio). ValueError for a file cut short."""
+    (an edit list's, a cut's), the pixels' aspect ratio, whether the file stores its duration). ValueError for a file
+    cut short."""
     with av.open(path) as container:
         stream = video_stream(container)
         got = [(p.pts, p.is_keyframe, p.is_discard) for p in container.demux(stream) if p.size]
@@ -118,6 +119,7 @@ def packets(path):
             open_gop,
             len(got) - len(shown),
             sar,
+            container.duration is not None,  # a live or browser recording (MediaRecorder's WebM) stores none
         )
 
 
@@ -151,7 +153,7 @@ class VideoClips(Dataset):
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path):
-        codec, container, shown, open_gop, hidden, sar = packets(path)
+        codec, container, shown, open_gop, hidden, sar, has_duration = packets(path)
         gpu = str(self.device).startswith("cuda")
         if hidden:  # TorchCodec 0.13 returned frame 6 for frame 0 of such a file
             raise ValueError(f"refused: TorchCodec counts the {hidden} frames never shown (an edit list, a cut)")
@@ -168,7 +170,8 @@ class VideoClips(Dataset):
                       for j, (t, d) in enumerate(zip(shown, durations + durations[-1:]))]  # fmt: skip
             options = {"custom_frame_mappings": json.dumps({"frames": frames})}
         if not gpu:
-            peek = VideoDecoder(path, seek_mode="approximate").metadata  # the size upright, rotation applied
+            # the size upright, rotation applied; without a stored duration TorchCodec's approximate mode fails
+            peek = VideoDecoder(path, seek_mode="approximate" if has_duration else "exact").metadata
             turn = round(peek.rotation or 0) // 90
             stored = (peek.width, peek.height) if turn % 2 else (peek.height, peek.width)
             cover = shown_size(*stored, sar, turn, self.size)
