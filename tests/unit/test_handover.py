@@ -38,7 +38,7 @@ NOT_NVDEC = "sub/camera_10bit_422.mp4"  # NVDEC before Blackwell decodes neither
 REFUSED = {
     ("pyav", "cpu"): set(),
     ("torchcodec", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts"},
-    ("decord", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", WEBM_LIVE},
+    ("decord", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", WEBM_LIVE},  # and AV1 with decord 0.6
     ("spdl", "cpu"): {"edit_list.mp4", "trimmed.mkv"},
     ("dali", "cpu"): (set(reader_folder.ENCODED) | set(reader_folder.DERIVED)) - {"sub/clip.webm", WEBM_LIVE},
     ("torchcodec", "cuda"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", NOT_NVDEC},
@@ -168,7 +168,8 @@ def epoch(backend: str, device: str, paths: list[str]) -> dict:
             out["low_db"][name] = min(psnr(v, ref[j]) for v, j in zip(video, want))
         out["seen"] += names
         out["skipped"].update(failed)
-    return {**out, "shapes": sorted(out["shapes"]), "devices": sorted(out["devices"])}
+    version = getattr(getattr(mod, backend, None), "__version__", "")  # the library's, where the module imports it
+    return {**out, "shapes": sorted(out["shapes"]), "devices": sorted(out["devices"]), "version": version}
 
 
 @pytest.mark.slow
@@ -182,6 +183,8 @@ def test_one_epoch_over_the_readers_folder_reads_every_file_right_or_names_it(ba
         assert got["shown_at"][name] == got["want"][name], f"{backend} on {device}: {name}"
         assert got["low_db"][name] > 22, (name, got["low_db"][name])
     expected_skips = REFUSED[(backend, device)] | reader_folder.BROKEN
+    if backend == "decord" and got["version"].startswith("0."):  # decord 0.6's FFmpeg 4 has no AV1 decoder
+        expected_skips |= {"sub/av1.mp4"}
     by_name = {str(p): n for n, p in folder.items()}
     assert sorted(got["seen"]) == sorted(str(folder[n]) for n in folder if n not in expected_skips)  # each once
     assert {by_name[p] for p in got["skipped"]} == expected_skips
