@@ -7,6 +7,7 @@ from playbook_utils import DecodeError, loaders
 from playbook_utils.bench import loader_bench, media, train_step
 from playbook_utils.decoders import available, read_frames, video_info
 from playbook_utils.tools import kit
+from tests import reader_folder
 from tests.sentences import numbers, sizes
 
 
@@ -61,9 +62,7 @@ def test_loader_batches_and_wait_measurement(paths):
 def test_a_file_that_fails_as_it_is_read_is_skipped_and_named_by_the_measured_loaders(paths, tmp_path, monkeypatch):
     # data damaged mid-file passes the scan (its packets are whole) and fails in the decoder: the which-loader
     # command's sweep (notebooks 21 and 22) ended on such a file
-    broken = bytearray(Path(paths[0]).read_bytes())
-    broken[len(broken) // 2 : len(broken) // 2 + 4000] = bytes(4000)
-    (tmp_path / "damaged.mp4").write_bytes(broken)
+    (tmp_path / "damaged.mp4").write_bytes(reader_folder.damaged_mid(Path(paths[0]).read_bytes()))
     damaged = str(tmp_path / "damaged.mp4")
     with pytest.raises(DecodeError):
         read_frames(damaged, list(range(video_info(damaged).num_frames)), "pyav", "cpu")
