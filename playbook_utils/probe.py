@@ -171,7 +171,8 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
             demuxed += packet.size > 0  # every packet that holds data (the flush packet at the end holds none)
             if packet.size == 0:
                 continue
-            starts_on_key = packet.is_keyframe if demuxed == 1 else starts_on_key
+            if demuxed == 1:  # the first packet in decode order
+                starts_on_key = packet.is_keyframe
             # decoded for reference, never shown: before an edit list's start, or left without a time by a cut
             # made by stream copy (open-GOP HEVC in MKV: the leading frames of its first keyframe)
             if packet.is_discard or packet.pts is None:
