@@ -200,8 +200,12 @@ class VideoClips(Dataset):
             pipe.feed_input("frames", [np.asarray(unique, dtype=np.int32)])
             try:
                 (video,) = pipe.run()
-            except Exception:
+            except Exception as e:
                 self.pipes.pop(kind, None)  # DALI marks a pipeline invalid after an error
+                if gpu and ("not supported on this GPU" in str(e) or "Failed to create video decoder" in str(e)):
+                    # e.g. AV1 on Turing, GA100 and Hopper; 10-bit or 4:2:2 H.264 before Blackwell
+                    raise ValueError(f"refused: NVDEC on this GPU cannot decode this {codec} stream "
+                                     f"({first.format.name}); read it on the CPU") from e  # fmt: skip
                 raise
             rgb = torch.from_dlpack(video[0]).clone()  # copied: DALI reuses its output
             if gpu:
