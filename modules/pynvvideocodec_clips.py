@@ -52,13 +52,33 @@ def video_stream(container):
     if stream.codec_context is None:
         raise ValueError("FFmpeg has no decoder for its video codec")
     if container.format.name == "avi" and stream.codec_context.has_b_frames:  # PyAV and TorchCodec were a frame off
-        raise ValueError("AVI with B-frames stores no presentation times, so no frame's place is known: remux to MP4")
+        fix = (  # MPEG-4 Part 2 (XviD, DivX): FFmpeg's parser gives each frame its time; H.264 and others: none does
+            "remux it: ffmpeg -fflags +genpts -i IN -c copy -bsf:v mpeg4_unpack_bframes OUT.mp4"
+            if stream.codec_context.name == "mpeg4"
+            else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of place)"
+        )
+        raise ValueError(f"AVI with B-frames stores no presentation times, so no frame's place is known: {fix}")
     if container.format.name == "mpeg":  # seeks missed in PyAV, TorchCodec and decord; SPDL raised
         raise ValueError(
             "MPEG-PS (.mpg, .vob) may store no time for a frame and its seeks miss: remux it to MP4 "
             "with ffmpeg -fflags +genpts -i IN -c copy OUT.mp4"
         )
     return stream
+
+
+def check_order(container, stream, times):
+    """ValueError where a file whose decoder reorders frames (B-frames) stores its packets' times in decode order, as a
+    remux with -c copy of an AVI writes them: its frames would come back one out of place. `times`: its packets'
+    presentation times in decode order; only a file whose times all rise there is decoded (its first 16 frames)."""
+    if not stream.codec_context.has_b_frames or any(b <= a for a, b in zip(times, times[1:])):
+        return
+    container.seek(0)
+    shown = [f.pts for f, _ in zip(container.decode(stream), range(16)) if f.pts is not None]
+    if any(b <= a for a, b in zip(shown, shown[1:])):
+        raise ValueError(
+            "its B-frames carry their decode order as presentation times (an AVI remuxed with -c copy?), so no "
+            "frame's place is known: re-encode it (ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4)"
+        )
 
 
 def uniform(n, k):
@@ -114,6 +134,7 @@ def probe(path):
         first = next(container.decode(stream), None)
         if first is None:
             raise ValueError("no frame of its video stream decodes")
+        check_order(container, stream, [pts for pts, _, hidden in got if pts is not None and not hidden])
         return {
             "codec": stream.codec_context.codec.canonical_name, "container": container.format.name,
             "streams": sum(not s.disposition & av.stream.Disposition.attached_pic for s in container.streams.video),

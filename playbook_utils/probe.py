@@ -48,6 +48,7 @@ class VideoInfo:
     bit_depth: int = 8  # bits per sample of the decoded picture
     missing_frames: int = 0  # frames the container's index lists (MP4's sample table) that no packet holds: cut short
     key_dts: dict = dataclasses.field(default_factory=dict, repr=False)  # keyframe index -> its dts, where not its pts
+    decode_order_times: bool = False  # B-frames timed in decode order (an AVI remuxed with -c copy): frames misplaced
 
     @property
     def name(self) -> str:
@@ -80,9 +81,18 @@ class VideoInfo:
         """Why no library can place this file's frames exactly (an AVI with B-frames, frames sharing a time, MPEG-PS),
         or None (notebooks 20, 23)."""
         if self.b_frames and self.container == "avi":
+            fix = (  # MPEG-4 Part 2 (XviD, DivX): FFmpeg's parser gives each frame its time; for H.264 none does
+                "remux it: ffmpeg -fflags +genpts -i IN -c copy -bsf:v mpeg4_unpack_bframes OUT.mp4"
+                if self.codec == "mpeg4"
+                else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of place)"
+            )
             return (
-                "AVI with B-frames stores no presentation timestamps, so no library can locate a frame exactly; "
-                "remux it to MP4 or MKV"
+                f"AVI with B-frames stores no presentation timestamps, so no library can locate a frame exactly; {fix}"
+            )
+        if self.decode_order_times:
+            return (
+                "its B-frames carry their decode order as presentation times (an AVI remuxed with -c copy?), so every "
+                "library returns frames out of place; re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4"
             )
         if len(set(self.pts)) < len(self.pts):
             return (
@@ -107,7 +117,8 @@ AVCOL_RANGE = {1: "limited", 2: "full"}
 
 def probe(path, stream: int | None = None) -> VideoInfo:
     """Return a `VideoInfo` for FFmpeg's best video stream of `path` (or the container's `stream`), from its packets
-    in presentation order, without decoding; `path` may be any input `sources.resolve` takes. Raises `DecodeError`
+    in presentation order, without decoding (but for the first frames of a file whose B-frames' times may be in
+    decode order); `path` may be any input `sources.resolve` takes. Raises `DecodeError`
     naming the file and the cause. Introduced in notebook 01."""
     import av
 
@@ -190,6 +201,7 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         raise DecodeError(path, f"demuxing failed after {len(pts_key)} packets ({e})", backend="probe") from e
     if not pts_key:
         raise DecodeError(path, "video stream has no packets", backend="probe")
+    rising = all(b > a for (a, _), (b, _) in zip(pts_key, pts_key[1:]))  # the times in decode order
     pts_key.sort()
     keyframes = [i for i, (_, key) in enumerate(pts_key) if key]
     if not keyframes:  # nothing to start decoding from: a download cut inside its first frame leaves one such packet
@@ -244,7 +256,15 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         bit_depth=depth,
         missing_frames=max(0, (stream.frames or 0) - demuxed),  # MKV, WebM: no count in the index, none missing
         key_dts={k: dts_of[pts_key[k][0]] for k in keyframes if pts_key[k][0] in dts_of},
+        decode_order_times=bool(ctx.has_b_frames) and rising and _out_of_order(container, stream),
     )
+
+
+def _out_of_order(container, stream) -> bool:
+    """Whether the first 16 frames a decoder reorders come out of time order: their times are the decode order's."""
+    container.seek(0)
+    shown = [f.pts for f, _ in zip(container.decode(stream), range(16)) if f.pts is not None]
+    return any(b <= a for a, b in zip(shown, shown[1:]))
 
 
 def _mp4_boxes(data: bytes, start: int, end: int):

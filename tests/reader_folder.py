@@ -7,7 +7,8 @@ live, as a browser does: no duration), an MP4 whose edit list hides its first fr
 stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no longer
 holds), a copy cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between
 keyframes, a copy with its thumbnail embedded (a cover picture), an AVI with B-frames (no presentation times: no
-frame's place is known); and files a glob over the folder finds that hold no video to read: notes, a voice memo, a
+frame's place is known), remuxed to MP4 by `-c copy` (its B-frames timed in decode order) and as the modules say;
+and files a glob over the folder finds that hold no video to read: notes, a voice memo, a
 podcast with its artwork, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is
 every frame as the ffmpeg tool shows it (upright, at its display aspect, edit list applied, coloured by the tags),
 resized and cut as the handed-over modules do, saved beside the folder so that a machine without the tool (the GPU
@@ -72,12 +73,14 @@ DERIVED = (
     "sub/damaged_mid.mp4",
     "thumbnail.mp4",
     "sub/joined_mid_gop.ts",
+    "sub/avi_copied.mp4",
+    "sub/avi_remuxed.mp4",
 )
 NOT_VIDEO = ("notes.txt", "voice.m4a", "podcast.mp4", "poster.jpg", "empty.mp4", "no_decoder.mp4")
 # no module may read them: a cut index, no index, frames without a known place, data that does not decode, a start
 # between keyframes, no video
 BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", "sub/damaged_mid.mp4",
-          "sub/joined_mid_gop.ts", *NOT_VIDEO}  # fmt: skip
+          "sub/joined_mid_gop.ts", "sub/avi_copied.mp4", *NOT_VIDEO}  # fmt: skip
 
 
 # a cover picture, as a downloader embeds a video's thumbnail or a podcast's artwork (an attached picture stream)
@@ -109,6 +112,9 @@ def build(folder) -> dict[str, Path]:
         "cut_copy.mp4": lambda p: p.write_bytes(made["h264_bframes.mp4"].read_bytes()[: made["h264_bframes.mp4"].stat().st_size // 2]),
         "sub/damaged_mid.mp4": lambda p: p.write_bytes(damaged_mid(made["h264_bframes.mp4"].read_bytes())),
         "sub/joined_mid_gop.ts": lambda p: cut_mid_gop(made["sub/camera.ts"], p),
+        # the AVI remuxed to MP4 as most do (its B-frames keep their decode order as times), and as the modules say
+        "sub/avi_copied.mp4": lambda p: ffmpeg("-i", made["sub/old_camera.avi"], "-c", "copy", p),
+        "sub/avi_remuxed.mp4": lambda p: ffmpeg("-fflags", "+genpts", "-i", made["sub/old_camera.avi"], "-c", "copy", "-bsf:v", "mpeg4_unpack_bframes", p),
         "thumbnail.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], *COVER, "-c:v:0", "copy", "-c:v:1", "mjpeg", "-frames:v:1", "1", "-disposition:v:1", "attached_pic", p),
     }  # fmt: skip
     steps |= {

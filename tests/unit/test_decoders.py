@@ -705,6 +705,26 @@ def test_mpeg_ps_is_refused_on_every_path_with_the_remux_and_the_refusal_still_s
 
 
 @pytest.mark.media
+def test_an_avi_remuxed_by_stream_copy_is_refused_and_the_remux_its_refusal_names_reads_exactly(tmp_path):
+    # `ffmpeg -i old.avi -c copy new.mp4` (UCF101's and HMDB51's XviD and DivX AVIs, converted as most do) times
+    # the B-frames in decode order: PyAV and TorchCodec returned the frame before the one asked for, in silence
+    if not shutil.which("ffmpeg"):
+        pytest.skip("needs the ffmpeg command-line tool")
+    avi = media.make_clip(tmp_path / "old.avi", "mpeg4", 320, 180, num_frames=60, gop=15, bframes=2)
+    reader_folder.ffmpeg("-i", avi, "-c", "copy", tmp_path / "copied.mp4")
+    for path, refusal in ((avi, "AVI with B-frames"), (tmp_path / "copied.mp4", "decode order")):
+        for backend in CPU:
+            with pytest.raises(DecodeError, match=refusal):
+                read_frames(path, [3, 31], backend, "cpu")
+    for backend, stamps in _raw_stamps(tmp_path / "copied.mp4", [3, 31, 59]).items():
+        assert stamps != [3, 31, 59], f"{backend} now reads such a remux right: reconsider the refusal"
+    command = video_info(avi).unplaceable.split("remux it: ")[1]  # as the refusal prints it
+    reader_folder.ffmpeg(*command.replace("IN", str(avi)).replace("OUT.mp4", str(tmp_path / "fixed.mp4")).split()[1:])
+    for backend in set(CPU) - {"dali"}:  # DALI's CPU decoder takes no MPEG-4 Part 2
+        assert media.read_stamps(read_frames(tmp_path / "fixed.mp4", [3, 31, 59, 0], backend, "cpu")) == [3, 31, 59, 0]
+
+
+@pytest.mark.media
 def test_a_stream_copy_cut_leaves_untimed_frames_that_the_counting_libraries_are_refused_on(tmp_path):
     # `ffmpeg -ss T -i open_gop.mp4 -c copy cut.mkv` leaves the leading frames of its first keyframe without a time:
     # decord counted them (93 frames, 90 shown) and ended notebook 21's loader epoch; SPDL raised a TypeError

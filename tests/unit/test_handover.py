@@ -121,12 +121,14 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "rank_gpu",
                 "video_stream",
                 "shown_size",
+                "check_order",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
     assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
     assert len(parts["rank_gpu"]) == 3  # the GPU modules: torchrun's rank picks the GPU in each alike
     assert len(parts["video_stream"]) == 6  # each says alike why a file has no video to read
     assert len(parts["shown_size"]) == 6  # each shapes the picture as a player shows it alike
+    assert len(parts["check_order"]) == 6  # each finds alike the B-frames an AVI remux left in decode order
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
 
 
