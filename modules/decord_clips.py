@@ -151,6 +151,7 @@ class VideoClips(Dataset):
             and decord.__version__.startswith("0."),
             "refused: decord's random access in AVI returns frames of the first GOP": info["container"] == "avi",
             "refused: decord's random access in MPEG-TS returns frames of later GOPs": info["container"] == "mpegts",
+            "refused: decord's random access in ASF (.wmv) returns frames a GOP early": info["container"] == "asf",
             "refused: decord picks another of several video streams than FFmpeg": info["streams"] > 1,
             "refused: decord needs the duration a live or browser recording does not store (remux it: ffmpeg -i IN "
             "-c copy OUT)": not info["has_duration"],

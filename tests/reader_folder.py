@@ -6,7 +6,7 @@ another shape, pixels wider than tall (anamorphic), a file tagged BT.709, AV1 in
 live, as a browser does: no duration), an MP4 whose edit list hides its first frames, an open-GOP MKV trimmed by
 stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no longer
 holds), a copy cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between
-keyframes, a copy with its thumbnail embedded (a cover picture), an AVI with B-frames (no presentation times: no
+keyframes, a copy with its thumbnail embedded (a cover picture), WMV in ASF, an AVI with B-frames (no presentation times: no
 frame's place is known), remuxed to MP4 by `-c copy` (its B-frames timed in decode order) and as the modules say;
 and files a glob over the folder finds that hold no video to read: notes, a voice memo, a
 podcast with its artwork, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is
@@ -60,6 +60,8 @@ ENCODED = {
     "anamorphic.mp4": (["-c:v", "libx264", "-g", "15", "-vf", "setsar=4/3"], _src("240x180")),
     # Xvid with B-frames in AVI, which stores no presentation times: no frame's place is known
     "sub/old_camera.avi": (["-c:v", "mpeg4", "-bf", "2", "-g", "15", "-vtag", "xvid"], _src("320x180")),
+    # Windows Media Video 8 in ASF, as older collections hold: decord's seeks land a GOP early; NVDEC has no WMV 8
+    "sub/old.wmv": (["-c:v", "wmv2", "-b:v", "1M", "-g", "15"], _src("320x180")),
     # MPEG-2 in MPEG-PS, as DVDs and older camcorders: seeks miss, frames may store no time
     "sub/dvd.mpg": (["-c:v", "mpeg2video", "-bf", "2", "-g", "12"], _src("320x180")),
 }  # fmt: skip

@@ -138,6 +138,7 @@ _NAMED = {
     "vp9": "VP9",
     "avi": "AVI",
     "mpegts": "MPEG-TS",
+    "asf": "ASF (.wmv)",
     "matroska": "Matroska (MKV, WebM)",
     "mov": "MP4/MOV",
 }

@@ -685,6 +685,23 @@ def test_mpegts_is_read_exactly_or_refused_and_the_refusals_still_stand(tmp_path
     assert nvc.forward_only(video_info(path), "cuda") and not nvc.forward_only(video_info(mp4), "cuda")
 
 
+@pytest.mark.media
+def test_wmv_is_read_exactly_but_by_decord_which_is_refused_and_still_misreads_it(tmp_path):
+    # decord returned frame 16 for frame 31 of a WMV, in silence: a seek in ASF lands a GOP early
+    path = media.make_clip(tmp_path / "old.wmv", "wmv2", 320, 180, num_frames=90, gop=15, bframes=0)
+    assert video_info(path).container == "asf"
+    want = [3, 31, 62, 89, 0, 45]
+    for backend in set(CPU) - {"dali"}:  # DALI's CPU decoder takes no WMV
+        if backend == "decord":
+            with pytest.raises(BackendUnavailable, match="ASF"):
+                read_frames(path, want, backend, "cpu")
+        else:
+            assert media.read_stamps(read_frames(path, want, backend, "cpu")) == want, backend
+    raw = _raw_stamps(path, [3, 31, 62])
+    if "decord" in raw:
+        assert raw["decord"] != [3, 31, 62], "decord now reads WMV right: lift its refusal"
+
+
 PATHS_CPU = [(b, "cpu") for b in CPU]
 
 

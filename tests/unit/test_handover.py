@@ -32,16 +32,17 @@ from tests import reader_folder
 pytestmark = pytest.mark.media
 K = 8
 
+WMV = "sub/old.wmv"  # WMV 8: NVDEC decodes VC-1 (WMV 9), not it
 WEBM_LIVE = "sub/browser_recording.webm"  # VP9, as a browser records it: no duration stored
 NOT_NVDEC = "sub/camera_10bit_422.mp4"  # NVDEC before Blackwell decodes neither 10-bit nor 4:2:2 H.264
 # (backend, device) -> the files of the folder its module must skip, beyond the broken ones
 REFUSED = {
     ("pyav", "cpu"): set(),
     ("torchcodec", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts"},
-    ("decord", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", WEBM_LIVE},  # and AV1 with decord 0.6
+    ("decord", "cpu"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", WEBM_LIVE, WMV},  # and AV1 with decord 0.6
     ("spdl", "cpu"): {"edit_list.mp4", "trimmed.mkv"},
     ("dali", "cpu"): (set(reader_folder.ENCODED) | set(reader_folder.DERIVED)) - {"sub/clip.webm", WEBM_LIVE},
-    ("torchcodec", "cuda"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", NOT_NVDEC},
+    ("torchcodec", "cuda"): {"edit_list.mp4", "trimmed.mkv", "sub/camera.ts", NOT_NVDEC, WMV},
     ("pynvvideocodec", "cuda"): {
         "edit_list.mp4",
         "trimmed.mkv",
@@ -50,8 +51,9 @@ REFUSED = {
         "sub/clip.webm",
         WEBM_LIVE,  # as every Matroska file
         NOT_NVDEC,
+        WMV,
     },
-    ("dali", "cuda"): {"edit_list.mp4", "trimmed.mkv", NOT_NVDEC},
+    ("dali", "cuda"): {"edit_list.mp4", "trimmed.mkv", NOT_NVDEC, WMV},
 }
 PATHS = [pytest.param(b, d, marks=[pytest.mark.gpu] if d == "cuda" else [], id=f"{b}-{d}") for b, d in REFUSED]
 
