@@ -166,6 +166,12 @@ def _read(path: str, indices: list[int], device: Device, info, decoded: list, si
                     if resident
                     else np.empty((len(indices), *rgb.shape), dtype=np.uint8)  # numpy copies faster
                 )
+            if rgb.shape != out.shape[1:]:  # a video call's or an adaptive stream's recording, as its size switched
+                was, now = out.shape[1:3], rgb.shape[:2]
+                raise RuntimeError(
+                    f"its picture size changes within the file ({was[1]}x{was[0]}, then {now[1]}x{now[0]} at frame "
+                    f"{t}): re-encode it at one size"
+                )
             for k in slots[t]:
                 out[k] = rgb
         if device.is_cuda and not stream.codec_context.is_hwaccel:

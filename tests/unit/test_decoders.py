@@ -9,7 +9,7 @@ import torch
 
 from playbook_utils import BackendUnavailable, DecodeError
 from playbook_utils.bench import matrix, media
-from playbook_utils.decoders import BACKENDS, adapter, available, read_frames, traits, video_info, why_unavailable
+from playbook_utils.decoders import BACKENDS, adapter, available, read, read_frames, traits, video_info, why_unavailable
 from playbook_utils.decoders.isolated import read_frames_isolated
 from tests import reader_folder
 
@@ -700,6 +700,21 @@ def test_wmv_is_read_exactly_but_by_decord_which_is_refused_and_still_misreads_i
     raw = _raw_stamps(path, [3, 31, 62])
     if "decord" in raw:
         assert raw["decord"] != [3, 31, 62], "decord now reads WMV right: lift its refusal"
+
+
+@pytest.mark.media
+def test_a_file_whose_picture_size_changes_is_named_by_pyav_not_failed_with_a_numpy_error(tmp_path):
+    # a video call's recording, or an adaptive stream's as it switched: 320x180, then 480x270
+    if not shutil.which("ffmpeg"):
+        pytest.skip("needs the ffmpeg command-line tool")
+    for name, size, start in (("a.ts", "320x180", 0), ("b.ts", "480x270", 1.1)):
+        src = f"testsrc2=size={size}:rate=30"
+        args = ("-t", 1, "-c:v", "libx264", "-g", 15, "-output_ts_offset", start)
+        reader_folder.ffmpeg("-f", "lavfi", "-i", src, *args, tmp_path / name)
+    (tmp_path / "call.ts").write_bytes((tmp_path / "a.ts").read_bytes() + (tmp_path / "b.ts").read_bytes())
+    with pytest.raises(DecodeError, match="picture size changes within the file .320x180, then 480x270"):
+        read_frames(tmp_path / "call.ts", [0, 45], "pyav", "cpu")
+    assert read(tmp_path / "call.ts", [0, 45], "pyav", "cpu", size=(90, 160)).frames.shape == (2, 3, 90, 160)
 
 
 PATHS_CPU = [(b, "cpu") for b in CPU]
