@@ -173,7 +173,8 @@ def collate(items, empty):
 
 def loader(clips, batch_size=8, workers=4, seed=0):
     """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
-    epoch: call `loader.sampler.set_epoch(epoch)` before each. Each worker's decoder gets its share of the cores."""
+    epoch: call `loader.sampler.set_epoch(epoch)` before each. Where the files do not divide evenly among the ranks,
+    PyTorch's DistributedSampler repeats a few, so that every rank has as many batches. Each worker's decoder gets its share of the cores."""
     if clips.threads is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         clips.threads = max(1, cores // max(1, workers))

@@ -187,7 +187,8 @@ def collate(items, empty):
 
 def loader(clips, batch_size=8, workers=4, seed=0):
     """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
-    epoch: call `loader.sampler.set_epoch(epoch)` before each."""
+    epoch: call `loader.sampler.set_epoch(epoch)` before each. Where the files do not divide evenly among the ranks,
+    PyTorch's DistributedSampler repeats a few, so that every rank has as many batches."""
     ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     rank = dist.get_rank() if ranks > 1 else 0
     sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
