@@ -118,8 +118,8 @@ AVCOL_RANGE = {1: "limited", 2: "full"}
 def probe(path, stream: int | None = None) -> VideoInfo:
     """Return a `VideoInfo` for FFmpeg's best video stream of `path` (or the container's `stream`), from its packets
     in presentation order, without decoding (but for the first frames of a file whose B-frames' times may be in
-    decode order); `path` may be any input `sources.resolve` takes. Raises `DecodeError`
-    naming the file and the cause. Introduced in notebook 01."""
+    decode order); `path` may be any input `sources.resolve` takes. Raises `DecodeError` naming the file and the
+    cause. Introduced in notebook 01."""
     import av
 
     opened = None

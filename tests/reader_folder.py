@@ -2,17 +2,17 @@
 
 Nested folders; H.264 with B-frames (in MP4 and MPEG-TS) and with open GOPs, 10-bit 4:2:2 H.264, HEVC with x265's
 default open GOP (MP4 and MKV), 10-bit HEVC, phone clips turned 90° and 270° by their display matrix, footage of
-another shape, pixels wider than tall (anamorphic), a file tagged BT.709, AV1 in MP4, VP9 in WebM (one recorded
-live, as a browser does: no duration), an MP4 whose edit list hides its first frames, an open-GOP MKV trimmed by
-stream copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no longer
-holds), a copy cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between
-keyframes, a copy with its thumbnail embedded (a cover picture), WMV in ASF, an AVI with B-frames (no presentation times: no
-frame's place is known), remuxed to MP4 by `-c copy` (its B-frames timed in decode order) and as the modules say;
-and files a glob over the folder finds that hold no video to read: notes, a voice memo, a
-podcast with its artwork, a poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is
-every frame as the ffmpeg tool shows it (upright, at its display aspect, edit list applied, coloured by the tags),
-resized and cut as the handed-over modules do, saved beside the folder so that a machine without the tool (the GPU
-machine) checks against the same pictures:
+another shape, pixels wider than tall (anamorphic), a file tagged BT.709, AV1 in MP4, VP9 in WebM (one recorded live,
+as a browser does: no duration), an MP4 whose edit list hides its first frames, an open-GOP MKV trimmed by stream
+copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no longer holds), a copy
+cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between keyframes, a
+copy with its thumbnail embedded (a cover picture), WMV in ASF, an AVI with B-frames (no presentation times: no
+frame's place is known), remuxed to MP4 by `-c copy` (its B-frames timed in decode order) and as the modules say; and
+files a glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a
+poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool
+shows it (upright, at its display aspect, edit list applied, coloured by the tags), resized and cut as the
+handed-over modules do, saved beside the folder so that a machine without the tool (the GPU machine) checks against
+the same pictures:
 
     python -m tests.reader_folder DIR    # builds DIR and its references (tests/unit/test_handover.py reads them)
 """
