@@ -4,6 +4,7 @@ cause instead of stopping the caller (`VIDEO_DIR` in notebooks 00, 20-22 and 30)
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 
 from playbook_utils.errors import DecodeError
@@ -11,34 +12,45 @@ from playbook_utils.probe import video_info
 
 __all__ = ["scan_videos", "VIDEO_SUFFIXES", "VideoFolder"]
 
-VIDEO_SUFFIXES = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".mpg", ".mpeg", ".flv")
+VIDEO_SUFFIXES = (
+    *(".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".m2ts", ".mpg", ".mpeg", ".vob", ".flv"),
+    *(".f4v", ".wmv", ".asf", ".ogv", ".3gp", ".3g2", ".mxf", ".divx"),
+)
 
 
 @dataclasses.dataclass
 class VideoFolder:
     """What `scan_videos` found: the readable videos ({name: path} and {name: VideoInfo}, name = the path
-    relative to the folder) and the unreadable ones ({name: the full cause})."""
+    relative to the folder), the unreadable ones ({name: the full cause}) and how many files of each other suffix
+    were not taken for video ({'.txt': 3})."""
 
     root: Path
     videos: dict
     infos: dict
     unreadable: dict
+    others: dict = dataclasses.field(default_factory=dict)
 
     def report(self) -> str:
         """A few lines for a notebook: how many videos, and every unreadable file with its whole cause."""
         lines = [f"{len(self.videos)} readable video(s) in {self.root}, {len(self.unreadable)} unreadable"]
         lines += [f"  skipped {name}: {cause}" for name, cause in self.unreadable.items()]
+        if self.others:
+            found = ", ".join(f"{n} {suffix}" for suffix, n in sorted(self.others.items(), key=lambda x: -x[1]))
+            lines.append(f"  not taken for video, by their suffix: {found}")
         return "\n".join(lines)
 
 
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
-    """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`), probed; a file that cannot be
-    probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its cause. Raises DecodeError
-    when `folder` is not a folder. Introduced in notebook 20; used by 21 and 22."""
+    """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`; files of other suffixes
+    counted), probed; a file that cannot be probed, is cut short or whose frames cannot be placed is listed in
+    `unreadable` with its cause. Raises DecodeError when `folder` is not a folder. Introduced in notebook 20; used by
+    21 and 22."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES)
+    every = [p for p in root.rglob("*") if p.is_file()]
+    files = sorted(p for p in every if p.suffix.lower() in VIDEO_SUFFIXES)
+    others = Counter(p.suffix.lower() or "(none)" for p in every if p.suffix.lower() not in VIDEO_SUFFIXES)
     videos, infos, unreadable = {}, {}, {}
     for p in files[:max_files]:
         name = str(p.relative_to(root))
@@ -56,4 +68,4 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
             infos[name], videos[name] = info, p
         except Exception as e:  # the cause in full: the reader has to fix or drop this file
             unreadable[name] = getattr(e, "cause", None) or f"{type(e).__name__}: {e}"
-    return VideoFolder(root, videos, infos, unreadable)
+    return VideoFolder(root, videos, infos, unreadable, dict(others))

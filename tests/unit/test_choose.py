@@ -20,12 +20,15 @@ def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_
     (tmp_path / "notes.txt").write_text("not a video")
     media.make_clip(tmp_path / "old.avi", "h264", 96, 64, num_frames=8, gop=4, bframes=2)  # frames without a place
     media.make_clip(tmp_path / "dvd.mpg", "mpeg2video", 96, 64, num_frames=8, gop=4)  # MPEG-PS: seeks miss
+    media.make_clip(tmp_path / "old.wmv", "wmv2", 96, 64, num_frames=8, gop=4, bframes=0)  # an older collection's
+    (tmp_path / "poster.JPG").write_bytes(b"")
     folder = folders.scan_videos(tmp_path)
-    assert list(folder.videos) == ["sub/a.mp4"] and folder.infos["sub/a.mp4"].num_frames == 8
+    assert list(folder.videos) == ["old.wmv", "sub/a.mp4"] and folder.infos["sub/a.mp4"].num_frames == 8
+    assert folder.others == {".txt": 1, ".jpg": 1}  # counted, not probed
     assert set(folder.unreadable) == {"broken.mp4", "empty.mkv", "old.avi", "dvd.mpg"}
     assert all(len(cause) > 10 for cause in folder.unreadable.values())
     report = folder.report()
-    assert "1 readable" in report and "broken.mp4: " + folder.unreadable["broken.mp4"] in report
+    assert "2 readable" in report and "broken.mp4: " + folder.unreadable["broken.mp4"] in report
     with pytest.raises(Exception, match="not a folder"):
         folders.scan_videos(tmp_path / "notes.txt")
 
