@@ -139,6 +139,9 @@ _NAMED = {
     "avi": "AVI",
     "mpegts": "MPEG-TS",
     "asf": "ASF (.wmv)",
+    "ogg": "Ogg (.ogv)",
+    "mxf": "MXF",
+    "flv": "FLV",
     "matroska": "Matroska (MKV, WebM)",
     "mov": "MP4/MOV",
 }

@@ -83,6 +83,7 @@ class Decord(base.Adapter):
         _wrong("container:avi", "random access returns frames of the first GOP (seen with and without B-frames)"),
         _wrong("container:mpegts", "random access returns frames of later GOPs (seen with H.264 and MPEG-2 video)"),
         _wrong("container:asf", "random access returns frames a GOP early (seen with WMV 8 in a .wmv file)"),
+        _wrong("container:ogg", "it fails to open Ogg files ('Failed to measure duration/frame-count', Theora)"),
         _wrong(
             "edit-list",
             "it counts the frames an MP4 edit list hides, and returns frames other than those a player shows",

@@ -717,6 +717,22 @@ def test_a_file_whose_picture_size_changes_is_named_by_pyav_not_failed_with_a_nu
     assert read(tmp_path / "call.ts", [0, 45], "pyav", "cpu", size=(90, 160)).frames.shape == (2, 3, 90, 160)
 
 
+@pytest.mark.media
+def test_decord_is_refused_on_ogg_before_it_fails_to_open_it(tmp_path):
+    # Theora in Ogg, as older open collections hold: decord 0.6 raised 'Failed to measure duration/frame-count'
+    # when asked to read it, after the folder's scan had counted it as decord's
+    if not shutil.which("ffmpeg"):
+        pytest.skip("needs the ffmpeg command-line tool")
+    reader_folder.ffmpeg(
+        "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=30", "-t", 1, "-c:v", "libtheora", tmp_path / "a.ogv"
+    )
+    assert video_info(tmp_path / "a.ogv").container == "ogg"
+    assert read_frames(tmp_path / "a.ogv", [3, 29], "pyav", "cpu").shape == (2, 3, 64, 96)
+    if "decord" in CPU:
+        with pytest.raises(BackendUnavailable, match="Ogg"):
+            read_frames(tmp_path / "a.ogv", [3, 29], "decord", "cpu")
+
+
 PATHS_CPU = [(b, "cpu") for b in CPU]
 
 
