@@ -89,6 +89,11 @@ class VideoInfo:
             return (
                 f"AVI with B-frames stores no presentation timestamps, so no library can locate a frame exactly; {fix}"
             )
+        if self.container == "mpeg":  # the container first: its remux is the fix, whatever else is wrong
+            return (
+                "MPEG-PS (.mpg, .vob) may store no time for a frame, and seeks in it miss (PyAV, TorchCodec, decord; "
+                "SPDL raised); remux it to MP4: ffmpeg -fflags +genpts -i IN -c copy OUT.mp4"
+            )
         if self.decode_order_times:
             return (
                 "its B-frames carry their decode order as presentation times (an AVI remuxed with -c copy?), so every "
@@ -98,11 +103,6 @@ class VideoInfo:
             return (
                 "some of its frames share a presentation time (overlapping pieces joined?), so no library can "
                 "order them; re-encode it"
-            )
-        if self.container == "mpeg":
-            return (
-                "MPEG-PS (.mpg, .vob) may store no time for a frame, and seeks in it miss (PyAV, TorchCodec, decord; "
-                "SPDL raised); remux it to MP4: ffmpeg -fflags +genpts -i IN -c copy OUT.mp4"
             )
         return None
 
