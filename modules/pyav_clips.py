@@ -43,7 +43,8 @@ def video_stream(container):
         fix = (  # MPEG-4 Part 2 (XviD, DivX): FFmpeg's parser gives each frame its time; H.264 and others: none does
             "remux it: ffmpeg -fflags +genpts -i IN -c copy -bsf:v mpeg4_unpack_bframes OUT.mp4"
             if stream.codec_context.name == "mpeg4"
-            else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of place)"
+            else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of "
+            "place)"
         )
         raise ValueError(f"AVI with B-frames stores no presentation times, so no frame's place is known: {fix}")
     if container.format.name == "mpeg":  # seeks missed in PyAV, TorchCodec and decord; SPDL raised
@@ -174,7 +175,8 @@ def collate(items, empty):
 def loader(clips, batch_size=8, workers=4, seed=0):
     """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
     epoch: call `loader.sampler.set_epoch(epoch)` before each. Where the files do not divide evenly among the ranks,
-    PyTorch's DistributedSampler repeats a few, so that every rank has as many batches. Each worker's decoder gets its share of the cores."""
+    PyTorch's DistributedSampler repeats a few, so that every rank has as many batches. Each worker's decoder gets its
+    share of the cores."""
     if clips.threads is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         clips.threads = max(1, cores // max(1, workers))

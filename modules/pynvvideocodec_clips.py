@@ -55,7 +55,8 @@ def video_stream(container):
         fix = (  # MPEG-4 Part 2 (XviD, DivX): FFmpeg's parser gives each frame its time; H.264 and others: none does
             "remux it: ffmpeg -fflags +genpts -i IN -c copy -bsf:v mpeg4_unpack_bframes OUT.mp4"
             if stream.codec_context.name == "mpeg4"
-            else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of place)"
+            else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of "
+            "place)"
         )
         raise ValueError(f"AVI with B-frames stores no presentation times, so no frame's place is known: {fix}")
     if container.format.name == "mpeg":  # seeks missed in PyAV, TorchCodec and decord; SPDL raised

@@ -84,7 +84,8 @@ class VideoInfo:
             fix = (  # MPEG-4 Part 2 (XviD, DivX): FFmpeg's parser gives each frame its time; for H.264 none does
                 "remux it: ffmpeg -fflags +genpts -i IN -c copy -bsf:v mpeg4_unpack_bframes OUT.mp4"
                 if self.codec == "mpeg4"
-                else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of place)"
+                else "re-encode it: ffmpeg -i IN -c:v libx264 -crf 18 OUT.mp4 (a remux with -c copy leaves them out of "
+                "place)"
             )
             return (
                 f"AVI with B-frames stores no presentation timestamps, so no library can locate a frame exactly; {fix}"
