@@ -6,7 +6,8 @@ another shape, pixels wider than tall (anamorphic), a file tagged BT.709, AV1 in
 as a browser does: no duration), an MP4 whose edit list hides its first frames, an open-GOP MKV trimmed by stream
 copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no longer holds), a copy
 cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between keyframes, a
-copy with its thumbnail embedded (a cover picture), WMV in ASF, an AVI with B-frames (no presentation times: no
+copy with its thumbnail embedded (a cover picture), an adaptive stream's recording whose picture size changes
+mid-stream (two renditions' segments joined), WMV in ASF, an AVI with B-frames (no presentation times: no
 frame's place is known), remuxed to MP4 by `-c copy` (its B-frames timed in decode order) and as the modules say; and
 files a glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a
 poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool
@@ -77,6 +78,7 @@ DERIVED = (
     "sub/joined_mid_gop.ts",
     "sub/avi_copied.mp4",
     "sub/avi_remuxed.mp4",
+    "sub/stream_switch.mp4",
 )
 NOT_VIDEO = ("notes.txt", "voice.m4a", "podcast.mp4", "poster.jpg", "empty.mp4", "no_decoder.mp4")
 # no module may read them: a cut index, no index, frames without a known place, data that does not decode, a start
@@ -117,6 +119,7 @@ def build(folder) -> dict[str, Path]:
         # the AVI remuxed to MP4 as most do (its B-frames keep their decode order as times), and as the modules say
         "sub/avi_copied.mp4": lambda p: ffmpeg("-i", made["sub/old_camera.avi"], "-c", "copy", p),
         "sub/avi_remuxed.mp4": lambda p: ffmpeg("-fflags", "+genpts", "-i", made["sub/old_camera.avi"], "-c", "copy", "-bsf:v", "mpeg4_unpack_bframes", p),
+        "sub/stream_switch.mp4": rendition_switch,
         "thumbnail.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], *COVER, "-c:v:0", "copy", "-c:v:1", "mjpeg", "-frames:v:1", "1", "-disposition:v:1", "attached_pic", p),
     }  # fmt: skip
     steps |= {
@@ -128,8 +131,8 @@ def build(folder) -> dict[str, Path]:
         "no_decoder.mp4": lambda p: damage_mp4(made["h264_bframes.mp4"], p, "unknown sample entry"),
     }  # fmt: skip
     for name in (*DERIVED, *NOT_VIDEO):
-        if not (folder / name).exists():
-            steps[name](folder / name)
+        if not (folder / name).exists() or name == "sub/stream_switch.mp4" and not _ref_file(folder / name).exists():
+            steps[name](folder / name)  # that file's reference is made with it
         made[name] = folder / name
     for name, p in made.items():
         if name not in BROKEN and not _ref_file(p).exists():
@@ -154,6 +157,22 @@ def cut_mid_gop(ts: Path, out: Path) -> None:
     ).stdout.split()  # fmt: skip
     keys = [j for j, line in enumerate(found) if "K" in line.split(",")[1]]
     out.write_bytes(ts.read_bytes()[int(found[keys[1] + 1].split(",")[0]) :])
+
+
+def rendition_switch(out: Path) -> None:
+    """An adaptive stream's recording: a 320x180 segment, then a 480x270 one (each a second of H.264 starting on a
+    keyframe), joined by FFmpeg's concat demuxer into MP4. Its reference is each segment's, decoded alone: the ffmpeg
+    tool, rebuilding its filters at the change, draws the second segment a pixel to the side."""
+    parts = [out.with_name(f".part{i}.ts") for i in (0, 1)]
+    for part, size in zip(parts, ("320x180", "480x270")):
+        ffmpeg("-f", "lavfi", "-i", _src(size), "-t", FRAMES / 60, "-c:v", "libx264", "-bf", "2", "-g", "15", part)
+    listing = out.with_name(".parts.txt")
+    listing.write_text("".join(f"file '{part.name}'\n" for part in parts))
+    ffmpeg("-f", "concat", "-safe", "0", "-i", listing, "-c", "copy", out)
+    _ref_file(out).parent.mkdir(exist_ok=True)
+    np.savez_compressed(_ref_file(out), frames=np.concatenate([_decode(part) for part in parts]))
+    for f in (*parts, listing):
+        f.unlink()
 
 
 def _ref_file(path: Path) -> Path:
