@@ -53,9 +53,7 @@ def processor_view(k: int, height: int, width: int, max_pixels: int | None = Non
     }
 
 
-def train_steps(
-    model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lr: float = 1e-4, lookahead: int = 0
-) -> dict:
+def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lookahead: int = 0) -> dict:
     """Train `model` on `steps` batches from `batches` after `warmup` (and `lookahead`) untimed ones, timing the
     data wait (`next` then `prepare`) and the step; the clock starts as in `loader_bench.measure_loader`. Returns
     {'steps', 'step_s', 'wait_s', 'wait_fraction', 'samples_per_s', 'peak_mem_mb', 'batch_mb', 'why', ...}."""
@@ -64,7 +62,7 @@ def train_steps(
     cuda = str(device).startswith("cuda")
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
     model = model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     prepare = prepare or (lambda b: b.to(device))
     waits, times, sizes, batch_mb, batch_shape = [], [], [], None, (None, None)
     skip, held, begin, n, last_step = warmup + lookahead, 0, None, 0, 0.0
