@@ -42,24 +42,10 @@ def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
 FAILED_READING: dict[tuple[str, str, str], str] = {}  # (backend, device, reader's file) -> why a sweep skipped it
 
 
-def sweep_workers(
-    paths,
-    backends,
-    workers,
-    k: int,
-    batch: int,
-    step_s: float,
-    steps: int,
-    max_s: float,
-    size=None,
-    timeout_s: float = 120,
-    device: str = "cpu",
-    log=print,
-    budget_s: float | None = None,
-    prefetch: int | None = None,
-    first_of: int | None = None,
-    curve: bool = True,
-) -> tuple[list, list, list]:
+def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, steps: int, max_s: float, size=None,
+                  timeout_s: float = 120, device: str = "cpu", log=print, budget_s: float | None = None,
+                  prefetch: int | None = None, first_of: int | None = None,
+                  curve: bool = True) -> tuple[list, list, list]:  # fmt: skip
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames against a simulated step
     (`measure_loader`), most workers first; `budget_s` caps the sweep (each backend's first always runs, or the first
     `first_of`), `curve` runs the leader's other counts. Returns (rows, stuck, unmeasured). Notebook 21."""
@@ -437,7 +423,10 @@ def wait_against_rate(wait: dict, row: dict, frames_per_item: int) -> dict:
             )
         return {**out, "result": True, "quoted_wait_fraction": at_steady, "note": note}
     drawn_n, ahead = wait.get("samples") or 0, spec_lookahead(row) if row.get("kind") else 0
-    above = f"its steps drew {drawn:,.0f} frames/s, {100 * (drawn / steady - 1):.0f}% above the loader's own steady {steady:,.0f} (spread {spread:.1f}%)"
+    above = (
+        f"its steps drew {drawn:,.0f} frames/s, {100 * (drawn / steady - 1):.0f}% above the loader's own steady "
+        f"{steady:,.0f} (spread {spread:.1f}%)"
+    )
     if ahead and drawn_n and ahead * WAIT_LOOKAHEADS <= drawn_n and drawn <= allowed * drawn_n / (drawn_n - ahead):
         note = (
             f"{above}, which the {ahead} videos in flight when its clock started ({100 * ahead / drawn_n:.0f}% of the "
@@ -637,7 +626,7 @@ def lookahead_of(loader) -> int:
 
 # The steady window spans at least this many look-aheads of items. Where every video in flight shares one engine
 # (NVDEC), they finish in waves of one look-ahead or so; a window that cuts a wave at each end reads low, by up to
-# 4% over 2 look-aheads and 1.2% over 4 in a simulation of perfectly synchronised waves (tests/unit/test_steady_rate.py).
+# 4% over 2 look-aheads and 1.2% over 4 with perfectly synchronised waves (tests/unit/test_steady_rate.py).
 STEADY_LOOKAHEADS = 4
 
 
@@ -657,7 +646,8 @@ def steady_rate(
             first = k
         if done <= hi:
             last = k
-    need = f"an epoch of at least {steady_epoch(lookahead_items, warmup_items, batch_size=deliveries[0][1] if deliveries else 1)} items"
+    batch = deliveries[0][1] if deliveries else 1
+    need = f"an epoch of at least {steady_epoch(lookahead_items, warmup_items, batch_size=batch)} items"
     if first is None or last is None or last - first < 2:
         why = f"{total} items leave no steady window with a look-ahead of {lookahead_items}: {need}"
         return {"frames_per_s": None, "frames_per_s_spread_pct": None, "frames": 0, "items": 0, "seconds": 0.0,
@@ -700,18 +690,9 @@ def found_empty(wait_s: float, step_s: float) -> bool:
     return wait_s > max(1e-3, DRAINED_WAIT * step_s)
 
 
-def measure_loader(
-    loader,
-    step_s: float,
-    steps: int,
-    device: str = "cpu",
-    warmup: int = 2,
-    max_seconds: float | None = None,
-    min_steps: int = 3,
-    clock=time.perf_counter,
-    sleep=time.sleep,
-    drain: bool = True,
-) -> dict:
+def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,
+                   max_seconds: float | None = None, min_steps: int = 3, clock=time.perf_counter, sleep=time.sleep,
+                   drain: bool = True) -> dict:  # fmt: skip
     """Run `steps` simulated training steps of `step_s` fed by `loader` and measure the data wait, after the
     warm-up and prefetched batches (and, with `drain`, the look-ahead drained); steps count in whole worker rounds,
     capped by `max_seconds`. Returns {'wait_fraction', 'samples_per_s', 'steady', 'why', ...}. Notebook 21."""
