@@ -219,9 +219,8 @@ def _short_epoch(base, batch: int, workers: int, folder) -> tuple[int, list]:
 
 
 def _short_sampled(backend, files, k: int, device: str, folder, threads: int, batch: int) -> tuple[dict, int]:
-    """A `GpuLoader` of K sampled frames (`backend`: a library, or a route) over distinct copies of `files` in
-    `folder`, measured flat out in its own process (`measure_until_steady`) with the short run's epoch: (its
-    result, the epoch's size)."""
+    """A `GpuLoader` of K sampled frames (`backend`: a library, or a route) over the short run's epoch of copies of
+    `files` in `folder`, measured flat out in its own process: `measure_until_steady`'s (result, epoch size)."""
     spec = {"kind": "gpu", "backend": backend, "threads": threads, "device": device, "batch_size": batch,
             "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
     n = max(SHORT["videos"], steady_epoch(2 * threads, batch, batch_size=batch))
@@ -362,9 +361,8 @@ def spec_lookahead(spec: dict) -> int:
 def measure_gpu_loaders(
     clip, codec: str, specs, items_for, ceiling: dict | None, common: dict, log=print
 ) -> list[dict]:
-    """Measure each spec in its own warmed process (`measure_isolated`) over a steady-sized epoch of
-    `items_for(n)`, judged against `ceiling` (`nvdec.against_ceiling`). Returns the rows; a failure is logged.
-    Notebook 21."""
+    """Measure each spec in its own warmed process (`measure_isolated`) over a steady-sized epoch of `items_for(n)`,
+    judged against `ceiling` (`nvdec.against_ceiling`); a failure is logged. Returns the rows. Notebook 21."""
     frames_per_item = max(1, video_info(clip).num_frames)
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
@@ -491,9 +489,8 @@ def _tied_with(best: dict, r: dict) -> bool:
 
 
 def wait_loader(rows: list[dict]) -> tuple[dict | None, str]:
-    """(row, why): the loader the GPU data wait runs: of the first clip's `trusted` rows, the same library's
-    one-process loader tied with the fastest that has the smallest look-ahead; (None, '') without a result.
-    Notebook 21."""
+    """(row, why): the loader the GPU data wait runs, of the first clip's `trusted` rows: the same library's
+    one-process loader tied with the fastest with the smallest look-ahead; (None, '') without any. Notebook 21."""
     results = [r for r in rows if trusted(r)]
     if not results:
         return None, ""
@@ -516,8 +513,7 @@ def more_threads(
     row: dict, items_for, ceiling, common: dict, steps, log=print, to_the_end: bool = False
 ) -> tuple[list[dict], str]:
     """Measure `row`'s `GpuLoader` again at each larger thread count of `steps` until the rate stops rising beyond
-    the spread (every step with `to_the_end`). Returns (new rows, a sentence from `words.sweep_sentence`).
-    Notebook 21."""
+    the spread (every step with `to_the_end`). Returns (new rows, `words.sweep_sentence`'s sentence). Notebook 21."""
     best, rows, stopped = row, [], None
     for t in [t for t in steps if t > row["threads"]]:
         spec = {"kind": "gpu", "backend": row["backend"], "threads": t, "loader": f"{row['backend']} x{t} threads"}
@@ -634,8 +630,8 @@ def steady_rate(
     deliveries, warmup_items: int, lookahead_items: int, min_window_s: float = 0.0, tail_items: int | None = None
 ) -> dict:
     """The steady-state rate of a loader from its `deliveries` [(time, items, frames), ...]: the least-squares
-    slope inside a window that skips the warm-up and look-ahead at the start and the drain at the end.
-    Returns {'frames_per_s', 'frames_per_s_spread_pct', 'frames', 'items', 'seconds', 'window_start', 'steady', 'why'}.
+    slope inside a window that skips the warm-up and look-ahead at the start and the drain at the end. Returns
+    {'frames_per_s', 'frames_per_s_spread_pct', 'frames', 'items', 'seconds', 'window_start', 'steady', 'why'}.
     Notebook 21."""
     total = sum(d[1] for d in deliveries)
     lo, hi = warmup_items + lookahead_items, total - (lookahead_items if tail_items is None else tail_items)
@@ -1022,9 +1018,8 @@ def end_children() -> None:
 
 
 def measure_isolated(spec: dict, timeout: float = 600) -> dict:
-    """Measure a GPU-side loader described by `spec` in a fresh (or `warm_children`-warmed) child process.
-    Returns the child's answer: 'status', the flat-out measurement with 'utilization' (or {'wait': ...} with
-    'step_s'), or 'error'. Notebook 21."""
+    """Measure the GPU-side loader `spec` describes in a fresh (or `warm_children`-warmed) child process. Returns its
+    answer: 'status', the flat-out measurement and 'utilization' ({'wait'} with 'step_s'), or 'error'. Notebook 21."""
     spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
     warmed = _spares.call(_child_key(spec), spec, timeout) if _spares is not None else None
     if warmed is not None:  # a child `warm_children` started and warmed beforehand

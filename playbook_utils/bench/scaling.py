@@ -143,9 +143,8 @@ def torchrun_command(world_size: int, worker_args: list[str]) -> list[str]:
 def launch(
     world_size: int, paths, output, backend: str = "pyav", device: str = "cpu", timeout: float = 600, **worker_options
 ) -> dict:
-    """Run one epoch-measurement with `world_size` ranks under torchrun and return rank 0's JSON; `worker_options`
-    become `main`'s flags (None leaves one out). Raises RuntimeError with the ranks' output tail on failure or timeout.
-    Notebook 30."""
+    """Run `main` in `world_size` ranks under torchrun, `worker_options` its flags (None leaves one out), and return
+    rank 0's JSON. Raises RuntimeError with the ranks' output tail on failure or timeout. Notebook 30."""
     distributed.file_sizes(paths)  # a missing or empty file is named here, before any rank starts
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -167,9 +167,8 @@ SMALLEST_FRAME_PIXELS = sampling.QWEN_VIDEO_MIN_TOKENS * (sampling.QWEN_PATCH * 
 
 
 def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int):
-    """A function returning a fresh iterator over a `loaders.GpuLoader`'s batches of K frames per video, decoded on
-    the GPU and already model-ready there (float16 at `size`): the `make_batches` of `with_and_without_decoding`.
-    A file that fails as it is read is left out of its batch (on_error='skip')."""
+    """The `make_batches` of `with_and_without_decoding` for a `loaders.GpuLoader`: fresh iterators over its batches
+    of K frames per video, model-ready on the GPU (float16 at `size`), a file that fails left out of its batch."""
 
     def batches():
         yield from loaders.GpuLoader(
@@ -182,9 +181,8 @@ def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int
 
 
 def cpu_batches(paths, backend: str, workers: int, batch_size: int, k: int, **loader_kwargs):
-    """A function returning a fresh iterator over a `loaders.make_loader` DataLoader's uint8 batches, its workers
-    stopped when the iterator is closed (`loaders.close_loader`): the `make_batches` of `with_and_without_decoding`.
-    A file that fails as it is read is left out of its batch, as a training loader goes on (on_error='skip')."""
+    """The `make_batches` of `with_and_without_decoding` for a `loaders.make_loader` DataLoader: fresh iterators over
+    its uint8 batches, a file that fails left out, its workers stopped when the iterator is closed."""
 
     def batches():
         dl = loaders.make_loader(
