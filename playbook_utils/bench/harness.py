@@ -20,14 +20,7 @@ from types import SimpleNamespace
 from playbook_utils import child, env, sampling
 from playbook_utils.bench import anchor, exactness, timing, verdicts
 from playbook_utils.bench.monitor import UtilizationMonitor
-from playbook_utils.decoders import (
-    check_libraries,
-    child_env,
-    read_frames,
-    reads_forward,
-    video_info,
-    why_unavailable,
-)
+from playbook_utils.decoders import check_libraries, child_env, read_frames, reads_forward, video_info, why_unavailable
 from playbook_utils.device import Device
 
 WORKLOADS = {
@@ -235,8 +228,7 @@ def start_children(jobs: list[Job], timeout: float = 600) -> float:
 
 
 def _serve(jobs: list[Job], groups: dict, requests: dict, timeout: float, **options) -> dict:
-    """`child.serve_all(requests)` in the `kept` children, one per backend of `groups` (`_by_backend`), each
-    warmed on its first job."""
+    """`child.serve_all(requests)` in the `kept` children of `groups` (`_by_backend`), each warmed on its first job."""
     warm = {b: {"warm": dataclasses.asdict(jobs[ks[0]])} for b, ks in groups.items()}
     return child.serve_all(_SERVE, requests, warm=warm, timeout=timeout, env=child_env(), kept=_kept, **options)
 

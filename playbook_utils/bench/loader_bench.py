@@ -310,8 +310,7 @@ def wait_curves(rows: list[dict], total: int) -> dict:
 
 
 def _secs(s: float) -> str:
-    """A duration for a line: whole seconds from 10 s, tenths from 1 s, milliseconds below (a window of 0.4 s is
-    not '0 s measured')."""
+    """A duration for a line: whole seconds from 10 s, tenths from 1 s, milliseconds below (0.4 s is not '0 s')."""
     return f"{s:.0f} s" if s >= 9.5 else f"{s:.1f} s" if s >= 0.95 else f"{1e3 * s:.0f} ms"
 
 
@@ -388,8 +387,7 @@ WAIT_LOOKAHEADS = 10  # the data-wait run measures at least this many look-ahead
 
 
 def wait_steps_for(row: dict, batch_size: int, smoke: bool) -> int:
-    """Steps of the GPU data-wait run for `row`'s loader: 4 in smoke mode, else enough for WAIT_LOOKAHEADS of
-    its look-ahead, at least 12."""
+    """Steps of the GPU data-wait run of `row`'s loader: 4 in smoke mode, else WAIT_LOOKAHEADS look-aheads (12+)."""
     return 4 if smoke else max(12, -(-WAIT_LOOKAHEADS * spec_lookahead(row) // batch_size))
 
 
@@ -446,9 +444,7 @@ def bars_of(rows: list[dict], ceilings: dict) -> dict:
     clip's NVDEC ceiling) and 'not_results' (rows not `trusted`). Notebook 21."""
     names = list(dict.fromkeys(r["clip"] for r in rows))
     loaders_ = list(dict.fromkeys(r["loader"] for r in rows))
-    cell: dict = {}
-    for r in rows:  # the first row of each clip and loader, as the table lists them
-        cell.setdefault((r["clip"], r["loader"]), r)
+    cell = {(r["clip"], r["loader"]): r for r in reversed(rows)}  # the first row of each, as the table lists them
 
     def ceiling_of(name, saturated):
         c = ceilings.get(name) or {}
@@ -764,8 +760,7 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
 
 
 def whole_rounds(steps: int, workers: int) -> int:
-    """`steps` rounded up to whole rounds of `workers` (each delivers one batch per round): what `measure_loader`
-    measures. Notebook 21 sizes its epoch with it."""
+    """`steps` rounded up to whole rounds of `workers`, as `measure_loader` counts them. Notebook 21."""
     w = max(1, workers)
     return -(-max(1, steps) // w) * w
 
@@ -777,8 +772,7 @@ def dali_sequences(paths, sequence_length: int) -> int:
 
 
 def _epoch_length(loader) -> int | None:
-    """How many items `loader` holds in an epoch, where it says (`GpuLoader` its dataset, `GpuProcessLoader` its
-    paths, `_DaliVideos` its sequences), else None."""
+    """How many items `loader` holds in an epoch where it says (its dataset, paths or sequences), else None."""
     for attr in ("ds", "paths", "sequences"):
         held = getattr(loader, attr, None)
         if held is not None:

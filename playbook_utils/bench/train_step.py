@@ -198,8 +198,7 @@ def cpu_batches(paths, backend: str, workers: int, batch_size: int, k: int, **lo
 
 
 def model_input(size, device: str):
-    """The `prepare` for uint8 batches (B, K, 3, H, W): normalized float at `size` on `device`
-    (`transforms.to_model_batch`, frame by frame across the batch)."""
+    """The `prepare` of uint8 batches (B, K, 3, H, W): `transforms.to_model_batch` at `size` on `device`, per frame."""
 
     def prepare(batch):
         return transforms.to_model_batch(batch.flatten(0, 1), size, device=device).unflatten(0, batch.shape[:2])
