@@ -261,7 +261,7 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: 
     for k, why in refused.items():
         rows[k] = {**head(jobs[k]), "status": "unavailable", "error": why}
     bar = progress_bar(len(jobs), "bench", progress)
-    bar.update(sum(r is not None for r in rows))
+    bar.update(len(refused))
 
     def on_answer(request, answer):
         bar.set_postfix_str(request["backend"])

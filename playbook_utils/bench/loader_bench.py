@@ -411,25 +411,24 @@ def wait_against_rate(wait: dict, row: dict, frames_per_item: int) -> dict:
         return {**out, "result": False, "why": "no wait was measured", "quoted_wait_fraction": None}
     at_steady = 1 - (1 - measured) * min(1.0, steady / drawn) if drawn > 0 else measured
     if drawn <= allowed:
-        note = None
         if drawn > steady:
-            note = (
+            out["note"] = (
                 f"measured {100 * measured:.1f}%, its steps having drawn {drawn:,.0f} frames/s, within the spread of "
                 f"the loader's steady {steady:,.0f} ({spread:.1f}%): given at the steady rate"
             )
-        return {**out, "result": True, "quoted_wait_fraction": at_steady, "note": note}
+        return {**out, "result": True, "quoted_wait_fraction": at_steady}
     drawn_n, ahead = wait.get("samples") or 0, spec_lookahead(row) if row.get("kind") else 0
     above = (
         f"its steps drew {drawn:,.0f} frames/s, {100 * (drawn / steady - 1):.0f}% above the loader's own steady "
         f"{steady:,.0f} (spread {spread:.1f}%)"
     )
     if ahead and drawn_n and ahead * WAIT_LOOKAHEADS <= drawn_n and drawn <= allowed * drawn_n / (drawn_n - ahead):
-        note = (
+        out["note"] = (
             f"{above}, which the {ahead} videos in flight when its clock started ({100 * ahead / drawn_n:.0f}% of the "
             f"{drawn_n:,} drawn) explain: at the steady rate it would wait {100 * at_steady:.1f}% of the time, "
             f"the figure given"
         )
-        return {**out, "result": True, "quoted_wait_fraction": at_steady, "note": note}
+        return {**out, "result": True, "quoted_wait_fraction": at_steady}
     why = f"{above}: they drew on videos decoded before the clock started"
     return {**out, "result": False, "quoted_wait_fraction": None, "why": why}
 
@@ -688,9 +687,8 @@ def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmu
     """Run `steps` simulated training steps of `step_s` fed by `loader` and measure the data wait, after the
     warm-up and prefetched batches (and, with `drain`, the look-ahead drained); steps count in whole worker rounds,
     capped by `max_seconds`. Returns {'wait_fraction', 'samples_per_s', 'steady', 'why', ...}. Notebook 21."""
-    ahead_items = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
-    ahead = -(-ahead_items // batch)
+    ahead = -(-lookahead_of(loader) // batch)
     skip = warmup + ahead
     drained_by = skip + ahead if drain and getattr(loader, "lookahead", None) is not None else skip
     # a DataLoader's workers deliver in turn, one batch each, in bursts of up to one per worker: a window of part
@@ -794,7 +792,7 @@ def measure_flat_out(
     lookahead_items = lookahead_of(batches)
     total = _epoch_length(batches) if stop_when_steady else None
     t0 = clock()
-    deliveries, warm, count, startup, done, opened, stopped = [], 0, 0, None, 0, None, False
+    deliveries, warm, count, startup, done, opened, stopped = [], 0, 0, 0.0, 0, None, False
     it = iter(batches)
     try:
         for batch in it:
@@ -829,7 +827,7 @@ def measure_flat_out(
     return {
         **r,
         "batches": count - warmup_batches,
-        "startup_s": startup if startup is not None else 0.0,
+        "startup_s": startup,
         "lookahead_items": lookahead_items,
         "epoch_items": sum(d[1] for d in deliveries),
         "epoch_frames": sum(d[2] for d in deliveries),
@@ -855,9 +853,7 @@ class _DaliVideos:
     in sequences: the prefetch queue, the batch being built and the reader's own batch ahead."""
 
     def __init__(self, iterator, batch_size: int, prefetch: int = 2, sequences: int | None = None):
-        self.iterator = iterator
-        self.batch_size = batch_size
-        self.lookahead = (prefetch + 2) * batch_size
+        self.iterator, self.batch_size, self.lookahead = iterator, batch_size, (prefetch + 2) * batch_size
         # the epoch's sequences, where known (`_epoch_length`): measure_flat_out then stops once its window is
         # steady, as it does a GpuLoader, instead of reading to the end
         self.sequences = range(sequences) if sequences else None
