@@ -181,8 +181,7 @@ def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
     with cs.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
-        for r in rows:
-            w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+        w.writerows({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
     return cs, js
 
 

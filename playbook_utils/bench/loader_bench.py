@@ -968,8 +968,11 @@ def warm_children(specs, device: str, clips, later: bool = False, timeout: float
     if _spares is None:
         _spares = child.Spares(child.python("-m", "playbook_utils.bench.loader_bench", "--serve"), child_env(), timeout)
     for spec in specs:
-        takes = (p for p in clips if why_unavailable(spec["backend"], device, p) is None)
-        clip = clips if isinstance(clips, (str, Path)) else next(takes, None)
+        clip = (
+            clips
+            if isinstance(clips, (str, Path))
+            else next((p for p in clips if why_unavailable(spec["backend"], device, p) is None), None)
+        )
         if clip is not None:
             _deferred.append((_child_key(spec), {**spec, "device": device, "clip": str(clip)}))
     if later:
