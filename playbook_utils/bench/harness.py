@@ -8,24 +8,19 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from playbook_utils import child, env, sampling
 from playbook_utils.bench import anchor, exactness, timing, verdicts
 from playbook_utils.bench.monitor import UtilizationMonitor
-from playbook_utils.decoders import (
-    check_libraries,
-    child_env,
-    read_frames,
-    reads_forward,
-    video_info,
-    why_unavailable,
-)
+from playbook_utils.decoders import check_libraries, child_env, read_frames, reads_forward, video_info, why_unavailable
 from playbook_utils.device import Device
 
 WORKLOADS = {
@@ -71,12 +66,10 @@ def _child(job: Job) -> dict:
 
 def _measure(job: Job, clips: list[str]) -> dict:
     """The measurement of `_child`, with `clips` the names of job.clip to rotate over."""
-    import torch
-
     n = video_info(job.clip).num_frames
     n = min(n, job.max_frames) if job.max_frames else n
     device = Device.parse(job.device)
-    sync = (lambda: torch.cuda.synchronize(job.device)) if device.is_cuda else (lambda: None)
+    sync = timing.cuda_sync(job.device) or (lambda: None)
     want = indices_for(job.workload, n, 0)
     t0 = time.perf_counter()
     first = read_frames(job.clip, want, job.backend, job.device)
@@ -170,29 +163,10 @@ def machine() -> dict:
     return {**env.machine_facts(env.report(probe_libraries=False)), "libraries": env.library_versions()}
 
 
-COLUMNS = [
-    "backend",
-    "device",
-    "workload",
-    "clip",
-    "threads",
-    "status",
-    "exact",
-    "check",
-    "agree_db",
-    "fps",
-    "rate_spread_pct",
-    "call_median_s",
-    "call_spread_pct",
-    "frames_per_call",
-    "calls",
-    "cpu_pct",
-    "rss_mb",
-    "nvdec_pct",
-    "sm_pct",
-    "gpu_mem_mb",
-    "error",
-]
+COLUMNS = (
+    "backend device workload clip threads status exact check agree_db fps rate_spread_pct call_median_s "
+    "call_spread_pct frames_per_call calls cpu_pct rss_mb nvdec_pct sm_pct gpu_mem_mb error"
+).split()
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
@@ -207,8 +181,7 @@ def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
     with cs.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
-        for r in rows:
-            w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+        w.writerows({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
     return cs, js
 
 
@@ -221,21 +194,9 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
     try:
         from tqdm import tqdm
     except ImportError:
-        tqdm = None
-    if tqdm is None or not enabled:
-
-        class _Quiet:
-            def update(self, n=1):
-                pass
-
-            def set_postfix_str(self, s=""):
-                pass
-
-            def close(self):
-                pass
-
-        return _Quiet()
-    import os
+        enabled = False
+    if not enabled:
+        return SimpleNamespace(update=lambda n=1: None, set_postfix_str=lambda s="": None, close=lambda: None)
 
     path = os.environ.get(PROGRESS_FILE)
     where = open(path, "a", buffering=1) if path else sys.stderr  # noqa: SIM115 (tqdm writes until it is closed)
@@ -261,15 +222,14 @@ def start_children(jobs: list[Job], timeout: float = 600) -> float:
     stay (`kept`) for `run_all` and notebook 20's anchor. Returns the seconds it took."""
     began = time.perf_counter()
     groups, _ = _by_backend(jobs)
-    child.serve_all(
-        _SERVE,
-        {b: [] for b in groups if b not in _kept},
-        warm={b: {"warm": dataclasses.asdict(jobs[ks[0]])} for b, ks in groups.items()},
-        timeout=timeout,
-        env=child_env(),
-        kept=_kept,
-    )
+    _serve(jobs, groups, {b: [] for b in groups if b not in _kept}, timeout)
     return time.perf_counter() - began
+
+
+def _serve(jobs: list[Job], groups: dict, requests: dict, timeout: float, **options) -> dict:
+    """`child.serve_all(requests)` in the `kept` children of `groups` (`_by_backend`), each warmed on its first job."""
+    warm = {b: {"warm": dataclasses.asdict(jobs[ks[0]])} for b, ks in groups.items()}
+    return child.serve_all(_SERVE, requests, warm=warm, timeout=timeout, env=child_env(), kept=_kept, **options)
 
 
 def _by_backend(jobs: list[Job]) -> tuple[dict, dict]:
@@ -300,21 +260,14 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: 
     for k, why in refused.items():
         rows[k] = {**head(jobs[k]), "status": "unavailable", "error": why}
     bar = progress_bar(len(jobs), "bench", progress)
-    bar.update(sum(r is not None for r in rows))
+    bar.update(len(refused))
 
     def on_answer(request, answer):
         bar.set_postfix_str(request["backend"])
         bar.update(1)
 
-    answers = child.serve_all(
-        _SERVE,
-        {b: [dataclasses.asdict(jobs[k]) for k in ks] for b, ks in groups.items()},
-        warm={b: {"warm": dataclasses.asdict(jobs[ks[0]])} for b, ks in groups.items()},
-        timeout=timeout,
-        env=child_env(),
-        on_answer=on_answer,
-        kept=_kept,
-    )
+    requests = {b: [dataclasses.asdict(jobs[k]) for k in ks] for b, ks in groups.items()}
+    answers = _serve(jobs, groups, requests, timeout, on_answer=on_answer)
     if not keep:
         child.close_kept(_kept)
     for b, ks in groups.items():

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
 from collections import Counter
+from functools import partial
+from itertools import accumulate
 from pathlib import Path
 
 from playbook_utils import child, env, handover, loaders
@@ -39,24 +42,10 @@ def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
 FAILED_READING: dict[tuple[str, str, str], str] = {}  # (backend, device, reader's file) -> why a sweep skipped it
 
 
-def sweep_workers(
-    paths,
-    backends,
-    workers,
-    k: int,
-    batch: int,
-    step_s: float,
-    steps: int,
-    max_s: float,
-    size=None,
-    timeout_s: float = 120,
-    device: str = "cpu",
-    log=print,
-    budget_s: float | None = None,
-    prefetch: int | None = None,
-    first_of: int | None = None,
-    curve: bool = True,
-) -> tuple[list, list, list]:
+def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, steps: int, max_s: float, size=None,
+                  timeout_s: float = 120, device: str = "cpu", log=print, budget_s: float | None = None,
+                  prefetch: int | None = None, first_of: int | None = None,
+                  curve: bool = True) -> tuple[list, list, list]:  # fmt: skip
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames against a simulated step
     (`measure_loader`), most workers first; `budget_s` caps the sweep (each backend's first always runs, or the first
     `first_of`), `curve` runs the leader's other counts. Returns (rows, stuck, unmeasured). Notebook 21."""
@@ -87,24 +76,16 @@ def sweep_workers(
     for b, w, always in order():
         if b not in files:
             continue
-        first = not any(r["backend"] == b for r in rows) and not any(x["backend"] == b for x in stuck)
+        first = not any(x["backend"] == b for x in rows + stuck)
         first = always or (first and (first_of is None or list(files).index(b) < first_of))
         if budget_s is not None and time.perf_counter() - start > budget_s and not first:
             unmeasured.append({"backend": b, "workers": w})
             continue
         mine, refused = files[b]
         began = time.perf_counter()
-        dl = loaders.make_loader(
-            mine,
-            backend=b,
-            batch_size=batch,
-            num_workers=w,
-            k=k,
-            size=size,
-            timeout_s=timeout_s,
-            prefetch_factor=prefetch,
-            on_error="skip",  # a file that fails mid-read is skipped and named, as a training loader goes on
-        )
+        # a file that fails mid-read is skipped and named, as a training loader goes on
+        dl = loaders.make_loader(mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size,
+                                 timeout_s=timeout_s, prefetch_factor=prefetch, on_error="skip")  # fmt: skip
         try:
             r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
         except RuntimeError as e:  # DataLoader's timeout (a worker that stopped delivering), or a worker that died
@@ -119,18 +100,8 @@ def sweep_workers(
         took = time.perf_counter() - began  # the workers' start, the prefetched batches, the steps, the stop
         # by the reader's file, not its epoch copy: for the run's summary, and for `accepted` to leave every copy out
         skipped = {COPIED_FROM.get(p, p): cause for p, cause in r.get("files_skipped", {}).items()}
-        rows.append(
-            {
-                "backend": b,
-                "workers": w,
-                "decoder_threads": threads,
-                "files_left_out": len(refused),
-                "config_s": took,
-                "close_s": closing,
-                **r,
-                "files_skipped": skipped,
-            }
-        )
+        rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused),
+                     "config_s": took, "close_s": closing, **r, "files_skipped": skipped})  # fmt: skip
         for path, cause in skipped.items():
             FAILED_READING[(b, "cpu", path)] = f"it failed as it was read: {cause}"
             if (b, path) not in told:  # once per library and file: not at every worker count, nor for each copy
@@ -144,10 +115,8 @@ def sweep_workers(
             f"{1e3 * step_s:.0f} ms step{cut})"
         )
     if unmeasured:
-        log(
-            f"not measured, the {budget_s:.0f} s budget spent: "
-            + ", ".join(f"{u['backend']} x{u['workers']}" for u in unmeasured)
-        )
+        left = ", ".join(f"{u['backend']} x{u['workers']}" for u in unmeasured)
+        log(f"not measured, the {budget_s:.0f} s budget spent: {left}")
     rows.sort(key=lambda r: (backends.index(r["backend"]), r["workers"]))
     return rows, stuck, unmeasured
 
@@ -242,10 +211,16 @@ def _short_batch() -> int:
     return 1 if len(os.sched_getaffinity(0)) >= 8 else 2
 
 
+def _short_epoch(base, batch: int, workers: int, folder) -> tuple[int, list]:
+    """(steps, paths) of the short run of a CPU loader of `workers` workers: its steps in whole worker rounds,
+    the warm-up, prefetch and look-ahead (`measure_loader`) in distinct copies of `base`."""
+    steps = SHORT["steps_videos"] // batch
+    return steps, epoch_items(base, batch * (whole_rounds(steps, workers) + 2 + workers + 2), folder)
+
+
 def _short_sampled(backend, files, k: int, device: str, folder, threads: int, batch: int) -> tuple[dict, int]:
-    """A `GpuLoader` of K sampled frames (`backend`: a library, or a route) over distinct copies of `files` in
-    `folder`, measured flat out in its own process (`measure_until_steady`) with the short run's epoch: (its
-    result, the epoch's size)."""
+    """A `GpuLoader` of K sampled frames (`backend`: a library, or a route) over the short run's epoch of copies of
+    `files` in `folder`, measured flat out in its own process: `measure_until_steady`'s (result, epoch size)."""
     spec = {"kind": "gpu", "backend": backend, "threads": threads, "device": device, "batch_size": batch,
             "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
     n = max(SHORT["videos"], steady_epoch(2 * threads, batch, batch_size=batch))
@@ -258,13 +233,12 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
     'gpu_sampled', 'short': True} for `choose.loader_candidates`."""
     cores = len(os.sched_getaffinity(0))
     batch = _short_batch()
-    steps = SHORT["steps_videos"] // batch
     sizes = Counter((video_info(p).height, video_info(p).width) for p in base)
     size = sizes.most_common(1)[0][0] if len(sizes) > 1 else None
     backends = [b for b in available("cpu") if b in CPU_SWEPT]
     backends, said = ranked_by_rows(backends, rows, "the table above")
     log(order_line(backends, said, "no one-caller rate of them above"))
-    paths = epoch_items(base, batch * (whole_rounds(steps, cores) + 2 + cores + 2), folder)
+    steps, paths = _short_epoch(base, batch, cores, folder)
     loaders.start_worker_server()
     sweep, stuck, unmeasured = sweep_workers(
         paths, backends, [cores], k, batch, SHORT["step_s"], steps, SHORT["max_s"], size, 120, device, log=log,
@@ -278,16 +252,13 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
             continue
         t = SHORT["gpu_threads"]
         r, n = _short_sampled(b, takes, k, device, folder, t, batch)
+        name = f"{b} x{t} threads"
         if r["status"] != "ok" or not r["steady"]:
-            log(f"{b} x{t} threads, K={k}: " + (f"failed: {r['error'][:140]}" if r["status"] != "ok" else
-                                               f"no steady rate: {r['why']}"))  # fmt: skip
+            why = f"failed: {r['error'][:140]}" if r["status"] != "ok" else f"no steady rate: {r['why']}"
+            log(f"{name}, K={k}: {why}")
             continue
-        gpu.append(
-            {"loader": f"{b} x{t} threads", "backend": b, "threads": t, "videos_per_s": r["frames_per_s"] / k, **r}
-        )
-        log(
-            f"{b} x{t} threads, K={k}: {r['frames_per_s'] / k:6.1f} videos/s ({r['frames_per_s']:,.0f} frames/s, {n} videos)"
-        )
+        gpu.append({"loader": name, "backend": b, "threads": t, "videos_per_s": r["frames_per_s"] / k, **r})
+        log(f"{name}, K={k}: {r['frames_per_s'] / k:6.1f} videos/s ({r['frames_per_s']:,.0f} frames/s, {n} videos)")
     return {"k": k, "sweep": sweep, "stuck": stuck, "unmeasured": unmeasured, "gpu_sampled": gpu, "short": True}
 
 
@@ -306,8 +277,7 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
     batch = _short_batch()
     try:
         if route[0].endswith("@cpu"):
-            steps = SHORT["steps_videos"] // batch
-            paths = epoch_items(base, batch * (whole_rounds(steps, workers) + 2 + workers + 2), folder)
+            steps, paths = _short_epoch(base, batch, workers, folder)
             dl = loaders.make_loader(
                 paths, backend=route, batch_size=batch, num_workers=workers, k=k, prefetch_factor=1
             )
@@ -340,8 +310,7 @@ def wait_curves(rows: list[dict], total: int) -> dict:
 
 
 def _secs(s: float) -> str:
-    """A duration for a line: whole seconds from 10 s, tenths from 1 s, milliseconds below (a window of 0.4 s is
-    not '0 s measured')."""
+    """A duration for a line: whole seconds from 10 s, tenths from 1 s, milliseconds below (0.4 s is not '0 s')."""
     return f"{s:.0f} s" if s >= 9.5 else f"{s:.1f} s" if s >= 0.95 else f"{1e3 * s:.0f} ms"
 
 
@@ -373,15 +342,8 @@ def gpu_specs(
     if dali_skip:
         notes.append(f"dali experimental reader: {dali_skip}")
     elif why_unavailable("dali", device, clip) is None:
-        specs.append(
-            {
-                "kind": "dali",
-                "backend": "dali",
-                "threads": None,
-                "loader": "dali experimental reader",
-                "device_id": Device.parse(device).index or 0,
-            }
-        )
+        dali = {"kind": "dali", "backend": "dali", "threads": None, "loader": "dali experimental reader"}
+        specs.append({**dali, "device_id": Device.parse(device).index or 0})
     return specs, notes
 
 
@@ -398,9 +360,8 @@ def spec_lookahead(spec: dict) -> int:
 def measure_gpu_loaders(
     clip, codec: str, specs, items_for, ceiling: dict | None, common: dict, log=print
 ) -> list[dict]:
-    """Measure each spec in its own warmed process (`measure_isolated`) over a steady-sized epoch of
-    `items_for(n)`, judged against `ceiling` (`nvdec.against_ceiling`). Returns the rows; a failure is logged.
-    Notebook 21."""
+    """Measure each spec in its own warmed process (`measure_isolated`) over a steady-sized epoch of `items_for(n)`,
+    judged against `ceiling` (`nvdec.against_ceiling`); a failure is logged. Returns the rows. Notebook 21."""
     frames_per_item = max(1, video_info(clip).num_frames)
     items_per_s = ceiling["fps"] / frames_per_item if ceiling and ceiling.get("fps") else None
     rows = []
@@ -426,11 +387,8 @@ WAIT_LOOKAHEADS = 10  # the data-wait run measures at least this many look-ahead
 
 
 def wait_steps_for(row: dict, batch_size: int, smoke: bool) -> int:
-    """Steps of the GPU data-wait run for `row`'s loader: 4 in smoke mode, else enough for WAIT_LOOKAHEADS of
-    its look-ahead, at least 12."""
-    if smoke:
-        return 4
-    return max(12, -(-WAIT_LOOKAHEADS * spec_lookahead(row) // batch_size))
+    """Steps of the GPU data-wait run of `row`'s loader: 4 in smoke mode, else WAIT_LOOKAHEADS look-aheads (12+)."""
+    return 4 if smoke else max(12, -(-WAIT_LOOKAHEADS * spec_lookahead(row) // batch_size))
 
 
 def wait_epoch(row: dict, batch_size: int, steps: int) -> int:
@@ -453,28 +411,26 @@ def wait_against_rate(wait: dict, row: dict, frames_per_item: int) -> dict:
         return {**out, "result": False, "why": "no wait was measured", "quoted_wait_fraction": None}
     at_steady = 1 - (1 - measured) * min(1.0, steady / drawn) if drawn > 0 else measured
     if drawn <= allowed:
-        note = None
         if drawn > steady:
-            note = (
+            out["note"] = (
                 f"measured {100 * measured:.1f}%, its steps having drawn {drawn:,.0f} frames/s, within the spread of "
                 f"the loader's steady {steady:,.0f} ({spread:.1f}%): given at the steady rate"
             )
-        return {**out, "result": True, "quoted_wait_fraction": at_steady, "note": note}
+        return {**out, "result": True, "quoted_wait_fraction": at_steady}
     drawn_n, ahead = wait.get("samples") or 0, spec_lookahead(row) if row.get("kind") else 0
-    above = f"its steps drew {drawn:,.0f} frames/s, {100 * (drawn / steady - 1):.0f}% above the loader's own steady {steady:,.0f} (spread {spread:.1f}%)"
+    above = (
+        f"its steps drew {drawn:,.0f} frames/s, {100 * (drawn / steady - 1):.0f}% above the loader's own steady "
+        f"{steady:,.0f} (spread {spread:.1f}%)"
+    )
     if ahead and drawn_n and ahead * WAIT_LOOKAHEADS <= drawn_n and drawn <= allowed * drawn_n / (drawn_n - ahead):
-        note = (
+        out["note"] = (
             f"{above}, which the {ahead} videos in flight when its clock started ({100 * ahead / drawn_n:.0f}% of the "
             f"{drawn_n:,} drawn) explain: at the steady rate it would wait {100 * at_steady:.1f}% of the time, "
             f"the figure given"
         )
-        return {**out, "result": True, "quoted_wait_fraction": at_steady, "note": note}
-    return {
-        **out,
-        "result": False,
-        "quoted_wait_fraction": None,
-        "why": f"{above}: they drew on videos decoded before the clock started",
-    }
+        return {**out, "result": True, "quoted_wait_fraction": at_steady}
+    why = f"{above}: they drew on videos decoded before the clock started"
+    return {**out, "result": False, "quoted_wait_fraction": None, "why": why}
 
 
 def trusted(row: dict) -> bool:
@@ -487,9 +443,7 @@ def bars_of(rows: list[dict], ceilings: dict) -> dict:
     clip's NVDEC ceiling) and 'not_results' (rows not `trusted`). Notebook 21."""
     names = list(dict.fromkeys(r["clip"] for r in rows))
     loaders_ = list(dict.fromkeys(r["loader"] for r in rows))
-    cell: dict = {}
-    for r in rows:  # the first row of each clip and loader, as the table lists them
-        cell.setdefault((r["clip"], r["loader"]), r)
+    cell = {(r["clip"], r["loader"]): r for r in reversed(rows)}  # the first row of each, as the table lists them
 
     def ceiling_of(name, saturated):
         c = ceilings.get(name) or {}
@@ -509,13 +463,17 @@ def bars_of(rows: list[dict], ceilings: dict) -> dict:
 def sweep_starts(rows: list[dict]) -> list[dict]:
     """Where `more_threads` starts: each backend's fastest `trusted` one-process `GpuLoader` row that ties with
     the fastest of all, fastest first. Notebook 21."""
-    one = [r for r in rows if r.get("kind") == "gpu" and not r.get("processes") and trusted(r)]
     per: dict[str, dict] = {}
-    for r in one:
+    for r in (x for x in rows if _one_process(x) and trusted(x)):
         if r["backend"] not in per or r["frames_per_s"] > per[r["backend"]]["frames_per_s"]:
             per[r["backend"]] = r
     ranked = sorted(per.values(), key=lambda r: -r["frames_per_s"])
     return [r for r in ranked if _tied_with(ranked[0], r)]
+
+
+def _one_process(row: dict) -> bool:
+    """Whether a GPU loader row is a one-process `GpuLoader`."""
+    return row.get("kind") == "gpu" and not row.get("processes")
 
 
 def _tied_with(best: dict, r: dict) -> bool:
@@ -526,9 +484,8 @@ def _tied_with(best: dict, r: dict) -> bool:
 
 
 def wait_loader(rows: list[dict]) -> tuple[dict | None, str]:
-    """(row, why): the loader the GPU data wait runs: of the first clip's `trusted` rows, the same library's
-    one-process loader tied with the fastest that has the smallest look-ahead; (None, '') without a result.
-    Notebook 21."""
+    """(row, why): the loader the GPU data wait runs, of the first clip's `trusted` rows: the same library's
+    one-process loader tied with the fastest with the smallest look-ahead; (None, '') without any. Notebook 21."""
     results = [r for r in rows if trusted(r)]
     if not results:
         return None, ""
@@ -536,17 +493,8 @@ def wait_loader(rows: list[dict]) -> tuple[dict | None, str]:
     best = max(first, key=lambda r: r["frames_per_s"])
     # the same library's one-process GpuLoader at another thread count: DALI's reader (a look-ahead of 0 by
     # convention, rates in sequences) and the multi-process loader measure something else
-    first = [
-        r
-        for r in first
-        if r is best
-        or (
-            r.get("kind") == best.get("kind") == "gpu"
-            and not r.get("processes")
-            and not best.get("processes")
-            and r["backend"] == best["backend"]
-        )
-    ]
+    same = _one_process(best)
+    first = [r for r in first if r is best or (same and _one_process(r) and r["backend"] == best["backend"])]
     pick = min((r for r in first if _tied_with(best, r)), key=lambda r: (spec_lookahead(r), -r["frames_per_s"]))
     if pick is best:
         return best, ""
@@ -560,8 +508,7 @@ def more_threads(
     row: dict, items_for, ceiling, common: dict, steps, log=print, to_the_end: bool = False
 ) -> tuple[list[dict], str]:
     """Measure `row`'s `GpuLoader` again at each larger thread count of `steps` until the rate stops rising beyond
-    the spread (every step with `to_the_end`). Returns (new rows, a sentence from `words.sweep_sentence`).
-    Notebook 21."""
+    the spread (every step with `to_the_end`). Returns (new rows, `words.sweep_sentence`'s sentence). Notebook 21."""
     best, rows, stopped = row, [], None
     for t in [t for t in steps if t > row["threads"]]:
         spec = {"kind": "gpu", "backend": row["backend"], "threads": t, "loader": f"{row['backend']} x{t} threads"}
@@ -637,9 +584,6 @@ def epoch_items(paths, n: int, folder) -> list[Path]:
 def distinct_copies(clip, n: int, folder) -> list[Path]:
     """`n` copies of `clip` under different names in `folder` (made once, kept), hard links where possible, so no
     per-file cache flatters a loader. Returns their paths."""
-    import os
-    import shutil
-
     clip, folder = Path(clip), Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
@@ -659,21 +603,21 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
 COPIED_FROM: dict[str, str] = {}  # the file each `distinct_copies` copy is of, to name the reader's file
 
 
-def lookahead_of(loader) -> tuple[int, str]:
-    """(items, unit): how far ahead of the consumer `loader` works (a `GpuLoader`'s `lookahead`, a DataLoader's
+def lookahead_of(loader) -> int:
+    """How many items ahead of the consumer `loader` works (a `GpuLoader`'s `lookahead`, a DataLoader's
     prefetched batches); `steady_rate` leaves that work out. Notebook 21."""
     items = getattr(loader, "lookahead", None)
     if items is not None:
-        return int(items), "items"
+        return int(items)
     workers = getattr(loader, "num_workers", None)
     if workers is not None:  # a torch DataLoader: batches
-        return workers * (getattr(loader, "prefetch_factor", None) or 2) * (loader.batch_size or 1), "items"
-    return 0, "items"
+        return workers * (getattr(loader, "prefetch_factor", None) or 2) * (loader.batch_size or 1)
+    return 0
 
 
 # The steady window spans at least this many look-aheads of items. Where every video in flight shares one engine
 # (NVDEC), they finish in waves of one look-ahead or so; a window that cuts a wave at each end reads low, by up to
-# 4% over 2 look-aheads and 1.2% over 4 in a simulation of perfectly synchronised waves (tests/unit/test_steady_rate.py).
+# 4% over 2 look-aheads and 1.2% over 4 with perfectly synchronised waves (tests/unit/test_steady_rate.py).
 STEADY_LOOKAHEADS = 4
 
 
@@ -681,8 +625,8 @@ def steady_rate(
     deliveries, warmup_items: int, lookahead_items: int, min_window_s: float = 0.0, tail_items: int | None = None
 ) -> dict:
     """The steady-state rate of a loader from its `deliveries` [(time, items, frames), ...]: the least-squares
-    slope inside a window that skips the warm-up and look-ahead at the start and the drain at the end.
-    Returns {'frames_per_s', 'frames_per_s_spread_pct', 'frames', 'items', 'seconds', 'window_start', 'steady', 'why'}.
+    slope inside a window that skips the warm-up and look-ahead at the start and the drain at the end. Returns
+    {'frames_per_s', 'frames_per_s_spread_pct', 'frames', 'items', 'seconds', 'window_start', 'steady', 'why'}.
     Notebook 21."""
     total = sum(d[1] for d in deliveries)
     lo, hi = warmup_items + lookahead_items, total - (lookahead_items if tail_items is None else tail_items)
@@ -693,24 +637,15 @@ def steady_rate(
             first = k
         if done <= hi:
             last = k
-    need = f"an epoch of at least {steady_epoch(lookahead_items, warmup_items, batch_size=deliveries[0][1] if deliveries else 1)} items"
+    batch = deliveries[0][1] if deliveries else 1
+    need = f"an epoch of at least {steady_epoch(lookahead_items, warmup_items, batch_size=batch)} items"
     if first is None or last is None or last - first < 2:
-        return {
-            "frames_per_s": None,
-            "frames_per_s_spread_pct": None,
-            "frames": 0,
-            "items": 0,
-            "seconds": 0.0,
-            "window_start": None,
-            "steady": False,
-            "why": f"{total} items leave no steady window with a look-ahead of {lookahead_items}: {need}",
-        }
+        why = f"{total} items leave no steady window with a look-ahead of {lookahead_items}: {need}"
+        return {"frames_per_s": None, "frames_per_s_spread_pct": None, "frames": 0, "items": 0, "seconds": 0.0,
+                "window_start": None, "steady": False, "why": why}  # fmt: skip
     win = deliveries[first : last + 1]
     ts = [d[0] for d in win]
-    cum, acc = [], 0
-    for d in win:
-        acc += d[2]
-        cum.append(acc)
+    cum = list(accumulate(d[2] for d in win))
     mt, mf = sum(ts) / len(ts), sum(cum) / len(cum)
     var = sum((t - mt) ** 2 for t in ts)
     slope = sum((t - mt) * (f - mf) for t, f in zip(ts, cum)) / var if var > 0 else None
@@ -746,24 +681,14 @@ def found_empty(wait_s: float, step_s: float) -> bool:
     return wait_s > max(1e-3, DRAINED_WAIT * step_s)
 
 
-def measure_loader(
-    loader,
-    step_s: float,
-    steps: int,
-    device: str = "cpu",
-    warmup: int = 2,
-    max_seconds: float | None = None,
-    min_steps: int = 3,
-    clock=time.perf_counter,
-    sleep=time.sleep,
-    drain: bool = True,
-) -> dict:
+def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,
+                   max_seconds: float | None = None, min_steps: int = 3, clock=time.perf_counter, sleep=time.sleep,
+                   drain: bool = True) -> dict:  # fmt: skip
     """Run `steps` simulated training steps of `step_s` fed by `loader` and measure the data wait, after the
     warm-up and prefetched batches (and, with `drain`, the look-ahead drained); steps count in whole worker rounds,
     capped by `max_seconds`. Returns {'wait_fraction', 'samples_per_s', 'steady', 'why', ...}. Notebook 21."""
-    ahead_items, _ = lookahead_of(loader)
     batch = getattr(loader, "batch_size", None) or 1
-    ahead = -(-ahead_items // batch)
+    ahead = -(-lookahead_of(loader) // batch)
     skip = warmup + ahead
     drained_by = skip + ahead if drain and getattr(loader, "lookahead", None) is not None else skip
     # a DataLoader's workers deliver in turn, one batch each, in bursts of up to one per worker: a window of part
@@ -772,7 +697,7 @@ def measure_loader(
     steps, min_steps = whole_rounds(steps, burst), whole_rounds(min_steps, burst)
     began = clock()
     it = iter(loader)
-    waits, samples, start, rates, s, capped, first = [], 0, None, [], 0, False, None
+    waits, start, rates, s, capped, first = [], None, [], 0, False, None
     skipped: dict = {}  # {file: cause} of the items skipped (on_error='skip')
     while len(waits) < steps:
         if max_seconds is not None and start is not None and len(waits) >= min_steps and len(waits) % burst == 0:
@@ -800,7 +725,6 @@ def measure_loader(
         sleep(step_s)
         if start is not None:
             waits.append(t1 - t0)
-            samples += 0 if got is None else got.shape[0]
             rates.append((0 if got is None else got.shape[0], clock() - t0))
         s += 1
     if not waits:
@@ -809,7 +733,7 @@ def measure_loader(
             f"(and, where the loader decodes ahead, its look-ahead drained: up to {drained_by})"
         )
     total = clock() - start
-    wait = sum(waits)
+    wait, samples = sum(waits), sum(n for n, _ in rates)
     why = None if len(waits) >= min_steps else f"the epoch ended after {len(waits)} measured steps"
     # its spread is taken over blocks of at least a round of steps, and not at all from fewer than two such blocks
     blocks = min(4, len(rates) // burst)
@@ -834,8 +758,7 @@ def measure_loader(
 
 
 def whole_rounds(steps: int, workers: int) -> int:
-    """`steps` rounded up to whole rounds of `workers` (each delivers one batch per round): what `measure_loader`
-    measures. Notebook 21 sizes its epoch with it."""
+    """`steps` rounded up to whole rounds of `workers`, as `measure_loader` counts them. Notebook 21."""
     w = max(1, workers)
     return -(-max(1, steps) // w) * w
 
@@ -847,8 +770,7 @@ def dali_sequences(paths, sequence_length: int) -> int:
 
 
 def _epoch_length(loader) -> int | None:
-    """How many items `loader` holds in an epoch, where it says (`GpuLoader` its dataset, `GpuProcessLoader` its
-    paths, `_DaliVideos` its sequences), else None."""
+    """How many items `loader` holds in an epoch where it says (its dataset, paths or sequences), else None."""
     for attr in ("ds", "paths", "sequences"):
         held = getattr(loader, attr, None)
         if held is not None:
@@ -860,33 +782,24 @@ def _epoch_length(loader) -> int | None:
 
 
 def measure_flat_out(
-    batches,
-    warmup_batches: int = 0,
-    lookahead_items=None,
-    min_window_s: float = 0.0,
-    stop_when_steady: bool = True,
-    clock=time.perf_counter,
+    batches, warmup_batches: int = 0, min_window_s: float = 0.0, stop_when_steady: bool = True, clock=time.perf_counter
 ) -> dict:
     """Run batches (`GpuLoader`, `GpuProcessLoader`, `_DaliVideos`) flat out, no training step. Returns
     `steady_rate`'s record plus 'batches', 'startup_s', 'lookahead_items', 'epoch_items', 'stopped_early' and the
     window's clock; stops once steady with `stop_when_steady`. Raises ValueError when no batch follows the warm-up."""
     import torch
 
-    def finished(video):  # the GPU work behind a batch (its stack) is done, so the clock reads the real time
-        if video.is_cuda:
-            torch.cuda.current_stream(video.device).synchronize()
-
-    if lookahead_items is None:
-        lookahead_items = lookahead_of(batches)[0]
+    lookahead_items = lookahead_of(batches)
     total = _epoch_length(batches) if stop_when_steady else None
     t0 = clock()
-    deliveries, warm, count, startup, done, opened, stopped = [], 0, 0, None, 0, None, False
+    deliveries, warm, count, startup, done, opened, stopped = [], 0, 0, 0.0, 0, None, False
     it = iter(batches)
     try:
         for batch in it:
             # (B, K, 3, S, S) is B videos of K frames; a GpuLoader batch of videos of unequal length is a list
             videos = batch if isinstance(batch, list) else list(batch)
-            finished(videos[-1])
+            if videos[-1].is_cuda:  # the GPU work behind the batch (its stack) done, so the clock reads the real time
+                torch.cuda.current_stream(videos[-1].device).synchronize()
             now = clock()
             count += 1
             done += len(videos)
@@ -906,9 +819,7 @@ def measure_flat_out(
                 stopped = True
                 break
     finally:
-        close = getattr(it, "close", None)
-        if close is not None:
-            close()  # its decoders stop now (an early stop), not when the loader is collected
+        getattr(it, "close", lambda: None)()  # its decoders stop now (an early stop), not when the loader is collected
     if count <= warmup_batches:
         raise ValueError(f"measure_flat_out: {count} batches, not more than the {warmup_batches} of warm-up")
     r = steady_rate(deliveries, warm, lookahead_items, min_window_s, tail_items=0 if stopped else None)
@@ -916,7 +827,7 @@ def measure_flat_out(
     return {
         **r,
         "batches": count - warmup_batches,
-        "startup_s": startup if startup is not None else 0.0,
+        "startup_s": startup,
         "lookahead_items": lookahead_items,
         "epoch_items": sum(d[1] for d in deliveries),
         "epoch_frames": sum(d[2] for d in deliveries),
@@ -942,9 +853,7 @@ class _DaliVideos:
     in sequences: the prefetch queue, the batch being built and the reader's own batch ahead."""
 
     def __init__(self, iterator, batch_size: int, prefetch: int = 2, sequences: int | None = None):
-        self.iterator = iterator
-        self.batch_size = batch_size
-        self.lookahead = (prefetch + 2) * batch_size
+        self.iterator, self.batch_size, self.lookahead = iterator, batch_size, (prefetch + 2) * batch_size
         # the epoch's sequences, where known (`_epoch_length`): measure_flat_out then stops once its window is
         # steady, as it does a GpuLoader, instead of reading to the end
         self.sequences = range(sequences) if sequences else None
@@ -975,7 +884,7 @@ def _side_by_side_loader(spec: dict):
         made = loaders.make_loader(
             spec["paths"], spec["backend"], batch, workers, k=k, size=(size, size), on_error="skip"
         )
-        return _Batches(made, len(spec["paths"]), lookahead_of(made)[0], module=False)
+        return _Batches(made, len(spec["paths"]), lookahead_of(made), module=False)
     import importlib.util
     import inspect
 
@@ -988,58 +897,30 @@ def _side_by_side_loader(spec: dict):
     takes = inspect.signature(mod.VideoClips).parameters
     clips = mod.VideoClips(spec["paths"], k=k, size=size, **({"device": spec["device"]} if "device" in takes else {}))
     made = mod.loader(clips, batch_size=batch, workers=workers)
-    ahead = lookahead_of(made)[0] if hasattr(made, "num_workers") else 2 * workers  # DataLoader, or threads
+    ahead = lookahead_of(made) if hasattr(made, "num_workers") else 2 * workers  # DataLoader, or threads
     return _Batches(made, len(spec["paths"]), ahead, module=True)
 
 
 def _run_spec(spec: dict) -> dict:
     """Build the loader `spec` describes and measure it in this process (the child of `measure_isolated`)."""
+    paths, batch = spec["paths"], spec["batch_size"]
     if spec["kind"] in ("module", "cpu"):
-
-        def make():
-            return _side_by_side_loader(spec)
-
+        make = partial(_side_by_side_loader, spec)
     elif spec["kind"] == "dali":
 
         def make():
             length = spec.get("sequence_length", 32)
-            return _DaliVideos(
-                dali_loader(
-                    spec["paths"],
-                    sequence_length=length,
-                    batch_size=spec["batch_size"],
-                    device_id=spec.get("device_id", 0),
-                ),
-                spec["batch_size"],
-                # whole batches: the loader drops the last partial one
-                sequences=dali_sequences(spec["paths"], length) // spec["batch_size"] * spec["batch_size"],
-            )
-    elif spec.get("processes", 1) > 1:
-
-        def make():
-            return GpuProcessLoader(
-                spec["paths"],
-                processes=spec["processes"],
-                threads=spec["threads"],
-                batch_size=spec["batch_size"],
-                backend=spec["backend"],
-                device=spec["device"],
-                chunk=spec.get("chunk", 32),
-            )
+            reader = dali_loader(paths, sequence_length=length, batch_size=batch, device_id=spec.get("device_id", 0))
+            # whole batches: the loader drops the last partial one
+            return _DaliVideos(reader, batch, sequences=dali_sequences(paths, length) // batch * batch)
     else:
-        sampled = {k: spec[k] for k in ("strategy", "k", "size", "on_error") if k in spec}  # K sampled frames
-
-        def make():
-            return GpuLoader(
-                spec["paths"],
-                backend=spec["backend"],
-                device=spec["device"],
-                threads=spec["threads"],
-                batch_size=spec["batch_size"],
-                chunk=spec.get("chunk", 32),
-                **sampled,
-            )
-
+        common = {"backend": spec["backend"], "device": spec["device"], "threads": spec["threads"],
+                  "batch_size": batch, "chunk": spec.get("chunk", 32)}  # fmt: skip
+        if spec.get("processes", 1) > 1:
+            make = partial(GpuProcessLoader, paths, processes=spec["processes"], **common)
+        else:
+            sampled = {k: spec[k] for k in ("strategy", "k", "size", "on_error") if k in spec}  # K sampled frames
+            make = partial(GpuLoader, paths, **common, **sampled)
     if spec.get("step_s") is not None:  # the data wait against a training step, instead of the flat-out rate
         return {"wait": measure_loader(make(), spec["step_s"], spec["steps"], device=spec["device"])}
     device = Device.parse(spec["device"])
@@ -1130,9 +1011,8 @@ def end_children() -> None:
 
 
 def measure_isolated(spec: dict, timeout: float = 600) -> dict:
-    """Measure a GPU-side loader described by `spec` in a fresh (or `warm_children`-warmed) child process.
-    Returns the child's answer: 'status', the flat-out measurement with 'utilization' (or {'wait': ...} with
-    'step_s'), or 'error'. Notebook 21."""
+    """Measure the GPU-side loader `spec` describes in a fresh (or `warm_children`-warmed) child process. Returns its
+    answer: 'status', the flat-out measurement and 'utilization' ({'wait'} with 'step_s'), or 'error'. Notebook 21."""
     spec = {**spec, "paths": [str(p) for p in spec["paths"]]}
     warmed = _spares.call(_child_key(spec), spec, timeout) if _spares is not None else None
     if warmed is not None:  # a child `warm_children` started and warmed beforehand
@@ -1156,19 +1036,11 @@ def module_beside_playbook(backend: str, device: str, files, k: int, workers: in
     n = items or steady_epoch(ahead, batch_size, batch_size=batch_size)
     paths = [str(p) for p in epoch_items(files, n, folder)]
     common = {"backend": backend, "device": device, "paths": paths, "k": k, "size": size, "batch_size": batch_size}
+    # files the backend refuses only when it reads them (NVDEC without AV1) skipped, as the module skips them
+    on_gpu = {"kind": "gpu", "threads": workers, "strategy": "uniform", "warmup_batches": 1, "on_error": "skip"}
     specs = {
         "module": {**common, "kind": "module", "workers": workers},
-        # files the backend refuses only when it reads them (NVDEC without AV1) skipped, as the module skips them
-        "playbook": {
-            **common,
-            "kind": "gpu",
-            "threads": workers,
-            "strategy": "uniform",
-            "warmup_batches": 1,
-            "on_error": "skip",
-        }
-        if gpu
-        else {**common, "kind": "cpu", "workers": workers},
+        "playbook": {**common, **on_gpu} if gpu else {**common, "kind": "cpu", "workers": workers},
     }
     runs = {name: [] for name in specs}
     for _ in range(rounds):
@@ -1190,13 +1062,11 @@ def module_beside_playbook(backend: str, device: str, files, k: int, workers: in
     }  # fmt: skip
 
 
-def measure_until_steady(spec: dict, items_for, n: int, min_window_s: float, tries: int = 2) -> tuple[dict, int]:
-    """`measure_isolated(spec)` over `items_for(n)`, retried on a grown epoch where the steady window fell short
-    of `min_window_s`, up to `tries` runs. Returns (the last result, its epoch's size). Notebook 21."""
+def measure_until_steady(spec: dict, items_for, n: int, min_window_s: float) -> tuple[dict, int]:
+    """`measure_isolated(spec)` over `items_for(n)`, retried once on a grown epoch where the steady window fell
+    short of `min_window_s`. Returns (the last result, its epoch's size). Notebook 21."""
     r = measure_isolated({**spec, "paths": items_for(n), "min_window_s": min_window_s})
-    for _ in range(tries - 1):
-        if r.get("status") != "ok" or r.get("steady") or not 0 < (r.get("seconds") or 0) < min_window_s:
-            break
+    if r.get("status") == "ok" and not r.get("steady") and 0 < (r.get("seconds") or 0) < min_window_s:
         n = int(n * 1.5 * min_window_s / r["seconds"]) + 1
         r = measure_isolated({**spec, "paths": items_for(n), "min_window_s": min_window_s})
     return r, n

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
+from statistics import median
 
 from playbook_utils import env
 
 MIN_SAMPLES = 20  # fewer samples than this over a window: no utilization figure, "not measured (window too short)"
 BUSY_KEYS = ("cpu_pct", "nvdec_pct", "sm_pct")  # medians: what a window's utilization figure is made of
+SUMMARY = {"cpu_pct": median, "rss_mb": max, "nvdec_pct": median, "sm_pct": median, "gpu_mem_mb": max}  # per window
 LIST_EVERY_S = 1.0  # how often the monitor lists the measured process's children again (`_tree_cpu_s`)
 
 
@@ -27,9 +28,7 @@ class UtilizationMonitor:
         self.samples: list[dict] = []
         self.nvml_period_s: float | None = None
         self._stop = threading.Event()
-        self._nvml = None
-        if gpu is not None:
-            self._nvml = env.nvml_handle(gpu)
+        self._nvml = env.nvml_handle(gpu) if gpu is not None else None
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _tree_cpu_s(self) -> float:
@@ -60,11 +59,7 @@ class UtilizationMonitor:
         last = time.perf_counter()
         while not self._stop.wait(self.period):
             used, now = self._tree_cpu_s(), time.perf_counter()
-            s = {
-                "t": now,
-                "cpu_pct": 100 * used / max(now - last, 1e-6),
-                "rss_mb": self.proc.memory_info().rss / 2**20,
-            }
+            s = {"t": now, "cpu_pct": 100 * used / max(now - last, 1e-6), "rss_mb": self.proc.memory_info().rss / 2**20}
             last = now
             if self._nvml:
                 nv, h = self._nvml
@@ -95,13 +90,7 @@ class UtilizationMonitor:
         short = len(samples) < MIN_SAMPLES
         nvml_short = self.nvml_period_s is not None and window < 3 * self.nvml_period_s
         out: dict = {"samples": len(samples), "window_s": round(window, 2), "busy_why": None}
-        for key, agg in (
-            ("cpu_pct", statistics.median),
-            ("rss_mb", max),
-            ("nvdec_pct", statistics.median),
-            ("sm_pct", statistics.median),
-            ("gpu_mem_mb", max),
-        ):
+        for key, agg in SUMMARY.items():
             values = [s[key] for s in samples if key in s]
             if key in BUSY_KEYS and (short or (key != "cpu_pct" and nvml_short)):
                 values = []

@@ -61,20 +61,12 @@ def run(args) -> int:
     dist.init_process_group(pg_backend)
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
+        size = tuple(map(int, args.size.split("x"))) if args.size else None
+        # on_error='skip': a file that fails as it is read is named, and the epoch goes on
         loader = distributed.sharded_loader(
-            paths,
-            args.backend,
-            rank,
-            world,
-            device,
-            batch_size=args.batch_size,
-            num_workers=args.num_workers,
-            shuffle=bool(args.shuffle),
-            seed=args.seed,
-            k=args.k,
-            size=tuple(map(int, args.size.split("x"))) if args.size else None,
-            on_error="skip",  # a file that fails as it is read is named, and the epoch goes on
-        )
+            paths, args.backend, rank, world, device, batch_size=args.batch_size, num_workers=args.num_workers,
+            shuffle=bool(args.shuffle), seed=args.seed, k=args.k, size=size, on_error="skip",
+        )  # fmt: skip
         epochs = []
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
@@ -90,19 +82,9 @@ def run(args) -> int:
                 torch.cuda.synchronize(device)
             seconds = time.perf_counter() - start
             nbytes = sum(sizes[i] for i in ids)
-            epochs.append(
-                {
-                    "epoch": epoch,
-                    "samples": len(ids),
-                    "frames": frames,
-                    "bytes": nbytes,
-                    "seconds": seconds,
-                    "fps": frames / seconds if seconds > 0 else 0.0,
-                    "mb_s": nbytes / seconds / 1e6 if seconds > 0 else 0.0,
-                    "ids": seen,
-                    "skipped": skipped,
-                }
-            )
+            fps, mb_s = (frames / seconds, nbytes / seconds / 1e6) if seconds > 0 else (0.0, 0.0)
+            epochs.append({"epoch": epoch, "samples": len(ids), "frames": frames, "bytes": nbytes, "seconds": seconds,
+                           "fps": fps, "mb_s": mb_s, "ids": seen, "skipped": skipped})  # fmt: skip
         mine = {
             "rank": rank,
             "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
@@ -132,14 +114,9 @@ def run(args) -> int:
                 slowest = max(r["seconds"] for r in per_rank)
                 frames = sum(r["frames"] for r in per_rank)
                 check = distributed.exactly_once([r["ids"] for r in per_rank], len(paths))
+                fps = frames / slowest if slowest > 0 else 0.0
                 out["epochs"].append(
-                    {
-                        "epoch": e,
-                        "seconds": slowest,
-                        "frames": frames,
-                        "aggregate_fps": frames / slowest if slowest > 0 else 0.0,
-                        "exactly_once": check,
-                    }
+                    {"epoch": e, "seconds": slowest, "frames": frames, "aggregate_fps": fps, "exactly_once": check}
                 )
             Path(args.output).write_text(json.dumps(out, indent=1))
         dist.barrier()
@@ -156,32 +133,18 @@ def _rank_errors(output: Path) -> str:
     return "; ".join(lines) if lines else "no rank recorded an error (see the output below)"
 
 
-def torchrun_command(world_size: int, worker_args: list[str], nnodes: int = 1) -> list[str]:
-    """The `torchrun` command line that starts `world_size` ranks of this module (`main`).
-
-    Single node: `--standalone` (rendezvous on localhost at a free port, so parallel runs never
-    collide). Several nodes need `--nnodes`, `--node_rank` or a rendezvous endpoint: see notebook 30.
-    """
-    if nnodes != 1:
-        raise ValueError("torchrun_command builds single-node runs; for several nodes see notebook 30")
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc_per_node={world_size}",
-        "-m",
-        "playbook_utils.bench.scaling",
-        *worker_args,
-    ]
+def torchrun_command(world_size: int, worker_args: list[str]) -> list[str]:
+    """The `torchrun` command line that starts `world_size` ranks of this module (`main`) on this node:
+    `--standalone` rendezvous on localhost at a free port, so parallel runs never collide. Notebook 30."""
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}"]
+    return [*torchrun, "-m", "playbook_utils.bench.scaling", *worker_args]
 
 
 def launch(
     world_size: int, paths, output, backend: str = "pyav", device: str = "cpu", timeout: float = 600, **worker_options
 ) -> dict:
-    """Run one epoch-measurement with `world_size` ranks under torchrun and return rank 0's JSON; `worker_options`
-    become `main`'s flags (None leaves one out). Raises RuntimeError with the ranks' output tail on failure or timeout.
-    Notebook 30."""
+    """Run `main` in `world_size` ranks under torchrun, `worker_options` its flags (None leaves one out), and return
+    rank 0's JSON. Raises RuntimeError with the ranks' output tail on failure or timeout. Notebook 30."""
     distributed.file_sizes(paths)  # a missing or empty file is named here, before any rank starts
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -189,9 +152,8 @@ def launch(
     paths_file.write_text(json.dumps([str(p) for p in paths]))
     args = ["--backend", backend, "--device", device, "--paths", str(paths_file), "--output", str(output)]
     for name, value in worker_options.items():
-        if value is None:
-            continue
-        args += [f"--{name.replace('_', '-')}", str(value)]
+        if value is not None:
+            args += [f"--{name.replace('_', '-')}", str(value)]
     cmd = torchrun_command(world_size, args)
     for stale in [output, *output.parent.glob(f"{output.name}.rank*.error")]:
         stale.unlink(missing_ok=True)

@@ -10,17 +10,10 @@ from playbook_utils.bench import media, verdicts
 from playbook_utils.decoders import read_frames, video_info
 from playbook_utils.device import Device
 
+MAX_REPEATS = 1000  # `measure` stops after this many timed calls, however short
 
-def measure(
-    fn,
-    *,
-    items: int = 1,
-    warmup: int = 1,
-    min_time: float = 1.0,
-    min_repeats: int = 3,
-    max_repeats: int = 1000,
-    sync=None,
-) -> dict:
+
+def measure(fn, *, items: int = 1, warmup: int = 1, min_time: float = 1.0, min_repeats: int = 3, sync=None) -> dict:
     """Time `fn()` after `warmup` calls, repeating until `min_time` s and `min_repeats` calls; `items` per call,
     `sync` run inside the timing (GPU work). Returns {'per_s' (from the median), 'median_s', 'min_s', 'max_s',
     'spread_pct', 'repeats'}."""
@@ -30,7 +23,7 @@ def measure(
             sync()
     times: list[float] = []
     start = time.perf_counter()
-    while len(times) < max_repeats and (len(times) < min_repeats or time.perf_counter() - start < min_time):
+    while len(times) < MAX_REPEATS and (len(times) < min_repeats or time.perf_counter() - start < min_time):
         t = time.perf_counter()
         fn()
         if sync:
@@ -105,8 +98,5 @@ def rank_on_common(rows: list[dict], backends, repeats: int) -> tuple[verdicts.V
     if not common:
         raise ValueError("no clip that every backend read exactly: " + ", ".join(backends))
 
-    ranked = verdicts.rank(
-        (b, rate_on(rows, b, common), verdicts.spread_pct([rate_on(rows, b, common, k) for k in range(repeats)]))
-        for b in backends
-    )
-    return ranked, common
+    spreads = {b: verdicts.spread_pct([rate_on(rows, b, common, k) for k in range(repeats)]) for b in backends}
+    return verdicts.rank((b, rate_on(rows, b, common), spreads[b]) for b in backends), common

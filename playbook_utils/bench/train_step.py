@@ -53,9 +53,7 @@ def processor_view(k: int, height: int, width: int, max_pixels: int | None = Non
     }
 
 
-def train_steps(
-    model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lr: float = 1e-4, lookahead: int = 0
-) -> dict:
+def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: int = 2, lookahead: int = 0) -> dict:
     """Train `model` on `steps` batches from `batches` after `warmup` (and `lookahead`) untimed ones, timing the
     data wait (`next` then `prepare`) and the step; the clock starts as in `loader_bench.measure_loader`. Returns
     {'steps', 'step_s', 'wait_s', 'wait_fraction', 'samples_per_s', 'peak_mem_mb', 'batch_mb', 'why', ...}."""
@@ -64,7 +62,7 @@ def train_steps(
     cuda = str(device).startswith("cuda")
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
     model = model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     prepare = prepare or (lambda b: b.to(device))
     waits, times, sizes, batch_mb, batch_shape = [], [], [], None, (None, None)
     skip, held, begin, n, last_step = warmup + lookahead, 0, None, 0, 0.0
@@ -169,9 +167,8 @@ SMALLEST_FRAME_PIXELS = sampling.QWEN_VIDEO_MIN_TOKENS * (sampling.QWEN_PATCH * 
 
 
 def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int):
-    """A function returning a fresh iterator over a `loaders.GpuLoader`'s batches of K frames per video, decoded on
-    the GPU and already model-ready there (float16 at `size`): the `make_batches` of `with_and_without_decoding`.
-    A file that fails as it is read is left out of its batch (on_error='skip')."""
+    """The `make_batches` of `with_and_without_decoding` for a `loaders.GpuLoader`: fresh iterators over its batches
+    of K frames per video, model-ready on the GPU (float16 at `size`), a file that fails left out of its batch."""
 
     def batches():
         yield from loaders.GpuLoader(
@@ -184,9 +181,8 @@ def gpu_batches(paths, backend: str, threads: int, batch_size: int, size, k: int
 
 
 def cpu_batches(paths, backend: str, workers: int, batch_size: int, k: int, **loader_kwargs):
-    """A function returning a fresh iterator over a `loaders.make_loader` DataLoader's uint8 batches, its workers
-    stopped when the iterator is closed (`loaders.close_loader`): the `make_batches` of `with_and_without_decoding`.
-    A file that fails as it is read is left out of its batch, as a training loader goes on (on_error='skip')."""
+    """The `make_batches` of `with_and_without_decoding` for a `loaders.make_loader` DataLoader: fresh iterators over
+    its uint8 batches, a file that fails left out, its workers stopped when the iterator is closed."""
 
     def batches():
         dl = loaders.make_loader(
@@ -202,8 +198,7 @@ def cpu_batches(paths, backend: str, workers: int, batch_size: int, k: int, **lo
 
 
 def model_input(size, device: str):
-    """The `prepare` for uint8 batches (B, K, 3, H, W): normalized float at `size` on `device`
-    (`transforms.to_model_batch`, frame by frame across the batch)."""
+    """The `prepare` of uint8 batches (B, K, 3, H, W): `transforms.to_model_batch` at `size` on `device`, per frame."""
 
     def prepare(batch):
         return transforms.to_model_batch(batch.flatten(0, 1), size, device=device).unflatten(0, batch.shape[:2])
