@@ -5,6 +5,7 @@ and the stamps are read back: `exact`, `WRONG`, `refused`, `error`, `crashed` or
 from __future__ import annotations
 
 import dataclasses
+from itertools import accumulate
 from pathlib import Path
 
 from playbook_utils.bench import media
@@ -87,10 +88,8 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
         if not path.exists():
             times = None
             if case.vfr:  # irregular gaps: 1/30 s mostly, 1/15 s every fifth frame
-                t, times = 0.0, []
-                for i in range(num_frames):
-                    times.append(round(t, 4))
-                    t += 1 / 15 if i % 5 == 4 else 1 / 30
+                gaps = (1 / 15 if i % 5 == 4 else 1 / 30 for i in range(num_frames - 1))
+                times = [round(t, 4) for t in accumulate(gaps, initial=0.0)]
             media.make_clip(
                 path,
                 case.codec,
@@ -177,29 +176,16 @@ def table(
     full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None) for name, c in cases.items()}
     result: dict[str, dict[str, str]] = {name: {} for name in cases}
     for backend in backends:
-        reqs = [
-            {
-                "path": str(p),
-                "indices": idx,
-                "backend": backend,
-                "device": device,
-                "stamps": True,
-                "stream": s,
-                "raw": raw,
-            }
-            for p, idx, _, s in full.values()
-        ]
+        ask = {"backend": backend, "device": device, "stamps": True, "raw": raw}
+        reqs = [{**ask, "path": str(p), "indices": idx, "stream": s} for p, idx, _, s in full.values()]
         for (name, (_, _, shown, _)), r in zip(full.items(), run_requests(reqs, timeout=timeout, env=env)):
             result[name][backend] = classify(r, shown)
     return result
 
 
-def run(
-    backends, device: str, directory, env: dict | None = None, raw: bool = False, **size
-) -> dict[str, dict[str, str]]:
-    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process (with `env`; `raw`: the
-    library's own call, `table`)."""
-    return table(cases_to_ask(build_cases(directory, **size)), backends, device, env=env, raw=raw)
+def run(backends, device: str, directory) -> dict[str, dict[str, str]]:
+    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process (`table`)."""
+    return table(cases_to_ask(build_cases(directory)), backends, device)
 
 
 # what each trait in a row's name means, printed under the table for the traits it holds
