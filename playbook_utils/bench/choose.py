@@ -3,6 +3,7 @@ the decision tree, candidates from notebooks 20 and 21, the recommendation and t
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -166,10 +167,20 @@ def decision_tree(rows, clip_info: dict) -> dict:
     return out
 
 
-def _how_cpu(backend: str, sweep, k: int | None) -> str:
-    mine = [x for x in sweep if x["backend"] == backend]
-    workers = max(mine, key=lambda x: x["samples_per_s"])["workers"] if mine else "<free cores>"
-    return f"loaders.make_loader(paths, backend={backend!r}, num_workers={workers}" + (f", k={k})" if k else ")")
+def _candidate(backend: str, device: str, fps: float, spread_pct, how: str, source: str, **more) -> dict:
+    """One candidate loader as `recommend` takes it: its rate and spread, the call that builds it, where measured."""
+    return dict(backend=backend, device=device, fps=fps, spread_pct=spread_pct, how=how, source=source, **more)
+
+
+def _one_caller_how(backend: str, device: str, sweep) -> str:
+    """The loader call for a one-caller candidate: CPU workers as notebook 21's sweep found best, else 8 GPU threads."""
+    if device == "cpu":
+        mine = [x for x in sweep if x["backend"] == backend]
+        workers = max(mine, key=lambda x: x["samples_per_s"])["workers"] if mine else "<free cores>"
+        return f"loaders.make_loader(paths, backend={backend!r}, num_workers={workers})"
+    if backend == "dali":
+        return "loaders.dali_loader(paths)"
+    return f"loaders.GpuLoader(paths, backend={backend!r}, threads=8)"
 
 
 def one_caller_candidates(
@@ -178,15 +189,8 @@ def one_caller_candidates(
     """Candidates from notebook 20's one-caller table for `group` and `workload`: one per (backend, device) from
     the nearest measured case, each with rate, spread and the call that builds its loader."""
     codec, _, gopc = group
-    ok = [
-        r
-        for r in rows
-        if r.get("status") == "ok"
-        and r.get("exact")
-        and r["workload"] == workload
-        and r["device"] in devices
-        and r["clip"] in clip_info
-    ]
+    ok = [r for r in rows if r.get("status") == "ok" and r.get("exact") and r["clip"] in clip_info]
+    ok = [r for r in ok if r["workload"] == workload and r["device"] in devices]
     for match in (
         lambda i: i["codec"] == codec and gop_class(i["gop"]) == gopc,
         lambda i: i["codec"] == codec,
@@ -203,25 +207,9 @@ def one_caller_candidates(
     sweep = (nb21 or {}).get("sweep", [])
     out = []
     for (b, d), r in best.items():
-        how = (
-            _how_cpu(b, sweep, None)
-            if d == "cpu"
-            else "loaders.dali_loader(paths)"
-            if b == "dali"
-            else f"loaders.GpuLoader(paths, backend={b!r}, threads=8)"
-        )
         info = clip_info[r["clip"]]
-        out.append(
-            {
-                "backend": b,
-                "device": d,
-                "fps": r["fps"],
-                "spread_pct": r.get("rate_spread_pct"),
-                "how": how,
-                "source": f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, "
-                f"{gop_class(info['gop'])})",
-            }
-        )
+        source = f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, {gop_class(info['gop'])})"
+        out.append(_candidate(b, d, r["fps"], r.get("rate_spread_pct"), _one_caller_how(b, d, sweep), source))
     return out
 
 
@@ -247,33 +235,22 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     k, out = _sampled_k(nb21, workload), []
     who = "a short run here" if nb21.get("short") else "notebook 21"  # `loader_bench.short_whole_loaders`
     if k:
+        batch = f", batch_size={nb21['batch']}" if nb21.get("batch") else ""
         for b in sorted({x["backend"] for x in nb21.get("sweep", [])}):
             w = max((x for x in nb21["sweep"] if x["backend"] == b), key=lambda x: x["samples_per_s"])
-            batch = f", batch_size={nb21['batch']}" if nb21.get("batch") else ""
+            how = f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k}{batch})"
+            source = f"{who}, a DataLoader with {w['workers']} workers"
+            more = {key: w.get(key) for key in ("decoder_threads", "wait_fraction", "step_s")}
             out.append(
-                {
-                    "backend": b,
-                    "device": "cpu",
-                    "fps": k * w["samples_per_s"],
-                    "spread_pct": w.get("samples_per_s_spread_pct"),
-                    "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k}{batch})",
-                    "source": f"{who}, a DataLoader with {w['workers']} workers",
-                    "decoder_threads": w.get("decoder_threads"),
-                    "wait_fraction": w.get("wait_fraction"),
-                    "step_s": w.get("step_s"),
-                }
+                _candidate(b, "cpu", k * w["samples_per_s"], w.get("samples_per_s_spread_pct"), how, source, **more)
             )
         for g in nb21.get("gpu_sampled", []):
+            how = (
+                f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, strategy='uniform', k={k})"
+            )
+            source = f"{who}, a GpuLoader with {g['threads']} threads"
             out.append(
-                {
-                    "backend": g["backend"],
-                    "device": "cuda",
-                    "fps": g["frames_per_s"],
-                    "spread_pct": g.get("frames_per_s_spread_pct"),
-                    "how": f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, "
-                    f"strategy='uniform', k={k})",
-                    "source": f"{who}, a GpuLoader with {g['threads']} threads",
-                }
+                _candidate(g["backend"], "cuda", g["frames_per_s"], g.get("frames_per_s_spread_pct"), how, source)
             )
     elif workload == "sequential":
         gpu = [g for g in nb21.get("gpu_loaders", []) if trusted(g)]  # steady rates, none above the ceiling
@@ -287,15 +264,9 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                 )
             else:
                 how = f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']})"
+            source = f"notebook 21, {g['loader']}"
             out.append(
-                {
-                    "backend": g["backend"],
-                    "device": "cuda",
-                    "fps": g["frames_per_s"],
-                    "spread_pct": g.get("frames_per_s_spread_pct"),
-                    "how": how,
-                    "source": f"notebook 21, {g['loader']}",
-                }
+                _candidate(g["backend"], "cuda", g["frames_per_s"], g.get("frames_per_s_spread_pct"), how, source)
             )
     return [c for c in out if c["device"] in devices]
 
@@ -323,11 +294,8 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
     if not pool:
         return None
     full = {k: c for k, c in pool.items() if c["accepts_all"]}
-
     # a margin whose spread was not measured (one run each, as in smoke mode) wins nothing: the tie rule decides
-    def rank(entries):
-        return verdicts.rank(entries, unknown_spread_ties=True)
-
+    rank = functools.partial(verdicts.rank, unknown_spread_ties=True)
     v = rank((key, c["fps"], c["spread_pct"]) for key, c in pool.items())
     fallback = None
     if not pool[v.best]["accepts_all"] and full:
