@@ -63,7 +63,7 @@ def main_group(profile: dict) -> tuple[tuple | None, str]:
     return group, said
 
 
-def coverage(paths: dict, devices, backends, timeout: float = 120) -> dict:
+def coverage(paths: dict, devices, backends) -> dict:
     """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend refuses before
     decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
     limits), and on a GPU which it refuses when it reads them (`refused_when_read`)."""
@@ -73,7 +73,7 @@ def coverage(paths: dict, devices, backends, timeout: float = 120) -> dict:
         for b in backends:
             refusals = {n: why for n, p in paths.items() if (why := why_unavailable(b, d, p))}
             out[(b, d)] = {"accepted": len(paths) - len(refusals), "refusals": refusals}
-    for key, refused in refused_when_read(paths, out, timeout).items():
+    for key, refused in refused_when_read(paths, out).items():
         out[key]["refusals"].update(refused)
         out[key]["accepted"] = len(paths) - len(out[key]["refusals"])
     return out
@@ -84,7 +84,7 @@ def _kind(path) -> tuple:
     return i.codec, i.bit_depth
 
 
-def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
+def refused_when_read(paths: dict, cover: dict) -> dict:
     """{(backend, device): {name: why}} on a GPU: frame 0 of one file of each (codec, bit depth) present, read by each
     GPU backend that accepts it beforehand, each in a child process side by side; a refusal then (NVDEC without that
     codec on this GPU: an AV1 file on an H100) stands for every file of that kind, here and, through the adapter's
@@ -98,7 +98,7 @@ def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
                     first.setdefault(kinds[n], n)
             for kind, n in first.items():
                 jobs[(b, d, kind)] = child.python("-m", "playbook_utils.bench.choose", str(paths[n]), b, str(d))
-    answers = child.call_all(jobs, timeout=timeout, env=child_env()) if jobs else {}
+    answers = child.call_all(jobs, timeout=120, env=child_env()) if jobs else {}
     out: dict = {}
     for (b, d, kind), a in answers.items():
         if a["status"] != "ok":
@@ -283,11 +283,10 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
     """The best of `candidates` by `verdicts.rank` (ties broken by `tie_break`); one that refuses some files wins
     only beyond the spread, with a `fallback` that takes every file. Returns the winner with 'verdict', 'runner_up',
     'fallback' and 'sentence', or None. Notebook 22."""
+    pool: dict = {}
     for c in candidates:
         c["accepted"] = cover[(c["backend"], c["device"])]["accepted"]
         c["accepts_all"] = c["accepted"] == n_files
-    pool: dict = {}
-    for c in candidates:
         key = f"{c['backend']} on {c['device']}"
         if key not in pool or c["fps"] > pool[key]["fps"]:
             pool[key] = c

@@ -35,6 +35,10 @@ class Case:
         """Whether the ffmpeg command-line tool makes this file (PyAV cannot write it)."""
         return self.streams > 1 or bool(self.hide) or bool(self.rotation)
 
+    def encoding(self) -> dict:
+        """`media.make_clip`'s settings for this case's video."""
+        return {"gop": self.gop, "bframes": self.bframes, "pix_fmt": self.pix_fmt, "closed_gop": self.closed_gop}
+
     def shown(self, indices: list[int]) -> list[int]:
         """The stamps a player shows at `indices` of this file."""
         return [i + self.hide for i in indices]
@@ -91,16 +95,7 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
                 gaps = (1 / 15 if i % 5 == 4 else 1 / 30 for i in range(num_frames - 1))
                 times = [round(t, 4) for t in accumulate(gaps, initial=0.0)]
             media.make_clip(
-                path,
-                case.codec,
-                width,
-                height,
-                num_frames=num_frames,
-                gop=case.gop,
-                bframes=case.bframes,
-                pix_fmt=case.pix_fmt,
-                closed_gop=case.closed_gop,
-                frame_times=times,
+                path, case.codec, width, height, num_frames=num_frames, frame_times=times, **case.encoding()
             )
         clips[case.name] = path
     return clips
@@ -109,19 +104,12 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
 def _build_with_cli(case: Case, path: Path, width: int, height: int, num_frames: int) -> None:
     """Make a case the ffmpeg tool writes from clips PyAV encodes (beside it, named after it)."""
     base = path.with_name(f"base_{path.name}")
-    media.make_clip(base, case.codec, width, height, num_frames=num_frames, gop=case.gop, bframes=case.bframes)
+    media.make_clip(base, case.codec, width, height, num_frames=num_frames, **case.encoding())
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     if case.streams > 1:
         first = path.with_name(f"first_{path.name}")  # another size and length: a wrong stream cannot pass
-        media.make_clip(
-            first,
-            case.codec,
-            width * 4 // 5 // 2 * 2,
-            height * 4 // 5 // 2 * 2,
-            num_frames=num_frames * 3 // 4,
-            gop=case.gop,
-            bframes=case.bframes,
-        )
+        size = (width * 4 // 5 // 2 * 2, height * 4 // 5 // 2 * 2)
+        media.make_clip(first, case.codec, *size, num_frames=num_frames * 3 // 4, **case.encoding())
         media.mux_video_streams(tmp, [first, base], best=1)
     elif case.hide:
         media.hide_leading_frames(base, tmp, case.hide)

@@ -151,11 +151,9 @@ def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None =
     t, gain, spread = stopped
     after = [r["frames_per_s"] / best["frames_per_s"] - 1 for r in rows if r["threads"] > best["threads"]]
     again = ", then rose again" if best["threads"] > t else ""
-    moved = (
-        f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
-        if len(after) > 1
-        else ""
-    )
+    moved = ""
+    if len(after) > 1:
+        moved = f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
     # more threads tie with it, and 21's verdict names the fastest of those: this one is the fewest that get there
     head = f"levelled at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%){again}"
     return f"{head}; the fewest threads for that rate: {rate}{moved}"
@@ -297,11 +295,9 @@ def gpu_slower_lines(table: list[dict]) -> list[str]:
         if v.best == "cpu" and not v.tied:
             kept = [k for k in table if k["device"] == r["device"] and k["clip"] == r["clip"] and k["exact"]
                     and k["workload"].startswith(r["workload"] + ",") and (k["fps"] or 0) > c["fps"]]  # fmt: skip
-            why = (
-                f"each frame's trip through host memory ({kept[0]['workload']}: {kept[0]['fps']:,.0f})"
-                if kept
-                else "one call opens one decoder (many at once: notebooks 20, 21)"
-            )
+            why = "one call opens one decoder (many at once: notebooks 20, 21)"
+            if kept:
+                why = f"each frame's trip through host memory ({kept[0]['workload']}: {kept[0]['fps']:,.0f})"
             lines.append(
                 f"{r['workload']} on {r['clip']}: the GPU {r['fps']:,.0f} frames/s, the CPU {c['fps']:,.0f}, beyond the "
                 f"spread of {percent(v.spread_pct)}: {why}"
