@@ -20,24 +20,21 @@ def busy_words(u: dict | None) -> str:
     """What a `summary` says of the busy units, for a table line: 'NVDEC 97%, SMs 45%, CPU 350%', or why nothing
     was measured. Notebooks 20, 21."""
     u = u or {}
-    busy = ", ".join(
-        f"{label} {u[key]:.0f}%"
-        for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
-        if u.get(key) is not None
-    )
+    units = (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
+    busy = ", ".join(f"{label} {u[key]:.0f}%" for key, label in units if u.get(key) is not None)
     return busy or u.get("busy_why") or "not sampled"
 
 
-def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
+def limit_of(row: dict) -> tuple[str, str]:
     """(label, line): what held a GPU-side loader back, from its utilization: 'NVDEC' or 'SMs' where busy at least
-    `busy_pct`, else 'host side' (with the cores used, and 'idle' where under half were); 'unknown' unsampled."""
+    BUSY_PCT, else 'host side' (with the cores used, and 'idle' where under half were); 'unknown' unsampled."""
     u = row.get("utilization") or {}
     nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
     if nvdec is None or sm is None:
         return "unknown", f"unknown: utilization {u.get('busy_why') or 'not measured'}"
-    if nvdec >= busy_pct:
+    if nvdec >= BUSY_PCT:
         return "NVDEC", f"NVDEC busy {nvdec:.0f}%"
-    if sm >= busy_pct:
+    if sm >= BUSY_PCT:
         return "SMs", f"SMs busy {sm:.0f}% (NVDEC {nvdec:.0f}%)"
     have = len(os.sched_getaffinity(0))
     cores = "" if cpu is None else f", {cpu / 100:.1f} of {have} cores busy"
