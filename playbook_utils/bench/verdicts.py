@@ -120,8 +120,7 @@ def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
         return Verdict(b, bv, None, None, None, bs, False)
     (r, (rv, rs)) = ordered[1]
     margin = 100 * (bv / rv - 1) if rv > 0 else float("inf")
-    spreads = [s for s in (bs, rs) if s is not None]
-    spread = max(spreads) if spreads else None
+    spread = max((s for s in (bs, rs) if s is not None), default=None)
     tied = (margin <= spread) if spread is not None else unknown_spread_ties
     also = []
     for label, (value, s) in ordered[2:] if tied and spread is not None else ():
