@@ -220,21 +220,16 @@ def builds_side_by_side(builds: dict, directory, backend: str = "decord") -> dic
         case: {f"{b} {how}": r[b][case][backend] for b in builds for how, r in (("own", own), ("read_frames", kept))}
         for case in own[first]
     }
-    word = {c: {col: o.split(":")[0] for col, o in row.items()} for c, row in side.items()}
+    # per case, one word each: the first build's own call, the second's, the second's through read_frames
+    columns = (f"{first} own", f"{second} own", f"{second} read_frames")
+    word = {c: [row[col].split(":")[0] for col in columns] for c, row in side.items()}
     both: dict = {}
-    for c, w in word.items():
-        if w[f"{first} own"] == w[f"{second} own"] == "WRONG":
-            both.setdefault(w[f"{second} read_frames"], []).append(c)
-    return {
-        "table": side,
-        "fixed": [c for c, w in word.items() if w[f"{first} own"] != "exact" and w[f"{second} own"] == "exact"],
-        "wrong_in_both": both,
-        "alike": [
-            c
-            for c, w in word.items()
-            if w[f"{first} own"] == w[f"{second} own"] == "exact" and w[f"{second} read_frames"] == "refused"
-        ],
-    }
+    for c, (one, two, kept_two) in word.items():
+        if one == two == "WRONG":
+            both.setdefault(kept_two, []).append(c)
+    fixed = [c for c, (one, two, _) in word.items() if one != "exact" and two == "exact"]
+    alike = [c for c, (one, two, kept_two) in word.items() if one == two == "exact" and kept_two == "refused"]
+    return {"table": side, "fixed": fixed, "wrong_in_both": both, "alike": alike}
 
 
 def raised_on_repeat(paths, repeats: int, env: dict | None = None, backend: str = "decord") -> int:
