@@ -204,7 +204,6 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
             continue
         a, b = r["adapter_fps"], r["bare_fps"]
         spread = max(r.get("adapter_spread_pct") or 0, r.get("bare_spread_pct") or 0)
-        adapter = 100 * (b / a - 1) > spread  # its own loop faster beyond the spread: the adapter costs
         pct = None if cli is None or no_anchor else 100 * a / cli["fps"]
         if pct is None:  # against its own bare loop only: a gap inside the spread is none
             gap = 100 * (a / b - 1)
@@ -216,7 +215,7 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
         elif pct >= TARGET_PCT:
             cause = "nothing: at the anchor"
         else:
-            cause = "the adapter" if adapter else "the library"
+            cause = "the adapter" if 100 * (b / a - 1) > spread else "the library"  # its own loop faster beyond it
             cause += f" (the output array: {100 * touch_s * a / r['frames']:.0f}% of the time)" if touch_s else ""
         of_cli = f"{pct:5.0f}%" if pct is not None else f"{'-':>6s}"
         lines.append(f"{lib:12s} {a:11,.0f} {b:9,.0f} {100 * a / b:6.0f}% {spread:5.1f}% {of_cli}  {cause}")
