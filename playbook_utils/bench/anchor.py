@@ -18,21 +18,18 @@ LIBRARIES = by_role("cpu_anchor")  # the CPU libraries set against the command l
 TARGET_PCT = 90  # an adapter should reach this share of the command line where its library can
 
 
+def _seconds(fn) -> float:
+    """The seconds one call of `fn` takes."""
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def _median_rate(fn, frames: int, repeats: int) -> tuple[float, float | None]:
     """(frames per second from the median of `repeats` timed calls of `fn` after one untimed call, spread %)."""
     fn()
-    rates = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        rates.append(frames / (time.perf_counter() - t))
+    rates = [frames / _seconds(fn) for _ in range(repeats)]
     return statistics.median(rates), spread_pct(rates)
-
-
-def _timed_rate(fn, frames: int) -> float:
-    t = time.perf_counter()
-    fn()
-    return frames / (time.perf_counter() - t)
 
 
 def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> dict | None:
@@ -49,7 +46,7 @@ def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> d
 
     limit = ("-frames:v", str(first)) if first else ()
     whole, spread = _median_rate(lambda: run(*limit), frames, repeats)
-    startup = statistics.median(1 / _timed_rate(lambda: run("-frames:v", "0"), 1) for _ in range(3))
+    startup = statistics.median(_seconds(lambda: run("-frames:v", "0")) for _ in range(3))
     decoding_s = frames / whole - startup
     head = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
     return {
@@ -73,12 +70,7 @@ def output_cost(frames: int, height: int, width: int, repeats: int = 3) -> float
         del a
 
     make()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        make()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return statistics.median(_seconds(make) for _ in range(repeats))
 
 
 def _bare_pyav(path: str, n: int):
@@ -143,8 +135,8 @@ def _child(library: str, path: str, repeats: int, first: int | None = None) -> d
         bare, adapter = [], []  # the two calls above were the warm-up
         for _ in range(repeats):  # alternately, so that a drift of the machine falls on both
             one, two = next(names), next(names)
-            bare.append(_timed_rate(lambda: BARE[library](one, n), n))
-            adapter.append(_timed_rate(lambda: read_frames(two, idx, library), n))
+            bare.append(n / _seconds(lambda: BARE[library](one, n)))
+            adapter.append(n / _seconds(lambda: read_frames(two, idx, library)))
 
     return {
         "frames": n,
@@ -161,28 +153,21 @@ def _warm(library: str, path: str) -> dict:
 
 
 def library_rates(
-    path,
-    libraries=LIBRARIES,
-    repeats: int = 3,
-    timeout: float = 600,
-    first: int | None = None,
-    kept: dict | None = None,
+    path, libraries=LIBRARIES, repeats: int = 3, first: int | None = None, kept: dict | None = None
 ) -> dict:
     """{library: answer}: each library's bare loop and adapter over every frame of `path` (or its `first`), each
     in its own child process (`child.serve_all`); 'unavailable' with the reason where it cannot run. With `kept`,
     the harness's warm children are reused. Notebook 20."""
-    out = {}
     check_libraries(libraries)  # the import checks side by side
-    for lib in libraries:
-        why = why_unavailable(lib, "cpu", path)
-        if why:
-            out[lib] = {"status": "unavailable", "error": why}
+    out = {
+        lib: {"status": "unavailable", "error": why} for lib in libraries if (why := why_unavailable(lib, "cpu", path))
+    }
     todo = [lib for lib in libraries if lib not in out]
     answers = child.serve_all(
         child.python("-m", "playbook_utils.bench", "--serve"),
         {lib: [{"anchor": [lib, str(path), repeats, first]}] for lib in todo},
         warm={lib: {"warm": {"anchor": [lib, str(path)]}} for lib in todo},
-        timeout=timeout,
+        timeout=600,
         env=child_env(),
         kept=kept,
     )
@@ -219,7 +204,6 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
             continue
         a, b = r["adapter_fps"], r["bare_fps"]
         spread = max(r.get("adapter_spread_pct") or 0, r.get("bare_spread_pct") or 0)
-        adapter = 100 * (b / a - 1) > spread  # its own loop faster beyond the spread: the adapter costs
         pct = None if cli is None or no_anchor else 100 * a / cli["fps"]
         if pct is None:  # against its own bare loop only: a gap inside the spread is none
             gap = 100 * (a / b - 1)
@@ -231,7 +215,7 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
         elif pct >= TARGET_PCT:
             cause = "nothing: at the anchor"
         else:
-            cause = "the adapter" if adapter else "the library"
+            cause = "the adapter" if 100 * (b / a - 1) > spread else "the library"  # its own loop faster beyond it
             cause += f" (the output array: {100 * touch_s * a / r['frames']:.0f}% of the time)" if touch_s else ""
         of_cli = f"{pct:5.0f}%" if pct is not None else f"{'-':>6s}"
         lines.append(f"{lib:12s} {a:11,.0f} {b:9,.0f} {100 * a / b:6.0f}% {spread:5.1f}% {of_cli}  {cause}")
@@ -270,15 +254,11 @@ def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
 def table_row(rows: list[dict], library: str, clip: str) -> dict | None:
     """The table's row of `library` reading every frame of `clip` on the CPU, one caller (the row a bare loop of
     section 1 is set against), where it ran; else None. Notebook 20."""
-    return next(
-        (
-            r
-            for r in rows
-            if r.get("status") == "ok"
-            and (r["backend"], r["device"], r["workload"], r["clip"]) == (library, "cpu", "sequential", clip)
-        ),
-        None,
-    )
+    want = (library, "cpu", "sequential", clip)
+    for r in rows:
+        if r.get("status") == "ok" and (r["backend"], r["device"], r["workload"], r["clip"]) == want:
+            return r
+    return None
 
 
 def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str | None]:

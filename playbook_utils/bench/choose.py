@@ -3,6 +3,7 @@ the decision tree, candidates from notebooks 20 and 21, the recommendation and t
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -62,7 +63,7 @@ def main_group(profile: dict) -> tuple[tuple | None, str]:
     return group, said
 
 
-def coverage(paths: dict, devices, backends, timeout: float = 120) -> dict:
+def coverage(paths: dict, devices, backends) -> dict:
     """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend refuses before
     decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
     limits), and on a GPU which it refuses when it reads them (`refused_when_read`)."""
@@ -72,7 +73,7 @@ def coverage(paths: dict, devices, backends, timeout: float = 120) -> dict:
         for b in backends:
             refusals = {n: why for n, p in paths.items() if (why := why_unavailable(b, d, p))}
             out[(b, d)] = {"accepted": len(paths) - len(refusals), "refusals": refusals}
-    for key, refused in refused_when_read(paths, out, timeout).items():
+    for key, refused in refused_when_read(paths, out).items():
         out[key]["refusals"].update(refused)
         out[key]["accepted"] = len(paths) - len(out[key]["refusals"])
     return out
@@ -83,7 +84,7 @@ def _kind(path) -> tuple:
     return i.codec, i.bit_depth
 
 
-def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
+def refused_when_read(paths: dict, cover: dict) -> dict:
     """{(backend, device): {name: why}} on a GPU: frame 0 of one file of each (codec, bit depth) present, read by each
     GPU backend that accepts it beforehand, each in a child process side by side; a refusal then (NVDEC without that
     codec on this GPU: an AV1 file on an H100) stands for every file of that kind, here and, through the adapter's
@@ -97,7 +98,7 @@ def refused_when_read(paths: dict, cover: dict, timeout: float = 120) -> dict:
                     first.setdefault(kinds[n], n)
             for kind, n in first.items():
                 jobs[(b, d, kind)] = child.python("-m", "playbook_utils.bench.choose", str(paths[n]), b, str(d))
-    answers = child.call_all(jobs, timeout=timeout, env=child_env()) if jobs else {}
+    answers = child.call_all(jobs, timeout=120, env=child_env()) if jobs else {}
     out: dict = {}
     for (b, d, kind), a in answers.items():
         if a["status"] != "ok":
@@ -166,10 +167,20 @@ def decision_tree(rows, clip_info: dict) -> dict:
     return out
 
 
-def _how_cpu(backend: str, sweep, k: int | None) -> str:
-    mine = [x for x in sweep if x["backend"] == backend]
-    workers = max(mine, key=lambda x: x["samples_per_s"])["workers"] if mine else "<free cores>"
-    return f"loaders.make_loader(paths, backend={backend!r}, num_workers={workers}" + (f", k={k})" if k else ")")
+def _candidate(backend: str, device: str, fps: float, spread_pct, how: str, source: str, **more) -> dict:
+    """One candidate loader as `recommend` takes it: its rate and spread, the call that builds it, where measured."""
+    return dict(backend=backend, device=device, fps=fps, spread_pct=spread_pct, how=how, source=source, **more)
+
+
+def _one_caller_how(backend: str, device: str, sweep) -> str:
+    """The loader call for a one-caller candidate: CPU workers as notebook 21's sweep found best, else 8 GPU threads."""
+    if device == "cpu":
+        mine = [x for x in sweep if x["backend"] == backend]
+        workers = max(mine, key=lambda x: x["samples_per_s"])["workers"] if mine else "<free cores>"
+        return f"loaders.make_loader(paths, backend={backend!r}, num_workers={workers})"
+    if backend == "dali":
+        return "loaders.dali_loader(paths)"
+    return f"loaders.GpuLoader(paths, backend={backend!r}, threads=8)"
 
 
 def one_caller_candidates(
@@ -178,15 +189,8 @@ def one_caller_candidates(
     """Candidates from notebook 20's one-caller table for `group` and `workload`: one per (backend, device) from
     the nearest measured case, each with rate, spread and the call that builds its loader."""
     codec, _, gopc = group
-    ok = [
-        r
-        for r in rows
-        if r.get("status") == "ok"
-        and r.get("exact")
-        and r["workload"] == workload
-        and r["device"] in devices
-        and r["clip"] in clip_info
-    ]
+    ok = [r for r in rows if r.get("status") == "ok" and r.get("exact") and r["clip"] in clip_info]
+    ok = [r for r in ok if r["workload"] == workload and r["device"] in devices]
     for match in (
         lambda i: i["codec"] == codec and gop_class(i["gop"]) == gopc,
         lambda i: i["codec"] == codec,
@@ -203,25 +207,9 @@ def one_caller_candidates(
     sweep = (nb21 or {}).get("sweep", [])
     out = []
     for (b, d), r in best.items():
-        how = (
-            _how_cpu(b, sweep, None)
-            if d == "cpu"
-            else "loaders.dali_loader(paths)"
-            if b == "dali"
-            else f"loaders.GpuLoader(paths, backend={b!r}, threads=8)"
-        )
         info = clip_info[r["clip"]]
-        out.append(
-            {
-                "backend": b,
-                "device": d,
-                "fps": r["fps"],
-                "spread_pct": r.get("rate_spread_pct"),
-                "how": how,
-                "source": f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, "
-                f"{gop_class(info['gop'])})",
-            }
-        )
+        source = f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, {gop_class(info['gop'])})"
+        out.append(_candidate(b, d, r["fps"], r.get("rate_spread_pct"), _one_caller_how(b, d, sweep), source))
     return out
 
 
@@ -247,33 +235,22 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
     k, out = _sampled_k(nb21, workload), []
     who = "a short run here" if nb21.get("short") else "notebook 21"  # `loader_bench.short_whole_loaders`
     if k:
+        batch = f", batch_size={nb21['batch']}" if nb21.get("batch") else ""
         for b in sorted({x["backend"] for x in nb21.get("sweep", [])}):
             w = max((x for x in nb21["sweep"] if x["backend"] == b), key=lambda x: x["samples_per_s"])
-            batch = f", batch_size={nb21['batch']}" if nb21.get("batch") else ""
+            how = f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k}{batch})"
+            source = f"{who}, a DataLoader with {w['workers']} workers"
+            more = {key: w.get(key) for key in ("decoder_threads", "wait_fraction", "step_s")}
             out.append(
-                {
-                    "backend": b,
-                    "device": "cpu",
-                    "fps": k * w["samples_per_s"],
-                    "spread_pct": w.get("samples_per_s_spread_pct"),
-                    "how": f"loaders.make_loader(paths, backend={b!r}, num_workers={w['workers']}, k={k}{batch})",
-                    "source": f"{who}, a DataLoader with {w['workers']} workers",
-                    "decoder_threads": w.get("decoder_threads"),
-                    "wait_fraction": w.get("wait_fraction"),
-                    "step_s": w.get("step_s"),
-                }
+                _candidate(b, "cpu", k * w["samples_per_s"], w.get("samples_per_s_spread_pct"), how, source, **more)
             )
         for g in nb21.get("gpu_sampled", []):
+            how = (
+                f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, strategy='uniform', k={k})"
+            )
+            source = f"{who}, a GpuLoader with {g['threads']} threads"
             out.append(
-                {
-                    "backend": g["backend"],
-                    "device": "cuda",
-                    "fps": g["frames_per_s"],
-                    "spread_pct": g.get("frames_per_s_spread_pct"),
-                    "how": f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, "
-                    f"strategy='uniform', k={k})",
-                    "source": f"{who}, a GpuLoader with {g['threads']} threads",
-                }
+                _candidate(g["backend"], "cuda", g["frames_per_s"], g.get("frames_per_s_spread_pct"), how, source)
             )
     elif workload == "sequential":
         gpu = [g for g in nb21.get("gpu_loaders", []) if trusted(g)]  # steady rates, none above the ceiling
@@ -287,15 +264,9 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                 )
             else:
                 how = f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']})"
+            source = f"notebook 21, {g['loader']}"
             out.append(
-                {
-                    "backend": g["backend"],
-                    "device": "cuda",
-                    "fps": g["frames_per_s"],
-                    "spread_pct": g.get("frames_per_s_spread_pct"),
-                    "how": how,
-                    "source": f"notebook 21, {g['loader']}",
-                }
+                _candidate(g["backend"], "cuda", g["frames_per_s"], g.get("frames_per_s_spread_pct"), how, source)
             )
     return [c for c in out if c["device"] in devices]
 
@@ -312,22 +283,18 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
     """The best of `candidates` by `verdicts.rank` (ties broken by `tie_break`); one that refuses some files wins
     only beyond the spread, with a `fallback` that takes every file. Returns the winner with 'verdict', 'runner_up',
     'fallback' and 'sentence', or None. Notebook 22."""
+    pool: dict = {}
     for c in candidates:
         c["accepted"] = cover[(c["backend"], c["device"])]["accepted"]
         c["accepts_all"] = c["accepted"] == n_files
-    pool: dict = {}
-    for c in candidates:
         key = f"{c['backend']} on {c['device']}"
         if key not in pool or c["fps"] > pool[key]["fps"]:
             pool[key] = c
     if not pool:
         return None
     full = {k: c for k, c in pool.items() if c["accepts_all"]}
-
     # a margin whose spread was not measured (one run each, as in smoke mode) wins nothing: the tie rule decides
-    def rank(entries):
-        return verdicts.rank(entries, unknown_spread_ties=True)
-
+    rank = functools.partial(verdicts.rank, unknown_spread_ties=True)
     v = rank((key, c["fps"], c["spread_pct"]) for key, c in pool.items())
     fallback = None
     if not pool[v.best]["accepts_all"] and full:

@@ -138,14 +138,9 @@ def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameChec
         detail += f"; {len(positions)} of the {len(indices)} frames were compared, spread over the request"
     if alike:
         detail += f"; {alike} of them look like their neighbours (a still scene), so those cannot be told apart"
+    lowest_db = None if worst == float("inf") else round(float(worst), 1)
     return FrameCheck(
-        f"reference:{ref}",
-        not wrong and not off_colour,
-        len(positions),
-        wrong,
-        detail,
-        off_colour,
-        None if worst == float("inf") else round(float(worst), 1),
+        f"reference:{ref}", not (wrong or off_colour), len(positions), wrong, detail, off_colour, lowest_db
     )
 
 
@@ -155,9 +150,8 @@ def check_frames(path, indices, frames, backend: str | None = None, max_frames: 
     'unchecked' (exact None) where no reference library takes the file. Notebook 20."""
     indices = [int(i) for i in indices]
     if len(indices) != len(frames):
-        return FrameCheck(
-            "count", False, 0, list(range(len(indices))), f"asked for {len(indices)} frames, got {len(frames)}"
-        )
+        said = f"asked for {len(indices)} frames, got {len(frames)}"
+        return FrameCheck("count", False, 0, list(range(len(indices))), said)
     if not indices:
         return FrameCheck("stamp", True, 0, [], "nothing asked")
     try:
@@ -167,11 +161,6 @@ def check_frames(path, indices, frames, backend: str | None = None, max_frames: 
         pass
     ref = reference_backend(path, backend)
     if ref is None:
-        return FrameCheck(
-            "unchecked",
-            None,
-            0,
-            [],
-            f"no stamp in the frames, and no CPU library other than {backend} takes this file here",
-        )
+        why = f"no stamp in the frames, and no CPU library other than {backend} takes this file here"
+        return FrameCheck("unchecked", None, 0, [], why)
     return _by_reference(path, indices, frames, ref, max_frames)

@@ -5,6 +5,7 @@ and the stamps are read back: `exact`, `WRONG`, `refused`, `error`, `crashed` or
 from __future__ import annotations
 
 import dataclasses
+from itertools import accumulate
 from pathlib import Path
 
 from playbook_utils.bench import media
@@ -33,6 +34,10 @@ class Case:
     def needs_cli(self) -> bool:
         """Whether the ffmpeg command-line tool makes this file (PyAV cannot write it)."""
         return self.streams > 1 or bool(self.hide) or bool(self.rotation)
+
+    def encoding(self) -> dict:
+        """`media.make_clip`'s settings for this case's video."""
+        return {"gop": self.gop, "bframes": self.bframes, "pix_fmt": self.pix_fmt, "closed_gop": self.closed_gop}
 
     def shown(self, indices: list[int]) -> list[int]:
         """The stamps a player shows at `indices` of this file."""
@@ -87,21 +92,10 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
         if not path.exists():
             times = None
             if case.vfr:  # irregular gaps: 1/30 s mostly, 1/15 s every fifth frame
-                t, times = 0.0, []
-                for i in range(num_frames):
-                    times.append(round(t, 4))
-                    t += 1 / 15 if i % 5 == 4 else 1 / 30
+                gaps = (1 / 15 if i % 5 == 4 else 1 / 30 for i in range(num_frames - 1))
+                times = [round(t, 4) for t in accumulate(gaps, initial=0.0)]
             media.make_clip(
-                path,
-                case.codec,
-                width,
-                height,
-                num_frames=num_frames,
-                gop=case.gop,
-                bframes=case.bframes,
-                pix_fmt=case.pix_fmt,
-                closed_gop=case.closed_gop,
-                frame_times=times,
+                path, case.codec, width, height, num_frames=num_frames, frame_times=times, **case.encoding()
             )
         clips[case.name] = path
     return clips
@@ -110,19 +104,12 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
 def _build_with_cli(case: Case, path: Path, width: int, height: int, num_frames: int) -> None:
     """Make a case the ffmpeg tool writes from clips PyAV encodes (beside it, named after it)."""
     base = path.with_name(f"base_{path.name}")
-    media.make_clip(base, case.codec, width, height, num_frames=num_frames, gop=case.gop, bframes=case.bframes)
+    media.make_clip(base, case.codec, width, height, num_frames=num_frames, **case.encoding())
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     if case.streams > 1:
         first = path.with_name(f"first_{path.name}")  # another size and length: a wrong stream cannot pass
-        media.make_clip(
-            first,
-            case.codec,
-            width * 4 // 5 // 2 * 2,
-            height * 4 // 5 // 2 * 2,
-            num_frames=num_frames * 3 // 4,
-            gop=case.gop,
-            bframes=case.bframes,
-        )
+        size = (width * 4 // 5 // 2 * 2, height * 4 // 5 // 2 * 2)
+        media.make_clip(first, case.codec, *size, num_frames=num_frames * 3 // 4, **case.encoding())
         media.mux_video_streams(tmp, [first, base], best=1)
     elif case.hide:
         media.hide_leading_frames(base, tmp, case.hide)
@@ -177,29 +164,16 @@ def table(
     full = {name: (c[0], c[1], c[2] if len(c) > 2 else c[1], c[3] if len(c) > 3 else None) for name, c in cases.items()}
     result: dict[str, dict[str, str]] = {name: {} for name in cases}
     for backend in backends:
-        reqs = [
-            {
-                "path": str(p),
-                "indices": idx,
-                "backend": backend,
-                "device": device,
-                "stamps": True,
-                "stream": s,
-                "raw": raw,
-            }
-            for p, idx, _, s in full.values()
-        ]
+        ask = {"backend": backend, "device": device, "stamps": True, "raw": raw}
+        reqs = [{**ask, "path": str(p), "indices": idx, "stream": s} for p, idx, _, s in full.values()]
         for (name, (_, _, shown, _)), r in zip(full.items(), run_requests(reqs, timeout=timeout, env=env)):
             result[name][backend] = classify(r, shown)
     return result
 
 
-def run(
-    backends, device: str, directory, env: dict | None = None, raw: bool = False, **size
-) -> dict[str, dict[str, str]]:
-    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process (with `env`; `raw`: the
-    library's own call, `table`)."""
-    return table(cases_to_ask(build_cases(directory, **size)), backends, device, env=env, raw=raw)
+def run(backends, device: str, directory) -> dict[str, dict[str, str]]:
+    """{case: {backend: outcome}} for `backends` on `device`, each backend in its own process (`table`)."""
+    return table(cases_to_ask(build_cases(directory)), backends, device)
 
 
 # what each trait in a row's name means, printed under the table for the traits it holds
@@ -246,21 +220,16 @@ def builds_side_by_side(builds: dict, directory, backend: str = "decord") -> dic
         case: {f"{b} {how}": r[b][case][backend] for b in builds for how, r in (("own", own), ("read_frames", kept))}
         for case in own[first]
     }
-    word = {c: {col: o.split(":")[0] for col, o in row.items()} for c, row in side.items()}
+    # per case, one word each: the first build's own call, the second's, the second's through read_frames
+    columns = (f"{first} own", f"{second} own", f"{second} read_frames")
+    word = {c: [row[col].split(":")[0] for col in columns] for c, row in side.items()}
     both: dict = {}
-    for c, w in word.items():
-        if w[f"{first} own"] == w[f"{second} own"] == "WRONG":
-            both.setdefault(w[f"{second} read_frames"], []).append(c)
-    return {
-        "table": side,
-        "fixed": [c for c, w in word.items() if w[f"{first} own"] != "exact" and w[f"{second} own"] == "exact"],
-        "wrong_in_both": both,
-        "alike": [
-            c
-            for c, w in word.items()
-            if w[f"{first} own"] == w[f"{second} own"] == "exact" and w[f"{second} read_frames"] == "refused"
-        ],
-    }
+    for c, (one, two, kept_two) in word.items():
+        if one == two == "WRONG":
+            both.setdefault(kept_two, []).append(c)
+    fixed = [c for c, (one, two, _) in word.items() if one != "exact" and two == "exact"]
+    alike = [c for c, (one, two, kept_two) in word.items() if one == two == "exact" and kept_two == "refused"]
+    return {"table": side, "fixed": fixed, "wrong_in_both": both, "alike": alike}
 
 
 def raised_on_repeat(paths, repeats: int, env: dict | None = None, backend: str = "decord") -> int:

@@ -13,6 +13,7 @@ from playbook_utils import colour
 from playbook_utils.decoders import why_unavailable
 from playbook_utils.decoders.isolated import run_requests
 from playbook_utils.probe import video_info
+from playbook_utils.resize import psnr
 
 THRESHOLD_DB = 36.0  # at least this PSNR against the reference on every frame: the backend converts as the tags say
 
@@ -62,14 +63,6 @@ def reference_rgb(path, indices, matrix: str | None = None, colour_range: str | 
     return colour.yuv_to_rgb(y, u, v, matrix or m, colour_range or r, info.bit_depth)
 
 
-def psnr(a, b) -> float:
-    """PSNR (dB) of two uint8 tensors; inf where they are equal."""
-    import math
-
-    mse = float(((a.float() - b.float()) ** 2).mean())
-    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
-
-
 def controls(path, indices) -> dict:
     """How far the same decoded planes land with the wrong matrix and with the wrong range, from the reference
     (dB): where the threshold has to stay above."""
@@ -100,21 +93,15 @@ def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: i
             refs[name] = str(Path(tmp) / f"{name}.npy")
             np.save(refs[name], reference_rgb(path, indices).numpy())
         for backend in backends:
-            why = why_unavailable(backend, device)
-            if why:
-                rows += [_row(backend, device, n, 0, {"status": "unavailable", "error": why}) for n in clips]
-                continue
-            order = [(r, n) for r in range(rounds) for n in clips]
-            requests, refused = [], {}
-            for r, n in order:
-                why = why_unavailable(backend, device, clips[n])
-                if why:
-                    refused[n] = why
-                    continue
-                requests.append(
-                    {"path": str(clips[n]), "indices": indices, "backend": backend, "device": device,
-                     "reference": refs[n], "_clip": n, "_round": r}
-                )  # fmt: skip
+            why = why_unavailable(backend, device)  # the backend here, then each clip
+            refused = {n: w for n, p in clips.items() if (w := why or why_unavailable(backend, device, p))}
+            ask = {"indices": indices, "backend": backend, "device": device}
+            requests = [
+                {**ask, "path": str(clips[n]), "reference": refs[n], "_clip": n, "_round": r}
+                for r in range(rounds)
+                for n in clips
+                if n not in refused
+            ]
             answers = run_requests(requests, timeout=timeout, env=env)
             rows += [_row(backend, device, n, 0, {"status": "unavailable", "error": why}) for n, why in refused.items()]
             rows += [_row(backend, device, q["_clip"], q["_round"], a) for q, a in zip(requests, answers)]

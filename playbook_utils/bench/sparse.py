@@ -81,9 +81,9 @@ def sorted_pass(path, targets, pts, key_of, threads: str = "SLICE", thread_count
     return [keep[t] for t in targets], decoded
 
 
-def parallel_gops(path, targets, pts, key_of, workers: int | None = None):
-    """Each GOP that holds targets decoded by its own thread and container (slice threads only), `workers` at once
-    (default: the usable cores); returns (frames, frames decoded)."""
+def parallel_gops(path, targets, pts, key_of):
+    """Each GOP that holds targets decoded by its own thread and container (slice threads only), as many at once as
+    there are usable cores; returns (frames, frames decoded)."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
@@ -106,8 +106,7 @@ def parallel_gops(path, targets, pts, key_of, workers: int | None = None):
                     break
         return keep, decoded
 
-    workers = workers or min(len(groups), len(os.sched_getaffinity(0)))
-    with ThreadPoolExecutor(max(1, workers)) as pool:
+    with ThreadPoolExecutor(max(1, min(len(groups), len(os.sched_getaffinity(0))))) as pool:
         parts = list(pool.map(lambda kv: one(*kv), groups.items()))
     keep = {i: frame for got, _ in parts for i, frame in got.items()}
     return [keep[t] for t in targets], sum(d for _, d in parts)

@@ -15,10 +15,7 @@ def spread_pct(values) -> float | None:
     (interquartile range) for 4 or more values, the whole range for 2 or 3; None for fewer than 2 (or a median
     of 0). Introduced in notebook 20."""
     xs = sorted(float(v) for v in values)
-    if len(xs) < 2:
-        return None
-    med = statistics.median(xs)
-    if med == 0:
+    if len(xs) < 2 or (med := statistics.median(xs)) == 0:
         return None
     if len(xs) >= 4:
         q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
@@ -113,9 +110,7 @@ def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
     Raises ValueError for no entries. Notebook 20."""
     best_of: dict[str, tuple[float, float | None]] = {}
     for label, value, spread in entries:
-        if value is None:
-            continue
-        if label not in best_of or value > best_of[label][0]:
+        if value is not None and (label not in best_of or value > best_of[label][0]):
             best_of[label] = (float(value), spread)
     if not best_of:
         raise ValueError("rank: nothing measured to rank")
@@ -125,8 +120,7 @@ def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
         return Verdict(b, bv, None, None, None, bs, False)
     (r, (rv, rs)) = ordered[1]
     margin = 100 * (bv / rv - 1) if rv > 0 else float("inf")
-    spreads = [s for s in (bs, rs) if s is not None]
-    spread = max(spreads) if spreads else None
+    spread = max((s for s in (bs, rs) if s is not None), default=None)
     tied = (margin <= spread) if spread is not None else unknown_spread_ties
     also = []
     for label, (value, s) in ordered[2:] if tied and spread is not None else ():

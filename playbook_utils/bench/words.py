@@ -20,24 +20,21 @@ def busy_words(u: dict | None) -> str:
     """What a `summary` says of the busy units, for a table line: 'NVDEC 97%, SMs 45%, CPU 350%', or why nothing
     was measured. Notebooks 20, 21."""
     u = u or {}
-    busy = ", ".join(
-        f"{label} {u[key]:.0f}%"
-        for key, label in (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
-        if u.get(key) is not None
-    )
+    units = (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
+    busy = ", ".join(f"{label} {u[key]:.0f}%" for key, label in units if u.get(key) is not None)
     return busy or u.get("busy_why") or "not sampled"
 
 
-def limit_of(row: dict, busy_pct: float = BUSY_PCT) -> tuple[str, str]:
+def limit_of(row: dict) -> tuple[str, str]:
     """(label, line): what held a GPU-side loader back, from its utilization: 'NVDEC' or 'SMs' where busy at least
-    `busy_pct`, else 'host side' (with the cores used, and 'idle' where under half were); 'unknown' unsampled."""
+    BUSY_PCT, else 'host side' (with the cores used, and 'idle' where under half were); 'unknown' unsampled."""
     u = row.get("utilization") or {}
     nvdec, sm, cpu = u.get("nvdec_pct"), u.get("sm_pct"), u.get("cpu_pct")
     if nvdec is None or sm is None:
         return "unknown", f"unknown: utilization {u.get('busy_why') or 'not measured'}"
-    if nvdec >= busy_pct:
+    if nvdec >= BUSY_PCT:
         return "NVDEC", f"NVDEC busy {nvdec:.0f}%"
-    if sm >= busy_pct:
+    if sm >= BUSY_PCT:
         return "SMs", f"SMs busy {sm:.0f}% (NVDEC {nvdec:.0f}%)"
     have = len(os.sched_getaffinity(0))
     cores = "" if cpu is None else f", {cpu / 100:.1f} of {have} cores busy"
@@ -151,11 +148,9 @@ def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None =
     t, gain, spread = stopped
     after = [r["frames_per_s"] / best["frames_per_s"] - 1 for r in rows if r["threads"] > best["threads"]]
     again = ", then rose again" if best["threads"] > t else ""
-    moved = (
-        f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
-        if len(after) > 1
-        else ""
-    )
+    moved = ""
+    if len(after) > 1:
+        moved = f"; to {rows[-1]['threads']} threads: {100 * min(after):+.1f}% to {100 * max(after):+.1f}%"
     # more threads tie with it, and 21's verdict names the fastest of those: this one is the fewest that get there
     head = f"levelled at {t} threads ({gain:+.1f}% against a spread of {spread:.1f}%){again}"
     return f"{head}; the fewest threads for that rate: {rate}{moved}"
@@ -297,11 +292,9 @@ def gpu_slower_lines(table: list[dict]) -> list[str]:
         if v.best == "cpu" and not v.tied:
             kept = [k for k in table if k["device"] == r["device"] and k["clip"] == r["clip"] and k["exact"]
                     and k["workload"].startswith(r["workload"] + ",") and (k["fps"] or 0) > c["fps"]]  # fmt: skip
-            why = (
-                f"each frame's trip through host memory ({kept[0]['workload']}: {kept[0]['fps']:,.0f})"
-                if kept
-                else "one call opens one decoder (many at once: notebooks 20, 21)"
-            )
+            why = "one call opens one decoder (many at once: notebooks 20, 21)"
+            if kept:
+                why = f"each frame's trip through host memory ({kept[0]['workload']}: {kept[0]['fps']:,.0f})"
             lines.append(
                 f"{r['workload']} on {r['clip']}: the GPU {r['fps']:,.0f} frames/s, the CPU {c['fps']:,.0f}, beyond the "
                 f"spread of {percent(v.spread_pct)}: {why}"
