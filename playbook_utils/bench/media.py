@@ -4,6 +4,7 @@ benchmark). Each frame carries its index as a 16-bit code plus its complement ac
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import functools
@@ -11,7 +12,7 @@ import json
 import multiprocessing
 import os
 import tempfile
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -99,6 +100,21 @@ def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) ->
         region[block[: region.shape[0], : region.shape[1]]] = _WHITE
 
 
+def _square_x(index: int, width: int, side: int, num_frames: int) -> int:
+    """The left edge of the bright square, which crosses the picture once per clip."""
+    return int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
+
+
+def _label(y: np.ndarray, index: int) -> int:
+    """Draw the frame number in digits and the stamp on the luma plane `y`; return the stamp's cell height."""
+    height, width = y.shape
+    ch, _ = _stamp_cells(height, width)
+    scale = max(1, height // 30)
+    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
+    _stamp_luma(y, index)
+    return ch
+
+
 def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
     """The (Y, U, V) uint8 4:2:0 planes of frame `index` of a synthetic clip: moving bands and square, the frame
     number in digits and the stamp `read_stamp` reads back. Introduced in notebook 01."""
@@ -107,18 +123,12 @@ def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
     row = (60 + 100 * (0.5 + 0.5 * np.sin(phase))).astype(np.uint8)
     yy = np.arange(height, dtype=np.float32)[:, None]
     y = np.clip(row[None, :] + (yy * 40 / height), 0, 255).astype(np.uint8)
-    # a bright square crossing the picture once per clip
     side = max(4, height // 5)
-    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
-    sy = height // 2 - side // 2
+    sx, sy = _square_x(index, width, side, num_frames), height // 2 - side // 2
     y[sy : sy + side, sx : sx + side] = 200
-    ch, _ = _stamp_cells(height, width)
-    scale = max(1, height // 30)
-    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
-    _stamp_luma(y, index)
-    h2, w2 = height // 2, width // 2
-    u = np.full((h2, w2), 128, dtype=np.uint8)
-    v = np.full((h2, w2), 128, dtype=np.uint8)
+    ch = _label(y, index)
+    u = np.full((height // 2, width // 2), 128, dtype=np.uint8)
+    v = u.copy()
     u[ch:, :] = 128 + int(40 * np.sin(index / 25.0))
     v[ch:, :] = 128 + int(40 * np.cos(index / 25.0))
     return y, u, v
@@ -156,13 +166,10 @@ def detailed_frame(index: int, width: int, height: int, num_frames: int = 300):
     y[half:] = tex[dy + half : dy + height, dx : dx + width]
     y += (18 * np.sin(2 * np.pi * (np.arange(width) / width + index / 60.0))).astype(np.int16)[None, :]
     side = max(4, height // 5)
-    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
+    sx = _square_x(index, width, side, num_frames)
     y[half - side // 2 : half - side // 2 + side, sx : sx + side] = 200
     y = np.clip(y, 16, 235).astype(np.uint8)
-    ch, _ = _stamp_cells(height, width)
-    scale = max(1, height // 30)
-    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
-    _stamp_luma(y, index)
+    _label(y, index)
     h2, w2 = height // 2, width // 2
     c = tex[(index % 64) // 2 : (index % 64) // 2 + height : 2, 32 : 32 + width : 2].astype(np.int16) - 128
     u = np.clip(128 + c // 3 + int(20 * np.sin(index / 25.0)), 16, 240).astype(np.uint8)[:h2, :w2]
@@ -189,40 +196,27 @@ def encoder_for(codec: str) -> str | None:
 def _encoder_options(
     encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str, defaults: bool = False, bit_rate=None
 ) -> dict:
-    options = _gop_options(encoder, gop, bframes, closed_gop, preset, defaults)
     key = {"libx264": "x264-params", "libx265": "x265-params"}.get(encoder)
-    if bit_rate and key:
+    if key is None:
+        if encoder == "libvpx-vp9":
+            return {"deadline": "realtime", "cpu-used": "8", "keyint_min": str(gop), "row-mt": "1"}
+        if encoder == "libsvtav1":
+            return {"preset": "8", "svtav1-params": f"keyint={gop}"}
+        return {"cpu-used": "8", "usage": "realtime"} if encoder == "libaom-av1" else {}
+    params = f"keyint={gop}"  # `defaults`: the encoder's own choices (x265's: open GOP)
+    if not defaults:
+        # b-adapt=0: use the B-frames asked for; the adaptive decision drops them on synthetic content.
+        params += f":min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
+        if encoder == "libx265" or not closed_gop:
+            params += f":open-gop={0 if closed_gop else 1}"
+    if encoder == "libx265":
+        params += ":log-level=error"
+    if bit_rate:
         # An average rate alone overshoots on short detailed clips (x264 has no time to correct its first GOPs): a
         # buffer of one second, filled at the rate asked, holds every second to it, as streaming encodes are made.
         kbit = max(1, round(bit_rate / 1000))
-        options[key] += f":vbv-maxrate={kbit}:vbv-bufsize={kbit}"
-    return options
-
-
-def _gop_options(encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str, defaults: bool) -> dict:
-    # b-adapt=0: use the B-frames asked for; the adaptive decision drops them on synthetic content.
-    if encoder == "libx264" and defaults:
-        return {"preset": preset, "x264-params": f"keyint={gop}"}
-    if encoder == "libx264":
-        params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
-        if not closed_gop:
-            params += ":open-gop=1"
-        return {"preset": preset, "x264-params": params}
-    if encoder == "libx265" and defaults:
-        return {"preset": preset, "x265-params": f"keyint={gop}:log-level=error"}  # x265's own choices: open GOP
-    if encoder == "libx265":
-        params = (
-            f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
-            f":open-gop={0 if closed_gop else 1}:log-level=error"
-        )
-        return {"preset": preset, "x265-params": params}
-    if encoder == "libvpx-vp9":
-        return {"deadline": "realtime", "cpu-used": "8", "keyint_min": str(gop), "row-mt": "1"}
-    if encoder == "libsvtav1":
-        return {"preset": "8", "svtav1-params": f"keyint={gop}"}
-    if encoder == "libaom-av1":
-        return {"cpu-used": "8", "usage": "realtime"}
-    return {}
+        params += f":vbv-maxrate={kbit}:vbv-bufsize={kbit}"
+    return {"preset": preset, key: params}
 
 
 def make_clip(
@@ -300,22 +294,12 @@ def _encode_main() -> None:
     tmp = settings.pop("tmp")
     settings["picture"] = pickle.loads(bytes.fromhex(settings["picture"]))  # a function, by its module and name
 
-    class Steps:
-        def __init__(self):
-            self._value = 0
-
-        @property
-        def value(self):
-            return self._value
-
-        @value.setter
-        def value(self, v):
-            self._value = v
-            sys.stdout.write(".")
-            sys.stdout.flush()
+    def step():
+        sys.stdout.write(".")
+        sys.stdout.flush()
 
     try:
-        _encode(tmp, **settings, progress=Steps())
+        _encode(tmp, **settings, progress=step)
         error = None
     except BaseException as e:  # reported to the parent, which retries or names the clip
         error = f"{type(e).__name__}: {e}; packets {getattr(e, 'packets', '?')}"
@@ -403,7 +387,7 @@ def _encode(
     def mux(out, packet):
         last[:] = [*last[-1:], (packet.pts, packet.dts)]
         if progress is not None:
-            progress.value += 1
+            progress()
         try:
             out.mux(packet)
         except av.error.FFmpegError as e:
@@ -434,7 +418,7 @@ def _encode(
             frame.pts = i if frame_times is None else int(round(frame_times[i] * 90000))
             frame.time_base = time_base
             if progress is not None:
-                progress.value += 1
+                progress()
             for packet in stream.encode(frame):
                 mux(out, packet)
         for packet in stream.encode():
@@ -530,33 +514,11 @@ def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
 
     info = probe(path)
     limit = ["-frames:v", str(max_frames)] if max_frames else []
-    run = subprocess.run(
-        [
-            ffmpeg_cli() or "ffmpeg",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-noautorotate",
-            "-i",
-            str(path),
-            *limit,
-            "-f",
-            "rawvideo",
-            "-pix_fmt",
-            "gray",
-            "-",
-        ],
-        capture_output=True,
-    )
+    decode = [ffmpeg_cli() or "ffmpeg", "-hide_banner", "-loglevel", "error", "-noautorotate", "-i", str(path), *limit]
+    run = subprocess.run([*decode, "-f", "rawvideo", "-pix_fmt", "gray", "-"], capture_output=True)
     if run.returncode != 0:
         raise RuntimeError(f"ffmpeg could not decode {path}: {run.stderr.decode(errors='replace')[-300:]}")
-    out = []
-    for y in np.frombuffer(run.stdout, np.uint8).reshape(-1, info.height, info.width):
-        try:
-            out.append(read_stamp(y))
-        except StampError:
-            out.append(None)
-    return out
+    return read_stamps(np.frombuffer(run.stdout, np.uint8).reshape(-1, info.height, info.width))
 
 
 def _boxes(data: bytes, start: int, end: int):
@@ -785,21 +747,6 @@ def default_media_dir(smoke: bool) -> Path:
     return Path(root) / ("smoke" if smoke else "full")
 
 
-class _InlineExecutor:
-    """Runs submitted work at once, in this process (one worker is not worth a process pool)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def submit(self, fn, *args) -> Future:
-        future = Future()
-        future.set_result(fn(*args))
-        return future
-
-
 def long_media(directory=None, smoke: bool = True, log=None) -> dict[str, Path]:
     """Build (once) and return the long clips of `long_media_specs` as {name: path} (notebook 20)."""
     return default_media(directory, smoke, log, specs=long_media_specs(smoke))
@@ -847,10 +794,11 @@ def _build_media(directory: Path, specs, log) -> dict[str, Path]:
     # spawned, never forked: a process with threads (a notebook's kernel, a test worker, PyTorch) can fork a child
     # that deadlocks on a lock one of them held
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=spawn) if workers > 1 else _InlineExecutor() as pool:
-        jobs = {spec: pool.submit(spec.make, directory / spec.name) for spec in todo}
-        for spec, job in jobs.items():
-            clips[spec.name] = job.result()
+    # one worker is not worth a process pool: the clips are then made here, in turn
+    with ProcessPoolExecutor(workers, mp_context=spawn) if workers > 1 else contextlib.nullcontext() as pool:
+        made = (pool.map if pool else map)(ClipSpec.make, todo, [directory / spec.name for spec in todo])
+        for spec, path in zip(todo, made):
+            clips[spec.name] = path
             manifest[spec.name] = spec.record()
             if log:
                 log(f"built {clips[spec.name]}")
