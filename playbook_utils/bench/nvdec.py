@@ -164,9 +164,10 @@ def _run_bytes(path, processes: int, threads: int, decoder: str) -> int:
     each decoder's output (TorchCodec: a call's RGB frames) and NVDEC surfaces."""
     info = video_info(path)  # cached: asked again for every batch of runs
     frame = info.width * info.height
-    per = (
-        (_torchcodec_chunk(info.width, info.height) + 4) * frame * 3 if decoder == "torchcodec" else 36 * frame * 3 // 2
-    )
+    if decoder == "torchcodec":
+        per = (_torchcodec_chunk(info.width, info.height) + 4) * frame * 3
+    else:
+        per = 36 * frame * 3 // 2
     return processes * (CONTEXT_BYTES + threads * per)
 
 
@@ -186,9 +187,9 @@ def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, o
         one_pass(float("inf"))
     except Exception as e:
         out[slot] = describe(e)[:300]
-        ready.release()
         return
-    ready.release()
+    finally:
+        ready.release()
     start.wait()
     (t0, t_end), frames, spans = window, 0.0, []
     try:
@@ -231,13 +232,8 @@ def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float
         w.join()
     errors = [c for c in counts if isinstance(c, str)]
     done = [c for c in counts if isinstance(c, tuple)]
-    queue.put(
-        {
-            "frames": sum(f for f, _ in done),
-            "bins": [sum(b[i] for _, b in done) for i in range(WINDOW_BINS)],
-            "error": errors[0] if errors else None,
-        }
-    )
+    bins = [sum(b[i] for _, b in done) for i in range(WINDOW_BINS)]
+    queue.put({"frames": sum(f for f, _ in done), "bins": bins, "error": errors[0] if errors else None})
 
 
 READY_TIMEOUT_S = 180  # a run whose decoders are not all warmed up by then fails ('did not start')
@@ -250,14 +246,8 @@ def _start(path, processes: int, threads: int, seconds: float, gpu: int, decoder
 
     ctx = mp.get_context("spawn")
     run = {"queue": ctx.Queue(), "ready": ctx.Barrier(processes + 1), "go": ctx.Event(), "warmed": None}
-    run["children"] = [
-        ctx.Process(
-            target=_raw_process,
-            args=(decoder, str(path), gpu, threads, seconds, run["ready"], run["go"], run["queue"]),
-            daemon=True,
-        )
-        for _ in range(processes)
-    ]
+    args = (decoder, str(path), gpu, threads, seconds, run["ready"], run["go"], run["queue"])
+    run["children"] = [ctx.Process(target=_raw_process, args=args, daemon=True) for _ in range(processes)]
     for c in run["children"]:
         c.start()
     return run
