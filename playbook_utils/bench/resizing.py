@@ -87,17 +87,12 @@ def _in_vs_after(rows: list[dict]) -> dict:
     }
 
 
-def _pays(v) -> bool:
-    """Whether an `_in_vs_after` verdict has the resize in the decoder faster, beyond the spread."""
-    return v.best == "in" and not v.tied
-
-
 def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") -> str:
     """Where to resize for the decoder chosen on `device` (`decoders`: the choice first, then those tied with it):
     in its decoder where that is faster beyond the spread, else after decoding, naming any tied decoder that gains
     by resizing in its decoder. Notebook 24."""
     pairs = {b: pair for (b, d), pair in _in_vs_after(rows).items() if d == device}
-    gain = {b for b, (_, _, v) in pairs.items() if _pays(v)}
+    gain = {b for b, (_, _, v) in pairs.items() if v.best == "in" and not v.tied}  # faster beyond the spread
 
     def ratio(b):
         inside, after, _ = pairs[b]
