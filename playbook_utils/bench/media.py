@@ -19,50 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from playbook_utils.probe import VideoInfo, probe  # noqa: F401 (it lives there; the notebooks ask media)
-from playbook_utils.stamps import (
-    _WHITE,
-    MAX_STAMP,
-    StampError,
-    _stamp_cells,
-    _stamp_luma,
-    read_stamp,
-    read_stamps,
-)
-
-__all__ = [
-    "bitrate_class",
-    "clip_table",
-    "ClipSpec",
-    "colour_clips",
-    "damage_mp4",
-    "DAMAGES",
-    "default_media",
-    "default_media_dir",
-    "default_media_specs",
-    "detailed_frame",
-    "encoder_for",
-    "EncoderFailed",
-    "ffmpeg_cli",
-    "hide_leading_frames",
-    "is_light",
-    "long_media",
-    "long_media_specs",
-    "make_clip",
-    "MEDIA_VERSION",
-    "mux_video_streams",
-    "pad_mp4",
-    "pick_clip",
-    "read_stamp",
-    "read_stamps",
-    "realistic_media",
-    "rotate_display",
-    "shown_stamps",
-    "skipped_media",
-    "StampError",
-    "synth_frame",
-    "typical_bit_rate",
-    "unusual_clips",
-]
+from playbook_utils.stamps import _WHITE, MAX_STAMP, _stamp_cells, _stamp_luma, read_stamps
+from playbook_utils.stamps import StampError, read_stamp  # noqa: F401 (they live there; the notebooks ask media)
 
 MEDIA_VERSION = 4  # bump when make_clip's output changes, so cached media sets are rebuilt
 
@@ -401,8 +359,7 @@ def _encode(
             options=_encoder_options(encoder, gop, bframes, bool(closed_gop), preset, closed_gop is None, bit_rate),
         )
         stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
-        stream.time_base = time_base
-        stream.codec_context.time_base = time_base
+        stream.time_base = stream.codec_context.time_base = time_base
         stream.codec_context.gop_size = gop
         if bit_rate:
             stream.codec_context.bit_rate = bit_rate
@@ -650,10 +607,7 @@ class ClipSpec:
     def record(self) -> dict:
         """What the manifest keeps of this clip: its fields (those at their default left out, so that older manifests
         stay valid) and `MEDIA_VERSION`."""
-        fields = dataclasses.asdict(self)
-        for key in ("bitrate", "open_gop"):
-            if not fields[key]:
-                del fields[key]
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if v or k not in ("bitrate", "open_gop")}
         return {**fields, "version": MEDIA_VERSION}
 
     def make(self, path) -> Path:
@@ -825,12 +779,8 @@ def pick_clip(
     if not named:
         return None
     best = min({infos[n].height for n in named}, key=lambda h: abs(h - height))
-    named = [n for n in named if infos[n].height == best]
-
-    def gop(n):
-        return sum(infos[n].gop_lengths) / len(infos[n].gop_lengths)
-
-    return max(named, key=gop) if long_gop else min(named, key=gop)
+    mean_gop = {n: sum(infos[n].gop_lengths) / len(infos[n].gop_lengths) for n in named if infos[n].height == best}
+    return (max if long_gop else min)(mean_gop, key=mean_gop.get)
 
 
 def clip_table(infos: dict) -> str:
