@@ -14,8 +14,7 @@ _BLOCK = 8 * 2**20
 
 def _read_all(path: Path, direct: bool, limit: int | None = None) -> tuple[int, float]:
     """Read `path` in 8 MiB blocks, stopping at the end or once `limit` bytes are read; return (bytes, seconds)."""
-    flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
-    fd = os.open(path, flags)
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
     buf = mmap.mmap(-1, _BLOCK)  # page-aligned, as O_DIRECT requires
     total = 0
     try:

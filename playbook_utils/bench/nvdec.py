@@ -179,9 +179,8 @@ def _free_bytes(gpu: int) -> int | None:
 
 
 def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
-    """One decoder: open it and decode one warm-up pass, report `ready`, wait for `start`, then decode
-    `path` over and over from window[0] until window[1] and count only those frames, in total and by the
-    WINDOW_BINS parts of the window: out[slot] = (frames, counts per part), or the error."""
+    """One decoder: decode a warm-up pass, release `ready`, wait for `start`, then decode `path` over and over inside
+    `window` (t0, t_end), counting its frames in total and per WINDOW_BINS part: out[slot] = (frames, parts) or error."""
     try:
         one_pass = {"pynvvideocodec": _pynvvideocodec_passes, "torchcodec": _torchcodec_passes}[decoder](path, gpu)
         one_pass(float("inf"))
@@ -349,8 +348,7 @@ SATURATED_PCT = 95  # median NVDEC utilization at which a ceiling counts as the 
 
 
 def _layouts(configs, decoders) -> list[tuple[int, int, str]]:
-    """(processes, threads, decoder) for each config: a 3-tuple names its decoder, a pair runs with each of
-    `decoders`."""
+    """(processes, threads, decoder) per config: a 3-tuple names its decoder, a pair runs with each of `decoders`."""
     return [tuple(c) if len(c) == 3 else (*c, d) for c in configs for d in ((None,) if len(c) == 3 else decoders)]
 
 
@@ -372,10 +370,9 @@ def _batch(costs: list, k: int, budget: int | None = None) -> list[int]:
 
 
 def _start_batch(runs: list, k: int, seconds: float, gpu: int) -> dict[int, dict]:
-    """Start the runs from the k-th on ((path, processes, threads, decoder) each) that fit together (`_batch`, the
-    budget a share of the GPU memory free now) side by side, and return {index: started run} once every decoder of
-    every run has warmed up: none measures while another starts (`ceiling`, `ceilings`). A run estimated to need more
-    than the budget alone is not started: {'refused': why}."""
+    """Start side by side the runs from the k-th on ((path, processes, threads, decoder) each) that fit in a share of
+    the GPU memory free now (`_batch`); return {index: started run} once all have warmed up, so none measures while
+    another starts. A run that alone needs more than that share is not started: {'refused': why}."""
     free = _free_bytes(gpu)
     budget = None if free is None else int(free * MEMORY_SHARE)
     sizes = [_run_bytes(*r) if budget is not None else 0 for r in runs[k:]]
@@ -395,8 +392,7 @@ def _start_batch(runs: list, k: int, seconds: float, gpu: int) -> dict[int, dict
 
 
 def short_of_memory(row: dict) -> bool:
-    """Whether a `saturate` row failed for want of GPU memory: CUDA's out of memory, or error 2 (the same) from
-    NVDEC's decoder creation."""
+    """Whether a `saturate` row failed for want of GPU memory (CUDA's out of memory, or NVDEC decoder error 2)."""
     error = (row.get("error") or "").lower()
     return row.get("fps") is None and ("out of memory" in error or "nvdec decoder: 2" in error)
 

@@ -46,7 +46,6 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
             out, seconds, p = _peak(device, fn)
             times.append(seconds)
             peak = p if peak is None else max(peak, p or 0)
-        best = min(times)
         if peak is None:  # CPU: the tensors this path makes, from their shapes
             info = video_info(path)
             full = n * 3 * info.height * info.width
@@ -57,7 +56,7 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
                 "backend": backend,
                 "device": device,
                 "method": method,
-                "frames_per_s": n / best,
+                "frames_per_s": n / min(times),
                 "spread_pct": verdicts.spread_pct([n / t for t in times]),
                 "batch_bytes": int(peak),
                 "psnr_db": psnr(out, ref),
