@@ -340,12 +340,12 @@ def _encode(
     import av
 
     time_base = Fraction(1, fps) if frame_times is None else Fraction(1, 90000)
+    step = progress or (lambda: None)  # called per frame sent and per packet received
     last = []
 
     def mux(out, packet):
         last[:] = [*last[-1:], (packet.pts, packet.dts)]
-        if progress is not None:
-            progress()
+        step()
         try:
             out.mux(packet)
         except av.error.FFmpegError as e:
@@ -374,8 +374,7 @@ def _encode(
             frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
             frame.pts = i if frame_times is None else int(round(frame_times[i] * 90000))
             frame.time_base = time_base
-            if progress is not None:
-                progress()
+            step()
             for packet in stream.encode(frame):
                 mux(out, packet)
         for packet in stream.encode():
@@ -410,9 +409,8 @@ def _run_ffmpeg(*args) -> None:
     cli = ffmpeg_cli()
     if cli is None:
         raise RuntimeError("the ffmpeg command-line tool is not installed")
-    run = subprocess.run(
-        [cli, "-hide_banner", "-loglevel", "error", "-y", *map(str, args)], capture_output=True, text=True
-    )
+    command = [cli, "-hide_banner", "-loglevel", "error", "-y", *map(str, args)]
+    run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"ffmpeg {' '.join(map(str, args))} failed: {run.stderr.strip()[-300:]}")
 
@@ -446,9 +444,8 @@ def colour_clips(directory=None, smoke: bool = True, frames: int = 8) -> dict[st
             return {}
         if not path.exists():
             directory.mkdir(parents=True, exist_ok=True)
-            source = (
-                f"gradients=size={w}x{h}:rate=30:speed=0.05:n=4:c0=0xe01010:c1=0x10c010:c2=0x1010e0:c3=0xe0e010:seed=1"
-            )
+            colours = "c0=0xe01010:c1=0x10c010:c2=0x1010e0:c3=0xe0e010"
+            source = f"gradients=size={w}x{h}:rate=30:speed=0.05:n=4:{colours}:seed=1"
             tag_args = []
             if tags:
                 space, tag_range = tags
@@ -522,9 +519,8 @@ def damage_mp4(src, path, how: str) -> Path:
         trak = [(a, s) for k, a, s in kids if k == b"trak"][-1]
         tkids = list(_boxes(data, trak[0] + 8, sum(trak)))
         tkhd = next(data[a : a + s] for k, a, s in tkids if k == b"tkhd")
-        trak2 = _box(
-            b"trak", b"".join(data[a : a + s] for k, a, s in tkids if k != b"tkhd") + _box(b"tkhd", tkhd[8:12])
-        )
+        kept = b"".join(data[a : a + s] for k, a, s in tkids if k != b"tkhd")
+        trak2 = _box(b"trak", kept + _box(b"tkhd", tkhd[8:12]))
         others = b"".join(data[a : a + s] for k, a, s in kids if (a, s) != trak)
         out = data[:m] + _box(b"moov", others + trak2)
     Path(path).write_bytes(out)
@@ -553,9 +549,8 @@ def mux_video_streams(path, sources, best: int = 1) -> Path:
     one, which makes it FFmpeg's best video stream (notebook 23, the correctness matrix)."""
     args = [x for src in sources for x in ("-i", src)]
     args += [x for k in range(len(sources)) for x in ("-map", f"{k}:v")]
-    args += ["-c", "copy"] + [
-        x for k in range(len(sources)) for x in (f"-disposition:v:{k}", "default" if k == best else "0")
-    ]
+    args += ["-c", "copy"]
+    args += [x for k in range(len(sources)) for x in (f"-disposition:v:{k}", "default" if k == best else "0")]
     _run_ffmpeg(*args, path)
     return Path(path)
 
@@ -612,19 +607,10 @@ class ClipSpec:
 
     def make(self, path) -> Path:
         """Encode this clip at `path` (`make_clip`)."""
-        return make_clip(
-            path,
-            self.codec,
-            self.width,
-            self.height,
-            self.fps,
-            self.num_frames,
-            self.gop,
-            self.bframes,
-            closed_gop=None if self.open_gop else True,
-            picture=detailed_frame if self.bitrate else None,
-            bit_rate=self.bitrate,
-        )
+        settings = (self.codec, self.width, self.height, self.fps, self.num_frames, self.gop, self.bframes)
+        closed_gop = None if self.open_gop else True
+        picture = detailed_frame if self.bitrate else None
+        return make_clip(path, *settings, closed_gop=closed_gop, picture=picture, bit_rate=self.bitrate)
 
 
 # Typical bitrates of real 1080p30 footage (web video, phone video, Kinetics-style datasets), Mbit/s: what the
@@ -661,12 +647,8 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
         specs += [ClipSpec("h264", 256, 144, 96, 12, bitrate=140_000)]
         specs += [ClipSpec("hevc", 256, 144, 96, 12, bitrate=62_000, open_gop=True)]
         return specs
-    specs = [
-        ClipSpec(c, w, h, 300, g)
-        for (w, h) in ((1280, 720), (1920, 1080), (3840, 2160))
-        for c in ("h264", "hevc")
-        for g in (30, 250)
-    ]
+    sizes = ((1280, 720), (1920, 1080), (3840, 2160))
+    specs = [ClipSpec(c, w, h, 300, g) for (w, h) in sizes for c in ("h264", "hevc") for g in (30, 250)]
     specs += [ClipSpec(c, 1920, 1080, 300, 30) for c in ("vp9", "av1")]
     # realistic: as heavy as filmed 1080p30 (`TYPICAL_1080P30_MBPS`), HEVC also with x265's default open GOP, and 4K
     specs += [ClipSpec("h264", 1920, 1080, 300, g, bitrate=8_000_000) for g in (30, 250)]
@@ -757,10 +739,9 @@ def _build_media(directory: Path, specs, log) -> dict[str, Path]:
             if log:
                 log(f"built {clips[spec.name]}")
     clips = {s.name: clips[s.name] for s in specs if s.name in clips}
-    manifest["_skipped"] = {
-        **{k: v for k, v in manifest.get("_skipped", {}).items() if k not in {s.name for s in specs}},
-        **skipped,
-    }
+    names = {s.name for s in specs}
+    earlier = {k: v for k, v in manifest.get("_skipped", {}).items() if k not in names}
+    manifest["_skipped"] = {**earlier, **skipped}
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".json") as f:
         json.dump(manifest, f, indent=1)
     os.replace(f.name, manifest_path)
