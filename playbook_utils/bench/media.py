@@ -58,9 +58,13 @@ def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) ->
         region[block[: region.shape[0], : region.shape[1]]] = _WHITE
 
 
-def _square_x(index: int, width: int, side: int, num_frames: int) -> int:
-    """The left edge of the bright square, which crosses the picture once per clip."""
-    return int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
+def _square(y: np.ndarray, index: int, num_frames: int) -> None:
+    """Draw on the luma plane `y` the bright square that crosses the picture once per clip."""
+    height, width = y.shape
+    side = max(4, height // 5)
+    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
+    sy = height // 2 - side // 2
+    y[sy : sy + side, sx : sx + side] = 200
 
 
 def _label(y: np.ndarray, index: int) -> int:
@@ -81,9 +85,7 @@ def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
     row = (60 + 100 * (0.5 + 0.5 * np.sin(phase))).astype(np.uint8)
     yy = np.arange(height, dtype=np.float32)[:, None]
     y = np.clip(row[None, :] + (yy * 40 / height), 0, 255).astype(np.uint8)
-    side = max(4, height // 5)
-    sx, sy = _square_x(index, width, side, num_frames), height // 2 - side // 2
-    y[sy : sy + side, sx : sx + side] = 200
+    _square(y, index, num_frames)
     ch = _label(y, index)
     u = np.full((height // 2, width // 2), 128, dtype=np.uint8)
     v = u.copy()
@@ -123,9 +125,7 @@ def detailed_frame(index: int, width: int, height: int, num_frames: int = 300):
     dx, dy = 63 - sway(2), sway(1)
     y[half:] = tex[dy + half : dy + height, dx : dx + width]
     y += (18 * np.sin(2 * np.pi * (np.arange(width) / width + index / 60.0))).astype(np.int16)[None, :]
-    side = max(4, height // 5)
-    sx = _square_x(index, width, side, num_frames)
-    y[half - side // 2 : half - side // 2 + side, sx : sx + side] = 200
+    _square(y, index, num_frames)
     y = np.clip(y, 16, 235).astype(np.uint8)
     _label(y, index)
     h2, w2 = height // 2, width // 2
