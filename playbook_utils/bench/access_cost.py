@@ -46,14 +46,8 @@ def measure_access(
             t0 = time.perf_counter()
             got = decoders.read_source(src, idx, backend, info=known)
             times[label] = time.perf_counter() - t0
-        row = {
-            "access": name,
-            "requests": got.requests,
-            "bytes_fetched": got.bytes_fetched,
-            "object_bytes": src.size,
-            **times,
-            "how": got.how,
-        }
+        row = {"access": name, "requests": got.requests, "bytes_fetched": got.bytes_fetched, "object_bytes": src.size}
+        row.update(times, how=got.how)
         if reference is not None:
             row["identical"] = bool(torch.equal(got.frames.contiguous(), reference.contiguous()))
         rows.append(row)

@@ -14,8 +14,7 @@ _BLOCK = 8 * 2**20
 
 def _read_all(path: Path, direct: bool, limit: int | None = None) -> tuple[int, float]:
     """Read `path` in 8 MiB blocks, stopping at the end or once `limit` bytes are read; return (bytes, seconds)."""
-    flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
-    fd = os.open(path, flags)
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
     buf = mmap.mmap(-1, _BLOCK)  # page-aligned, as O_DIRECT requires
     total = 0
     try:
@@ -99,11 +98,9 @@ def storage_read_bandwidth(directory, size_mib: int = 256, files=None) -> dict:
 
 
 def copy_bandwidth(size_mib: int = 256, repeats: int = 10, device: str = "cuda") -> dict:
-    """Host->device and device->host copy bandwidth in GB/s, pinned and pageable, timed with CUDA events.
-
-    Returns {'h2d_pinned_gb_s', 'h2d_pageable_gb_s', 'd2h_pinned_gb_s', 'd2h_pageable_gb_s', 'size_mib'},
-    or {'error': ...} when torch sees no GPU.
-    """
+    """Host->device and device->host copy bandwidth in GB/s, pinned and pageable, timed with CUDA events. Returns
+    {'h2d_pinned_gb_s', 'h2d_pageable_gb_s', 'd2h_pinned_gb_s', 'd2h_pageable_gb_s', 'size_mib'}, or {'error': ...}
+    when torch sees no GPU. Notebook 00."""
     try:
         import torch
     except ImportError:
@@ -116,16 +113,13 @@ def copy_bandwidth(size_mib: int = 256, repeats: int = 10, device: str = "cuda")
     for pinned in (True, False):
         host = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
         host.fill_(1)
-        for name, copy in (
-            ("h2d", lambda: dev.copy_(host, non_blocking=True)),
-            ("d2h", lambda: host.copy_(dev, non_blocking=True)),
-        ):
-            copy()
+        for name, (dst, src) in (("h2d", (dev, host)), ("d2h", (host, dev))):
+            dst.copy_(src, non_blocking=True)  # warm-up
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(repeats):
-                copy()
+                dst.copy_(src, non_blocking=True)
             end.record()
             torch.cuda.synchronize()
             secs = start.elapsed_time(end) / 1e3

@@ -4,7 +4,9 @@ is a bad one."""
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 from pathlib import Path
 
 from playbook_utils import child, env
@@ -114,9 +116,6 @@ def replaced_file_reads(a, b, target, backend: str, device: str = "cpu") -> list
     """Read `target` (a copy of `a`), replace it by `b` (moved in), then by `a` (written in place), keeping the
     modification time, reading after each swap in this process. Returns per read True (the new file's frames) or
     the error; a refusal ends the list. Notebook 23."""
-    import os
-    import shutil
-
     a, b, target = Path(a), Path(b), Path(target)
     shutil.copy(a, target)
     out = []
@@ -145,8 +144,6 @@ def replaced_file_reads(a, b, target, backend: str, device: str = "cpu") -> list
 def _gpu_mb(device: str) -> float:
     """GPU memory this process holds: NVML's per-process figure (sees every library's allocations),
     else torch's allocator (sees only torch's)."""
-    import os
-
     import torch
 
     index = Device.parse(device).ordinal
@@ -208,9 +205,8 @@ def soak(
         done = (warm_end is not None and c - warm_end >= calls) or (max_seconds is not None and elapsed > max_seconds)
         if c % every == 0 or base or done:
             gc.collect()
-            curve.append(
-                {"call": c, "rss_mb": proc.memory_info().rss / 2**20, "gpu_mb": _gpu_mb(device) if cuda else None}
-            )
+            rss_mb = proc.memory_info().rss / 2**20
+            curve.append({"call": c, "rss_mb": rss_mb, "gpu_mb": _gpu_mb(device) if cuda else None})
         if done:
             break
         c += 1
@@ -260,14 +256,11 @@ def soak_all(jobs: dict, calls: int, warmup: int, max_seconds: float | None, tim
         )
         for label, (clip, b, d) in jobs.items()
     }
-    out = {}
-    for label, r in child.call_all(argvs, timeout).items():
-        out[label] = (
-            {k: v for k, v in r.items() if k not in ("status", "error", "cause", "exception")}
-            if r["status"] == "ok"
-            else {"error": r["error"]}
-        )
-    return out
+    reply_keys = ("status", "error", "cause", "exception")
+    return {
+        label: {k: v for k, v in r.items() if k not in reply_keys} if r["status"] == "ok" else {"error": r["error"]}
+        for label, r in child.call_all(argvs, timeout).items()
+    }
 
 
 LEAK_MIN_CALLS = 5000  # below this many calls, the allocator's steps swamp a slope of a few hundred bytes per call

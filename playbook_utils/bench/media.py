@@ -4,6 +4,7 @@ benchmark). Each frame carries its index as a 16-bit code plus its complement ac
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import functools
@@ -11,57 +12,15 @@ import json
 import multiprocessing
 import os
 import tempfile
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from playbook_utils.probe import VideoInfo, probe  # noqa: F401 (it lives there; the notebooks ask media)
-from playbook_utils.stamps import (
-    _WHITE,
-    MAX_STAMP,
-    StampError,
-    _stamp_cells,
-    _stamp_luma,
-    read_stamp,
-    read_stamps,
-)
-
-__all__ = [
-    "bitrate_class",
-    "clip_table",
-    "ClipSpec",
-    "colour_clips",
-    "damage_mp4",
-    "DAMAGES",
-    "default_media",
-    "default_media_dir",
-    "default_media_specs",
-    "detailed_frame",
-    "encoder_for",
-    "EncoderFailed",
-    "ffmpeg_cli",
-    "hide_leading_frames",
-    "is_light",
-    "long_media",
-    "long_media_specs",
-    "make_clip",
-    "MEDIA_VERSION",
-    "mux_video_streams",
-    "pad_mp4",
-    "pick_clip",
-    "read_stamp",
-    "read_stamps",
-    "realistic_media",
-    "rotate_display",
-    "shown_stamps",
-    "skipped_media",
-    "StampError",
-    "synth_frame",
-    "typical_bit_rate",
-    "unusual_clips",
-]
+from playbook_utils.stamps import _WHITE, MAX_STAMP, _stamp_cells, _stamp_luma, read_stamps
+from playbook_utils.stamps import StampError, read_stamp  # noqa: F401 (they live there; the notebooks ask media)
 
 MEDIA_VERSION = 4  # bump when make_clip's output changes, so cached media sets are rebuilt
 
@@ -99,6 +58,25 @@ def _draw_number(y: np.ndarray, number: int, top: int, left: int, scale: int) ->
         region[block[: region.shape[0], : region.shape[1]]] = _WHITE
 
 
+def _square(y: np.ndarray, index: int, num_frames: int) -> None:
+    """Draw on the luma plane `y` the bright square that crosses the picture once per clip."""
+    height, width = y.shape
+    side = max(4, height // 5)
+    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
+    sy = height // 2 - side // 2
+    y[sy : sy + side, sx : sx + side] = 200
+
+
+def _label(y: np.ndarray, index: int) -> int:
+    """Draw the frame number in digits and the stamp on the luma plane `y`; return the stamp's cell height."""
+    height, width = y.shape
+    ch, _ = _stamp_cells(height, width)
+    scale = max(1, height // 30)
+    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
+    _stamp_luma(y, index)
+    return ch
+
+
 def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
     """The (Y, U, V) uint8 4:2:0 planes of frame `index` of a synthetic clip: moving bands and square, the frame
     number in digits and the stamp `read_stamp` reads back. Introduced in notebook 01."""
@@ -107,18 +85,10 @@ def synth_frame(index: int, width: int, height: int, num_frames: int = 300):
     row = (60 + 100 * (0.5 + 0.5 * np.sin(phase))).astype(np.uint8)
     yy = np.arange(height, dtype=np.float32)[:, None]
     y = np.clip(row[None, :] + (yy * 40 / height), 0, 255).astype(np.uint8)
-    # a bright square crossing the picture once per clip
-    side = max(4, height // 5)
-    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
-    sy = height // 2 - side // 2
-    y[sy : sy + side, sx : sx + side] = 200
-    ch, _ = _stamp_cells(height, width)
-    scale = max(1, height // 30)
-    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
-    _stamp_luma(y, index)
-    h2, w2 = height // 2, width // 2
-    u = np.full((h2, w2), 128, dtype=np.uint8)
-    v = np.full((h2, w2), 128, dtype=np.uint8)
+    _square(y, index, num_frames)
+    ch = _label(y, index)
+    u = np.full((height // 2, width // 2), 128, dtype=np.uint8)
+    v = u.copy()
     u[ch:, :] = 128 + int(40 * np.sin(index / 25.0))
     v[ch:, :] = 128 + int(40 * np.cos(index / 25.0))
     return y, u, v
@@ -155,14 +125,9 @@ def detailed_frame(index: int, width: int, height: int, num_frames: int = 300):
     dx, dy = 63 - sway(2), sway(1)
     y[half:] = tex[dy + half : dy + height, dx : dx + width]
     y += (18 * np.sin(2 * np.pi * (np.arange(width) / width + index / 60.0))).astype(np.int16)[None, :]
-    side = max(4, height // 5)
-    sx = int((width - side) * ((index % max(num_frames, 1)) / max(num_frames - 1, 1)))
-    y[half - side // 2 : half - side // 2 + side, sx : sx + side] = 200
+    _square(y, index, num_frames)
     y = np.clip(y, 16, 235).astype(np.uint8)
-    ch, _ = _stamp_cells(height, width)
-    scale = max(1, height // 30)
-    _draw_number(y, index, top=min(height - 5 * scale, 2 * ch + scale), left=scale, scale=scale)
-    _stamp_luma(y, index)
+    _label(y, index)
     h2, w2 = height // 2, width // 2
     c = tex[(index % 64) // 2 : (index % 64) // 2 + height : 2, 32 : 32 + width : 2].astype(np.int16) - 128
     u = np.clip(128 + c // 3 + int(20 * np.sin(index / 25.0)), 16, 240).astype(np.uint8)[:h2, :w2]
@@ -189,40 +154,27 @@ def encoder_for(codec: str) -> str | None:
 def _encoder_options(
     encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str, defaults: bool = False, bit_rate=None
 ) -> dict:
-    options = _gop_options(encoder, gop, bframes, closed_gop, preset, defaults)
     key = {"libx264": "x264-params", "libx265": "x265-params"}.get(encoder)
-    if bit_rate and key:
+    if key is None:
+        if encoder == "libvpx-vp9":
+            return {"deadline": "realtime", "cpu-used": "8", "keyint_min": str(gop), "row-mt": "1"}
+        if encoder == "libsvtav1":
+            return {"preset": "8", "svtav1-params": f"keyint={gop}"}
+        return {"cpu-used": "8", "usage": "realtime"} if encoder == "libaom-av1" else {}
+    params = f"keyint={gop}"  # `defaults`: the encoder's own choices (x265's: open GOP)
+    if not defaults:
+        # b-adapt=0: use the B-frames asked for; the adaptive decision drops them on synthetic content.
+        params += f":min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
+        if encoder == "libx265" or not closed_gop:
+            params += f":open-gop={0 if closed_gop else 1}"
+    if encoder == "libx265":
+        params += ":log-level=error"
+    if bit_rate:
         # An average rate alone overshoots on short detailed clips (x264 has no time to correct its first GOPs): a
         # buffer of one second, filled at the rate asked, holds every second to it, as streaming encodes are made.
         kbit = max(1, round(bit_rate / 1000))
-        options[key] += f":vbv-maxrate={kbit}:vbv-bufsize={kbit}"
-    return options
-
-
-def _gop_options(encoder: str, gop: int, bframes: int, closed_gop: bool, preset: str, defaults: bool) -> dict:
-    # b-adapt=0: use the B-frames asked for; the adaptive decision drops them on synthetic content.
-    if encoder == "libx264" and defaults:
-        return {"preset": preset, "x264-params": f"keyint={gop}"}
-    if encoder == "libx264":
-        params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
-        if not closed_gop:
-            params += ":open-gop=1"
-        return {"preset": preset, "x264-params": params}
-    if encoder == "libx265" and defaults:
-        return {"preset": preset, "x265-params": f"keyint={gop}:log-level=error"}  # x265's own choices: open GOP
-    if encoder == "libx265":
-        params = (
-            f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0"
-            f":open-gop={0 if closed_gop else 1}:log-level=error"
-        )
-        return {"preset": preset, "x265-params": params}
-    if encoder == "libvpx-vp9":
-        return {"deadline": "realtime", "cpu-used": "8", "keyint_min": str(gop), "row-mt": "1"}
-    if encoder == "libsvtav1":
-        return {"preset": "8", "svtav1-params": f"keyint={gop}"}
-    if encoder == "libaom-av1":
-        return {"cpu-used": "8", "usage": "realtime"}
-    return {}
+        params += f":vbv-maxrate={kbit}:vbv-bufsize={kbit}"
+    return {"preset": preset, key: params}
 
 
 def make_clip(
@@ -300,22 +252,12 @@ def _encode_main() -> None:
     tmp = settings.pop("tmp")
     settings["picture"] = pickle.loads(bytes.fromhex(settings["picture"]))  # a function, by its module and name
 
-    class Steps:
-        def __init__(self):
-            self._value = 0
-
-        @property
-        def value(self):
-            return self._value
-
-        @value.setter
-        def value(self, v):
-            self._value = v
-            sys.stdout.write(".")
-            sys.stdout.flush()
+    def step():
+        sys.stdout.write(".")
+        sys.stdout.flush()
 
     try:
-        _encode(tmp, **settings, progress=Steps())
+        _encode(tmp, **settings, progress=step)
         error = None
     except BaseException as e:  # reported to the parent, which retries or names the clip
         error = f"{type(e).__name__}: {e}; packets {getattr(e, 'packets', '?')}"
@@ -398,12 +340,12 @@ def _encode(
     import av
 
     time_base = Fraction(1, fps) if frame_times is None else Fraction(1, 90000)
+    step = progress or (lambda: None)  # called per frame sent and per packet received
     last = []
 
     def mux(out, packet):
         last[:] = [*last[-1:], (packet.pts, packet.dts)]
-        if progress is not None:
-            progress.value += 1
+        step()
         try:
             out.mux(packet)
         except av.error.FFmpegError as e:
@@ -417,8 +359,7 @@ def _encode(
             options=_encoder_options(encoder, gop, bframes, bool(closed_gop), preset, closed_gop is None, bit_rate),
         )
         stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
-        stream.time_base = time_base
-        stream.codec_context.time_base = time_base
+        stream.time_base = stream.codec_context.time_base = time_base
         stream.codec_context.gop_size = gop
         if bit_rate:
             stream.codec_context.bit_rate = bit_rate
@@ -433,8 +374,7 @@ def _encode(
             frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
             frame.pts = i if frame_times is None else int(round(frame_times[i] * 90000))
             frame.time_base = time_base
-            if progress is not None:
-                progress.value += 1
+            step()
             for packet in stream.encode(frame):
                 mux(out, packet)
         for packet in stream.encode():
@@ -469,9 +409,8 @@ def _run_ffmpeg(*args) -> None:
     cli = ffmpeg_cli()
     if cli is None:
         raise RuntimeError("the ffmpeg command-line tool is not installed")
-    run = subprocess.run(
-        [cli, "-hide_banner", "-loglevel", "error", "-y", *map(str, args)], capture_output=True, text=True
-    )
+    command = [cli, "-hide_banner", "-loglevel", "error", "-y", *map(str, args)]
+    run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"ffmpeg {' '.join(map(str, args))} failed: {run.stderr.strip()[-300:]}")
 
@@ -505,9 +444,8 @@ def colour_clips(directory=None, smoke: bool = True, frames: int = 8) -> dict[st
             return {}
         if not path.exists():
             directory.mkdir(parents=True, exist_ok=True)
-            source = (
-                f"gradients=size={w}x{h}:rate=30:speed=0.05:n=4:c0=0xe01010:c1=0x10c010:c2=0x1010e0:c3=0xe0e010:seed=1"
-            )
+            colours = "c0=0xe01010:c1=0x10c010:c2=0x1010e0:c3=0xe0e010"
+            source = f"gradients=size={w}x{h}:rate=30:speed=0.05:n=4:{colours}:seed=1"
             tag_args = []
             if tags:
                 space, tag_range = tags
@@ -530,33 +468,11 @@ def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
 
     info = probe(path)
     limit = ["-frames:v", str(max_frames)] if max_frames else []
-    run = subprocess.run(
-        [
-            ffmpeg_cli() or "ffmpeg",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-noautorotate",
-            "-i",
-            str(path),
-            *limit,
-            "-f",
-            "rawvideo",
-            "-pix_fmt",
-            "gray",
-            "-",
-        ],
-        capture_output=True,
-    )
+    decode = [ffmpeg_cli() or "ffmpeg", "-hide_banner", "-loglevel", "error", "-noautorotate", "-i", str(path), *limit]
+    run = subprocess.run([*decode, "-f", "rawvideo", "-pix_fmt", "gray", "-"], capture_output=True)
     if run.returncode != 0:
         raise RuntimeError(f"ffmpeg could not decode {path}: {run.stderr.decode(errors='replace')[-300:]}")
-    out = []
-    for y in np.frombuffer(run.stdout, np.uint8).reshape(-1, info.height, info.width):
-        try:
-            out.append(read_stamp(y))
-        except StampError:
-            out.append(None)
-    return out
+    return read_stamps(np.frombuffer(run.stdout, np.uint8).reshape(-1, info.height, info.width))
 
 
 def _boxes(data: bytes, start: int, end: int):
@@ -603,9 +519,8 @@ def damage_mp4(src, path, how: str) -> Path:
         trak = [(a, s) for k, a, s in kids if k == b"trak"][-1]
         tkids = list(_boxes(data, trak[0] + 8, sum(trak)))
         tkhd = next(data[a : a + s] for k, a, s in tkids if k == b"tkhd")
-        trak2 = _box(
-            b"trak", b"".join(data[a : a + s] for k, a, s in tkids if k != b"tkhd") + _box(b"tkhd", tkhd[8:12])
-        )
+        kept = b"".join(data[a : a + s] for k, a, s in tkids if k != b"tkhd")
+        trak2 = _box(b"trak", kept + _box(b"tkhd", tkhd[8:12]))
         others = b"".join(data[a : a + s] for k, a, s in kids if (a, s) != trak)
         out = data[:m] + _box(b"moov", others + trak2)
     Path(path).write_bytes(out)
@@ -634,9 +549,8 @@ def mux_video_streams(path, sources, best: int = 1) -> Path:
     one, which makes it FFmpeg's best video stream (notebook 23, the correctness matrix)."""
     args = [x for src in sources for x in ("-i", src)]
     args += [x for k in range(len(sources)) for x in ("-map", f"{k}:v")]
-    args += ["-c", "copy"] + [
-        x for k in range(len(sources)) for x in (f"-disposition:v:{k}", "default" if k == best else "0")
-    ]
+    args += ["-c", "copy"]
+    args += [x for k in range(len(sources)) for x in (f"-disposition:v:{k}", "default" if k == best else "0")]
     _run_ffmpeg(*args, path)
     return Path(path)
 
@@ -688,27 +602,15 @@ class ClipSpec:
     def record(self) -> dict:
         """What the manifest keeps of this clip: its fields (those at their default left out, so that older manifests
         stay valid) and `MEDIA_VERSION`."""
-        fields = dataclasses.asdict(self)
-        for key in ("bitrate", "open_gop"):
-            if not fields[key]:
-                del fields[key]
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if v or k not in ("bitrate", "open_gop")}
         return {**fields, "version": MEDIA_VERSION}
 
     def make(self, path) -> Path:
         """Encode this clip at `path` (`make_clip`)."""
-        return make_clip(
-            path,
-            self.codec,
-            self.width,
-            self.height,
-            self.fps,
-            self.num_frames,
-            self.gop,
-            self.bframes,
-            closed_gop=None if self.open_gop else True,
-            picture=detailed_frame if self.bitrate else None,
-            bit_rate=self.bitrate,
-        )
+        settings = (self.codec, self.width, self.height, self.fps, self.num_frames, self.gop, self.bframes)
+        closed_gop = None if self.open_gop else True
+        picture = detailed_frame if self.bitrate else None
+        return make_clip(path, *settings, closed_gop=closed_gop, picture=picture, bit_rate=self.bitrate)
 
 
 # Typical bitrates of real 1080p30 footage (web video, phone video, Kinetics-style datasets), Mbit/s: what the
@@ -745,12 +647,8 @@ def default_media_specs(smoke: bool) -> list[ClipSpec]:
         specs += [ClipSpec("h264", 256, 144, 96, 12, bitrate=140_000)]
         specs += [ClipSpec("hevc", 256, 144, 96, 12, bitrate=62_000, open_gop=True)]
         return specs
-    specs = [
-        ClipSpec(c, w, h, 300, g)
-        for (w, h) in ((1280, 720), (1920, 1080), (3840, 2160))
-        for c in ("h264", "hevc")
-        for g in (30, 250)
-    ]
+    sizes = ((1280, 720), (1920, 1080), (3840, 2160))
+    specs = [ClipSpec(c, w, h, 300, g) for (w, h) in sizes for c in ("h264", "hevc") for g in (30, 250)]
     specs += [ClipSpec(c, 1920, 1080, 300, 30) for c in ("vp9", "av1")]
     # realistic: as heavy as filmed 1080p30 (`TYPICAL_1080P30_MBPS`), HEVC also with x265's default open GOP, and 4K
     specs += [ClipSpec("h264", 1920, 1080, 300, g, bitrate=8_000_000) for g in (30, 250)]
@@ -783,21 +681,6 @@ def default_media_dir(smoke: bool) -> Path:
     """Where the default media lives: $PLAYBOOK_MEDIA_DIR, else ~/.cache/video-loading-playbook."""
     root = os.environ.get("PLAYBOOK_MEDIA_DIR") or Path.home() / ".cache" / "video-loading-playbook" / "media"
     return Path(root) / ("smoke" if smoke else "full")
-
-
-class _InlineExecutor:
-    """Runs submitted work at once, in this process (one worker is not worth a process pool)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def submit(self, fn, *args) -> Future:
-        future = Future()
-        future.set_result(fn(*args))
-        return future
 
 
 def long_media(directory=None, smoke: bool = True, log=None) -> dict[str, Path]:
@@ -847,18 +730,18 @@ def _build_media(directory: Path, specs, log) -> dict[str, Path]:
     # spawned, never forked: a process with threads (a notebook's kernel, a test worker, PyTorch) can fork a child
     # that deadlocks on a lock one of them held
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=spawn) if workers > 1 else _InlineExecutor() as pool:
-        jobs = {spec: pool.submit(spec.make, directory / spec.name) for spec in todo}
-        for spec, job in jobs.items():
-            clips[spec.name] = job.result()
+    # one worker is not worth a process pool: the clips are then made here, in turn
+    with ProcessPoolExecutor(workers, mp_context=spawn) if workers > 1 else contextlib.nullcontext() as pool:
+        made = (pool.map if pool else map)(ClipSpec.make, todo, [directory / spec.name for spec in todo])
+        for spec, path in zip(todo, made):
+            clips[spec.name] = path
             manifest[spec.name] = spec.record()
             if log:
                 log(f"built {clips[spec.name]}")
     clips = {s.name: clips[s.name] for s in specs if s.name in clips}
-    manifest["_skipped"] = {
-        **{k: v for k, v in manifest.get("_skipped", {}).items() if k not in {s.name for s in specs}},
-        **skipped,
-    }
+    names = {s.name for s in specs}
+    earlier = {k: v for k, v in manifest.get("_skipped", {}).items() if k not in names}
+    manifest["_skipped"] = {**earlier, **skipped}
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".json") as f:
         json.dump(manifest, f, indent=1)
     os.replace(f.name, manifest_path)
@@ -877,12 +760,8 @@ def pick_clip(
     if not named:
         return None
     best = min({infos[n].height for n in named}, key=lambda h: abs(h - height))
-    named = [n for n in named if infos[n].height == best]
-
-    def gop(n):
-        return sum(infos[n].gop_lengths) / len(infos[n].gop_lengths)
-
-    return max(named, key=gop) if long_gop else min(named, key=gop)
+    mean_gop = {n: sum(infos[n].gop_lengths) / len(infos[n].gop_lengths) for n in named if infos[n].height == best}
+    return (max if long_gop else min)(mean_gop, key=mean_gop.get)
 
 
 def clip_table(infos: dict) -> str:

@@ -14,7 +14,7 @@ from playbook_utils.bench.monitor import MIN_SAMPLES
 from playbook_utils.bench.verdicts import spread_pct
 from playbook_utils.decoders import by_role, why_unavailable
 from playbook_utils.errors import describe
-from playbook_utils.bench.media import StampError, read_stamp
+from playbook_utils.bench.media import read_stamps
 from playbook_utils.probe import video_info
 
 CHECK_LIBRARIES = ("pynvvideocodec", "pyav_hwaccel")
@@ -53,12 +53,7 @@ def _child(library: str, path: str) -> dict:
     decode = {"pynvvideocodec": _decode_pynvvideocodec, "pyav_hwaccel": _decode_pyav_hwaccel}[library]
     frames, how = decode(path)
     seconds = time.perf_counter() - start
-    wrong = 0
-    for i, frame in enumerate(frames):
-        try:
-            wrong += read_stamp(frame) != i
-        except StampError:
-            wrong += 1
+    wrong = sum(stamp != i for i, stamp in enumerate(read_stamps(frames)))  # None: no valid stamp
     return {
         "ok": len(frames) > 0 and wrong == 0,
         "frames": len(frames),
@@ -169,33 +164,31 @@ def _run_bytes(path, processes: int, threads: int, decoder: str) -> int:
     each decoder's output (TorchCodec: a call's RGB frames) and NVDEC surfaces."""
     info = video_info(path)  # cached: asked again for every batch of runs
     frame = info.width * info.height
-    per = (
-        (_torchcodec_chunk(info.width, info.height) + 4) * frame * 3 if decoder == "torchcodec" else 36 * frame * 3 // 2
-    )
+    if decoder == "torchcodec":
+        per = (_torchcodec_chunk(info.width, info.height) + 4) * frame * 3
+    else:
+        per = 36 * frame * 3 // 2
     return processes * (CONTEXT_BYTES + threads * per)
 
 
 def _free_bytes(gpu: int) -> int | None:
     """The GPU memory NVML reports free, or None where it cannot say."""
     nvml = env.nvml_handle(gpu)
-    try:
-        return int(nvml[0].nvmlDeviceGetMemoryInfo(nvml[1]).free) if nvml else None
-    except Exception:
-        return None
+    memory = env._nvml_call(nvml[0].nvmlDeviceGetMemoryInfo, nvml[1]) if nvml else None
+    return int(memory.free) if memory else None
 
 
 def _raw_thread(decoder: str, path: str, gpu: int, ready, start, window: list, out: list, slot: int) -> None:
-    """One decoder: open it and decode one warm-up pass, report `ready`, wait for `start`, then decode
-    `path` over and over from window[0] until window[1] and count only those frames, in total and by the
-    WINDOW_BINS parts of the window: out[slot] = (frames, counts per part), or the error."""
+    """One decoder: decode a warm-up pass, release `ready`, wait for `start`, then decode `path` over and over inside
+    `window` (t0, t_end), counting its frames in total and per WINDOW_BINS part: out[slot] = (frames, parts) or error."""
     try:
         one_pass = {"pynvvideocodec": _pynvvideocodec_passes, "torchcodec": _torchcodec_passes}[decoder](path, gpu)
         one_pass(float("inf"))
     except Exception as e:
         out[slot] = describe(e)[:300]
-        ready.release()
         return
-    ready.release()
+    finally:
+        ready.release()
     start.wait()
     (t0, t_end), frames, spans = window, 0.0, []
     try:
@@ -238,13 +231,8 @@ def _raw_process(decoder: str, path: str, gpu: int, threads: int, seconds: float
         w.join()
     errors = [c for c in counts if isinstance(c, str)]
     done = [c for c in counts if isinstance(c, tuple)]
-    queue.put(
-        {
-            "frames": sum(f for f, _ in done),
-            "bins": [sum(b[i] for _, b in done) for i in range(WINDOW_BINS)],
-            "error": errors[0] if errors else None,
-        }
-    )
+    bins = [sum(b[i] for _, b in done) for i in range(WINDOW_BINS)]
+    queue.put({"frames": sum(f for f, _ in done), "bins": bins, "error": errors[0] if errors else None})
 
 
 READY_TIMEOUT_S = 180  # a run whose decoders are not all warmed up by then fails ('did not start')
@@ -257,14 +245,8 @@ def _start(path, processes: int, threads: int, seconds: float, gpu: int, decoder
 
     ctx = mp.get_context("spawn")
     run = {"queue": ctx.Queue(), "ready": ctx.Barrier(processes + 1), "go": ctx.Event(), "warmed": None}
-    run["children"] = [
-        ctx.Process(
-            target=_raw_process,
-            args=(decoder, str(path), gpu, threads, seconds, run["ready"], run["go"], run["queue"]),
-            daemon=True,
-        )
-        for _ in range(processes)
-    ]
+    args = (decoder, str(path), gpu, threads, seconds, run["ready"], run["go"], run["queue"])
+    run["children"] = [ctx.Process(target=_raw_process, args=args, daemon=True) for _ in range(processes)]
     for c in run["children"]:
         c.start()
     return run
@@ -283,8 +265,8 @@ def _ready(run: dict, timeout: float = READY_TIMEOUT_S) -> bool:
     return run["warmed"]
 
 
-def _failed_row(processes: int, threads: int, decoder: str, seconds: float, error: str) -> dict:
-    """A `saturate` row with no rate: every key of a measured one, None where nothing was measured."""
+def _row(processes: int, threads: int, decoder: str, seconds: float, error: str | None) -> dict:
+    """A `saturate` row with nothing measured: every key of a measured one, None (or 0) where nothing was measured."""
     return {
         "fps": None,
         "frames": 0,
@@ -317,11 +299,11 @@ def saturate(
     'nvdec_util_median', 'fps_by_part', 'fps_spread_pct', 'error', ...}. Notebook 20."""
     run = started or _start(path, processes, threads, seconds, gpu, decoder)
     if isinstance(run, dict) and run.get("refused"):
-        return _failed_row(processes, threads, decoder, seconds, run["refused"])
+        return _row(processes, threads, decoder, seconds, run["refused"])
     nvml = env.nvml_handle(gpu)
     util, clock = [], []
     if not _ready(run):
-        return _failed_row(processes, threads, decoder, seconds, f"decoders did not start within {READY_TIMEOUT_S} s")
+        return _row(processes, threads, decoder, seconds, f"decoders did not start within {READY_TIMEOUT_S} s")
     run["go"].set()
     t0 = time.perf_counter()
     t_end = t0 + seconds
@@ -338,7 +320,7 @@ def saturate(
     except queue.Empty:  # a process died in the window (a CUDA fault): its count is lost, so the run has no rate
         for c in run["children"]:
             c.kill()
-        return _failed_row(processes, threads, decoder, seconds, "a decoder process ended without its count")
+        return _row(processes, threads, decoder, seconds, "a decoder process ended without its count")
     for c in run["children"]:
         c.join(timeout=30)
     frames = round(sum(r["frames"] for r in results), 1)  # the chunk at the window's end counts its share only
@@ -347,21 +329,17 @@ def saturate(
     errors = sorted({r["error"] for r in results if r["error"]})
     util.sort()
     return {
+        **_row(processes, threads, decoder, seconds, "; ".join(errors) or None),
         # a run in which a decoder failed ran fewer decoders than its layout says: no rate for that layout
         "fps": frames / seconds if frames and not errors else None,
         "frames": frames,
-        "processes": processes,
-        "threads": threads,
-        "decoder": decoder,
         "nvdec_util_samples": len(util),
         "nvdec_util_median": util[len(util) // 2] if len(util) >= MIN_SAMPLES else None,
         "nvdec_util_p90": util[int(0.9 * (len(util) - 1))] if len(util) >= MIN_SAMPLES else None,
         "video_clock_mhz": max(clock) if clock else None,
-        "seconds": seconds,
         "fps_by_part": [round(x, 1) for x in parts],  # the rate in each of the window's WINDOW_BINS parts
         "fps_spread_pct": spread_pct(parts) if frames else None,
         "counted": "within the window",  # the chunk at its end by its share (`_frames_before`)
-        "error": "; ".join(errors) or None,
     }
 
 
@@ -370,8 +348,7 @@ SATURATED_PCT = 95  # median NVDEC utilization at which a ceiling counts as the 
 
 
 def _layouts(configs, decoders) -> list[tuple[int, int, str]]:
-    """(processes, threads, decoder) for each config: a 3-tuple names its decoder, a pair runs with each of
-    `decoders`."""
+    """(processes, threads, decoder) per config: a 3-tuple names its decoder, a pair runs with each of `decoders`."""
     return [tuple(c) if len(c) == 3 else (*c, d) for c in configs for d in ((None,) if len(c) == 3 else decoders)]
 
 
@@ -393,10 +370,9 @@ def _batch(costs: list, k: int, budget: int | None = None) -> list[int]:
 
 
 def _start_batch(runs: list, k: int, seconds: float, gpu: int) -> dict[int, dict]:
-    """Start the runs from the k-th on ((path, processes, threads, decoder) each) that fit together (`_batch`, the
-    budget a share of the GPU memory free now) side by side, and return {index: started run} once every decoder of
-    every run has warmed up: none measures while another starts (`ceiling`, `ceilings`). A run estimated to need more
-    than the budget alone is not started: {'refused': why}."""
+    """Start side by side the runs from the k-th on ((path, processes, threads, decoder) each) that fit in a share of
+    the GPU memory free now (`_batch`); return {index: started run} once all have warmed up, so none measures while
+    another starts. A run that alone needs more than that share is not started: {'refused': why}."""
     free = _free_bytes(gpu)
     budget = None if free is None else int(free * MEMORY_SHARE)
     sizes = [_run_bytes(*r) if budget is not None else 0 for r in runs[k:]]
@@ -405,9 +381,8 @@ def _start_batch(runs: list, k: int, seconds: float, gpu: int) -> dict[int, dict
     for j in batch:
         (path, processes, threads, decoder), need = runs[j], sizes[j - k]
         if budget is not None and need > budget:
-            started[j] = {
-                "refused": f"not run: needs about {need / 2**30:.0f} GiB of GPU memory, {free / 2**30:.0f} GiB free"
-            }
+            why = f"not run: needs about {need / 2**30:.0f} GiB of GPU memory, {free / 2**30:.0f} GiB free"
+            started[j] = {"refused": why}
         else:
             started[j] = _start(path, processes, threads, seconds, gpu, decoder)
     for j in batch:
@@ -417,8 +392,7 @@ def _start_batch(runs: list, k: int, seconds: float, gpu: int) -> dict[int, dict
 
 
 def short_of_memory(row: dict) -> bool:
-    """Whether a `saturate` row failed for want of GPU memory: CUDA's out of memory, or error 2 (the same) from
-    NVDEC's decoder creation."""
+    """Whether a `saturate` row failed for want of GPU memory (CUDA's out of memory, or NVDEC decoder error 2)."""
     error = (row.get("error") or "").lower()
     return row.get("fps") is None and ("out of memory" in error or "nvdec decoder: 2" in error)
 
@@ -453,22 +427,16 @@ def ceiling(
         return row is not None and (row["nvdec_util_median"] or 0) >= SATURATED_PCT and levelled(rows, row) is not False
 
     def note(row):
-        if log:
-            util = row["nvdec_util_median"]
-            measured = (
-                f"{util}%"
-                if util is not None
-                else f"not measured ({row['nvdec_util_samples']} samples, {MIN_SAMPLES} needed)"
-            )
-            log(
-                f"{row['decoder']} {row['processes']} processes x {row['threads']} threads: "
-                + (
-                    f"{row['fps']:,.0f} frames/s, NVDEC utilization median {measured}"
-                    if row["fps"]
-                    else f"failed: {row['error']}"
-                )
-                + (" (run alone: beside other runs it ran out of GPU memory)" if "alone_after" in row else "")
-            )
+        if not log:
+            return
+        util, samples = row["nvdec_util_median"], row["nvdec_util_samples"]
+        measured = f"{util}%" if util is not None else f"not measured ({samples} samples, {MIN_SAMPLES} needed)"
+        if row["fps"]:
+            said = f"{row['fps']:,.0f} frames/s, NVDEC utilization median {measured}"
+        else:
+            said = f"failed: {row['error']}"
+        alone = " (run alone: beside other runs it ran out of GPU memory)" if "alone_after" in row else ""
+        log(f"{row['decoder']} {row['processes']} processes x {row['threads']} threads: {said}{alone}")
 
     for phase, layouts in enumerate((configs, if_unsaturated)):
         if phase and saturated(best_of()):
@@ -493,15 +461,8 @@ def ceiling(
                 note(rows[i])
     best = best_of()
     if best is None:
-        return {
-            "fps": None,
-            "best": None,
-            "saturated": False,
-            "levelled": None,
-            "implied_fps": None,
-            "spread_pct": None,
-            "rows": rows,
-        }
+        unknown = dict.fromkeys(("levelled", "implied_fps", "spread_pct"))
+        return {"fps": None, "best": None, "saturated": False, **unknown, "rows": rows}
     util = best["nvdec_util_median"]
     return {
         "fps": best["fps"],
@@ -558,22 +519,15 @@ def against_ceiling(fps, spread_pct, ceiling: dict | None) -> dict:
     if pct <= 100:
         return judged(pct, "below", f"{pct:.1f}% of the NVDEC ceiling{bound}")
     if pct <= 100 + spread:
-        return judged(
-            100.0, "at", f"at the NVDEC ceiling ({pct - 100:.1f}% over it, inside the {spread:.1f}% spread){bound}"
-        )
+        inside = f"({pct - 100:.1f}% over it, inside the {spread:.1f}% spread)"
+        return judged(100.0, "at", f"at the NVDEC ceiling {inside}{bound}")
+    rates = f"{fps:,.0f} against {c:,.0f} frames/s"
     if saturated:
-        return judged(
-            None,
-            "above",
-            f"ABOVE the saturated NVDEC ceiling ({fps:,.0f} against {c:,.0f} frames/s, more than the "
-            f"{spread:.1f}% spread): no loader can beat the engines, so one of the two measurements is wrong",
-        )
-    return judged(
-        None,
-        "above",
-        f"above the NVDEC ceiling, which was not saturated ({fps:,.0f} against {c:,.0f} frames/s): "
-        "the ceiling is only a lower bound here",
-    )
+        words = f"ABOVE the saturated NVDEC ceiling ({rates}, more than the {spread:.1f}% spread): no loader can beat "
+        words += "the engines, so one of the two measurements is wrong"
+    else:
+        words = f"above the NVDEC ceiling, which was not saturated ({rates}): the ceiling is only a lower bound here"
+    return judged(None, "above", words)
 
 
 def ceilings(

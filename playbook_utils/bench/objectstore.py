@@ -81,14 +81,7 @@ class LocalS3:
             _running = self
             host, port = self.server.get_host_and_port()
             self.endpoint = f"http://{host}:{port}"
-            os.environ.update(
-                {
-                    "AWS_ENDPOINT_URL": self.endpoint,
-                    "AWS_ACCESS_KEY_ID": "playbook",
-                    "AWS_SECRET_ACCESS_KEY": "playbook",
-                    "AWS_DEFAULT_REGION": "us-east-1",
-                }
-            )
+            os.environ.update(zip(_ENV, (self.endpoint, "playbook", "playbook", "us-east-1")))
             _clear_s3fs_cache()
             import fsspec
 
@@ -107,11 +100,10 @@ class LocalS3:
 
     def stop(self) -> None:
         with _lock:
-            if _running is not self:  # never started, stopped already, or superseded by a newer server
-                self._stop_server()
-                return
+            was_running = _running is self  # else never started, stopped already, or superseded by a newer server
             self._stop_server()
-            _give_back_env()
+            if was_running:
+                _give_back_env()
 
 
 def upload(paths, prefix: str) -> list[str]:
@@ -119,9 +111,8 @@ def upload(paths, prefix: str) -> list[str]:
     import fsspec
 
     fs, _ = fsspec.core.url_to_fs(prefix)
-    urls = []
-    for p in paths:
-        url = prefix.rstrip("/") + "/" + Path(p).name
-        fs.put_file(str(p), url)
-        urls.append(url)
+    paths = [str(p) for p in paths]
+    urls = [prefix.rstrip("/") + "/" + Path(p).name for p in paths]
+    for path, url in zip(paths, urls):
+        fs.put_file(path, url)
     return urls

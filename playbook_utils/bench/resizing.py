@@ -46,7 +46,6 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
             out, seconds, p = _peak(device, fn)
             times.append(seconds)
             peak = p if peak is None else max(peak, p or 0)
-        best = min(times)
         if peak is None:  # CPU: the tensors this path makes, from their shapes
             info = video_info(path)
             full = n * 3 * info.height * info.width
@@ -57,7 +56,7 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
                 "backend": backend,
                 "device": device,
                 "method": method,
-                "frames_per_s": n / best,
+                "frames_per_s": n / min(times),
                 "spread_pct": verdicts.spread_pct([n / t for t in times]),
                 "batch_bytes": int(peak),
                 "psnr_db": psnr(out, ref),
@@ -87,17 +86,12 @@ def _in_vs_after(rows: list[dict]) -> dict:
     }
 
 
-def _pays(v) -> bool:
-    """Whether an `_in_vs_after` verdict has the resize in the decoder faster, beyond the spread."""
-    return v.best == "in" and not v.tied
-
-
 def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") -> str:
     """Where to resize for the decoder chosen on `device` (`decoders`: the choice first, then those tied with it):
     in its decoder where that is faster beyond the spread, else after decoding, naming any tied decoder that gains
     by resizing in its decoder. Notebook 24."""
     pairs = {b: pair for (b, d), pair in _in_vs_after(rows).items() if d == device}
-    gain = {b for b, (_, _, v) in pairs.items() if _pays(v)}
+    gain = {b for b, (_, _, v) in pairs.items() if v.best == "in" and not v.tied}  # faster beyond the spread
 
     def ratio(b):
         inside, after, _ = pairs[b]
