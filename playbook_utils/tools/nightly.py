@@ -527,10 +527,10 @@ def main(argv=None) -> int:
                 "nightly: not adopted, as they failed (the reference keeps their earlier copies): "
                 + ", ".join(done["failed"])
             )
-        left = done["unfinished"]
-        if left:  # the summary a run writes after each notebook: the machine was lost before the rest ran
+        if done["unfinished"]:  # its summary, written after each notebook: the machine was lost before the rest
+            left = ", ".join(done["unfinished"])
             print(
-                f"nightly: that run did not finish: {', '.join(left)} had not run (or not to the end) and keep their earlier copies"
+                f"nightly: that run did not finish: {left} had not run (or not to the end) and keep their earlier copies"
             )
         print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table")
         return EXIT_OK
