@@ -47,15 +47,15 @@ def load_tolerances(path=TOLERANCES) -> dict:
     table = _read_json(Path(path))
     if not isinstance(table, dict) or not isinstance(table.get("rules"), list):
         raise NightlyError(f"{path}: expected an object with a 'rules' list")
-    for key in ("default_number", "default_other"):
-        table.setdefault(key, {"direction": "near", "rel": 0.25} if key == "default_number" else {"direction": "equal"})
+    table.setdefault("default_number", {"direction": "near", "rel": 0.25})
+    table.setdefault("default_other", {"direction": "equal"})
     for i, rule in enumerate(table["rules"] + [table["default_number"], table["default_other"]]):
         if not isinstance(rule, dict) or rule.get("direction") not in DIRECTIONS:
             raise NightlyError(f"{path}: rule {i} ({rule!r}) needs a direction among {', '.join(DIRECTIONS)}")
         if not all(isinstance(rule.get(k, "*"), str) for k in ("metric", "notebook")):
             raise NightlyError(f"{path}: rule {i} ({rule!r}): 'metric' and 'notebook' must be glob strings")
         for k in ("rel", "abs"):
-            if not isinstance(rule.get(k, 0), (int, float)) or isinstance(rule.get(k, 0), bool) or rule.get(k, 0) < 0:
+            if not _is_number(rule.get(k, 0)) or rule.get(k, 0) < 0:
                 raise NightlyError(f"{path}: rule {i} ({rule!r}): '{k}' must be a number >= 0")
         if not isinstance(rule.get("per_core", False), bool):
             raise NightlyError(f"{path}: rule {i} ({rule!r}): 'per_core' must be true or false")
@@ -249,10 +249,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             "baseline_status": b.get("status") if b else None,
             "metrics": [],
             "newly_skipped": [],
-            "cores": {
-                "baseline": cores_of(b.get("machine")) if b else None,
-                "now": cores_of(r.get("machine")) if r else None,
-            },
+            "cores": {"baseline": cores_of((b or {}).get("machine")), "now": cores_of((r or {}).get("machine"))},
         }
         judge_per_core = not other_cores(entry["cores"])
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
@@ -277,18 +274,13 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                     verdict, change = ("changed" if rule["direction"] == "info" else "MISSING"), "not reported now"
                 else:
                     verdict, change = compare_value(bv, nv, rule)
-                if (
-                    not judge_per_core
-                    and rule.get("per_core")
-                    and verdict in ("ok", "better", "REGRESSION")
-                    and None not in (bv, nv)
-                ):
+                judged = verdict in ("ok", "better", "REGRESSION") and None not in (bv, nv)
+                if judged and rule.get("per_core") and not judge_per_core:
                     verdict = "not comparable"
                     change = f"{change} ({entry['cores']['now']} vs {entry['cores']['baseline']} cores)".lstrip()
-                elif (clips := timed_clips(heads, metric)) and verdict in ("ok", "better", "REGRESSION"):
-                    if None not in (bv, nv):
-                        verdict = "not comparable"
-                        change = f"{change} (timed on {clips[1]}, the baseline on {clips[0]})".lstrip()
+                elif judged and (clips := timed_clips(heads, metric)):
+                    verdict = "not comparable"
+                    change = f"{change} (timed on {clips[1]}, the baseline on {clips[0]})".lstrip()
                 entry["metrics"].append(
                     {
                         "metric": metric,
@@ -350,11 +342,8 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
         lines.append("Failed notebooks: " + ", ".join(report["failures"]))
     lines.append("Regressions: " + ("; ".join(report["regressions"]) if report["regressions"] else "none"))
     if report.get("not_comparable"):
-        lines.append("")
-        lines.append(
-            "Not judged, the notebook had another number of cores than in the baseline: "
-            + "; ".join(report["not_comparable"])
-        )
+        unjudged = "; ".join(report["not_comparable"])
+        lines += ["", f"Not judged, the notebook had another number of cores than in the baseline: {unjudged}"]
     for nb in report["notebooks"]:
         status = nb["status"] + (f": {nb['error']}" if nb["error"] else "")
         base = (nb["baseline_status"] or "passed (no summary row)") if nb["in_baseline"] else "not in the baseline"
@@ -530,7 +519,8 @@ def main(argv=None) -> int:
         if done["unfinished"]:  # its summary, written after each notebook: the machine was lost before the rest
             left = ", ".join(done["unfinished"])
             print(
-                f"nightly: that run did not finish: {left} had not run (or not to the end) and keep their earlier copies"
+                f"nightly: that run did not finish: {left} had not run (or not to the end) and keep their "
+                "earlier copies"
             )
         print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table")
         return EXIT_OK
