@@ -195,9 +195,8 @@ def load_results(folders, label: str) -> dict:
 
 
 def stamp(results: dict) -> dict:
-    """The environment stamp of a results set: mode, date, GPU, CPU and the generated media's version from
-    summary.json; driver, CUDA, Python and library versions from notebook 00's JSON when that notebook is among
-    the results (library versions otherwise from summary.json's machine stamp, where the runner records them)."""
+    """The environment stamp of a results set: mode, date, GPU, CPU and media version from summary.json; driver,
+    CUDA, Python and library versions from notebook 00's JSON (library versions else from summary.json)."""
     m, e = results["machine"], results["environment"] or {}
     gpu = e.get("gpu") or {}
     libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)} or {
@@ -229,11 +228,8 @@ def timed_clips(heads: list[dict], metric: str) -> tuple | None:
 
 
 def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None = None) -> dict:
-    """Compare a run with the baseline (both from `load_results`); returns the report as a dict.
-
-    Keys: exit_code, verdict, failures (notebook names), regressions ('notebook: metric'), notebooks
-    (one entry per notebook with its metric rows), baseline and run stamps.
-    """
+    """Compare a run with the baseline (both from `load_results`); returns the report: exit_code, verdict, failures,
+    regressions ('notebook: metric'), not_comparable, tolerances, the baseline and run stamps, notebooks (rows)."""
     # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
     notebooks, failures, regressions, unjudged = [], [], [], []
@@ -329,9 +325,7 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
         "|---|---|---|",
     ]
 
-    def show(v) -> str:
-        if isinstance(v, dict):
-            return ", ".join(f"{k} {x}" for k, x in v.items())
+    def show(v) -> str:  # a dict (the library versions) as 'name version, ...', as `fmt` writes it
         return ", ".join(v) if isinstance(v, list) else fmt(v) if v is not None else "-"
 
     for key in ("folders", "mode", "date_utc", "gpu", "cpu", "driver", "cuda", "python", "libraries", "media_version"):
@@ -348,8 +342,7 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
         status = nb["status"] + (f": {nb['error']}" if nb["error"] else "")
         base = (nb["baseline_status"] or "passed (no summary row)") if nb["in_baseline"] else "not in the baseline"
         lines += ["", f"## {nb['notebook']}", "", f"Run: {status}; baseline: {base}"]
-        for s in nb["newly_skipped"]:
-            lines.append(f"- skipped now, not in the baseline: {s}")
+        lines += [f"- skipped now, not in the baseline: {s}" for s in nb["newly_skipped"]]
         c = nb.get("cores")
         if other_cores(c):
             lines.append(

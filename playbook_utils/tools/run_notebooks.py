@@ -81,9 +81,8 @@ PATH_SUFFIXES = ("_DIR", "_PATH", "_FILE")  # parameters that name a file or a f
 
 
 def caller_path(path: str | None) -> str | None:
-    """`path` as the caller meant it: `~` expanded and a relative path taken from the folder the command was typed
-    in, made absolute. The notebooks run in the output folder, where a relative path would point elsewhere
-    (`--video-dir ../videos`, `--param CACHE_DIR=data`)."""
+    """`path` made absolute from the folder the command was typed in (`~` expanded): the notebooks run in the output
+    folder, where a relative path (`--video-dir ../videos`, `--param CACHE_DIR=data`) would point elsewhere."""
     return None if path is None else str(Path(path).expanduser().resolve())
 
 
@@ -523,12 +522,7 @@ def write_summary(
         doc["earlier"] = earlier
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
     first = open_first(rows)
-    lines = [
-        f"# Playbook run ({mode} mode)",
-        "",
-        *([first, ""] if first else []),
-        f"Machine: {_stamp(machine)}",
-    ]
+    lines = [f"# Playbook run ({mode} mode)", "", *([first, ""] if first else []), f"Machine: {_stamp(machine)}"]
     # rows merged from an earlier run on another machine keep that machine's stamp
     lines += [
         f"{r['notebook']} ran on: {_stamp(r['machine'])}  "

@@ -102,11 +102,8 @@ def torch_build() -> tuple[str, str | None] | None:
 
 
 def torchcodec_spec(torch_version: str, cuda: str | None) -> tuple[str | None, str]:
-    """The TorchCodec requirement for this torch, and why.
-
-    PyPI's TorchCodec 0.N is built for torch 2.N up to 0.15 (a CPU build); from 0.16 on it is
-    built against CUDA torch >= 2.11 through torch's stable ABI, and fails to load on CPU torch.
-    """
+    """The TorchCodec requirement for this torch, and why. PyPI's TorchCodec 0.N is built for torch 2.N up to 0.15
+    (a CPU build); 0.16 on, for CUDA torch >= 2.11 through torch's stable ABI, and fails to load on CPU torch."""
     major, minor = (int(x) for x in torch_version.split(".")[:2])
     if major != 2:
         return None, f"no known TorchCodec release for torch {torch_version}"
@@ -395,11 +392,9 @@ def main(argv=None) -> int:
     driver = nvidia_driver_present()
     gpu = {"yes": True, "no": False}.get(args.gpu_libraries, driver or bool(build and build[1]))
     no_gpu = "--gpu-libraries no" if args.gpu_libraries == "no" else "no NVIDIA driver here"
-    path = (
-        None
-        if args.no_constraints
-        else Path(args.constraints or (gpu_reference() if gpu else BASELINES["cpu"]) / "constraints.txt")
-    )
+    path = None
+    if not args.no_constraints:
+        path = Path(args.constraints or (gpu_reference() if gpu else BASELINES["cpu"]) / "constraints.txt")
     constraints = read_constraints(path) if path and path.exists() else None
     install = Installer(constraints)
     if constraints is not None:
