@@ -233,10 +233,8 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
     # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
     notebooks, failures, regressions, unjudged = [], [], [], []
-    base_stamp, run_stamp = stamp(baseline), stamp(run)
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
-        stem = Path(name).stem
         entry = {
             "notebook": name,
             "status": None,
@@ -247,7 +245,6 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             "newly_skipped": [],
             "cores": {"baseline": cores_of((b or {}).get("machine")), "now": cores_of((r or {}).get("machine"))},
         }
-        judge_per_core = not other_cores(entry["cores"])
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
         # is not judged against it
         heads = [((h or {}).get("headline") or {}) for h in (b, r)]
@@ -259,11 +256,10 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             if r.get("status") not in (None, "passed"):
                 failures.append(name)
             entry["newly_skipped"] = [s for s in r["skipped"] if b is None or s not in b["skipped"]]
-        if r is not None:
             base_head = b["headline"] if b else {}
             for metric in list(base_head) + [k for k in r["headline"] if k not in base_head]:
                 bv, nv = base_head.get(metric), r["headline"].get(metric)
-                rule = rule_for(table, stem, metric, bv if bv is not None else nv)
+                rule = rule_for(table, Path(name).stem, metric, bv if bv is not None else nv)
                 if metric not in base_head:
                     verdict, change = "new", "not in the baseline"
                 elif metric not in r["headline"]:
@@ -271,7 +267,7 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
                 else:
                     verdict, change = compare_value(bv, nv, rule)
                 judged = verdict in ("ok", "better", "REGRESSION") and None not in (bv, nv)
-                if judged and rule.get("per_core") and not judge_per_core:
+                if judged and rule.get("per_core") and other_cores(entry["cores"]):
                     verdict = "not comparable"
                     change = f"{change} ({entry['cores']['now']} vs {entry['cores']['baseline']} cores)".lstrip()
                 elif judged and (clips := timed_clips(heads, metric)):
@@ -302,8 +298,8 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         "regressions": regressions,
         "not_comparable": unjudged,
         "tolerances": table.get("source"),
-        "baseline": base_stamp,
-        "run": run_stamp,
+        "baseline": stamp(baseline),
+        "run": stamp(run),
         "notebooks": notebooks,
     }
 
