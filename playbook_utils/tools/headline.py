@@ -16,8 +16,6 @@ from playbook_utils.bench import media
 from playbook_utils.bench.verdicts import percent
 from playbook_utils.tools.results import quoted_reference
 
-__all__ = ["END", "START", "main", "replace_block", "table"]
-
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- headline table: made by python -m playbook_utils.tools.headline --write -->", "<!-- end -->"
 CODECS = {"h264": "H.264", "hevc": "HEVC"}

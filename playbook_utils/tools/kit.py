@@ -40,13 +40,8 @@ def machine_line(rep: dict, device: str, libraries=()) -> str:
     versions = [
         f"{_NAMES.get(m, m)} {getattr(sys.modules[m], '__version__', '?')}" for m in libraries if m in sys.modules
     ]
-    parts = [
-        gpu,
-        f"{rep['cpu_model']} x{rep['cpu_usable_cores']}",
-        *versions,
-        f"{rep['date_utc']} UTC",
-        f"device {device}",
-    ]
+    cpu = f"{rep['cpu_model']} x{rep['cpu_usable_cores']}"
+    parts = [gpu, cpu, *versions, f"{rep['date_utc']} UTC", f"device {device}"]
     return "Ran on " + " · ".join(parts) + " (the full report: notebook 00)"
 
 
@@ -276,16 +271,9 @@ class Notebook:
         backend = next((b for b in BACKENDS if self.results.stem.split("_", 1)[1].startswith(b)), None)
         table = []
         for dev, workload, clip, fn, wanted in rows:
-            row = {
-                "device": dev,
-                "workload": workload,
-                "clip": clip,
-                "fps": None,
-                "spread_pct": None,
-                "exact": None,
-                "check": None,
-                "error": None,
-            }
+            row = dict(
+                device=dev, workload=workload, clip=clip, fps=None, spread_pct=None, exact=None, check=None, error=None
+            )
             try:
                 path = self.infos[clip].path if clip in self.infos else clip  # the reference decode needs a path
                 check = exactness.check_frames(path, list(wanted), fn(), backend)
@@ -320,17 +308,8 @@ class Notebook:
 
         def rate(gpu, workload):
             name = gpu_clip or clip if gpu else clip
-            return next(
-                (
-                    r["fps"]
-                    for r in table
-                    if r["clip"] == name
-                    and Device.parse(r["device"]).is_cuda == gpu
-                    and r["workload"].startswith(workload)
-                    and r["exact"]
-                ),
-                None,
-            )
+            rows = [r for r in table if r["clip"] == name and Device.parse(r["device"]).is_cuda == gpu and r["exact"]]
+            return next((r["fps"] for r in rows if r["workload"].startswith(workload)), None)
 
         rates = {f"{kind}_{w}_fps": rate(kind == "gpu", w) for kind in ("cpu", "gpu") for w in ("sequential", "sparse")}
         return {**rates, "rates_clip": clip, **({"gpu_rates_clip": gpu_clip} if gpu_clip not in (None, clip) else {})}

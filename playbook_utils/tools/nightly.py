@@ -47,15 +47,15 @@ def load_tolerances(path=TOLERANCES) -> dict:
     table = _read_json(Path(path))
     if not isinstance(table, dict) or not isinstance(table.get("rules"), list):
         raise NightlyError(f"{path}: expected an object with a 'rules' list")
-    for key in ("default_number", "default_other"):
-        table.setdefault(key, {"direction": "near", "rel": 0.25} if key == "default_number" else {"direction": "equal"})
+    table.setdefault("default_number", {"direction": "near", "rel": 0.25})
+    table.setdefault("default_other", {"direction": "equal"})
     for i, rule in enumerate(table["rules"] + [table["default_number"], table["default_other"]]):
         if not isinstance(rule, dict) or rule.get("direction") not in DIRECTIONS:
             raise NightlyError(f"{path}: rule {i} ({rule!r}) needs a direction among {', '.join(DIRECTIONS)}")
         if not all(isinstance(rule.get(k, "*"), str) for k in ("metric", "notebook")):
             raise NightlyError(f"{path}: rule {i} ({rule!r}): 'metric' and 'notebook' must be glob strings")
         for k in ("rel", "abs"):
-            if not isinstance(rule.get(k, 0), (int, float)) or isinstance(rule.get(k, 0), bool) or rule.get(k, 0) < 0:
+            if not _is_number(rule.get(k, 0)) or rule.get(k, 0) < 0:
                 raise NightlyError(f"{path}: rule {i} ({rule!r}): '{k}' must be a number >= 0")
         if not isinstance(rule.get("per_core", False), bool):
             raise NightlyError(f"{path}: rule {i} ({rule!r}): 'per_core' must be true or false")
@@ -195,9 +195,8 @@ def load_results(folders, label: str) -> dict:
 
 
 def stamp(results: dict) -> dict:
-    """The environment stamp of a results set: mode, date, GPU, CPU and the generated media's version from
-    summary.json; driver, CUDA, Python and library versions from notebook 00's JSON when that notebook is among
-    the results (library versions otherwise from summary.json's machine stamp, where the runner records them)."""
+    """The environment stamp of a results set: mode, date, GPU, CPU and media version from summary.json; driver,
+    CUDA, Python and library versions from notebook 00's JSON (library versions else from summary.json)."""
     m, e = results["machine"], results["environment"] or {}
     gpu = e.get("gpu") or {}
     libs = {k: v.get("version") for k, v in (e.get("libraries") or {}).items() if isinstance(v, dict)} or {
@@ -229,18 +228,13 @@ def timed_clips(heads: list[dict], metric: str) -> tuple | None:
 
 
 def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None = None) -> dict:
-    """Compare a run with the baseline (both from `load_results`); returns the report as a dict.
-
-    Keys: exit_code, verdict, failures (notebook names), regressions ('notebook: metric'), notebooks
-    (one entry per notebook with its metric rows), baseline and run stamps.
-    """
+    """Compare a run with the baseline (both from `load_results`); returns the report: exit_code, verdict, failures,
+    regressions ('notebook: metric'), not_comparable, tolerances, the baseline and run stamps, notebooks (rows)."""
     # a run folder can hold notebooks copied in as inputs (22 reads 20's table): the patterns select both sides
     names = sorted(n for n in set(baseline["notebooks"]) | set(run["notebooks"]) if matches(n, patterns))
     notebooks, failures, regressions, unjudged = [], [], [], []
-    base_stamp, run_stamp = stamp(baseline), stamp(run)
     for name in names:
         b, r = baseline["notebooks"].get(name), run["notebooks"].get(name)
-        stem = Path(name).stem
         entry = {
             "notebook": name,
             "status": None,
@@ -249,12 +243,8 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             "baseline_status": b.get("status") if b else None,
             "metrics": [],
             "newly_skipped": [],
-            "cores": {
-                "baseline": cores_of(b.get("machine")) if b else None,
-                "now": cores_of(r.get("machine")) if r else None,
-            },
+            "cores": {"baseline": cores_of((b or {}).get("machine")), "now": cores_of((r or {}).get("machine"))},
         }
-        judge_per_core = not other_cores(entry["cores"])
         # the library notebooks' rates name the clip they timed (`rates_clip`): a rate timed on another clip
         # is not judged against it
         heads = [((h or {}).get("headline") or {}) for h in (b, r)]
@@ -266,29 +256,23 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
             if r.get("status") not in (None, "passed"):
                 failures.append(name)
             entry["newly_skipped"] = [s for s in r["skipped"] if b is None or s not in b["skipped"]]
-        if r is not None:
             base_head = b["headline"] if b else {}
             for metric in list(base_head) + [k for k in r["headline"] if k not in base_head]:
                 bv, nv = base_head.get(metric), r["headline"].get(metric)
-                rule = rule_for(table, stem, metric, bv if bv is not None else nv)
+                rule = rule_for(table, Path(name).stem, metric, bv if bv is not None else nv)
                 if metric not in base_head:
                     verdict, change = "new", "not in the baseline"
                 elif metric not in r["headline"]:
                     verdict, change = ("changed" if rule["direction"] == "info" else "MISSING"), "not reported now"
                 else:
                     verdict, change = compare_value(bv, nv, rule)
-                if (
-                    not judge_per_core
-                    and rule.get("per_core")
-                    and verdict in ("ok", "better", "REGRESSION")
-                    and None not in (bv, nv)
-                ):
+                judged = verdict in ("ok", "better", "REGRESSION") and None not in (bv, nv)
+                if judged and rule.get("per_core") and other_cores(entry["cores"]):
                     verdict = "not comparable"
                     change = f"{change} ({entry['cores']['now']} vs {entry['cores']['baseline']} cores)".lstrip()
-                elif (clips := timed_clips(heads, metric)) and verdict in ("ok", "better", "REGRESSION"):
-                    if None not in (bv, nv):
-                        verdict = "not comparable"
-                        change = f"{change} (timed on {clips[1]}, the baseline on {clips[0]})".lstrip()
+                elif judged and (clips := timed_clips(heads, metric)):
+                    verdict = "not comparable"
+                    change = f"{change} (timed on {clips[1]}, the baseline on {clips[0]})".lstrip()
                 entry["metrics"].append(
                     {
                         "metric": metric,
@@ -314,8 +298,8 @@ def compare(baseline: dict, run: dict, table: dict, patterns: list[str] | None =
         "regressions": regressions,
         "not_comparable": unjudged,
         "tolerances": table.get("source"),
-        "baseline": base_stamp,
-        "run": run_stamp,
+        "baseline": stamp(baseline),
+        "run": stamp(run),
         "notebooks": notebooks,
     }
 
@@ -337,9 +321,7 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
         "|---|---|---|",
     ]
 
-    def show(v) -> str:
-        if isinstance(v, dict):
-            return ", ".join(f"{k} {x}" for k, x in v.items())
+    def show(v) -> str:  # a dict (the library versions) as 'name version, ...', as `fmt` writes it
         return ", ".join(v) if isinstance(v, list) else fmt(v) if v is not None else "-"
 
     for key in ("folders", "mode", "date_utc", "gpu", "cpu", "driver", "cuda", "python", "libraries", "media_version"):
@@ -350,17 +332,13 @@ def write_report(report: dict, folder) -> tuple[Path, Path]:
         lines.append("Failed notebooks: " + ", ".join(report["failures"]))
     lines.append("Regressions: " + ("; ".join(report["regressions"]) if report["regressions"] else "none"))
     if report.get("not_comparable"):
-        lines.append("")
-        lines.append(
-            "Not judged, the notebook had another number of cores than in the baseline: "
-            + "; ".join(report["not_comparable"])
-        )
+        unjudged = "; ".join(report["not_comparable"])
+        lines += ["", f"Not judged, the notebook had another number of cores than in the baseline: {unjudged}"]
     for nb in report["notebooks"]:
         status = nb["status"] + (f": {nb['error']}" if nb["error"] else "")
         base = (nb["baseline_status"] or "passed (no summary row)") if nb["in_baseline"] else "not in the baseline"
         lines += ["", f"## {nb['notebook']}", "", f"Run: {status}; baseline: {base}"]
-        for s in nb["newly_skipped"]:
-            lines.append(f"- skipped now, not in the baseline: {s}")
+        lines += [f"- skipped now, not in the baseline: {s}" for s in nb["newly_skipped"]]
         c = nb.get("cores")
         if other_cores(c):
             lines.append(
@@ -527,10 +505,11 @@ def main(argv=None) -> int:
                 "nightly: not adopted, as they failed (the reference keeps their earlier copies): "
                 + ", ".join(done["failed"])
             )
-        left = done["unfinished"]
-        if left:  # the summary a run writes after each notebook: the machine was lost before the rest ran
+        if done["unfinished"]:  # its summary, written after each notebook: the machine was lost before the rest
+            left = ", ".join(done["unfinished"])
             print(
-                f"nightly: that run did not finish: {', '.join(left)} had not run (or not to the end) and keep their earlier copies"
+                f"nightly: that run did not finish: {left} had not run (or not to the end) and keep their "
+                "earlier copies"
             )
         print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table")
         return EXIT_OK

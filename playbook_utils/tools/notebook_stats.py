@@ -40,8 +40,7 @@ class NotebookStats:
 
 
 def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
+    return "".join(cell.get("source", ""))
 
 
 def definitions(code: str) -> set[str]:
@@ -123,13 +122,9 @@ def shared_names(all_stats: list[NotebookStats]) -> dict[str, list[str]]:
 
 def totals(all_stats: list[NotebookStats]) -> dict:
     """The whole set's figures, keyed as `LIMITS` is."""
-    return {
-        "code_lines": sum(s.code_lines for s in all_stats),
-        "cells_over_30": sum(s.cells_over_30 for s in all_stats),
-        "cells_over_25": sum(s.cells_over_25 for s in all_stats),
-        "markdown_words": sum(s.markdown_words for s in all_stats),
-        "names_in_several_notebooks": len(shared_names(all_stats)),
-    }
+    summed = ("code_lines", "cells_over_30", "cells_over_25", "markdown_words")
+    sums = {k: sum(getattr(s, k) for s in all_stats) for k in summed}
+    return {**sums, "names_in_several_notebooks": len(shared_names(all_stats))}
 
 
 def format_table(all_stats: list[NotebookStats]) -> str:
@@ -145,22 +140,16 @@ def format_table(all_stats: list[NotebookStats]) -> str:
             f"{s.cells_over_30:4d} {s.markdown_words:8d} {len(s.definitions):4d}"
         )
     t = totals(all_stats)
-    rows.append("-" * len(head))
-    rows.append(
+    rows += [
+        "-" * len(head),
         f"{'all ' + str(len(all_stats)) + ' notebooks':42s} {sum(s.code_cells for s in all_stats):5d} "
         f"{t['code_lines']:10d} {max((s.longest_cell for s in all_stats), default=0):7d} "
         f"{t['cells_over_25']:4d} {t['cells_over_30']:4d} {t['markdown_words']:8d} "
-        f"{sum(len(s.definitions) for s in all_stats):4d}"
-    )
-    shared = shared_names(all_stats)
-    rows.append("")
-    rows.append(
-        "defined in more than one notebook: "
-        + (", ".join(f"{n} ({', '.join(nbs)})" for n, nbs in shared.items()) or "none")
-    )
-    for s in all_stats:
-        for err in s.parse_errors:
-            rows.append(f"not parsed, definitions not counted: {s.name} {err}")
+        f"{sum(len(s.definitions) for s in all_stats):4d}",
+    ]
+    shared = ", ".join(f"{n} ({', '.join(nbs)})" for n, nbs in shared_names(all_stats).items()) or "none"
+    rows += ["", f"defined in more than one notebook: {shared}"]
+    rows += [f"not parsed, definitions not counted: {s.name} {err}" for s in all_stats for err in s.parse_errors]
     rows.append("")
     for key, limit in LIMITS.items():
         rows.append(f"{key:28s} {t[key]:7d}  limit {limit:6d}  {'ok' if t[key] <= limit else 'OVER'}")

@@ -10,12 +10,15 @@ import re
 from playbook_utils.bench import faults, media
 
 
-def frame_grid(frames, titles=None, title: str = "", columns: int = 4, path=None):
-    """Show uint8 (N, 3, H, W) or (N, H, W, 3) frames (any device) in a grid, one title per frame; save to
-    `path` if given. Returns the figure."""
+def stamped_grid(frames, asked, title: str, columns: int = 4):
+    """uint8 (N, 3, H, W) or (N, H, W, 3) frames (any device) in a grid, each titled 'asked i · stamp s': the index
+    requested and the index read from its pixels (`media.read_stamps`), so the picture itself shows whether the
+    loader was exact. Returns the figure."""
     import matplotlib.pyplot as plt
     import numpy as np
 
+    stamps = media.read_stamps(frames)
+    titles = [f"asked {a} · stamp {'none' if s is None else s}" for a, s in zip(asked, stamps)]
     frames = frames.detach().cpu().numpy() if hasattr(frames, "detach") else np.asarray(frames)
     if frames.ndim == 4 and frames.shape[1] == 3 and frames.shape[-1] != 3:
         frames = frames.transpose(0, 2, 3, 1)
@@ -32,20 +35,10 @@ def frame_grid(frames, titles=None, title: str = "", columns: int = 4, path=None
                 ax.set_title(titles[k], fontsize=9)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=90, bbox_inches="tight")
     return fig
 
 
-def stamped_grid(frames, asked, title: str, columns: int = 4):
-    """`frame_grid` with each frame titled 'asked i · stamp s': the index requested and the index read
-    from its pixels (`media.read_stamps`), so the picture itself shows whether the loader was exact."""
-    stamps = media.read_stamps(frames)
-    titles = [f"asked {a} · stamp {'none' if s is None else s}" for a, s in zip(asked, stamps)]
-    return frame_grid(frames, titles, title, columns)
-
-
-def sampling_timeline(strategies: dict, keyframes, num_frames: int, title: str = "", path=None):
+def sampling_timeline(strategies: dict, keyframes, num_frames: int, title: str = ""):
     """Which frames each sampling strategy ({label: indices}) asks for, against the keyframes (red lines);
     each label says how many GOPs the strategy touches, since each costs a decode from its keyframe.
     Returns the figure."""
@@ -71,8 +64,6 @@ def sampling_timeline(strategies: dict, keyframes, num_frames: int, title: str =
     ax.set_xlabel("frame index (red lines: keyframes)")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    if path:
-        fig.savefig(path, dpi=90, bbox_inches="tight")
     return fig
 
 

@@ -8,22 +8,15 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 from pathlib import Path
 
 from playbook_utils import env
 from playbook_utils.bench import sparse, verdicts
 from playbook_utils.errors import first_line
+from playbook_utils.tools.setup_env import machine_slug
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 CPU_REFERENCE = RESULTS / "cpu-2core"  # the CI machine's kind: the smoke reference `make test` compares with
-
-
-def machine_slug(gpu_name: str | None) -> str | None:
-    """The folder name of a GPU's reference, from its name as `nvidia-smi` and NVML give it: 'NVIDIA H100 80GB
-    HBM3' -> 'h100', 'NVIDIA H200' -> 'h200'; None for no GPU."""
-    words = [w for w in re.split(r"[\s-]+", (gpu_name or "").strip()) if w and w.upper() not in ("NVIDIA", "TESLA")]
-    return words[0].lower() if words and gpu_name.lower() not in ("none", "no gpu") else None
 
 
 def machine_reference(gpu_name: str | None = None) -> Path | None:

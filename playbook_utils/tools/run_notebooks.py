@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -32,41 +33,23 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 
 
-def reference_summary(mode: str) -> Path:
-    """The summary.json of the reference run of `mode`: this machine's GPU reference (or the newest) for full mode,
-    the CPU reference for smoke mode."""
-    return reference_for("cpu" if mode == "smoke" else "gpu") / "summary.json"
-
-
-def _playbook_meta(path) -> dict:
-    return json.loads(Path(path).read_text()).get("metadata", {}).get("playbook", {})
-
-
 def notebook_requirements(path) -> list[str]:
     """What a notebook declares it needs (metadata 'playbook' -> 'requires'), e.g. ['cuda', 'nvdec']."""
-    return list(_playbook_meta(path).get("requires", []))
+    return list(json.loads(Path(path).read_text()).get("metadata", {}).get("playbook", {}).get("requires", []))
 
 
 def notebook_parameters(path) -> list[str]:
     """The names the notebook's cell tagged `parameters` assigns, in order (what `--param` may set)."""
     for cell in json.loads(Path(path).read_text()).get("cells", []):
         if "parameters" in cell.get("metadata", {}).get("tags", []):
-            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            source = "".join(cell["source"])
             try:
                 body = ast.parse(source).body
             except SyntaxError:  # e.g. an IPython magic: the plain `NAME = ...` lines still count
                 return list(dict.fromkeys(re.findall(r"^([A-Za-z_]\w*)\s*=[^=]", source, re.M)))
-            names = []
-            for node in body:
-                targets = (
-                    node.targets
-                    if isinstance(node, ast.Assign)
-                    else [node.target]
-                    if isinstance(node, ast.AnnAssign)
-                    else []
-                )
-                names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
-            return names
+            assigned = [node for node in body if isinstance(node, (ast.Assign, ast.AnnAssign))]
+            targets = [t for n in assigned for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+            return list(dict.fromkeys(t.id for t in targets if isinstance(t, ast.Name)))
     return []
 
 
@@ -98,9 +81,8 @@ PATH_SUFFIXES = ("_DIR", "_PATH", "_FILE")  # parameters that name a file or a f
 
 
 def caller_path(path: str | None) -> str | None:
-    """`path` as the caller meant it: `~` expanded and a relative path taken from the folder the command was typed
-    in, made absolute. The notebooks run in the output folder, where a relative path would point elsewhere
-    (`--video-dir ../videos`, `--param CACHE_DIR=data`)."""
+    """`path` made absolute from the folder the command was typed in (`~` expanded): the notebooks run in the output
+    folder, where a relative path (`--video-dir ../videos`, `--param CACHE_DIR=data`) would point elsewhere."""
     return None if path is None else str(Path(path).expanduser().resolve())
 
 
@@ -126,10 +108,8 @@ WORKSHOP = ("00", "01", "12", "13", "20", "21", "22")
 
 
 def matches(name: str, patterns: list[str] | None) -> bool:
-    """True when notebook file `name` fits any glob or substring in `patterns` (always when None).
-
-    Used by `select` and by nightly validation, which filters the baseline the same way.
-    """
+    """True when notebook file `name` fits any glob or substring in `patterns` (always when None); `select` and
+    nightly validation (for the baseline too) filter with it."""
     if not patterns:
         return True
     stem = Path(name).stem
@@ -138,8 +118,7 @@ def matches(name: str, patterns: list[str] | None) -> bool:
 
 def select(notebook_dir, patterns: list[str] | None) -> list[Path]:
     """Notebooks in `notebook_dir` whose file name matches any glob in `patterns` (all when None)."""
-    found = sorted(Path(notebook_dir).glob("[0-9][0-9]_*.ipynb"))
-    return [p for p in found if matches(p.name, patterns)]
+    return [p for p in sorted(Path(notebook_dir).glob("[0-9][0-9]_*.ipynb")) if matches(p.name, patterns)]
 
 
 def kernel_config(kernel_name: str = "python3", encrypt: bool = True):
@@ -158,12 +137,6 @@ def kernel_config(kernel_name: str = "python3", encrypt: bool = True):
         if "curve" in ([declared] if isinstance(declared, str) else declared or []):
             return Config({"KernelManager": {"transport_encryption": "auto"}})
     return Config({"KernelManager": {"transport": "ipc"}})
-
-
-def kernel_never_started(error: BaseException) -> bool:
-    """Whether `error` is a kernel that died before it ran a cell (no line of the notebook ran: starting another is
-    safe). Seen when two kernels start at once and take the same TCP port ("Address already in use")."""
-    return "Kernel died before replying to kernel_info" in str(error)
 
 
 def run_one(
@@ -220,29 +193,29 @@ def run_one(
                 )
                 break
             except RuntimeError as e:
-                if attempt == 2 or not kernel_never_started(e):
+                # a kernel that died before it ran a cell (two kernels took the same TCP port): another is safe
+                if attempt == 2 or "Kernel died before replying to kernel_info" not in str(e):
                     raise
                 print(f"       {path.stem}: its kernel died before it started ({e}); starting another")
     except Exception as e:  # papermill wraps the notebook's own error; record it and go on
-        watcher.stop()
         row["status"] = "failed"
         ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
         row["error"] = f"{ename}: {str(evalue).strip().splitlines()[0] if str(evalue).strip() else ''}"[:500]
         if not hasattr(e, "ename"):
             row["traceback"] = traceback.format_exc(limit=5)
-    watcher.stop()
-    os.environ.pop(PROGRESS_FILE, None)
+    finally:
+        watcher.stop()
+        os.environ.pop(PROGRESS_FILE, None)
     row["seconds"] = round(time.perf_counter() - start, 1)
     result = output / f"{path.stem}.json"
     if result.exists():
         data = json.loads(result.read_text())
         row["headline"] = data.get("headline", {})
         row["skipped"] = data.get("skipped", [])
-        if isinstance(data.get("unreadable"), dict) and data["unreadable"]:
-            row["unreadable"] = data["unreadable"]  # {path: cause} of the reader's files it could not open
-        failed = failed_reading(data)
-        if failed:
-            row["unreadable"] = {**row.get("unreadable", {}), **failed}
+        # {path: cause} of the reader's files the notebook could not open, and of those a loader sweep skipped
+        own = data["unreadable"] if isinstance(data.get("unreadable"), dict) else {}
+        if unreadable := {**own, **failed_reading(data)}:
+            row["unreadable"] = unreadable
     elif row["status"] == "passed":
         row["status"] = "failed"
         row["error"] = f"the notebook finished without writing {result.name}"
@@ -254,8 +227,6 @@ class ProgressEcho:
     `path` (`bench.harness.progress_bar`), so that a long headless cell says how far it got."""
 
     def __init__(self, path: Path, every: float = 10.0):
-        import threading
-
         self.path, self.every, self.shown = Path(path), every, ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -352,11 +323,7 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
     moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
     moving = [p for p in moving if p.name not in theirs]
-    logs = (
-        [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers]
-        if (output / "logs").is_dir() and "logs" not in theirs
-        else []
-    )
+    logs = [] if "logs" in theirs else [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers]
     for p in moving:
         shutil.move(str(p), str(previous / p.name))
     for p in logs:
@@ -371,8 +338,9 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
 
 def expected_seconds(output: Path, mode: str) -> tuple[dict, str | None]:
     """({notebook name: seconds it last took when it passed}, their source): the previous run of `mode` in `output`,
-    else the reference run (`reference_summary`); ({}, None) when neither can be read."""
-    for path in (Path(output) / "summary.json", reference_summary(mode)):
+    else the reference run (`results.reference_for`); ({}, None) when neither can be read."""
+    reference = reference_for("cpu" if mode == "smoke" else "gpu") / "summary.json"
+    for path in (Path(output) / "summary.json", reference):
         try:
             doc = json.loads(path.read_text())
             if doc.get("mode") != mode:
@@ -423,11 +391,8 @@ class Progress:
         line = f"{len(rows) - failed} passed, {failed} failed in {duration(time.perf_counter() - self.t0)}"
         spent = sum(r.get("seconds") or 0 for r in rows)
         if len(rows) > 1 and spent > 0:
-            line += (
-                " ("
-                + ", ".join(f"{r['notebook'][:2]} {100 * (r.get('seconds') or 0) / spent:.0f}%" for r in rows)
-                + ")"
-            )
+            shares = ", ".join(f"{r['notebook'][:2]} {100 * (r.get('seconds') or 0) / spent:.0f}%" for r in rows)
+            line += f" ({shares})"
         return line
 
 
@@ -557,12 +522,7 @@ def write_summary(
         doc["earlier"] = earlier
     (output / "summary.json").write_text(json.dumps(doc, indent=1))
     first = open_first(rows)
-    lines = [
-        f"# Playbook run ({mode} mode)",
-        "",
-        *([first, ""] if first else []),
-        f"Machine: {_stamp(machine)}",
-    ]
+    lines = [f"# Playbook run ({mode} mode)", "", *([first, ""] if first else []), f"Machine: {_stamp(machine)}"]
     # rows merged from an earlier run on another machine keep that machine's stamp
     lines += [
         f"{r['notebook']} ran on: {_stamp(r['machine'])}  "

@@ -24,6 +24,13 @@ BASELINES = {"cpu": ROOT / "results" / "cpu-2core"}  # "gpu": this machine's ref
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
+def machine_slug(gpu_name: str | None) -> str | None:
+    """The folder name of a GPU's reference, from its name as `nvidia-smi` and NVML give it: 'NVIDIA H100 80GB
+    HBM3' -> 'h100', 'NVIDIA H200' -> 'h200'; None for no GPU."""
+    words = [w for w in re.split(r"[\s-]+", (gpu_name or "").strip()) if w and w.upper() not in ("NVIDIA", "TESLA")]
+    return words[0].lower() if words and gpu_name.lower() not in ("none", "no gpu") else None
+
+
 def gpu_reference(run=subprocess.run) -> Path:
     """This GPU machine's reference folder (results/h100 on an H100, from `nvidia-smi`'s name) where it holds the
     versions its results were measured with, else the H200 reference's; read without importing the package (it
@@ -32,8 +39,8 @@ def gpu_reference(run=subprocess.run) -> Path:
         name = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout
     except OSError:
         name = ""
-    words = [w for w in re.split(r"[\s-]+", name.splitlines()[0] if name.strip() else "") if w.upper() != "NVIDIA"]
-    own = ROOT / "results" / words[0].lower() if words else None
+    slug = machine_slug(name.splitlines()[0] if name.strip() else None)
+    own = ROOT / "results" / slug if slug else None
     return own if own is not None and (own / "constraints.txt").exists() else ROOT / "results" / "h200"
 
 
@@ -56,14 +63,18 @@ def _requirement(spec: str):
     return Requirement(spec)
 
 
+def _version(distribution: str) -> str | None:
+    try:
+        return md.version(distribution)
+    except md.PackageNotFoundError:
+        return None
+
+
 def satisfied(spec: str) -> bool:
     """True when a distribution satisfying the requirement `spec` is installed."""
     req = _requirement(spec)
-    try:
-        version = md.version(req.name)
-    except md.PackageNotFoundError:
-        return False
-    return not req.specifier or req.specifier.contains(version, prereleases=True)
+    version = _version(req.name)
+    return version is not None and (not req.specifier or req.specifier.contains(version, prereleases=True))
 
 
 def reachable(url: str, timeout: float = 3.0) -> bool:
@@ -91,23 +102,20 @@ def torch_build() -> tuple[str, str | None] | None:
 
 
 def torchcodec_spec(torch_version: str, cuda: str | None) -> tuple[str | None, str]:
-    """The TorchCodec requirement for this torch, and why.
-
-    PyPI's TorchCodec 0.N is built for torch 2.N up to 0.15 (a CPU build); from 0.16 on it is
-    built against CUDA torch >= 2.11 through torch's stable ABI, and fails to load on CPU torch.
-    """
+    """The TorchCodec requirement for this torch, and why. PyPI's TorchCodec 0.N is built for torch 2.N up to 0.15
+    (a CPU build); 0.16 on, for CUDA torch >= 2.11 through torch's stable ABI, and fails to load on CPU torch."""
     major, minor = (int(x) for x in torch_version.split(".")[:2])
     if major != 2:
         return None, f"no known TorchCodec release for torch {torch_version}"
     if cuda is None:
         if minor <= 15:
-            return f"torchcodec=={0}.{minor}.*", f"CPU torch 2.{minor} pairs with torchcodec 0.{minor}"
+            return f"torchcodec==0.{minor}.*", f"CPU torch 2.{minor} pairs with torchcodec 0.{minor}"
         return None, (
             f"PyPI has no TorchCodec built for CPU torch 2.{minor} (0.16 and later need a CUDA build of torch)"
         )
     if minor >= 11:
         return "torchcodec>=0.16", f"CUDA torch 2.{minor} uses the stable-ABI TorchCodec 0.16+"
-    return f"torchcodec=={0}.{minor}.*", f"torch 2.{minor} pairs with torchcodec 0.{minor}"
+    return f"torchcodec==0.{minor}.*", f"torch 2.{minor} pairs with torchcodec 0.{minor}"
 
 
 def dali_spec(cuda: str | None) -> str:
@@ -128,10 +136,6 @@ def _name(requirement_name: str) -> str:
     return re.sub(r"[-_.]+", "-", requirement_name).lower()
 
 
-def _release(version: str) -> str:
-    return version.split("+")[0]
-
-
 def constraint_lines(versions: dict) -> list[str]:
     """Constraint lines ('av==19.0.2') for library versions keyed by import name, as environment stamps write them;
     build labels (+cu130) are dropped, and DALI is named by torch's CUDA major."""
@@ -141,7 +145,7 @@ def constraint_lines(versions: dict) -> list[str]:
     lines = []
     for module, version in flat.items():
         if module in DISTRIBUTIONS and version and version != "unknown":
-            lines.append(f"{DISTRIBUTIONS[module] or dali_spec(cuda)}=={_release(version)}")
+            lines.append(f"{DISTRIBUTIONS[module] or dali_spec(cuda)}=={version.split('+')[0]}")
     return lines
 
 
@@ -150,12 +154,11 @@ def installed_versions() -> dict:
     metadata (nothing is imported); the runner stamps summary.json with it."""
     out = {}
     for module, dist in DISTRIBUTIONS.items():
-        for name in [dist] if dist else ["nvidia-dali-cuda130", "nvidia-dali-cuda120"]:
-            try:
-                out[module] = md.version(name)
-                break
-            except md.PackageNotFoundError:
-                continue
+        found = [
+            v for name in ([dist] if dist else ["nvidia-dali-cuda130", "nvidia-dali-cuda120"]) if (v := _version(name))
+        ]
+        if found:
+            out[module] = found[0]
     return out
 
 
@@ -257,9 +260,10 @@ class Installer:
             return True
         errors = [line for line in run.stderr.splitlines() if line.strip()]
         cause = "\n  ".join(errors[-6:]) or f"pip exited with status {run.returncode}"
+        message = f"setup: pip could not install {' '.join(specs)}:\n  {cause}"
         if check:
-            sys.exit(f"setup: pip could not install {' '.join(specs)}:\n  {cause}")
-        print(f"setup: pip could not install {' '.join(specs)}:\n  {cause}", flush=True)
+            sys.exit(message)
+        print(message, flush=True)
         return False
 
 
@@ -388,29 +392,25 @@ def main(argv=None) -> int:
     driver = nvidia_driver_present()
     gpu = {"yes": True, "no": False}.get(args.gpu_libraries, driver or bool(build and build[1]))
     no_gpu = "--gpu-libraries no" if args.gpu_libraries == "no" else "no NVIDIA driver here"
-    path = (
-        None
-        if args.no_constraints
-        else Path(args.constraints or (gpu_reference() if gpu else BASELINES["cpu"]) / "constraints.txt")
-    )
+    path = None
+    if not args.no_constraints:
+        path = Path(args.constraints or (gpu_reference() if gpu else BASELINES["cpu"]) / "constraints.txt")
     constraints = read_constraints(path) if path and path.exists() else None
     install = Installer(constraints)
-    said = []
+    if constraints is not None:
+        plan = (
+            f"installing within {shown(path)} (the versions its results were measured with; "
+            "--no-constraints for the newest)"
+        )
+    elif path is not None:
+        plan = f"no constraints file at {shown(path)}: installing the newest releases"
+    else:
+        plan = "--no-constraints: installing the newest releases"
+    untold = [plan]
 
     def say_constraints():  # once, before the first install
-        if said:
-            return
-        said.append(True)
-        if constraints is not None:
-            print(
-                f"setup: installing within {shown(path)} (the versions its results were measured with; "
-                "--no-constraints for the newest)",
-                flush=True,
-            )
-        elif path is not None:
-            print(f"setup: no constraints file at {shown(path)}: installing the newest releases", flush=True)
-        else:
-            print("setup: --no-constraints: installing the newest releases", flush=True)
+        while untold:
+            print(f"setup: {untold.pop()}", flush=True)
 
     if build is None:
         say_constraints()
@@ -443,7 +443,7 @@ def main(argv=None) -> int:
         tc, why = torchcodec_spec(torch_version, cuda)
         dali = dali_spec(cuda)
         other = "decord2" if args.decord == "decord" else "decord"
-        if not satisfied(extras[args.decord][0]) and _installed(other):  # one `decord` module per environment
+        if not satisfied(extras[args.decord][0]) and satisfied(other):  # one `decord` module per environment
             subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", other], check=False)
         optional = [*extras[args.decord], *extras["spdl"], *(extras["gpu"] if gpu else []), *([tc] if tc else [])]
         pending = [spec for spec in optional if not satisfied(spec)]
@@ -453,34 +453,26 @@ def main(argv=None) -> int:
             if tc is None:
                 print(f"setup: left out TorchCodec: {why}", flush=True)
             if not gpu:
-                print(
-                    "setup: left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and "
-                    + (
-                        "--gpu-libraries no"
-                        if args.gpu_libraries == "no"
-                        else "this machine has no NVIDIA driver (no libcuda.so.1, no nvidia-smi)"
-                    ),
-                    flush=True,
-                )
+                no_driver = "this machine has no NVIDIA driver (no libcuda.so.1, no nvidia-smi)"
+                reason = no_gpu if args.gpu_libraries == "no" else no_driver
+                print(f"setup: left out PyNvVideoCodec: it decodes on NVIDIA GPUs only, and {reason}", flush=True)
         for spec in pending:
             if not install([spec], check=False):
                 print(f"setup: {spec} is not installed; the notebooks will report it as unavailable", flush=True)
-        if dali_pending and gpu:
-            if not install([dali], check=False):
-                print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
-        elif dali_pending:
-            left = install_lean(install, dali)
+        if dali_pending:
+            if gpu:
+                left = [] if install([dali], check=False) else None
+            else:
+                left = install_lean(install, dali)
             if left is None:
                 print(f"setup: {dali} is not installed; the notebooks will report DALI as unavailable", flush=True)
-            else:
+            elif not gpu:
                 print(
-                    f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP8, VP9 and MJPEG only (the "
-                    "notebooks use it on the CPU)"
+                    f"setup: DALI ({dali}) installed for its CPU video decoder, which reads VP8, VP9 and MJPEG only "
+                    "(the notebooks use it on the CPU)"
                     + (f"; left out its GPU libraries {', '.join(left)}: {no_gpu}" if left else ""),
                     flush=True,
                 )
-
-    if not args.no_decoders:
         install_alternative(extras[other][0])
 
     if not _project_installed():
@@ -488,19 +480,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def _installed(distribution: str) -> bool:
-    try:
-        md.version(distribution)
-        return True
-    except md.PackageNotFoundError:
-        return False
-
-
-def install_alternative(spec: str, prefix=None) -> Path | None:
+def install_alternative(spec: str) -> Path | None:
     """Install the decord build `spec` into <venv>/decord-alt/<name> (pip --target) for notebook 11's child processes
     (`decoders.decord.alternative`), once; returns the folder, or None where pip could not (it says why)."""
     name = _requirement(spec).name
-    target = Path(prefix or sys.prefix) / "decord-alt" / name
+    target = Path(sys.prefix) / "decord-alt" / name
     if any(target.glob(f"{name.replace('-', '_')}-*.dist-info")):
         return target
     cmd = [sys.executable, "-m", "pip", "install", "-qq", "--disable-pip-version-check", "--no-deps", "--target"]
