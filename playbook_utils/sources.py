@@ -187,13 +187,12 @@ class RangeFile(_SizedReader):
 
     def _prefetched_at(self, pos: int):
         """(start, data) of the prefetched range holding byte `pos`, else (start of the next one or None, None)."""
-        nxt = None
-        for a, data in self._ranges:
+        for a, data in self._ranges:  # sorted by start: the first that starts past `pos` is the next
             if a <= pos < a + len(data):
                 return a, data
-            if a > pos and (nxt is None or a < nxt):
-                nxt = a
-        return nxt, None
+            if a > pos:
+                return a, None
+        return None, None
 
     def _from_blocks(self, pos: int, n: int) -> bytes:
         first, last = pos // self.block_size, (pos + n - 1) // self.block_size
