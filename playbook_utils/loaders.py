@@ -175,9 +175,8 @@ class VideoClipDataset:
         return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
 
     def reference_size(self) -> tuple[str, tuple[int, int]] | None:
-        """(path, (H, W)) of the first video that can be probed: the size every item must have when neither
-        `size` nor mixed_sizes='list' is given. The same in every worker and on every rank; None when no
-        video can be read."""
+        """(path, (H, W)) of the first video that can be probed, the same in every worker and on every rank: the size
+        every item must have when neither `size` nor mixed_sizes='list' is given; None when no video can be read."""
         if self._reference is None:
             for p in self.paths:
                 try:

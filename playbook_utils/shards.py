@@ -116,10 +116,9 @@ def assign(refs: list[SampleRef], part: int, parts: int, split: str = "shard") -
 
 
 class ShardDataset:
-    """Samples of `shards` as dicts {'id', 'key', 'frames' uint8 (K, 3, H, W), 'meta', 'source'}, or a
-    `loaders.Skipped` record for one that cannot be read (on_error='skip', the default). Frames: strategy 'uniform'
-    (k) or 'vlm' (`fps`, `max_frames`); `size` resizes. Each worker of each rank reads its part (`assign`). Notebook
-    24."""
+    """Samples of `shards` as dicts {'id', 'key', 'frames' uint8 (K, 3, H, W), 'meta', 'source'}, or a `loaders.Skipped`
+    record for one that cannot be read (on_error='skip', the default). Frames: strategy 'uniform' (k) or 'vlm' (`fps`,
+    `max_frames`); `size` resizes. Each worker of each rank reads its part (`assign`). Notebook 24."""
 
     def __init__(
         self,

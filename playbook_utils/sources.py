@@ -58,8 +58,6 @@ class TarMember(NamedTuple):
 
 def is_local(source) -> bool:
     """True for a local path (str or os.PathLike without a URL scheme)."""
-    if isinstance(source, TarMember):
-        return False
     if isinstance(source, os.PathLike):
         return True
     return isinstance(source, str) and "://" not in source
@@ -73,9 +71,6 @@ def display_name(source) -> str:
     if isinstance(source, (str, os.PathLike, TarMember)):
         return redact(str(source))
     return f"<file-like {redact(getattr(source, 'name', type(source).__name__))}>"
-
-
-# --------------------------------------------------------------------------- counting byte ranges
 
 
 @dataclasses.dataclass
@@ -234,9 +229,6 @@ class Window(_SizedReader):
         with contextlib.suppress(Exception):
             self.base.close()
         super().close()
-
-
-# --------------------------------------------------------------------------- sources
 
 
 def _url_fs(url: str, storage_options: dict | None):
