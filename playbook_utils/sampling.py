@@ -57,8 +57,7 @@ def at_fps(num_frames: int, video_fps: float, target_fps: float, max_frames: int
     count = max(1, math.floor(duration * target_fps + 1e-9))
     if max_frames is not None and count > max_frames:
         return uniform(num_frames, max_frames)
-    indices = [min(num_frames - 1, math.floor(i * video_fps / target_fps + 1e-9)) for i in range(count)]
-    return sorted(set(indices))
+    return sorted({min(num_frames - 1, math.floor(i * video_fps / target_fps + 1e-9)) for i in range(count)})
 
 
 def clip_span(clip_len: int, stride: int) -> int:

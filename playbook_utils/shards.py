@@ -215,7 +215,7 @@ def collate_samples(items) -> dict:
     return {
         "ids": [x["id"] for x in good],
         "keys": [x["key"] for x in good],
-        "frames": torch.stack(frames) if frames and same else frames,
+        "frames": torch.stack(frames) if same else frames,
         "meta": [x["meta"] for x in good],
         "skipped": [x for x in items if isinstance(x, Skipped)],
     }
