@@ -176,7 +176,8 @@ def vlm_indices(
             last = min(math.floor(max(0.0, min(end_s, duration)) * video_fps), num_frames - 1)
         if first >= last:
             raise ValueError(f"the range {start_s}..{end_s} s holds no frames of a {duration:.2f} s video")
-    return _spread(first, last, vlm_num_frames(last - first + 1, video_fps, fps, min_frames, max_frames, nframes))
+    n = vlm_num_frames(last - first + 1, video_fps, fps, min_frames, max_frames, nframes)
+    return _spread(first, last, n)
 
 
 def smart_resize(
