@@ -1,6 +1,5 @@
-"""A torch IterableDataset around any iterable object (`shards.ShardDataset`): a DataLoader
-tells iterable datasets from map-style ones by this base class. Imports torch, so only `shards.shard_loader`
-imports this module."""
+"""A torch IterableDataset around any iterable object (`shards.ShardDataset`): a DataLoader tells iterable datasets
+from map-style ones by this base class. Imports torch, so only `shards.shard_loader` imports this module."""
 
 from __future__ import annotations
 

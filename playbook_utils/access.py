@@ -1,8 +1,6 @@
-"""A keyframe index that fetches only what a sampled clip needs from object storage (notebook 24).
-
-A `ByteIndex` (built once per file by `byte_index`) plans a few ranged requests: the container metadata and the
-GOP of each wanted frame. `bench.access_cost.measure_access` compares it with whole and ranged reads.
-"""
+"""A keyframe index that fetches only what a sampled clip needs from object storage (notebook 24): a `ByteIndex`
+(built once per file by `byte_index`) plans a few ranged requests, the container metadata and the GOP of each wanted
+frame. `bench.access_cost.measure_access` compares it with whole and ranged reads."""
 
 from __future__ import annotations
 

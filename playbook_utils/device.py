@@ -1,9 +1,6 @@
 """Where frames are decoded: one small type for 'cpu', 'cuda' and 'cuda:N', parsed once from the string a reader
-writes (`Device.parse`); `str(device)` gives the string back for torch and the libraries.
-
-    >>> Device.parse("cuda:1")
-    Device(kind='cuda', index=1)
-"""
+writes (`Device.parse("cuda:1")` is `Device(kind='cuda', index=1)`); `str(device)` gives the string back for torch
+and the libraries."""
 
 from __future__ import annotations
 

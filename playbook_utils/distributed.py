@@ -76,10 +76,8 @@ def default_world_sizes(kind: str) -> list[int]:
 
 
 def shard(items, rank: int, world_size: int) -> list:
-    """The items of `rank` out of `world_size`: items[rank::world_size], no padding (notebook 30).
-
-    Every item lands on exactly one rank; shard sizes differ by at most one.
-    """
+    """The items of `rank` out of `world_size`: items[rank::world_size], no padding, so every item lands on exactly
+    one rank and shard sizes differ by at most one (notebook 30)."""
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"rank must be in 0..world_size-1, got rank={rank}, world_size={world_size}")
     return list(items)[rank::world_size]
@@ -208,28 +206,22 @@ def sharded_loader(
     if decode_device == "auto":
         decode_device = device if rank_cuda and backend in GPU_BACKENDS else "cpu"
     ds = VideoClipDataset(paths, backend=backend, device=decode_device, **dataset_kwargs)
-    skipping = ds.on_error == "skip"
     sampler = ShardSampler(len(ds), rank, world_size, shuffle=shuffle, seed=seed)
     if Device.parse(decode_device).is_cuda:  # CUDA decoders live in the rank's own process: threads, not workers
-        return ShardedLoader(
-            _ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers)),
-            sampler,
-            device,
-            decode_device,
-            skipping,
+        loader = _ThreadedBatches(_Indexed(ds), sampler, batch_size, max(1, num_workers))
+    else:
+        # workers as make_loader's: a forkserver's (a forked worker of a multi-threaded CUDA/NCCL parent can hang),
+        # with a batch timeout and decoders that share the cores
+        loader = torch.utils.data.DataLoader(
+            _Indexed(ds),
+            batch_size=batch_size,
+            sampler=sampler,
+            num_workers=num_workers,
+            collate_fn=_collate_indexed,
+            pin_memory=rank_cuda and decode_device == "cpu",
+            **worker_options(num_workers),
         )
-    # workers as make_loader's: a forkserver's (a forked worker of a multi-threaded CUDA/NCCL parent can hang), with a
-    # batch timeout and decoders that share the cores
-    loader = torch.utils.data.DataLoader(
-        _Indexed(ds),
-        batch_size=batch_size,
-        sampler=sampler,
-        num_workers=num_workers,
-        collate_fn=_collate_indexed,
-        pin_memory=rank_cuda and decode_device == "cpu",
-        **worker_options(num_workers),
-    )
-    return ShardedLoader(loader, sampler, device, decode_device, skipping)
+    return ShardedLoader(loader, sampler, device, decode_device, ds.on_error == "skip")
 
 
 def rank_device(kind: str) -> tuple[str, str]:
@@ -251,10 +243,8 @@ def rank_device(kind: str) -> tuple[str, str]:
 
 
 def exactly_once(ids_per_rank, n: int) -> dict:
-    """Check that the ranks' sample ids cover range(n) exactly once.
-
-    Returns {'ok', 'seen', 'duplicates' (id -> count), 'missing' (ids never seen), 'unexpected'}.
-    """
+    """Whether the ranks' sample ids cover range(n) exactly once: {'ok', 'seen', 'duplicates' (id -> count),
+    'missing' (ids never seen), 'unexpected'}."""
     counts = Counter(i for ids in ids_per_rank for i in ids)
     dup = {i: c for i, c in sorted(counts.items()) if c > 1}
     missing = [i for i in range(n) if i not in counts]

@@ -41,10 +41,9 @@ class VideoFolder:
 
 
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
-    """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`; files of other suffixes
-    counted), probed; a file that cannot be probed, is cut short or whose frames cannot be placed is listed in
-    `unreadable` with its cause. Raises DecodeError when `folder` is not a folder. Introduced in notebook 20; used by
-    21 and 22."""
+    """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`; files of other suffixes counted),
+    probed; one that cannot be probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its
+    cause. Raises DecodeError when `folder` is not a folder. Introduced in notebook 20; used by 21 and 22."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")

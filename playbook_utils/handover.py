@@ -1,10 +1,9 @@
-"""The code we hand over: for each library path, one self-contained module in `modules/` of that library's own calls (it imports
-nothing of this package) that reads K evenly spaced frames of every video of a folder, batched at one size, upright,
-coloured by the playbook's one rule (`colour.effective`), reading forward or refusing by name the files its library
-was seen to get wrong, skipping and naming broken files, and sharding by rank. Each adapter names its modules
-(`Adapter.HANDOVER`). Notebook 22 writes the one it recommends beside its results (`write`) and prints how to use it
-(`usage`); tests/unit/test_handover.py runs every module on a folder like a reader's.
-"""
+"""The code we hand over: for each library path, one self-contained module in `modules/` of that library's own calls
+(importing nothing of this package) that reads K evenly spaced frames of every video of a folder, batched at one size,
+upright, coloured by the playbook's one rule (`colour.effective`), reading forward or refusing by name the files its
+library was seen to get wrong, skipping and naming broken files, and sharding by rank. Each adapter names its modules
+(`Adapter.HANDOVER`); notebook 22 writes the one it recommends beside its results (`write`) and prints how to use it
+(`usage`)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,6 @@ __all__ = [
     "check_item_size",
     "close_loader",
     "collate_skipping",
-    "collate_videos",
     "dali_loader",
     "decode_ahead",
     "finish_sending",
@@ -86,11 +85,8 @@ def parse_route(backend, device: str) -> list[tuple[str, str]]:
     entries = [backend] if isinstance(backend, str) else list(backend)
     if not entries:
         raise ValueError("a route needs at least one backend")
-    out = []
-    for e in entries:
-        name, _, dev = str(e).partition("@")
-        out.append((name, dev or device))
-    return out
+    parts = [str(e).partition("@") for e in entries]
+    return [(name, dev or device) for name, _, dev in parts]
 
 
 class VideoClipDataset:
@@ -179,9 +175,8 @@ class VideoClipDataset:
         return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
 
     def reference_size(self) -> tuple[str, tuple[int, int]] | None:
-        """(path, (H, W)) of the first video that can be probed: the size every item must have when neither
-        `size` nor mixed_sizes='list' is given. The same in every worker and on every rank; None when no
-        video can be read."""
+        """(path, (H, W)) of the first video that can be probed, the same in every worker and on every rank: the size
+        every item must have when neither `size` nor mixed_sizes='list' is given; None when no video can be read."""
         if self._reference is None:
             for p in self.paths:
                 try:
@@ -208,10 +203,9 @@ class VideoClipDataset:
             count = self.k if self.strategy == "uniform" else self.clip_len
             check_item_size(self.paths[i], video_info(self.paths[i], self.backend), count, self.backend, self)
             idx = self.indices(i)
-            other = self._other_size(i)
-            if other and self.on_error == "raise":
-                raise ValueError(other)
-            if other:
+            if other := self._other_size(i):
+                if self.on_error == "raise":
+                    raise ValueError(other)
                 return Skipped(i, redact(self.paths[i]), other)
             frames = self.read(i, idx)
         except (DecodeError, BackendUnavailable) as e:
@@ -238,11 +232,6 @@ def collate_skipping(items):
     the list of `Skipped`). Every item lands in exactly one of the two."""
     good = [x for x in items if not isinstance(x, Skipped)]
     return (batch_of(good) if good else None), [x for x in items if isinstance(x, Skipped)]
-
-
-def collate_videos(items):
-    """Collate for on_error='raise': the items as `batch_of` makes them."""
-    return batch_of(items)
 
 
 def _worker_start(threads: int, probed: str, worker_id: int) -> None:
@@ -289,7 +278,7 @@ def make_loader(
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
-    collate = collate_skipping if ds.on_error == "skip" else collate_videos
+    collate = collate_skipping if ds.on_error == "skip" else batch_of
     return torch.utils.data.DataLoader(
         ds,
         batch_size=batch_size,
@@ -387,16 +376,11 @@ def decode_ahead(fn, items, threads: int, ahead: int):
 
 
 def _deliver(loader, videos, copy: bool = False):
-    """Count `videos` in `loader.frames_delivered` and make them one batch (GpuLoader, GpuProcessLoader)."""
-    loader.frames_delivered += sum(v.shape[0] for v in videos)
-    return _videos_to_batch(videos, copy)
-
-
-def _videos_to_batch(videos, copy: bool = False):
-    """One new (B, K, 3, S, S) tensor when the videos have the same length, else the list of them (copied with `copy`):
-    what GpuLoader and GpuProcessLoader yield."""
+    """Count `videos` in `loader.frames_delivered`; return what GpuLoader and GpuProcessLoader yield: one new
+    (B, K, 3, S, S) tensor when the videos have the same length, else the list of them (copied with `copy`)."""
     import torch
 
+    loader.frames_delivered += sum(v.shape[0] for v in videos)
     if len({tuple(v.shape) for v in videos}) == 1:
         return torch.stack(videos)
     return [v.clone() for v in videos] if copy else videos
@@ -441,11 +425,10 @@ class GpuLoader:
 
         ds = self.ds
         try:
-            idx = (
-                sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames)
-                if self.all_frames
-                else ds.indices(i)
-            )
+            if self.all_frames:
+                idx = sampling.all_frames(video_info(ds.paths[i], ds.backend).num_frames)
+            else:
+                idx = ds.indices(i)
             entry = ds.backend_for(i)  # once per video, not per chunk
             with self._stream(*entry):
                 parts = []

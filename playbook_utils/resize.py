@@ -1,8 +1,6 @@
-"""Resizing decoded frames, and decoding straight to the size a model wants (notebook 24).
-
-`read_resized` resizes inside the decoder where the library can (`can_resize_in_decoder`); `resize_uint8` is the
-decode-then-resize reference (torch, bilinear, antialiased); `psnr` compares the two.
-"""
+"""Resizing decoded frames, and decoding straight to the size a model wants (notebook 24): `read_resized` resizes
+inside the decoder where the library can (`can_resize_in_decoder`); `resize_uint8` is the decode-then-resize
+reference (torch, bilinear, antialiased); `psnr` compares the two."""
 
 from __future__ import annotations
 

@@ -97,10 +97,7 @@ def list_samples(shards, storage_options: dict | None = None) -> list[SampleRef]
 
 def video_member(ref: SampleRef) -> str | None:
     """The member name of `ref`'s video (the first of VIDEO_EXTS it has), or None."""
-    for ext in VIDEO_EXTS:
-        if ext in ref.members:
-            return ref.members[ext]
-    return None
+    return next((ref.members[ext] for ext in VIDEO_EXTS if ext in ref.members), None)
 
 
 def assign(refs: list[SampleRef], part: int, parts: int, split: str = "shard") -> list[SampleRef]:
@@ -119,10 +116,9 @@ def assign(refs: list[SampleRef], part: int, parts: int, split: str = "shard") -
 
 
 class ShardDataset:
-    """Samples of `shards` as dicts {'id', 'key', 'frames' uint8 (K, 3, H, W), 'meta', 'source'}, or a
-    `loaders.Skipped` record for one that cannot be read (on_error='skip', the default). Frames: strategy 'uniform'
-    (k) or 'vlm' (`fps`, `max_frames`); `size` resizes. Each worker of each rank reads its part (`assign`). Notebook
-    24."""
+    """Samples of `shards` as dicts {'id', 'key', 'frames' uint8 (K, 3, H, W), 'meta', 'source'}, or a `loaders.Skipped`
+    record for one that cannot be read (on_error='skip', the default). Frames: strategy 'uniform' (k) or 'vlm' (`fps`,
+    `max_frames`); `size` resizes. Each worker of each rank reads its part (`assign`). Notebook 24."""
 
     def __init__(
         self,
@@ -185,13 +181,12 @@ class ShardDataset:
             frames = decoders.read_source(src, idx, self.backend, storage_options=self.storage_options).frames
             meta = {}
             if "json" in ref.members:
-                raw = sources.resolve(
-                    sources.TarMember(ref.shard, ref.members["json"]), self.storage_options
-                ).read_bytes()
+                meta_member = sources.TarMember(ref.shard, ref.members["json"])
+                raw = sources.resolve(meta_member, self.storage_options).read_bytes()
                 try:
                     meta = json.loads(raw)
                 except ValueError as e:
-                    raise DecodeError(f"tar://{ref.members['json']}::{ref.shard}", f"bad JSON: {e}", "shards") from e
+                    raise DecodeError(str(meta_member), f"bad JSON: {e}", "shards") from e
         except (DecodeError, BackendUnavailable) as e:
             if self.on_error == "raise":
                 raise
@@ -220,7 +215,7 @@ def collate_samples(items) -> dict:
     return {
         "ids": [x["id"] for x in good],
         "keys": [x["key"] for x in good],
-        "frames": torch.stack(frames) if frames and same else frames,
+        "frames": torch.stack(frames) if same else frames,
         "meta": [x["meta"] for x in good],
         "skipped": [x for x in items if isinstance(x, Skipped)],
     }

@@ -21,7 +21,6 @@ from playbook_utils.errors import BackendUnavailable, DecodeError, first_line, r
 
 __all__ = [
     "BytesSource",
-    "check_protocol",
     "DEFAULT_BLOCK",
     "display_name",
     "file_identity",
@@ -36,7 +35,6 @@ __all__ = [
     "tar_index",
     "TarMember",
     "TarSource",
-    "url_protocol",
     "UrlSource",
     "Window",
 ]
@@ -60,8 +58,6 @@ class TarMember(NamedTuple):
 
 def is_local(source) -> bool:
     """True for a local path (str or os.PathLike without a URL scheme)."""
-    if isinstance(source, TarMember):
-        return False
     if isinstance(source, os.PathLike):
         return True
     return isinstance(source, str) and "://" not in source
@@ -75,9 +71,6 @@ def display_name(source) -> str:
     if isinstance(source, (str, os.PathLike, TarMember)):
         return redact(str(source))
     return f"<file-like {redact(getattr(source, 'name', type(source).__name__))}>"
-
-
-# --------------------------------------------------------------------------- counting byte ranges
 
 
 @dataclasses.dataclass
@@ -97,18 +90,27 @@ class IOStats:
             self.first_byte_s = time.perf_counter() - self.started
 
 
-class _SizedReader(io.RawIOBase):
-    """A seekable, readable binary file of `size` bytes at position `_pos`, over bytes read by the subclass's
-    `read(n)`: the file-object part that `RangeFile` and `Window` share."""
-
-    size: int
-    _pos: int
+class _Reader(io.RawIOBase):
+    """A readable, seekable binary file over the subclass's `read(n)`: what `_SizedReader` and `_Borrowed` share."""
 
     def readable(self) -> bool:
         return True
 
     def seekable(self) -> bool:
         return True
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _SizedReader(_Reader):
+    """A file of `size` bytes at position `_pos`, over the subclass's `_read(n)` of 0 < n <= the bytes left:
+    the file-object part that `RangeFile` and `Window` share."""
+
+    size: int
+    _pos: int
 
     def tell(self) -> int:
         return self._pos
@@ -118,10 +120,14 @@ class _SizedReader(io.RawIOBase):
         self._pos = max(0, base + int(offset))
         return self._pos
 
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:  # read everything left: whole, however many pieces it takes
+            parts = []
+            while piece := self.read(self.size - self._pos):
+                parts.append(piece)
+            return b"".join(parts)
+        n = min(n, self.size - self._pos)
+        return self._read(n) if n > 0 else b""
 
 
 class RangeFile(_SizedReader):
@@ -176,13 +182,12 @@ class RangeFile(_SizedReader):
 
     def _prefetched_at(self, pos: int):
         """(start, data) of the prefetched range holding byte `pos`, else (start of the next one or None, None)."""
-        nxt = None
-        for a, data in self._ranges:
+        for a, data in self._ranges:  # sorted by start: the first that starts past `pos` is the next
             if a <= pos < a + len(data):
                 return a, data
-            if a > pos and (nxt is None or a < nxt):
-                nxt = a
-        return nxt, None
+            if a > pos:
+                return a, None
+        return None, None
 
     def _from_blocks(self, pos: int, n: int) -> bytes:
         first, last = pos // self.block_size, (pos + n - 1) // self.block_size
@@ -190,15 +195,7 @@ class RangeFile(_SizedReader):
         off = pos - first * self.block_size
         return joined[off : off + n]
 
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:  # read everything left: whole, however many pieces it takes
-            parts = []
-            while piece := self.read(self.size - self._pos):
-                parts.append(piece)
-            return b"".join(parts)
-        n = min(n, self.size - self._pos)
-        if n <= 0:
-            return b""
+    def _read(self, n: int) -> bytes:
         # A short read at the edge of a prefetched range: the caller asks again for the rest, so a
         # decoder's read-ahead (FFmpeg asks for 32 KiB at a time) does not pull in bytes the plan left out.
         a, data = self._prefetched_at(self._pos)
@@ -222,16 +219,7 @@ class Window(_SizedReader):
     def stats(self):
         return getattr(self.base, "stats", None)
 
-    def read(self, n: int = -1) -> bytes:
-        left = self.size - self._pos
-        if n is None or n < 0:  # everything left, however many reads of the base it takes
-            parts = []
-            while piece := self.read(self.size - self._pos):
-                parts.append(piece)
-            return b"".join(parts)
-        n = min(n, left)
-        if n <= 0:
-            return b""
+    def _read(self, n: int) -> bytes:
         self.base.seek(self.offset + self._pos)
         data = self.base.read(n)
         self._pos += len(data)
@@ -243,17 +231,9 @@ class Window(_SizedReader):
         super().close()
 
 
-# --------------------------------------------------------------------------- sources
-
-
-def url_protocol(url: str) -> str:
-    """The protocol of `url` ('s3' of 's3://b/k'; the whole chain, 'simplecache::s3', of an fsspec chain)."""
-    return url.split("://", 1)[0].lower()
-
-
-def check_protocol(url: str) -> None:
-    """DecodeError naming the protocol and the accepted ones (`URL_PROTOCOLS`) unless `url` uses one of them."""
-    protocol = url_protocol(url)
+def _url_fs(url: str, storage_options: dict | None):
+    """fsspec's (filesystem, path) of `url`; DecodeError naming the protocol unless it is one of `URL_PROTOCOLS`."""
+    protocol = url.split("://", 1)[0].lower()  # of an fsspec chain, the whole chain ('simplecache::s3')
     if protocol not in URL_PROTOCOLS:
         raise DecodeError(
             url,
@@ -261,10 +241,6 @@ def check_protocol(url: str) -> None:
             "(and local paths, file:// and tar://<member>::<shard>)",
             "sources",
         )
-
-
-def _url_fs(url: str, storage_options: dict | None):
-    check_protocol(url)
     try:
         import fsspec
     except ImportError as e:
@@ -336,8 +312,7 @@ class PathSource(Source):
         return os.stat(self.path).st_size
 
     def open(self):
-        f = open(self.path, "rb")  # noqa: SIM115 - handed to the caller
-        return f
+        return open(self.path, "rb")  # noqa: SIM115 - handed to the caller
 
     @contextlib.contextmanager
     def local_path(self):
@@ -361,19 +336,13 @@ class BytesSource(Source):
         return f
 
 
-class _Borrowed(io.RawIOBase):
+class _Borrowed(_Reader):
     """A caller's file object lent to one read: seeks are relative to where it stood, and close() leaves it open.
     Positions come from the object's tell(), not from what its seek() returns (some wrappers return None)."""
 
     def __init__(self, f, name: str):
         super().__init__()
         self.f, self.name, self.start = f, name, f.tell()
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
 
     def tell(self):
         return self.f.tell() - self.start
@@ -387,11 +356,6 @@ class _Borrowed(io.RawIOBase):
 
     def read(self, n=-1):
         return self.f.read(n)
-
-    def readinto(self, buffer):
-        data = self.f.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
     def close(self):
         self.f.seek(self.start)
@@ -414,15 +378,13 @@ class FileSource(Source):
             raise DecodeError(
                 self.name, f"a file-like source needs read() and seek() and tell(); {_SEEKABLE_FIX}", "sources"
             )
+        why = ""
         try:
             seekable = f.seekable() if hasattr(f, "seekable") else True
             if seekable:
-                pos = f.tell()
-                f.seek(pos)  # seekable() can claim more than seek() does
+                f.seek(f.tell())  # seekable() can claim more than seek() does
         except (OSError, ValueError) as e:  # io.UnsupportedOperation is both
             seekable, why = False, f" ({type(e).__name__}: {first_line(e)[:200]})"
-        else:
-            why = ""
         if not seekable:
             raise DecodeError(self.name, f"this file object cannot seek{why}; {_SEEKABLE_FIX}", "sources")
         self.f = f

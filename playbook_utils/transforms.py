@@ -1,8 +1,6 @@
-"""From decoded frames to what a vision-language model eats (notebooks 10-14, 21).
-
-Decoders return uint8 (N, 3, H, W); a model wants float (N, 3, S, S), resized and normalized,
-on the GPU. Doing that on the GPU after the copy moves 4x fewer bytes than normalizing first.
-"""
+"""From decoded frames to what a vision-language model eats (notebooks 10-14, 21): decoders return uint8
+(N, 3, H, W); a model wants float (N, 3, S, S), resized and normalized, on the GPU. Doing that on the GPU after the
+copy moves 4x fewer bytes than normalizing first."""
 
 from __future__ import annotations
 
@@ -14,11 +12,8 @@ CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 def to_model_batch(frames, size: int | tuple[int, int] = 224, mean=CLIP_MEAN, std=CLIP_STD, device=None, dtype=None):
-    """uint8 (N, 3, H, W) frames -> normalized float (N, 3, size, size) on `device`.
-
-    Moves the uint8 frames first (a quarter of the bytes), then resizes with antialiasing and
-    normalizes there. `dtype` defaults to float32 (bfloat16 halves memory again on the GPU).
-    """
+    """uint8 (N, 3, H, W) frames -> normalized float (N, 3, size, size) of `dtype` (default float32) on `device`:
+    the uint8 frames move first (a quarter of the bytes), then are resized with antialiasing and normalized there."""
     import torch
     import torch.nn.functional as F
 
