@@ -42,10 +42,24 @@ def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
 FAILED_READING: dict[tuple[str, str, str], str] = {}  # (backend, device, reader's file) -> why a sweep skipped it
 
 
-def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, steps: int, max_s: float, size=None,
-                  timeout_s: float = 120, device: str = "cpu", log=print, budget_s: float | None = None,
-                  prefetch: int | None = None, first_of: int | None = None,
-                  curve: bool = True) -> tuple[list, list, list]:  # fmt: skip
+def sweep_workers(
+    paths,
+    backends,
+    workers,
+    k: int,
+    batch: int,
+    step_s: float,
+    steps: int,
+    max_s: float,
+    size=None,
+    timeout_s: float = 120,
+    device: str = "cpu",
+    log=print,
+    budget_s: float | None = None,
+    prefetch: int | None = None,
+    first_of: int | None = None,
+    curve: bool = True,
+) -> tuple[list, list, list]:
     """Every backend x worker count as a `loaders.make_loader` of K sampled frames against a simulated step
     (`measure_loader`), most workers first; `budget_s` caps the sweep (each backend's first always runs, or the first
     `first_of`), `curve` runs the leader's other counts. Returns (rows, stuck, unmeasured). Notebook 21."""
@@ -84,8 +98,17 @@ def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, s
         mine, refused = files[b]
         began = time.perf_counter()
         # a file that fails mid-read is skipped and named, as a training loader goes on
-        dl = loaders.make_loader(mine, backend=b, batch_size=batch, num_workers=w, k=k, size=size,
-                                 timeout_s=timeout_s, prefetch_factor=prefetch, on_error="skip")  # fmt: skip
+        dl = loaders.make_loader(
+            mine,
+            backend=b,
+            batch_size=batch,
+            num_workers=w,
+            k=k,
+            size=size,
+            timeout_s=timeout_s,
+            prefetch_factor=prefetch,
+            on_error="skip",
+        )
         try:
             r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
         except RuntimeError as e:  # DataLoader's timeout (a worker that stopped delivering), or a worker that died
@@ -100,8 +123,18 @@ def sweep_workers(paths, backends, workers, k: int, batch: int, step_s: float, s
         took = time.perf_counter() - began  # the workers' start, the prefetched batches, the steps, the stop
         # by the reader's file, not its epoch copy: for the run's summary, and for `accepted` to leave every copy out
         skipped = {COPIED_FROM.get(p, p): cause for p, cause in r.get("files_skipped", {}).items()}
-        rows.append({"backend": b, "workers": w, "decoder_threads": threads, "files_left_out": len(refused),
-                     "config_s": took, "close_s": closing, **r, "files_skipped": skipped})  # fmt: skip
+        rows.append(
+            {
+                "backend": b,
+                "workers": w,
+                "decoder_threads": threads,
+                "files_left_out": len(refused),
+                "config_s": took,
+                "close_s": closing,
+                **r,
+                "files_skipped": skipped,
+            }
+        )
         for path, cause in skipped.items():
             FAILED_READING[(b, "cpu", path)] = f"it failed as it was read: {cause}"
             if (b, path) not in told:  # once per library and file: not at every worker count, nor for each copy
@@ -641,8 +674,16 @@ def steady_rate(
     need = f"an epoch of at least {steady_epoch(lookahead_items, warmup_items, batch_size=batch)} items"
     if first is None or last is None or last - first < 2:
         why = f"{total} items leave no steady window with a look-ahead of {lookahead_items}: {need}"
-        return {"frames_per_s": None, "frames_per_s_spread_pct": None, "frames": 0, "items": 0, "seconds": 0.0,
-                "window_start": None, "steady": False, "why": why}  # fmt: skip
+        return {
+            "frames_per_s": None,
+            "frames_per_s_spread_pct": None,
+            "frames": 0,
+            "items": 0,
+            "seconds": 0.0,
+            "window_start": None,
+            "steady": False,
+            "why": why,
+        }
     win = deliveries[first : last + 1]
     ts = [d[0] for d in win]
     cum = list(accumulate(d[2] for d in win))
@@ -681,9 +722,18 @@ def found_empty(wait_s: float, step_s: float) -> bool:
     return wait_s > max(1e-3, DRAINED_WAIT * step_s)
 
 
-def measure_loader(loader, step_s: float, steps: int, device: str = "cpu", warmup: int = 2,
-                   max_seconds: float | None = None, min_steps: int = 3, clock=time.perf_counter, sleep=time.sleep,
-                   drain: bool = True) -> dict:  # fmt: skip
+def measure_loader(
+    loader,
+    step_s: float,
+    steps: int,
+    device: str = "cpu",
+    warmup: int = 2,
+    max_seconds: float | None = None,
+    min_steps: int = 3,
+    clock=time.perf_counter,
+    sleep=time.sleep,
+    drain: bool = True,
+) -> dict:
     """Run `steps` simulated training steps of `step_s` fed by `loader` and measure the data wait, after the
     warm-up and prefetched batches (and, with `drain`, the look-ahead drained); steps count in whole worker rounds,
     capped by `max_seconds`. Returns {'wait_fraction', 'samples_per_s', 'steady', 'why', ...}. Notebook 21."""
@@ -914,8 +964,13 @@ def _run_spec(spec: dict) -> dict:
             # whole batches: the loader drops the last partial one
             return _DaliVideos(reader, batch, sequences=dali_sequences(paths, length) // batch * batch)
     else:
-        common = {"backend": spec["backend"], "device": spec["device"], "threads": spec["threads"],
-                  "batch_size": batch, "chunk": spec.get("chunk", 32)}  # fmt: skip
+        common = {
+            "backend": spec["backend"],
+            "device": spec["device"],
+            "threads": spec["threads"],
+            "batch_size": batch,
+            "chunk": spec.get("chunk", 32),
+        }
         if spec.get("processes", 1) > 1:
             make = partial(GpuProcessLoader, paths, processes=spec["processes"], **common)
         else:

@@ -20,7 +20,42 @@ import numpy as np
 
 from playbook_utils.probe import VideoInfo, probe  # noqa: F401 (it lives there; the notebooks ask media)
 from playbook_utils.stamps import _WHITE, MAX_STAMP, _stamp_cells, _stamp_luma, read_stamps
-from playbook_utils.stamps import StampError, read_stamp  # noqa: F401 (they live there; the notebooks ask media)
+from playbook_utils.stamps import StampError, read_stamp
+
+__all__ = [
+    "bitrate_class",
+    "clip_table",
+    "ClipSpec",
+    "colour_clips",
+    "damage_mp4",
+    "DAMAGES",
+    "default_media",
+    "default_media_dir",
+    "default_media_specs",
+    "detailed_frame",
+    "encoder_for",
+    "EncoderFailed",
+    "ffmpeg_cli",
+    "hide_leading_frames",
+    "is_light",
+    "long_media",
+    "long_media_specs",
+    "make_clip",
+    "MEDIA_VERSION",
+    "mux_video_streams",
+    "pad_mp4",
+    "pick_clip",
+    "read_stamp",
+    "read_stamps",
+    "realistic_media",
+    "rotate_display",
+    "shown_stamps",
+    "skipped_media",
+    "StampError",
+    "synth_frame",
+    "typical_bit_rate",
+    "unusual_clips",
+]
 
 MEDIA_VERSION = 4  # bump when make_clip's output changes, so cached media sets are rebuilt
 

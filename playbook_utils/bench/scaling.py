@@ -64,9 +64,19 @@ def run(args) -> int:
         size = tuple(map(int, args.size.split("x"))) if args.size else None
         # on_error='skip': a file that fails as it is read is named, and the epoch goes on
         loader = distributed.sharded_loader(
-            paths, args.backend, rank, world, device, batch_size=args.batch_size, num_workers=args.num_workers,
-            shuffle=bool(args.shuffle), seed=args.seed, k=args.k, size=size, on_error="skip",
-        )  # fmt: skip
+            paths,
+            args.backend,
+            rank,
+            world,
+            device,
+            batch_size=args.batch_size,
+            num_workers=args.num_workers,
+            shuffle=bool(args.shuffle),
+            seed=args.seed,
+            k=args.k,
+            size=size,
+            on_error="skip",
+        )
         epochs = []
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
@@ -83,8 +93,19 @@ def run(args) -> int:
             seconds = time.perf_counter() - start
             nbytes = sum(sizes[i] for i in ids)
             fps, mb_s = (frames / seconds, nbytes / seconds / 1e6) if seconds > 0 else (0.0, 0.0)
-            epochs.append({"epoch": epoch, "samples": len(ids), "frames": frames, "bytes": nbytes, "seconds": seconds,
-                           "fps": fps, "mb_s": mb_s, "ids": seen, "skipped": skipped})  # fmt: skip
+            epochs.append(
+                {
+                    "epoch": epoch,
+                    "samples": len(ids),
+                    "frames": frames,
+                    "bytes": nbytes,
+                    "seconds": seconds,
+                    "fps": fps,
+                    "mb_s": mb_s,
+                    "ids": seen,
+                    "skipped": skipped,
+                }
+            )
         mine = {
             "rank": rank,
             "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
