@@ -72,14 +72,15 @@ def _answers(text) -> list[dict]:
     return out
 
 
-def _died(run_or_error, timeout: float) -> dict:
-    """The answer for a child that gave none: 'timeout', or 'crashed' with its exit status and last stderr line."""
-    if isinstance(run_or_error, subprocess.TimeoutExpired):
-        return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
-    return {
-        "status": "crashed",
-        "error": f"the child process died (exit {run_or_error.returncode}): {clipped(last_line(run_or_error.stderr), 300)}",
-    }
+def _timed_out(timeout: float) -> dict:
+    """The answer for a child that gave none within `timeout` seconds."""
+    return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
+
+
+def _crashed(returncode: int, stderr) -> dict:
+    """The answer for a child that died without one: its exit status and the last line of its stderr."""
+    last = clipped(last_line(stderr), 300)
+    return {"status": "crashed", "error": f"the child process died (exit {returncode}): {last}"}
 
 
 def python(*args: str) -> list[str]:
@@ -93,10 +94,10 @@ def call(argv: list[str], timeout: float = 600, env: dict | None = None) -> dict
     `decoders.child_env()`)."""
     try:
         run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(env))
-    except subprocess.TimeoutExpired as e:
-        return _died(e, timeout)
+    except subprocess.TimeoutExpired:
+        return _timed_out(timeout)
     found = _answers(run.stdout)
-    return found[-1] if found else _died(run, timeout)
+    return found[-1] if found else _crashed(run.returncode, run.stderr)
 
 
 def call_all(argvs: dict, timeout: float = 600, env: dict | None = None) -> dict:
@@ -111,17 +112,13 @@ def call_all(argvs: dict, timeout: float = 600, env: dict | None = None) -> dict
     for key, proc in procs.items():
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired as e:
+        except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            out[key] = _died(e, timeout)
+            out[key] = _timed_out(timeout)
             continue
         found = _answers(stdout)
-        out[key] = (
-            found[-1]
-            if found
-            else _died(subprocess.CompletedProcess(argvs[key], proc.returncode, stdout, stderr), timeout)
-        )
+        out[key] = found[-1] if found else _crashed(proc.returncode, stderr)
     return out
 
 
@@ -134,7 +131,7 @@ class _Server:
         import threading
         import time
 
-        self.argv, self.started = argv, time.perf_counter()
+        self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(env)
         )
@@ -165,13 +162,11 @@ class _Server:
                 line = self.lines.get(timeout=timeout)
             except queue.Empty:
                 self.proc.kill()
-                return _died(subprocess.TimeoutExpired(self.argv, timeout), timeout), False
+                return _timed_out(timeout), False
             if line is None:  # the child ended before answering
                 self.proc.wait()
                 self.reader.join(timeout=5)
-                return _died(
-                    subprocess.CompletedProcess(self.argv, self.proc.returncode, "", "".join(self.err)), timeout
-                ), False
+                return _crashed(self.proc.returncode, "".join(self.err)), False
             found = _answers(line)
             if found:
                 return found[0], True

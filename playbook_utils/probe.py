@@ -268,20 +268,25 @@ def _out_of_order(container, stream) -> bool:
     return any(b <= a for a, b in zip(shown, shown[1:]))
 
 
-def _mp4_boxes(data: bytes, start: int, end: int):
-    """(type, content start, end) of each ISO-BMFF box in data[start:end]."""
+def _box_header(head: bytes, room: int) -> tuple[bytes, int, int] | None:
+    """(type, header length, size) of the ISO-BMFF box whose first 16 bytes are `head`, `room` bytes before the end
+    of what holds it; None where its size does not fit there (a damaged header)."""
     import struct
 
+    size, kind = struct.unpack(">I4s", head[:8])
+    skip = 8
+    if size == 1:
+        size, skip = struct.unpack(">Q", head[8:16])[0], 16
+    elif size == 0:
+        size = room
+    return (kind, skip, size) if skip <= size <= room else None
+
+
+def _mp4_boxes(data: bytes, start: int, end: int):
+    """(type, content start, end) of each ISO-BMFF box in data[start:end]."""
     at = start
-    while at + 8 <= end:
-        size, kind = struct.unpack(">I4s", data[at : at + 8])
-        head = 8
-        if size == 1:
-            size, head = struct.unpack(">Q", data[at + 8 : at + 16])[0], 16
-        elif size == 0:
-            size = end - at
-        if size < head or at + size > end:
-            return
+    while at + 8 <= end and (box := _box_header(data[at : at + 16], end - at)):
+        kind, head, size = box
         yield kind, at + head, at + size
         at += size
 
@@ -298,15 +303,10 @@ def _mp4_rotations(path) -> dict[int, int]:
         at = 0
         while at + 8 <= total:
             f.seek(at)
-            head = f.read(16)
-            size, kind = struct.unpack(">I4s", head[:8])
-            skip = 8
-            if size == 1:
-                size, skip = struct.unpack(">Q", head[8:16])[0], 16
-            elif size == 0:
-                size = total - at
-            if size < skip or size > total - at:  # a box claiming more than the file: the header is damaged
+            box = _box_header(f.read(16), total - at)
+            if box is None:  # a box claiming more than the file: the header is damaged
                 break
+            kind, skip, size = box
             if kind == b"moov":
                 f.seek(at + skip)
                 moov = f.read(size - skip)

@@ -11,7 +11,7 @@ from playbook_utils import child
 from playbook_utils.decoders import as_stored, child_env, read_frames, video_info
 from playbook_utils.decoders import decord as decord_builds
 from playbook_utils.errors import BackendUnavailable, DecodeError
-from playbook_utils.stamps import StampError, read_stamp
+from playbook_utils.stamps import read_stamps
 
 __all__ = ["raise_result", "read_frames_isolated", "run_requests"]
 
@@ -19,11 +19,8 @@ __all__ = ["raise_result", "read_frames_isolated", "run_requests"]
 def read_frames_isolated(
     path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300, stream: int | None = None
 ):
-    """`read_frames` in a child process (of the container's stream `stream`, by default FFmpeg's best video
-    stream); the frames come back through a temporary .npy file.
-
-    Returns the same tensor `read_frames` would (moved to `device`). Introduced in notebook 12.
-    """
+    """`read_frames` in a child process, the frames back through a temporary .npy file: returns the same tensor
+    `read_frames` would (moved to `device`). Introduced in notebook 12."""
     import numpy as np
     import torch
 
@@ -70,14 +67,8 @@ def _serve_one(req: dict) -> dict:
             req["path"], req["indices"], backend=req["backend"], device=req["device"], stream=req.get("stream")
         )
     result = {"shape": list(frames.shape)}
-    if req.get("stamps"):
-        stamps = []
-        for f in as_stored(frames, video_info(req["path"], stream=req.get("stream"))):  # stamps read upright
-            try:
-                stamps.append(read_stamp(f))
-            except StampError:
-                stamps.append(None)
-        result["stamps"] = stamps
+    if req.get("stamps"):  # read upright
+        result["stamps"] = read_stamps(as_stored(frames, video_info(req["path"], stream=req.get("stream"))))
     if req.get("save"):
         np.save(req["save"], frames.cpu().numpy())
     if req.get("reference"):  # per-frame PSNR (dB) against an RGB reference of the same shape, saved as .npy

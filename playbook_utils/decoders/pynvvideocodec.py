@@ -20,11 +20,9 @@ _local = threading.local()
 def _held(name: str) -> dict:
     """This thread's {(GPU, stream): ...} of `name`: the decoders `decoder_for` keeps, the forward passes `_forward`
     keeps, each on the CUDA stream that was torch's current one when it was made (`_on`)."""
-    held = getattr(_local, name, None)
-    if held is None:
-        held = {}
-        setattr(_local, name, held)
-    return held
+    if not hasattr(_local, name):
+        setattr(_local, name, {})
+    return getattr(_local, name)
 
 
 def _on(gpu: int) -> tuple[int, int]:
@@ -54,14 +52,14 @@ class PyNvVideoCodec(base.Adapter):
         *base.nv12_path_refusals(),
         base.known_wrong(
             "edit-list",
-            "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the "
-            "frames an MP4 edit list hides; not checked on such files",
+            "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the frames an MP4 edit list hides; "
+            "not checked on such files",
             ("cuda",),
         ),
         base.known_wrong(
             "open-gop",
-            "PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: "
-            "asked [24, 33], got [1, none]; HEVC: asked 33, got 38)",
+            "PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: asked [24, 33], got [1, none]; "
+            "HEVC: asked 33, got 38)",
             ("cuda",),
             seen="2.2.4",
             reads="seek",
@@ -143,15 +141,15 @@ def _read(dec, path: str, indices: list[int], gpu: int, info):
     if len(dec) != info.num_frames:
         raise RuntimeError(f"PyNvVideoCodec counts {len(dec)} frames, the packets say {info.num_frames}")
     wanted = sorted(set(indices))
-    got = {}
+    got = []
     with torch.cuda.device(gpu):
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             frames = dec.get_batch_frames_by_index(chunk)
             if len(frames) != len(chunk):
                 raise RuntimeError(f"asked PyNvVideoCodec for {len(chunk)} frames, got {len(frames)}")
-            got.update(zip(chunk, _rgb([torch.from_dlpack(f) for f in frames], info)))  # NV12, borrowed
-    return base.reorder(got, indices)
+            got.append(_rgb([torch.from_dlpack(f) for f in frames], info))  # NV12, borrowed
+    return base.in_order(torch.cat(got), wanted, indices)
 
 
 def _rgb(surfaces: list, info):
