@@ -294,23 +294,17 @@ def format_report(rep: dict) -> str:
                 if d["nvdec_count"] is not None
                 else "engine counts not reported by NVML"
             )
+            clock = f"video clock {d['video_clock_mhz']} MHz (max {d['video_clock_max_mhz']})"
             rows.append((f"GPU {d['index']}", f"{d['name']}, sm {d['compute_capability']}, {d['memory_gib']} GiB"))
-            rows.append(
-                (
-                    f"GPU {d['index']} video engines",
-                    f"{engines}; video clock {d['video_clock_mhz']} MHz (max {d['video_clock_max_mhz']})",
-                )
-            )
+            rows.append((f"GPU {d['index']} video engines", f"{engines}; {clock}"))
     else:
         rows.append(("GPU", f"none ({g['error']})"))
-    for key, lib in rep["driver_video_libraries"].items():
+    for lib in rep["driver_video_libraries"].values():
         rows.append((lib["library"], "loads" if lib["loads"] else f"missing: {lib['error']}"))
     ff = rep["ffmpeg"]
-    release = (
-        f"FFmpeg {ff['pyav_ffmpeg']} (libavcodec {ff['pyav_libavcodec']})"
-        if ff.get("pyav_ffmpeg")
-        else (f"libavcodec {ff['pyav_libavcodec']}")
-    )
+    release = f"libavcodec {ff['pyav_libavcodec']}"
+    if ff.get("pyav_ffmpeg"):
+        release = f"FFmpeg {ff['pyav_ffmpeg']} ({release})"
     rows.append(("FFmpeg", f"PyAV's own {release}; the ffmpeg command: {ff['ffmpeg_cli'] or 'not on PATH'}"))
     for mod, info in rep["libraries"].items():
         label = LIBRARIES.get(mod, mod)
