@@ -1,8 +1,5 @@
-"""What this machine is: GPU, NVDEC, CPU, memory and the five decoder libraries (notebook 00).
-
-`report()` returns a plain dict, `format_report()` a readable table; decoder libraries are probed in child
-processes, never imported into your kernel.
-"""
+"""What this machine is: GPU, NVDEC, CPU, memory and the five decoder libraries (notebook 00). `report()` returns a
+plain dict, `format_report()` a readable table; decoder libraries are probed in child processes, never imported here."""
 
 from __future__ import annotations
 
@@ -99,11 +96,8 @@ def _load_library(names: list[str]) -> dict:
 
 
 def driver_video_libraries() -> dict:
-    """Whether the driver's NVDEC (libnvcuvid) and NVENC (libnvidia-encode) libraries load.
-
-    In a container both come only with the `video` driver capability
-    (NVIDIA_DRIVER_CAPABILITIES=compute,utility,video); without them every NVDEC path fails.
-    """
+    """Whether the driver's NVDEC (libnvcuvid) and NVENC (libnvidia-encode) libraries load. In a container both come
+    only with the `video` driver capability (NVIDIA_DRIVER_CAPABILITIES=compute,utility,video)."""
     return {
         "nvcuvid": _load_library(["libnvcuvid.so.1", "libnvcuvid.so"]),
         "nvidia_encode": _load_library(["libnvidia-encode.so.1", "libnvidia-encode.so"]),
@@ -314,10 +308,7 @@ def format_report(rep: dict) -> str:
 
 
 def capabilities(rep: dict | None = None) -> dict:
-    """What notebooks may require, as booleans: {'cuda': ..., 'nvdec': ...}.
-
-    'cuda' means NVML sees a GPU; 'nvdec' additionally needs libnvcuvid to load.
-    """
+    """What notebooks may require, as booleans: {'cuda': NVML sees a GPU, 'nvdec': and libnvcuvid loads}."""
     rep = rep or {"gpu": gpus(), "driver_video_libraries": driver_video_libraries()}
     cuda = bool(rep["gpu"]["available"])
     return {"cuda": cuda, "nvdec": cuda and rep["driver_video_libraries"]["nvcuvid"]["loads"]}

@@ -117,10 +117,9 @@ AVCOL_RANGE = {1: "limited", 2: "full"}
 
 
 def probe(path, stream: int | None = None) -> VideoInfo:
-    """Return a `VideoInfo` for FFmpeg's best video stream of `path` (or the container's `stream`), from its packets
-    in presentation order, without decoding (but for the first frames of a file whose B-frames' times may be in
-    decode order); `path` may be any input `sources.resolve` takes. Raises `DecodeError` naming the file and the
-    cause. Introduced in notebook 01."""
+    """Return a `VideoInfo` for FFmpeg's best video stream of `path` (or the container's `stream`) from its packets,
+    decoding at most the first 16 frames (`_out_of_order`); `path`: any input `sources.resolve` takes. Raises
+    `DecodeError` naming the file and the cause. Introduced in notebook 01."""
     import av
 
     opened = None
