@@ -121,8 +121,7 @@ def nvml_handle(cuda_index: int = 0):
         pynvml.nvmlInit()
         if visible is None or not visible.strip():
             return pynvml, pynvml.nvmlDeviceGetHandleByIndex(cuda_index)
-        entries = [e.strip() for e in visible.split(",") if e.strip()]
-        entry = entries[cuda_index]
+        entry = [e.strip() for e in visible.split(",") if e.strip()][cuda_index]
         if entry.isdigit():
             return pynvml, pynvml.nvmlDeviceGetHandleByIndex(int(entry))
         if entry.startswith("GPU-"):
