@@ -59,9 +59,8 @@ class Dali(base.Adapter):
     KNOWN_WRONG = (
         base.known_wrong(
             "edit-list",
-            "the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's "
-            "CPU path (exact in the correctness matrix); its NVDEC path has not been "
-            "checked on such files",
+            "the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's CPU path (exact in the "
+            "correctness matrix); its NVDEC path has not been checked on such files",
             devices=("cuda",),
         ),
     )

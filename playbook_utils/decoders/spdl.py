@@ -28,9 +28,8 @@ class Spdl(base.Adapter):
         *base.nv12_path_refusals(),
         base.known_wrong(
             "edit-list",
-            "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list "
-            "hides its first frames (the CPU path, H.264: asked 47, got 41): it counts the "
-            "hidden frames",
+            "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list hides its first frames "
+            "(the CPU path, H.264: asked 47, got 41): it counts the hidden frames",
             seen="0.8.0",
         ),
         # not a wrong frame but an output SPDL cannot make: a valid file, so BackendUnavailable (refused, with the

@@ -91,16 +91,14 @@ class TorchCodec(base.Adapter):
     KNOWN_WRONG = (
         base.known_wrong(
             "edit-list",
-            "TorchCodec returned other frames than a player shows on an MP4 whose edit "
-            "list hides its first frames (seen with TorchCodec 0.13 on the CPU, on an H.264 file without "
-            "B-frames: asked frame 0, got frame 6)",
+            "TorchCodec returned other frames than a player shows on an MP4 whose edit list hides its first frames "
+            "(seen with TorchCodec 0.13 on the CPU, on an H.264 file without B-frames: asked frame 0, got frame 6)",
             seen="0.13.0",
         ),
         base.known_wrong(
             ("open-gop", "codec:hevc"),
-            "TorchCodec's CUDA path returned a neighbouring frame in "
-            "open-GOP HEVC in the correctness matrix (asked 24, got 25); its CPU path was exact: use "
-            "device='cpu' for this file",
+            "TorchCodec's CUDA path returned a neighbouring frame in open-GOP HEVC in the correctness matrix (asked "
+            "24, got 25); its CPU path was exact: use device='cpu' for this file",
             devices=("cuda",),
             reads="seek",
         ),
