@@ -60,10 +60,9 @@ def _env(env: dict | None) -> dict:
     return {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
 
 
-def _answers(text) -> list[dict]:
-    text = text.decode(errors="replace") if isinstance(text, bytes) else (text or "")
+def _answers(text: str | None) -> list[dict]:
     out = []
-    for line in text.splitlines():
+    for line in (text or "").splitlines():
         if line.startswith("{"):
             try:
                 out.append(json.loads(line))
