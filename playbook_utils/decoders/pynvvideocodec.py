@@ -90,11 +90,11 @@ class PyNvVideoCodec(base.Adapter):
                 unique = sorted(set(indices))
                 return base.in_order(_forward(path, unique, gpu, info), unique, indices)
             try:
-                return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
+                return _read(decoder_for(path, gpu, info), indices, gpu, info)
             except Exception:
                 # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
                 _held("decoders").pop(_on(gpu), None)
-                return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
+                return _read(decoder_for(path, gpu, info), indices, gpu, info)
         except Exception as e:
             if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
                 raise BackendUnavailable(
@@ -135,7 +135,7 @@ def decoder_for(path: str, gpu_id: int, info=None):
     return dec
 
 
-def _read(dec, path: str, indices: list[int], gpu: int, info):
+def _read(dec, indices: list[int], gpu: int, info):
     import torch
 
     if len(dec) != info.num_frames:
