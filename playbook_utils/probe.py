@@ -162,11 +162,8 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
     videos = {s.index: s for s in container.streams.video}
     best = container.streams.best("video") or container.streams.video[0]
     if stream is not None and stream not in videos:
-        raise DecodeError(
-            path,
-            f"stream {stream} is not a video stream of this file (its video streams: {', '.join(map(str, videos))})",
-            backend="probe",
-        )
+        why = f"stream {stream} is not a video stream of this file (its video streams: {', '.join(map(str, videos))})"
+        raise DecodeError(path, why, backend="probe")
     stream = videos[best.index if stream is None else stream]
     cover = av.stream.Disposition.attached_pic
     if stream.disposition & cover:  # an audio file's artwork
@@ -222,11 +219,9 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         duration = span + (span / (len(pts_key) - 1))
     else:
         duration = len(pts_key) / fps if fps else 0.0
-    rotation = (
-        _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
-        if container.format.name.startswith("mov")
-        else 0
-    )
+    rotation = 0
+    if container.format.name.startswith("mov"):
+        rotation = _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
     fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
     depth = next((b for b in (16, 14, 12, 10, 9) if f"p{b}" in fmt), 8)
     full = fmt.startswith("yuvj")  # the old full-range formats carry their range in their name
