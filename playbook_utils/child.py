@@ -5,6 +5,7 @@ crashed (the child died without an answer) or timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -143,13 +144,11 @@ class _Server:
 
     def send(self, requests: list[dict], last: bool = False) -> None:
         """Write `requests`, one JSON line each; `last`: close the child's stdin after them (it ends when done)."""
-        try:
+        with contextlib.suppress(OSError):  # a pipe broken by a child that ended: its answer says so
             self.proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
             self.proc.stdin.flush()
             if last:
                 self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
 
     def next(self, timeout: float) -> tuple[dict, bool]:
         """(the child's next answer, True), or (a 'timeout' or 'crashed' answer, False) when it gave none: a child
@@ -179,10 +178,8 @@ class _Server:
 
     def close(self) -> None:
         """Close its stdin and wait for it to end (killed after 30 s)."""
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

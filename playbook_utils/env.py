@@ -3,6 +3,7 @@ plain dict, `format_report()` a readable table; decoder libraries are probed in 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime
 import os
@@ -193,23 +194,17 @@ def gpus() -> dict:
 def cpu_and_memory() -> dict:
     """CPU model, logical cores (all, and usable by this process) and RAM in GiB."""
     model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
     mem = {}
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                key, value = line.split(":", 1)
-                if key in ("MemTotal", "MemAvailable"):
-                    mem[key] = round(int(value.split()[0]) / 2**20, 1)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        for line in f:
+            key, value = line.split(":", 1)
+            if key in ("MemTotal", "MemAvailable"):
+                mem[key] = round(int(value.split()[0]) / 2**20, 1)
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "cpu_model": model,
@@ -224,19 +219,15 @@ def ffmpeg_versions() -> dict:
     """FFmpeg as PyAV links it (its release, where PyAV says it, and its libavcodec), and the `ffmpeg` command's
     version if there is one."""
     out = {"pyav_ffmpeg": None, "pyav_libavcodec": None, "ffmpeg_cli": None}
-    try:
+    with contextlib.suppress(Exception):
         import av
 
         v = av.library_versions.get("libavcodec")
         out["pyav_libavcodec"] = ".".join(map(str, v)) if v else None
         out["pyav_ffmpeg"] = getattr(av, "ffmpeg_version_info", None)  # '8.1.2' (PyAV 14 and later)
-    except Exception:
-        pass
-    try:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         first = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, timeout=20).stdout
         out["ffmpeg_cli"] = first.split("\n", 1)[0].split(" Copyright")[0]
-    except (OSError, subprocess.TimeoutExpired):
-        pass
     return out
 
 

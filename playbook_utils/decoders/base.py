@@ -4,6 +4,7 @@ library is imported here: each adapter imports its library inside `read`, when f
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import os
@@ -211,11 +212,9 @@ def _recorded() -> set[str]:
 def _record(name: str) -> None:
     record = os.environ.get(RECORD_ENV)
     if record:
-        try:
-            with _record_lock, open(record, "a") as f:  # one short line per write: appends do not interleave
-                f.write(f"{name}\t{sys.executable}\n")
-        except OSError:  # a record that cannot be written costs the next notebook a check, nothing more
-            pass
+        # a record that cannot be written costs the next notebook a check, nothing more
+        with contextlib.suppress(OSError), _record_lock, open(record, "a") as f:
+            f.write(f"{name}\t{sys.executable}\n")  # one short line per write: appends do not interleave
 
 
 def _vouched() -> set[str]:

@@ -4,6 +4,7 @@ matrix and range (`colour.nv12_to_rgb`). Do not load TorchCodec into the same pr
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from playbook_utils import colour
@@ -121,12 +122,10 @@ def decoder_for(path: str, gpu_id: int, info=None):
     if dec is not None and held_key == key:
         return dec
     if dec is not None and held_reuse == reuse_key(info):
-        try:
+        with contextlib.suppress(Exception):  # a different codec or a larger size: start afresh
             dec.reconfigure_decoder(path)
             cache[on] = (key, held_reuse, dec)
             return dec
-        except Exception:
-            pass  # a different codec or a larger size: start afresh
     cache.pop(on, None)
     dec = nvc.SimpleDecoder(
         path, gpu_id=gpu_id, cuda_stream=on[1], use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
