@@ -116,7 +116,7 @@ def nvml_handle(cuda_index: int = 0):
     """(pynvml, handle) for the GPU that CUDA calls `cuda_index` (CUDA_VISIBLE_DEVICES honoured), or None where NVML
     cannot say, e.g. MIG. Used by notebook 20's ceiling and 23's soak."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    try:
+    with contextlib.suppress(Exception):  # no pynvml, no NVML, or no such GPU
         import pynvml
 
         pynvml.nvmlInit()
@@ -127,8 +127,6 @@ def nvml_handle(cuda_index: int = 0):
             return pynvml, pynvml.nvmlDeviceGetHandleByIndex(int(entry))
         if entry.startswith("GPU-"):
             return pynvml, pynvml.nvmlDeviceGetHandleByUUID(entry)
-    except Exception:
-        return None
     return None
 
 
