@@ -13,7 +13,7 @@ from playbook_utils.decoders import decord as decord_builds
 from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.stamps import read_stamps
 
-__all__ = ["raise_result", "read_frames_isolated", "run_requests"]
+__all__ = ["read_frames_isolated", "run_requests"]
 
 
 def read_frames_isolated(
@@ -35,16 +35,11 @@ def read_frames_isolated(
             "stream": stream,
         }
         r = run_requests([req], timeout=timeout)[0]
-        if r["status"] != "ok":
-            raise_result(r, path, backend)
+        if r["status"] != "ok":  # the child's failure raised here as the exception it stands for
+            cls = BackendUnavailable if r["status"] == "unavailable" else DecodeError
+            raise cls(path, r.get("cause") or r["error"], backend)
         frames = torch.from_numpy(np.load(out))
     return frames.to(str(device)) if str(device) != "cpu" else frames
-
-
-def raise_result(r: dict, path, backend: str):
-    """Turn a child's failure answer back into the exception it stands for."""
-    cls = BackendUnavailable if r["status"] == "unavailable" else DecodeError
-    raise cls(path, r.get("cause") or r["error"], backend)
 
 
 def run_requests(requests: list[dict], timeout: float = 300, env: dict | None = None) -> list[dict]:
