@@ -5,6 +5,7 @@ crashed (the child died without an answer) or timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -60,10 +61,9 @@ def _env(env: dict | None) -> dict:
     return {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
 
 
-def _answers(text) -> list[dict]:
-    text = text.decode(errors="replace") if isinstance(text, bytes) else (text or "")
+def _answers(text: str | None) -> list[dict]:
     out = []
-    for line in text.splitlines():
+    for line in (text or "").splitlines():
         if line.startswith("{"):
             try:
                 out.append(json.loads(line))
@@ -72,14 +72,15 @@ def _answers(text) -> list[dict]:
     return out
 
 
-def _died(run_or_error, timeout: float) -> dict:
-    """The answer for a child that gave none: 'timeout', or 'crashed' with its exit status and last stderr line."""
-    if isinstance(run_or_error, subprocess.TimeoutExpired):
-        return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
-    return {
-        "status": "crashed",
-        "error": f"the child process died (exit {run_or_error.returncode}): {clipped(last_line(run_or_error.stderr), 300)}",
-    }
+def _timed_out(timeout: float) -> dict:
+    """The answer for a child that gave none within `timeout` seconds."""
+    return {"status": "timeout", "error": f"the child process gave no answer within {timeout:.0f} s"}
+
+
+def _crashed(returncode: int, stderr) -> dict:
+    """The answer for a child that died without one: its exit status and the last line of its stderr."""
+    last = clipped(last_line(stderr), 300)
+    return {"status": "crashed", "error": f"the child process died (exit {returncode}): {last}"}
 
 
 def python(*args: str) -> list[str]:
@@ -93,10 +94,10 @@ def call(argv: list[str], timeout: float = 600, env: dict | None = None) -> dict
     `decoders.child_env()`)."""
     try:
         run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(env))
-    except subprocess.TimeoutExpired as e:
-        return _died(e, timeout)
+    except subprocess.TimeoutExpired:
+        return _timed_out(timeout)
     found = _answers(run.stdout)
-    return found[-1] if found else _died(run, timeout)
+    return found[-1] if found else _crashed(run.returncode, run.stderr)
 
 
 def call_all(argvs: dict, timeout: float = 600, env: dict | None = None) -> dict:
@@ -111,17 +112,13 @@ def call_all(argvs: dict, timeout: float = 600, env: dict | None = None) -> dict
     for key, proc in procs.items():
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired as e:
+        except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            out[key] = _died(e, timeout)
+            out[key] = _timed_out(timeout)
             continue
         found = _answers(stdout)
-        out[key] = (
-            found[-1]
-            if found
-            else _died(subprocess.CompletedProcess(argvs[key], proc.returncode, stdout, stderr), timeout)
-        )
+        out[key] = found[-1] if found else _crashed(proc.returncode, stderr)
     return out
 
 
@@ -134,7 +131,7 @@ class _Server:
         import threading
         import time
 
-        self.argv, self.started = argv, time.perf_counter()
+        self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(env)
         )
@@ -147,13 +144,11 @@ class _Server:
 
     def send(self, requests: list[dict], last: bool = False) -> None:
         """Write `requests`, one JSON line each; `last`: close the child's stdin after them (it ends when done)."""
-        try:
+        with contextlib.suppress(OSError):  # a pipe broken by a child that ended: its answer says so
             self.proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
             self.proc.stdin.flush()
             if last:
                 self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
 
     def next(self, timeout: float) -> tuple[dict, bool]:
         """(the child's next answer, True), or (a 'timeout' or 'crashed' answer, False) when it gave none: a child
@@ -165,13 +160,11 @@ class _Server:
                 line = self.lines.get(timeout=timeout)
             except queue.Empty:
                 self.proc.kill()
-                return _died(subprocess.TimeoutExpired(self.argv, timeout), timeout), False
+                return _timed_out(timeout), False
             if line is None:  # the child ended before answering
                 self.proc.wait()
                 self.reader.join(timeout=5)
-                return _died(
-                    subprocess.CompletedProcess(self.argv, self.proc.returncode, "", "".join(self.err)), timeout
-                ), False
+                return _crashed(self.proc.returncode, "".join(self.err)), False
             found = _answers(line)
             if found:
                 return found[0], True
@@ -185,10 +178,8 @@ class _Server:
 
     def close(self) -> None:
         """Close its stdin and wait for it to end (killed after 30 s)."""
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

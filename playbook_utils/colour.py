@@ -1,8 +1,5 @@
 """Colour: what a file's tags say (Y'CbCr-to-R'G'B' matrix and range) and the conversion by them, in torch on any
-device (notebook 20).
-
-The playbook's one rule for an untagged file, on every path: BT.601, limited range (FFmpeg's rule, `effective`).
-"""
+device (notebook 20). An untagged file is read, on every path, as BT.601, limited range (FFmpeg's rule, `effective`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
-"""What this machine is: GPU, NVDEC, CPU, memory and the five decoder libraries (notebook 00).
-
-`report()` returns a plain dict, `format_report()` a readable table; decoder libraries are probed in child
-processes, never imported into your kernel.
-"""
+"""What this machine is: GPU, NVDEC, CPU, memory and the five decoder libraries (notebook 00). `report()` returns a
+plain dict, `format_report()` a readable table; decoder libraries are probed in child processes, never imported here."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime
 import os
@@ -99,11 +97,8 @@ def _load_library(names: list[str]) -> dict:
 
 
 def driver_video_libraries() -> dict:
-    """Whether the driver's NVDEC (libnvcuvid) and NVENC (libnvidia-encode) libraries load.
-
-    In a container both come only with the `video` driver capability
-    (NVIDIA_DRIVER_CAPABILITIES=compute,utility,video); without them every NVDEC path fails.
-    """
+    """Whether the driver's NVDEC (libnvcuvid) and NVENC (libnvidia-encode) libraries load. In a container both come
+    only with the `video` driver capability (NVIDIA_DRIVER_CAPABILITIES=compute,utility,video)."""
     return {
         "nvcuvid": _load_library(["libnvcuvid.so.1", "libnvcuvid.so"]),
         "nvidia_encode": _load_library(["libnvidia-encode.so.1", "libnvidia-encode.so"]),
@@ -121,20 +116,17 @@ def nvml_handle(cuda_index: int = 0):
     """(pynvml, handle) for the GPU that CUDA calls `cuda_index` (CUDA_VISIBLE_DEVICES honoured), or None where NVML
     cannot say, e.g. MIG. Used by notebook 20's ceiling and 23's soak."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    try:
+    with contextlib.suppress(Exception):  # no pynvml, no NVML, or no such GPU
         import pynvml
 
         pynvml.nvmlInit()
         if visible is None or not visible.strip():
             return pynvml, pynvml.nvmlDeviceGetHandleByIndex(cuda_index)
-        entries = [e.strip() for e in visible.split(",") if e.strip()]
-        entry = entries[cuda_index]
+        entry = [e.strip() for e in visible.split(",") if e.strip()][cuda_index]
         if entry.isdigit():
             return pynvml, pynvml.nvmlDeviceGetHandleByIndex(int(entry))
         if entry.startswith("GPU-"):
             return pynvml, pynvml.nvmlDeviceGetHandleByUUID(entry)
-    except Exception:
-        return None
     return None
 
 
@@ -200,23 +192,17 @@ def gpus() -> dict:
 def cpu_and_memory() -> dict:
     """CPU model, logical cores (all, and usable by this process) and RAM in GiB."""
     model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
     mem = {}
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                key, value = line.split(":", 1)
-                if key in ("MemTotal", "MemAvailable"):
-                    mem[key] = round(int(value.split()[0]) / 2**20, 1)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        for line in f:
+            key, value = line.split(":", 1)
+            if key in ("MemTotal", "MemAvailable"):
+                mem[key] = round(int(value.split()[0]) / 2**20, 1)
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "cpu_model": model,
@@ -231,19 +217,15 @@ def ffmpeg_versions() -> dict:
     """FFmpeg as PyAV links it (its release, where PyAV says it, and its libavcodec), and the `ffmpeg` command's
     version if there is one."""
     out = {"pyav_ffmpeg": None, "pyav_libavcodec": None, "ffmpeg_cli": None}
-    try:
+    with contextlib.suppress(Exception):
         import av
 
         v = av.library_versions.get("libavcodec")
         out["pyav_libavcodec"] = ".".join(map(str, v)) if v else None
         out["pyav_ffmpeg"] = getattr(av, "ffmpeg_version_info", None)  # '8.1.2' (PyAV 14 and later)
-    except Exception:
-        pass
-    try:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         first = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, timeout=20).stdout
         out["ffmpeg_cli"] = first.split("\n", 1)[0].split(" Copyright")[0]
-    except (OSError, subprocess.TimeoutExpired):
-        pass
     return out
 
 
@@ -294,23 +276,17 @@ def format_report(rep: dict) -> str:
                 if d["nvdec_count"] is not None
                 else "engine counts not reported by NVML"
             )
+            clock = f"video clock {d['video_clock_mhz']} MHz (max {d['video_clock_max_mhz']})"
             rows.append((f"GPU {d['index']}", f"{d['name']}, sm {d['compute_capability']}, {d['memory_gib']} GiB"))
-            rows.append(
-                (
-                    f"GPU {d['index']} video engines",
-                    f"{engines}; video clock {d['video_clock_mhz']} MHz (max {d['video_clock_max_mhz']})",
-                )
-            )
+            rows.append((f"GPU {d['index']} video engines", f"{engines}; {clock}"))
     else:
         rows.append(("GPU", f"none ({g['error']})"))
-    for key, lib in rep["driver_video_libraries"].items():
+    for lib in rep["driver_video_libraries"].values():
         rows.append((lib["library"], "loads" if lib["loads"] else f"missing: {lib['error']}"))
     ff = rep["ffmpeg"]
-    release = (
-        f"FFmpeg {ff['pyav_ffmpeg']} (libavcodec {ff['pyav_libavcodec']})"
-        if ff.get("pyav_ffmpeg")
-        else (f"libavcodec {ff['pyav_libavcodec']}")
-    )
+    release = f"libavcodec {ff['pyav_libavcodec']}"
+    if ff.get("pyav_ffmpeg"):
+        release = f"FFmpeg {ff['pyav_ffmpeg']} ({release})"
     rows.append(("FFmpeg", f"PyAV's own {release}; the ffmpeg command: {ff['ffmpeg_cli'] or 'not on PATH'}"))
     for mod, info in rep["libraries"].items():
         label = LIBRARIES.get(mod, mod)
@@ -320,10 +296,7 @@ def format_report(rep: dict) -> str:
 
 
 def capabilities(rep: dict | None = None) -> dict:
-    """What notebooks may require, as booleans: {'cuda': ..., 'nvdec': ...}.
-
-    'cuda' means NVML sees a GPU; 'nvdec' additionally needs libnvcuvid to load.
-    """
+    """What notebooks may require, as booleans: {'cuda': NVML sees a GPU, 'nvdec': and libnvcuvid loads}."""
     rep = rep or {"gpu": gpus(), "driver_video_libraries": driver_video_libraries()}
     cuda = bool(rep["gpu"]["available"])
     return {"cuda": cuda, "nvdec": cuda and rep["driver_video_libraries"]["nvcuvid"]["loads"]}

@@ -72,13 +72,10 @@ class _VideoError(Exception):
         self.path = redact(path) if isinstance(path, str) else path
         self.backend = backend
         self.cause = redact(cause)
-        parts = []
-        if self.path is not None:
-            parts.append(f"{self.path}")
+        where = [] if self.path is None else [f"{self.path}"]
         if backend:
-            parts.append(f"[{backend}]")
-        parts.append(self.cause)
-        super().__init__(": ".join([" ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else self.cause)
+            where.append(f"[{backend}]")
+        super().__init__(f"{' '.join(where)}: {self.cause}" if where else self.cause)
 
     def __reduce__(self):
         return type(self), (self.path, self.cause, self.backend)

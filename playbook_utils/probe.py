@@ -117,10 +117,9 @@ AVCOL_RANGE = {1: "limited", 2: "full"}
 
 
 def probe(path, stream: int | None = None) -> VideoInfo:
-    """Return a `VideoInfo` for FFmpeg's best video stream of `path` (or the container's `stream`), from its packets
-    in presentation order, without decoding (but for the first frames of a file whose B-frames' times may be in
-    decode order); `path` may be any input `sources.resolve` takes. Raises `DecodeError` naming the file and the
-    cause. Introduced in notebook 01."""
+    """Return a `VideoInfo` for FFmpeg's best video stream of `path` (or the container's `stream`) from its packets,
+    decoding at most the first 16 frames (`_out_of_order`); `path`: any input `sources.resolve` takes. Raises
+    `DecodeError` naming the file and the cause. Introduced in notebook 01."""
     import av
 
     opened = None
@@ -163,11 +162,8 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
     videos = {s.index: s for s in container.streams.video}
     best = container.streams.best("video") or container.streams.video[0]
     if stream is not None and stream not in videos:
-        raise DecodeError(
-            path,
-            f"stream {stream} is not a video stream of this file (its video streams: {', '.join(map(str, videos))})",
-            backend="probe",
-        )
+        why = f"stream {stream} is not a video stream of this file (its video streams: {', '.join(map(str, videos))})"
+        raise DecodeError(path, why, backend="probe")
     stream = videos[best.index if stream is None else stream]
     cover = av.stream.Disposition.attached_pic
     if stream.disposition & cover:  # an audio file's artwork
@@ -223,11 +219,9 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
         duration = span + (span / (len(pts_key) - 1))
     else:
         duration = len(pts_key) / fps if fps else 0.0
-    rotation = (
-        _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
-        if container.format.name.startswith("mov")
-        else 0
-    )
+    rotation = 0
+    if container.format.name.startswith("mov"):
+        rotation = _mp4_rotations(opened if opened is not None else path).get(stream.id, 0)
     fmt = ctx.format.name if ctx.format is not None else (ctx.pix_fmt or "unknown")
     depth = next((b for b in (16, 14, 12, 10, 9) if f"p{b}" in fmt), 8)
     full = fmt.startswith("yuvj")  # the old full-range formats carry their range in their name
@@ -268,20 +262,25 @@ def _out_of_order(container, stream) -> bool:
     return any(b <= a for a, b in zip(shown, shown[1:]))
 
 
-def _mp4_boxes(data: bytes, start: int, end: int):
-    """(type, content start, end) of each ISO-BMFF box in data[start:end]."""
+def _box_header(head: bytes, room: int) -> tuple[bytes, int, int] | None:
+    """(type, header length, size) of the ISO-BMFF box whose first 16 bytes are `head`, `room` bytes before the end
+    of what holds it; None where its size does not fit there (a damaged header)."""
     import struct
 
+    size, kind = struct.unpack(">I4s", head[:8])
+    skip = 8
+    if size == 1:
+        size, skip = struct.unpack(">Q", head[8:16])[0], 16
+    elif size == 0:
+        size = room
+    return (kind, skip, size) if skip <= size <= room else None
+
+
+def _mp4_boxes(data: bytes, start: int, end: int):
+    """(type, content start, end) of each ISO-BMFF box in data[start:end]."""
     at = start
-    while at + 8 <= end:
-        size, kind = struct.unpack(">I4s", data[at : at + 8])
-        head = 8
-        if size == 1:
-            size, head = struct.unpack(">Q", data[at + 8 : at + 16])[0], 16
-        elif size == 0:
-            size = end - at
-        if size < head or at + size > end:
-            return
+    while at + 8 <= end and (box := _box_header(data[at : at + 16], end - at)):
+        kind, head, size = box
         yield kind, at + head, at + size
         at += size
 
@@ -298,15 +297,10 @@ def _mp4_rotations(path) -> dict[int, int]:
         at = 0
         while at + 8 <= total:
             f.seek(at)
-            head = f.read(16)
-            size, kind = struct.unpack(">I4s", head[:8])
-            skip = 8
-            if size == 1:
-                size, skip = struct.unpack(">Q", head[8:16])[0], 16
-            elif size == 0:
-                size = total - at
-            if size < skip or size > total - at:  # a box claiming more than the file: the header is damaged
+            box = _box_header(f.read(16), total - at)
+            if box is None:  # a box claiming more than the file: the header is damaged
                 break
+            kind, skip, size = box
             if kind == b"moov":
                 f.seek(at + skip)
                 moov = f.read(size - skip)

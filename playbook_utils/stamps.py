@@ -19,9 +19,7 @@ class StampError(ValueError):
 
 def _stamp_cells(height: int, width: int):
     """Cell grid of the stamp: (cell_h, cell_w), two rows of STAMP_BITS cells from the top left."""
-    cell_w = max(2, (width // STAMP_BITS) // 2 * 2)
-    cell_h = max(2, (height // 12) // 2 * 2)
-    return cell_h, cell_w
+    return max(2, (height // 12) // 2 * 2), max(2, (width // STAMP_BITS) // 2 * 2)
 
 
 def _stamp_luma(y: np.ndarray, index: int) -> None:

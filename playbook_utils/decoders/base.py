@@ -4,6 +4,7 @@ library is imported here: each adapter imports its library inside `read`, when f
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import os
@@ -31,7 +32,6 @@ __all__ = [
     "nvdec_too_small",
     "PROBED_ENV",
     "RECORD_ENV",
-    "reorder",
     "ROLES",
     "set_cpu_threads",
     "trait_words",
@@ -59,24 +59,20 @@ def traits(info) -> set[str]:
     """File traits a library may get wrong: 'vfr', '10-bit', 'rotated', 'b-frames', 'open-gop', 'edit-list',
     'several-streams', 'codec:X', 'container:X', and 'chroma:X' for chroma other than 4:2:0 (X: 444, 422, 440, 411,
     gray)."""
+    flags = {
+        "b-frames": info.b_frames,
+        "open-gop": info.open_gop,
+        "vfr": info.variable_frame_rate,
+        "10-bit": "10" in info.pix_fmt or "12" in info.pix_fmt,
+        "rotated": info.rotation,
+        "edit-list": getattr(info, "edit_list_hidden", 0),
+        "several-streams": getattr(info, "video_streams", 1) > 1,
+    }
     out = {f"codec:{info.codec}", f"container:{info.container.split(',')[0]}"}
-    if info.b_frames:
-        out.add("b-frames")
-    if info.open_gop:
-        out.add("open-gop")
-    if info.variable_frame_rate:
-        out.add("vfr")
-    if "10" in info.pix_fmt or "12" in info.pix_fmt:
-        out.add("10-bit")
-    if info.rotation:
-        out.add("rotated")
+    out |= {name for name, present in flags.items() if present}
     chroma = next((c for c in NOT_420 if c in info.pix_fmt), None)
     if chroma:
         out.add(f"chroma:{chroma}")
-    if getattr(info, "edit_list_hidden", 0):
-        out.add("edit-list")
-    if getattr(info, "video_streams", 1) > 1:
-        out.add("several-streams")
     return out
 
 
@@ -216,11 +212,9 @@ def _recorded() -> set[str]:
 def _record(name: str) -> None:
     record = os.environ.get(RECORD_ENV)
     if record:
-        try:
-            with _record_lock, open(record, "a") as f:  # one short line per write: appends do not interleave
-                f.write(f"{name}\t{sys.executable}\n")
-        except OSError:  # a record that cannot be written costs the next notebook a check, nothing more
-            pass
+        # a record that cannot be written costs the next notebook a check, nothing more
+        with contextlib.suppress(OSError), _record_lock, open(record, "a") as f:
+            f.write(f"{name}\t{sys.executable}\n")  # one short line per write: appends do not interleave
 
 
 def _vouched() -> set[str]:
@@ -392,10 +386,3 @@ def in_order(frames, unique: list[int], indices: list[int]):
         return frames
     position = {i: k for k, i in enumerate(unique)}
     return frames[torch.tensor([position[i] for i in indices], device=frames.device)]
-
-
-def reorder(unique_frames: dict, indices: list[int]):
-    """Stack {index: (3, H, W) tensor} into the order of `indices`, repeats included."""
-    import torch
-
-    return torch.stack([unique_frames[i] for i in indices])

@@ -59,25 +59,20 @@ class Dali(base.Adapter):
     KNOWN_WRONG = (
         base.known_wrong(
             "edit-list",
-            "the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's "
-            "CPU path (exact in the correctness matrix); its NVDEC path has not been "
-            "checked on such files",
+            "the frames an MP4 edit list hides are dropped by FFmpeg's decoder on DALI's CPU path (exact in the "
+            "correctness matrix); its NVDEC path has not been checked on such files",
             devices=("cuda",),
         ),
     )
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
         """`read` of an open binary file object's bytes: the pipeline decodes from memory anyway (notebook 24)."""
-        return _read(getattr(fileobj, "name", "<file-like>"), indices, device, info, encoded=fileobj.read())
+        return _read(fileobj, indices, device, info)
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
         """`read` at `size` (H, W): `fn.resize` (antialiased) after the decoder in the same pipeline (notebook 24).
         `source`: a path or an open binary file object."""
-        if hasattr(source, "read"):
-            return _read(
-                getattr(source, "name", "<file-like>"), indices, device, info, encoded=source.read(), size=size
-            )
-        return _read(source, indices, device, info, size=size)
+        return _read(source, indices, device, info, size)
 
     def read(self, path: str, indices: list[int], device: Device, info):
         return _read(path, indices, device, info)
@@ -106,10 +101,15 @@ def _pipeline(kind: str, gpu: int, size=None):
     return pipe
 
 
-def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | None = None, size=None):
+def _read(source, indices: list[int], device: Device, info, size=None):
+    """The frames `indices` of `source` (a path, or an open binary file object whose bytes are decoded)."""
     import numpy as np
     import torch
 
+    if hasattr(source, "read"):
+        path, encoded = getattr(source, "name", "<file-like>"), np.frombuffer(source.read(), dtype=np.uint8)
+    else:
+        path, encoded = source, np.fromfile(source, dtype=np.uint8)
     kind = device.kind
     gpu = device.ordinal if device.is_cuda else -1
     # Each needed frame once, in order, then reordered here: DALI's decoder given a long unsorted list with
@@ -124,10 +124,7 @@ def _read(path: str, indices: list[int], device: Device, info, encoded: bytes | 
         _pipes[key] = pipe  # most recently used last
         while len(_pipes) > PIPELINES:
             _pipes.pop(next(iter(_pipes)))
-        pipe.feed_input(
-            "encoded",
-            [np.fromfile(path, dtype=np.uint8) if encoded is None else np.frombuffer(encoded, dtype=np.uint8)],
-        )
+        pipe.feed_input("encoded", [encoded])
         pipe.feed_input("frames", [np.asarray(unique, dtype=np.int32)])
         try:
             (out,) = pipe.run()

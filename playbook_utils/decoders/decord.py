@@ -21,12 +21,9 @@ def installed(path=None) -> tuple[str, str] | None:
     """(distribution, version) of the build whose `decord` module this process imports ('decord', '0.6.0' or
     'decord2', '3.4.0'), read from the metadata beside the module without importing it; None where there is none.
     `path`: a folder to look in instead of sys.path (`alternative`'s)."""
-    if path is None:
-        site = _site()
-        if site is None:
-            return None
-    else:
-        site = Path(path)
+    site = _site() if path is None else Path(path)
+    if site is None:
+        return None
     for dist in BUILDS:
         for info in sorted(site.glob(f"{dist}-*.dist-info")):
             return dist, info.name[len(dist) + 1 : -len(".dist-info")]
@@ -111,7 +108,6 @@ class Decord(base.Adapter):
         break PyAV's VP9 encoder in the same process (shown in notebook 11)."""
         if kind != "cuda":
             return None
-
         found = child.call(
             child.python(
                 "-c", "import json, decord; print(json.dumps({'status': 'ok', 'gpu': bool(decord.gpu(0).exist)}))"

@@ -11,19 +11,16 @@ from playbook_utils import child
 from playbook_utils.decoders import as_stored, child_env, read_frames, video_info
 from playbook_utils.decoders import decord as decord_builds
 from playbook_utils.errors import BackendUnavailable, DecodeError
-from playbook_utils.stamps import StampError, read_stamp
+from playbook_utils.stamps import read_stamps
 
-__all__ = ["raise_result", "read_frames_isolated", "run_requests"]
+__all__ = ["read_frames_isolated", "run_requests"]
 
 
 def read_frames_isolated(
     path, indices, backend: str = "pyav", device: str = "cpu", timeout: float = 300, stream: int | None = None
 ):
-    """`read_frames` in a child process (of the container's stream `stream`, by default FFmpeg's best video
-    stream); the frames come back through a temporary .npy file.
-
-    Returns the same tensor `read_frames` would (moved to `device`). Introduced in notebook 12.
-    """
+    """`read_frames` in a child process, the frames back through a temporary .npy file: returns the same tensor
+    `read_frames` would (moved to `device`). Introduced in notebook 12."""
     import numpy as np
     import torch
 
@@ -38,16 +35,11 @@ def read_frames_isolated(
             "stream": stream,
         }
         r = run_requests([req], timeout=timeout)[0]
-        if r["status"] != "ok":
-            raise_result(r, path, backend)
+        if r["status"] != "ok":  # the child's failure raised here as the exception it stands for
+            cls = BackendUnavailable if r["status"] == "unavailable" else DecodeError
+            raise cls(path, r.get("cause") or r["error"], backend)
         frames = torch.from_numpy(np.load(out))
     return frames.to(str(device)) if str(device) != "cpu" else frames
-
-
-def raise_result(r: dict, path, backend: str):
-    """Turn a child's failure answer back into the exception it stands for."""
-    cls = BackendUnavailable if r["status"] == "unavailable" else DecodeError
-    raise cls(path, r.get("cause") or r["error"], backend)
 
 
 def run_requests(requests: list[dict], timeout: float = 300, env: dict | None = None) -> list[dict]:
@@ -70,14 +62,8 @@ def _serve_one(req: dict) -> dict:
             req["path"], req["indices"], backend=req["backend"], device=req["device"], stream=req.get("stream")
         )
     result = {"shape": list(frames.shape)}
-    if req.get("stamps"):
-        stamps = []
-        for f in as_stored(frames, video_info(req["path"], stream=req.get("stream"))):  # stamps read upright
-            try:
-                stamps.append(read_stamp(f))
-            except StampError:
-                stamps.append(None)
-        result["stamps"] = stamps
+    if req.get("stamps"):  # read upright
+        result["stamps"] = read_stamps(as_stored(frames, video_info(req["path"], stream=req.get("stream"))))
     if req.get("save"):
         np.save(req["save"], frames.cpu().numpy())
     if req.get("reference"):  # per-frame PSNR (dB) against an RGB reference of the same shape, saved as .npy

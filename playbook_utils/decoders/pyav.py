@@ -4,6 +4,7 @@ stored (read_frames turns it as displayed)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from playbook_utils import colour
@@ -28,10 +29,9 @@ class PyAV(base.Adapter):
         if not device.is_cuda:
             return _read(path, indices, device, info, [])
         if self.RESIDENT:
-            try:
+            # DLPack takes NV12 and P010 only; PyAV < 18 has no is_hw_owned; a context FFmpeg refused
+            with contextlib.suppress(NotImplementedError, TypeError, OSError):
                 return _read(path, indices, device, info, [], resident=True)
-            except (NotImplementedError, TypeError, OSError):
-                pass  # DLPack takes NV12 and P010 only; PyAV < 18 has no is_hw_owned; a context FFmpeg refused
         decoded: list[int] = []
         try:
             return _read(path, indices, device, info, decoded)

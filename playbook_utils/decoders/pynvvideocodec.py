@@ -4,6 +4,7 @@ matrix and range (`colour.nv12_to_rgb`). Do not load TorchCodec into the same pr
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from playbook_utils import colour
@@ -20,11 +21,9 @@ _local = threading.local()
 def _held(name: str) -> dict:
     """This thread's {(GPU, stream): ...} of `name`: the decoders `decoder_for` keeps, the forward passes `_forward`
     keeps, each on the CUDA stream that was torch's current one when it was made (`_on`)."""
-    held = getattr(_local, name, None)
-    if held is None:
-        held = {}
-        setattr(_local, name, held)
-    return held
+    if not hasattr(_local, name):
+        setattr(_local, name, {})
+    return getattr(_local, name)
 
 
 def _on(gpu: int) -> tuple[int, int]:
@@ -54,14 +53,14 @@ class PyNvVideoCodec(base.Adapter):
         *base.nv12_path_refusals(),
         base.known_wrong(
             "edit-list",
-            "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the "
-            "frames an MP4 edit list hides; not checked on such files",
+            "PyNvVideoCodec decodes without FFmpeg's decoder, which is what drops the frames an MP4 edit list hides; "
+            "not checked on such files",
             ("cuda",),
         ),
         base.known_wrong(
             "open-gop",
-            "PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: "
-            "asked [24, 33], got [1, none]; HEVC: asked 33, got 38)",
+            "PyNvVideoCodec returns other frames after a seek in open-GOP video (H.264: asked [24, 33], got [1, none]; "
+            "HEVC: asked 33, got 38)",
             ("cuda",),
             seen="2.2.4",
             reads="seek",
@@ -92,11 +91,11 @@ class PyNvVideoCodec(base.Adapter):
                 unique = sorted(set(indices))
                 return base.in_order(_forward(path, unique, gpu, info), unique, indices)
             try:
-                return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
+                return _read(decoder_for(path, gpu, info), indices, gpu, info)
             except Exception:
                 # A reconfigured decoder can fail where a fresh one works (e.g. 8-bit -> 10-bit): retry once.
                 _held("decoders").pop(_on(gpu), None)
-                return _read(decoder_for(path, gpu, info), path, indices, gpu, info)
+                return _read(decoder_for(path, gpu, info), indices, gpu, info)
         except Exception as e:
             if "Unsupported" in type(e).__name__ or "not supported" in str(e).lower():
                 raise BackendUnavailable(
@@ -123,12 +122,10 @@ def decoder_for(path: str, gpu_id: int, info=None):
     if dec is not None and held_key == key:
         return dec
     if dec is not None and held_reuse == reuse_key(info):
-        try:
+        with contextlib.suppress(Exception):  # a different codec or a larger size: start afresh
             dec.reconfigure_decoder(path)
             cache[on] = (key, held_reuse, dec)
             return dec
-        except Exception:
-            pass  # a different codec or a larger size: start afresh
     cache.pop(on, None)
     dec = nvc.SimpleDecoder(
         path, gpu_id=gpu_id, cuda_stream=on[1], use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
@@ -137,21 +134,21 @@ def decoder_for(path: str, gpu_id: int, info=None):
     return dec
 
 
-def _read(dec, path: str, indices: list[int], gpu: int, info):
+def _read(dec, indices: list[int], gpu: int, info):
     import torch
 
     if len(dec) != info.num_frames:
         raise RuntimeError(f"PyNvVideoCodec counts {len(dec)} frames, the packets say {info.num_frames}")
     wanted = sorted(set(indices))
-    got = {}
+    got = []
     with torch.cuda.device(gpu):
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             frames = dec.get_batch_frames_by_index(chunk)
             if len(frames) != len(chunk):
                 raise RuntimeError(f"asked PyNvVideoCodec for {len(chunk)} frames, got {len(frames)}")
-            got.update(zip(chunk, _rgb([torch.from_dlpack(f) for f in frames], info)))  # NV12, borrowed
-    return base.reorder(got, indices)
+            got.append(_rgb([torch.from_dlpack(f) for f in frames], info))  # NV12, borrowed
+    return base.in_order(torch.cat(got), wanted, indices)
 
 
 def _rgb(surfaces: list, info):

@@ -28,9 +28,8 @@ class Spdl(base.Adapter):
         *base.nv12_path_refusals(),
         base.known_wrong(
             "edit-list",
-            "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list "
-            "hides its first frames (the CPU path, H.264: asked 47, got 41): it counts the "
-            "hidden frames",
+            "SPDL 0.8 returned other frames than a player shows on an MP4 whose edit list hides its first frames "
+            "(the CPU path, H.264: asked 47, got 41): it counts the hidden frames",
             seen="0.8.0",
         ),
         # not a wrong frame but an output SPDL cannot make: a valid file, so BackendUnavailable (refused, with the
@@ -62,18 +61,16 @@ class Spdl(base.Adapter):
         return f"spdl-io's {what} did not load: {found['error'][:240]}"
 
     def read(self, path: str, indices: list[int], device: Device, info):
-        return _read(str(path), indices, device, info, name=str(path))
+        return _read(path, indices, device, info)
 
     def read_file(self, fileobj, indices: list[int], device: Device, info):
         """`read` of an open binary file object: SPDL demuxes from the bytes in memory (notebook 24)."""
-        return _read(fileobj.read(), indices, device, info, name=getattr(fileobj, "name", None))
+        return _read(fileobj, indices, device, info)
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
         """`read` at `size` (H, W): FFmpeg's scale filter (bilinear) on the CPU, NVDEC's output scaling on CUDA.
         `source`: a path or an open binary file object (notebook 24)."""
-        name = getattr(source, "name", None) if hasattr(source, "read") else str(source)
-        src = source.read() if hasattr(source, "read") else str(source)
-        return _read(src, indices, device, info, size=tuple(size), name=name)
+        return _read(source, indices, device, info, tuple(size))
 
 
 @lru_cache(maxsize=None)
@@ -185,7 +182,12 @@ def _nvdec_rgb(packets, cfg, info, size=None):
     return colour.nv12_to_rgb(spdl.io.to_torch(nv12), h, w, matrix, rng)
 
 
-def _read(src, indices: list[int], device: Device, info, size=None, name=None):
+def _read(source, indices: list[int], device: Device, info, size=None):
+    """The frames `indices` of `source`: a path, or an open binary file object whose bytes SPDL demuxes."""
+    if hasattr(source, "read"):
+        src, name = source.read(), getattr(source, "name", None)
+    else:
+        src = name = str(source)
     _load()
     wanted = sorted(set(indices))
     if device.is_cuda:

@@ -37,13 +37,8 @@ def frame_mappings(info, forward: bool = False) -> str:
     pts, keys = info.pts, {0} if forward else set(info.keyframes)
     gaps = [b - a for a, b in zip(pts, pts[1:])] or [1]
     durations = gaps + [gaps[-1]]
-    return json.dumps(
-        {
-            "frames": [
-                {"pts": p, "duration": d, "key_frame": int(i in keys)} for i, (p, d) in enumerate(zip(pts, durations))
-            ]
-        }
-    )
+    frames = [{"pts": p, "duration": d, "key_frame": int(i in keys)} for i, (p, d) in enumerate(zip(pts, durations))]
+    return json.dumps({"frames": frames})
 
 
 def decoder(
@@ -96,16 +91,14 @@ class TorchCodec(base.Adapter):
     KNOWN_WRONG = (
         base.known_wrong(
             "edit-list",
-            "TorchCodec returned other frames than a player shows on an MP4 whose edit "
-            "list hides its first frames (seen with TorchCodec 0.13 on the CPU, on an H.264 file without "
-            "B-frames: asked frame 0, got frame 6)",
+            "TorchCodec returned other frames than a player shows on an MP4 whose edit list hides its first frames "
+            "(seen with TorchCodec 0.13 on the CPU, on an H.264 file without B-frames: asked frame 0, got frame 6)",
             seen="0.13.0",
         ),
         base.known_wrong(
             ("open-gop", "codec:hevc"),
-            "TorchCodec's CUDA path returned a neighbouring frame in "
-            "open-GOP HEVC in the correctness matrix (asked 24, got 25); its CPU path was exact: use "
-            "device='cpu' for this file",
+            "TorchCodec's CUDA path returned a neighbouring frame in open-GOP HEVC in the correctness matrix (asked "
+            "24, got 25); its CPU path was exact: use device='cpu' for this file",
             devices=("cuda",),
             reads="seek",
         ),
@@ -131,35 +124,20 @@ class TorchCodec(base.Adapter):
     def read_file(self, fileobj, indices: list[int], device: Device, info):
         """`read` from an open binary file object, with the probe's frame table so that a remote object is read only
         where the frames are; a new decoder each time (notebook 24)."""
-        return self.read(
-            getattr(fileobj, "name", "<file-like>"),
-            indices,
-            device,
-            info,
-            dec=decoder(
-                fileobj, str(device), base.CPU_THREADS, info.stream, info=info, forward=self._forward(info, device)
-            ),
-        )
+        return self._read_new(getattr(fileobj, "name", "<file-like>"), fileobj, indices, device, info)
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
         """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
         `source`: a path or an open binary file object."""
+        return self._read_new(getattr(source, "name", source), source, indices, device, info, size)
+
+    def _read_new(self, name, source, indices: list[int], device: Device, info, size=None):
+        """`read` by a new decoder of `source`, given the probe's frame table where `source` is a file object or is
+        read forward only."""
         forward = self._forward(info, device)
-        return self.read(
-            getattr(source, "name", source),
-            indices,
-            device,
-            info,
-            dec=decoder(
-                source,
-                str(device),
-                base.CPU_THREADS,
-                info.stream,
-                size=size,
-                info=info if hasattr(source, "read") or forward else None,
-                forward=forward,
-            ),
-        )
+        table = info if hasattr(source, "read") or forward else None
+        dec = decoder(source, str(device), base.CPU_THREADS, info.stream, size=size, info=table, forward=forward)
+        return self.read(name, indices, device, info, dec=dec)
 
     def _forward(self, info, device: Device) -> bool:
         return self.forward_only(info, device.kind) is not None
