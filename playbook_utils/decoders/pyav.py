@@ -28,12 +28,13 @@ class PyAV(base.Adapter):
     def read(self, path: str, indices: list[int], device: Device, info):
         if not device.is_cuda:
             return _read(path, indices, device, info, [])
-        if self.RESIDENT:
-            # DLPack takes NV12 and P010 only; PyAV < 18 has no is_hw_owned; a context FFmpeg refused
-            with contextlib.suppress(NotImplementedError, TypeError, OSError):
-                return _read(path, indices, device, info, [], resident=True)
         decoded: list[int] = []
         try:
+            if self.RESIDENT:
+                # DLPack takes NV12 and P010 only; PyAV < 18 has no is_hw_owned; a context FFmpeg refused
+                with contextlib.suppress(NotImplementedError, TypeError, OSError):
+                    return _read(path, indices, device, info, decoded, resident=True)
+                decoded.clear()
             return _read(path, indices, device, info, decoded)
         except Exception as e:
             # Without software fallback, FFmpeg reports a stream NVDEC cannot take in several ways

@@ -937,6 +937,23 @@ def test_pyav_frames_kept_on_the_gpu_fall_back_to_the_host_path(monkeypatch, fai
     assert calls == [True, False]
 
 
+def test_pyav_a_stream_nvdec_cannot_take_is_refused_on_the_gpu_resident_path_too(monkeypatch):
+    """FFmpeg's "no stream is compatible" (AV1 on Hopper's NVDEC) raised in the GPU-resident path is a refusal that
+    names the codec, as in the host path, not a failed read."""
+    from types import SimpleNamespace
+
+    from playbook_utils.decoders import pyav
+    from playbook_utils.device import Device
+
+    def fake_read(path, indices, device, info, decoded, size=None, resident=False):
+        raise RuntimeError("Hardware accelerated decode requested but no stream is compatible")
+
+    monkeypatch.setattr(pyav, "_read", fake_read)
+    monkeypatch.setattr(pyav.PyAV, "RESIDENT", True)
+    with pytest.raises(BackendUnavailable, match="cannot decode this av1 yuv420p stream"):
+        pyav.PyAV().read("c.mp4", [0, 1], Device("cuda"), SimpleNamespace(codec="av1", pix_fmt="yuv420p"))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le"])
 def test_pyav_frames_kept_on_the_gpu_are_the_ones_asked_for(tmp_path, monkeypatch, pix_fmt):
