@@ -83,6 +83,23 @@ def check_order(container, stream, times):
         )
 
 
+def size_change(path):
+    """'320x180, then 480x270 at 1.00 s' where the picture size changes mid-stream (an adaptive stream's recording,
+    a video call's), else None: the keyframes decoded on the CPU, asked only after a read on the GPU failed."""
+    try:
+        with av.open(path) as container:
+            stream = video_stream(container)
+            stream.codec_context.skip_frame = "NONKEY"  # a new size starts on a keyframe
+            first = None
+            for frame in container.decode(stream):
+                first = first or (frame.width, frame.height)
+                if (frame.width, frame.height) != first:
+                    return f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+    except Exception:  # the read's own error stands
+        return None
+    return None
+
+
 def uniform(n, k):
     """The middle frame of each of k equal parts of n frames."""
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
@@ -187,6 +204,10 @@ class VideoClips(Dataset):
             frames.record_stream(torch.cuda.default_stream(frames.device))  # read there before its memory is reused
             return frames, self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
+            changed = self.device.startswith("cuda") and size_change(self.paths[i])
+            if changed:  # the libraries fail on such a file with errors that do not say so
+                why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow: "
+                return None, self.paths[i], f"refused: {why}re-encode it at one size, or read it on the CPU"
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path):

@@ -159,12 +159,12 @@ def cut_mid_gop(ts: Path, out: Path) -> None:
     out.write_bytes(ts.read_bytes()[int(found[keys[1] + 1].split(",")[0]) :])
 
 
-def rendition_switch(out: Path) -> None:
-    """An adaptive stream's recording: a 320x180 segment, then a 480x270 one (each a second of H.264 starting on a
-    keyframe), joined by FFmpeg's concat demuxer into MP4. Its reference is each segment's, decoded alone: the ffmpeg
-    tool, rebuilding its filters at the change, draws the second segment a pixel to the side."""
+def rendition_switch(out: Path, sizes=("320x180", "480x270")) -> None:
+    """An adaptive stream's recording: a segment at each of `sizes` (each a second of H.264 starting on a keyframe),
+    joined by FFmpeg's concat demuxer into MP4. Its reference is each segment's, decoded alone: the ffmpeg tool,
+    rebuilding its filters at the change, draws the second segment a pixel to the side."""
     parts = [out.with_name(f".part{i}.ts") for i in (0, 1)]
-    for part, size in zip(parts, ("320x180", "480x270")):
+    for part, size in zip(parts, sizes):
         ffmpeg("-f", "lavfi", "-i", _src(size), "-t", FRAMES / 60, "-c:v", "libx264", "-bf", "2", "-g", "15", part)
     listing = out.with_name(".parts.txt")
     listing.write_text("".join(f"file '{part.name}'\n" for part in parts))

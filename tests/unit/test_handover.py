@@ -35,6 +35,7 @@ K = 8
 WMV = "sub/old.wmv"  # WMV 8: NVDEC decodes VC-1 (WMV 9), not it
 WEBM_LIVE = "sub/browser_recording.webm"  # VP9, as a browser records it: no duration stored
 NOT_NVDEC = "sub/camera_10bit_422.mp4"  # NVDEC before Blackwell decodes neither 10-bit nor 4:2:2 H.264
+SWITCH = "sub/stream_switch.mp4"  # 320x180, then 480x270: the three GPU paths failed on it on an H100
 # (backend, device) -> the files of the folder its module must skip, beyond the broken ones
 REFUSED = {
     ("pyav", "cpu"): set(),
@@ -124,6 +125,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "video_stream",
                 "shown_size",
                 "check_order",
+                "size_change",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
     assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
@@ -131,6 +133,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
     assert len(parts["video_stream"]) == 6  # each says alike why a file has no video to read
     assert len(parts["shown_size"]) == 6  # each shapes the picture as a player shows it alike
     assert len(parts["check_order"]) == 6  # each finds alike the B-frames an AVI remux left in decode order
+    assert len(parts["size_change"]) == 3  # the GPU modules name alike a picture size that changes mid-stream
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
 
 
@@ -200,6 +203,10 @@ def test_one_epoch_over_the_readers_folder_reads_every_file_right_or_names_it(ba
     if device == "cuda" and not nvdec_decodes_av1():
         expected_skips |= {"sub/av1.mp4"}
     by_name = {str(p): n for n, p in folder.items()}
+    why_switch = next((why for p, why in got["skipped"].items() if by_name[p] == SWITCH), None)
+    if device == "cuda" and why_switch:  # read right (above), or refused with the two sizes named
+        assert why_switch.startswith("refused: ") and "320x180, then 480x270" in why_switch, why_switch
+        expected_skips |= {SWITCH}
     assert sorted(got["seen"]) == sorted(str(folder[n]) for n in folder if n not in expected_skips)  # each once
     assert {by_name[p] for p in got["skipped"]} == expected_skips
     for why in got["skipped"].values():  # what is wrong with the file, not an error of the module's own code
