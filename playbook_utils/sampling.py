@@ -1,6 +1,8 @@
-"""Frame-index strategies used to feed video to vision-language models (introduced in notebook 01): pure functions
-of the frame count (and a seed where random), except `torchcodec_samplers` (notebook 24). The Qwen2-VL rules are our
-own code, written from and tested against `qwen-vl-utils` 0.0.14."""
+"""Frame-index strategies used to feed video to vision-language models (introduced in notebook 01).
+
+Pure functions of the frame count (and a seed where random), except `torchcodec_samplers` (notebook 24). The
+Qwen2-VL rules are our own code, written from and tested against `qwen-vl-utils` 0.0.14.
+"""
 
 from __future__ import annotations
 
@@ -39,8 +41,11 @@ def all_frames(num_frames: int) -> list[int]:
 
 
 def uniform(num_frames: int, k: int) -> list[int]:
-    """K frames spread evenly over the video, the middle frame of each of K equal segments (the usual VLM recipe):
-    non-decreasing, and repeating frames when K exceeds the frame count, so the model always gets exactly K."""
+    """K frames spread evenly over the video: the frame shown at the middle of each of K equal segments.
+
+    The usual VLM recipe ("8 / 16 / 32 frames per video"). Non-decreasing; when K exceeds the
+    frame count, frames repeat, so the model always gets exactly K frames.
+    """
     _check_count(num_frames)
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
@@ -48,8 +53,11 @@ def uniform(num_frames: int, k: int) -> list[int]:
 
 
 def at_fps(num_frames: int, video_fps: float, target_fps: float, max_frames: int | None = None) -> list[int]:
-    """Frames at a fixed rate in time (e.g. 2 fps whatever the source rate) from frame 0; `uniform(num_frames,
-    max_frames)` where that gives more than `max_frames`, as VLM pipelines cap the frames of long videos."""
+    """Frames at a fixed rate in time (e.g. 2 fps whatever the source rate), starting at frame 0.
+
+    When more than `max_frames` would result, falls back to `uniform(num_frames, max_frames)`,
+    as VLM pipelines cap the frames of long videos.
+    """
     _check_count(num_frames)
     if video_fps <= 0 or target_fps <= 0:
         raise ValueError(f"frame rates must be positive, got video_fps={video_fps}, target_fps={target_fps}")
@@ -57,7 +65,8 @@ def at_fps(num_frames: int, video_fps: float, target_fps: float, max_frames: int
     count = max(1, math.floor(duration * target_fps + 1e-9))
     if max_frames is not None and count > max_frames:
         return uniform(num_frames, max_frames)
-    return sorted({min(num_frames - 1, math.floor(i * video_fps / target_fps + 1e-9)) for i in range(count)})
+    indices = [min(num_frames - 1, math.floor(i * video_fps / target_fps + 1e-9)) for i in range(count)]
+    return sorted(set(indices))
 
 
 def clip_span(clip_len: int, stride: int) -> int:
@@ -68,8 +77,11 @@ def clip_span(clip_len: int, stride: int) -> int:
 def random_clips(
     num_frames: int, clip_len: int, stride: int = 1, num_clips: int = 1, seed: int | None = 0
 ) -> list[list[int]]:
-    """`num_clips` clips of `clip_len` frames, `stride` apart, each at a random start, deterministic for a given
-    `seed` (None draws fresh randomness). Raises ValueError when one clip does not fit in the video."""
+    """`num_clips` clips of `clip_len` frames, `stride` apart, each at a random start.
+
+    Deterministic for a given seed (None draws fresh randomness). Raises ValueError when one
+    clip does not fit in the video.
+    """
     _check_count(num_frames)
     if clip_len <= 0 or stride <= 0 or num_clips <= 0:
         raise ValueError(f"clip_len, stride and num_clips must be positive, got {clip_len}, {stride}, {num_clips}")
@@ -115,23 +127,24 @@ def vlm_num_frames(
     fps: float = QWEN_FPS,
     min_frames: int = QWEN_MIN_FRAMES,
     max_frames: int | None = None,
+    frame_factor: int = QWEN_FRAME_FACTOR,
     nframes: int | None = None,
 ) -> int:
     """How many frames a Qwen2-VL-style model takes from a video of `num_frames` at `video_fps`, as qwen-vl-utils'
     `smart_nframes`. Raises ValueError for a video too short for the model. Introduced in notebook 24."""
     _check_count(num_frames)
     if nframes is not None:
-        n = _round_to(nframes, QWEN_FRAME_FACTOR)
+        n = _round_to(nframes, frame_factor)
     else:
         if video_fps <= 0 or fps <= 0:
             raise ValueError(f"frame rates must be positive, got video_fps={video_fps}, fps={fps}")
-        lo = _ceil_to(min_frames, QWEN_FRAME_FACTOR)
-        hi = _floor_to(min(QWEN_MAX_FRAMES, num_frames) if max_frames is None else max_frames, QWEN_FRAME_FACTOR)
+        lo = _ceil_to(min_frames, frame_factor)
+        hi = _floor_to(min(QWEN_MAX_FRAMES, num_frames) if max_frames is None else max_frames, frame_factor)
         n = num_frames / video_fps * fps
-        n = _floor_to(min(min(max(n, lo), hi), num_frames), QWEN_FRAME_FACTOR)
-    if not QWEN_FRAME_FACTOR <= n <= num_frames:
+        n = _floor_to(min(min(max(n, lo), hi), num_frames), frame_factor)
+    if not frame_factor <= n <= num_frames:
         raise ValueError(
-            f"a VLM needs between {QWEN_FRAME_FACTOR} and {num_frames} frames of this video "
+            f"a VLM needs between {frame_factor} and {num_frames} frames of this video "
             f"({num_frames} frames at {video_fps} fps), the rules give {n}"
         )
     return n
@@ -158,6 +171,7 @@ def vlm_indices(
     fps: float = QWEN_FPS,
     min_frames: int = QWEN_MIN_FRAMES,
     max_frames: int | None = None,
+    frame_factor: int = QWEN_FRAME_FACTOR,
     nframes: int | None = None,
     start_s: float | None = None,
     end_s: float | None = None,
@@ -176,7 +190,8 @@ def vlm_indices(
             last = min(math.floor(max(0.0, min(end_s, duration)) * video_fps), num_frames - 1)
         if first >= last:
             raise ValueError(f"the range {start_s}..{end_s} s holds no frames of a {duration:.2f} s video")
-    n = vlm_num_frames(last - first + 1, video_fps, fps, min_frames, max_frames, nframes)
+    count = last - first + 1
+    n = vlm_num_frames(count, video_fps, fps, min_frames, max_frames, frame_factor, nframes)
     return _spread(first, last, n)
 
 
@@ -207,12 +222,19 @@ def smart_resize(
 
 
 def vlm_frame_size(
-    height: int, width: int, nframes: int, max_pixels: int | None = None, total_pixels: float | None = None
+    height: int,
+    width: int,
+    nframes: int,
+    patch: int = QWEN_PATCH,
+    merge: int = QWEN_MERGE,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+    total_pixels: float | None = None,
 ) -> tuple[int, int]:
     """(height, width) each of `nframes` video frames is resized to for a Qwen2-VL-style model, within qwen-vl-utils'
     per-frame token budget (`fetch_video`). Introduced in notebook 24."""
-    factor = QWEN_PATCH * QWEN_MERGE
-    lo = QWEN_VIDEO_MIN_TOKENS * factor**2
+    factor = patch * merge
+    lo = QWEN_VIDEO_MIN_TOKENS * factor**2 if min_pixels is None else min_pixels
     total = QWEN_SEQ_LEN * factor**2 * 0.9 if total_pixels is None else total_pixels
     hi = max(min(QWEN_VIDEO_MAX_TOKENS * factor**2, total / nframes * QWEN_FRAME_FACTOR), int(lo * 1.05))
     if max_pixels is not None:
@@ -220,20 +242,19 @@ def vlm_frame_size(
     return smart_resize(height, width, factor, lo, hi)
 
 
-def vlm_most_frames_at_full_size(height: int, width: int) -> int:
-    """The most frames (even, at most QWEN_MAX_FRAMES) a video can have before the default `total_pixels` shrinks
-    each frame below the size `vlm_frame_size` gives a pair. Notebook 24."""
-    first, n = vlm_frame_size(height, width, 2), 2
-    while n + 2 <= QWEN_MAX_FRAMES and vlm_frame_size(height, width, n + 2) == first:
+def vlm_most_frames_at_full_size(height: int, width: int, **budget) -> int:
+    """The most frames (even, at most QWEN_MAX_FRAMES) a video can have before `total_pixels` shrinks each frame below
+    the size `vlm_frame_size` gives a pair; `budget`: its keywords. Notebook 24."""
+    first, n = vlm_frame_size(height, width, 2, **budget), 2
+    while n + 2 <= QWEN_MAX_FRAMES and vlm_frame_size(height, width, n + 2, **budget) == first:
         n += 2
     return n
 
 
-def vlm_tokens(height: int, width: int, nframes: int) -> int:
-    """Visual tokens of `nframes` frames of `height` x `width` (sides already multiples of QWEN_PATCH x QWEN_MERGE):
-    one token per merged patch per frame pair. What a frame budget costs in sequence length (notebook 24)."""
-    side = QWEN_PATCH * QWEN_MERGE
-    return (nframes // QWEN_FRAME_FACTOR) * (height // side) * (width // side)
+def vlm_tokens(height: int, width: int, nframes: int, patch: int = QWEN_PATCH, merge: int = QWEN_MERGE) -> int:
+    """Visual tokens of `nframes` frames of `height` x `width` (sides already multiples of patch x merge):
+    one token per merge x merge patches per frame pair. What a frame budget costs in sequence length (notebook 24)."""
+    return (nframes // QWEN_FRAME_FACTOR) * (height // (patch * merge)) * (width // (patch * merge))
 
 
 def _frame_times(source) -> list[float]:

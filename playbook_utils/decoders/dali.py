@@ -109,7 +109,7 @@ def _read(source, indices: list[int], device: Device, info, size=None):
     if hasattr(source, "read"):
         path, encoded = getattr(source, "name", "<file-like>"), np.frombuffer(source.read(), dtype=np.uint8)
     else:
-        path, encoded = source, np.fromfile(source, dtype=np.uint8)
+        path, encoded = source, None  # read under the lock, as the pipeline takes it: one file's bytes at a time
     kind = device.kind
     gpu = device.ordinal if device.is_cuda else -1
     # Each needed frame once, in order, then reordered here: DALI's decoder given a long unsorted list with
@@ -124,7 +124,7 @@ def _read(source, indices: list[int], device: Device, info, size=None):
         _pipes[key] = pipe  # most recently used last
         while len(_pipes) > PIPELINES:
             _pipes.pop(next(iter(_pipes)))
-        pipe.feed_input("encoded", [encoded])
+        pipe.feed_input("encoded", [np.fromfile(path, dtype=np.uint8) if encoded is None else encoded])
         pipe.feed_input("frames", [np.asarray(unique, dtype=np.int32)])
         try:
             (out,) = pipe.run()
