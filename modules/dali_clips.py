@@ -75,7 +75,7 @@ def check_order(container, stream, times):
     if not stream.codec_context.has_b_frames or any(b <= a for a, b in zip(times, times[1:])):
         return
     container.seek(0)
-    shown = [f.pts for f, _ in zip(container.decode(stream), range(16)) if f.pts is not None]
+    shown = [f.pts for _, f in zip(range(16), container.decode(stream)) if f.pts is not None]
     if any(b <= a for a, b in zip(shown, shown[1:])):
         raise ValueError(
             "its B-frames carry their decode order as presentation times (an AVI remuxed with -c copy?), so no "

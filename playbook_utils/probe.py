@@ -258,7 +258,7 @@ def _describe(container, path, opened, stream: int | None) -> VideoInfo:
 def _out_of_order(container, stream) -> bool:
     """Whether the first 16 frames a decoder reorders come out of time order: their times are the decode order's."""
     container.seek(0)
-    shown = [f.pts for f, _ in zip(container.decode(stream), range(16)) if f.pts is not None]
+    shown = [f.pts for _, f in zip(range(16), container.decode(stream)) if f.pts is not None]
     return any(b <= a for a, b in zip(shown, shown[1:]))
 
 
