@@ -511,7 +511,9 @@ def main(argv=None) -> int:
                 f"nightly: that run did not finish: {left} had not run (or not to the end) and keep their "
                 "earlier copies"
             )
-        print("nightly: then `python -m playbook_utils.tools.headline --write` remakes the README's table")
+        print(
+            "nightly: then bring the README's table up to date: tests/unit/test_readme_table.py names each figure it lacks"
+        )
         return EXIT_OK
     if args.part:
         if args.pattern:
