@@ -1,7 +1,8 @@
 """Each handed-over module's epoch over a folder of odd files, file by file: read right, wrong, or skipped and why.
-"Worst frame" is against the frames asked for; a WRONG beside a worst frame as high as the other libraries' is
-frames too alike to tell apart after the resize (tiny.mp4: frames 38 and 39 are 55 dB apart at 64x48). References: `tests.reader_folder`'s (made on the CPU where missing; the GPU machine has no ffmpeg tool, so carry
-the folder's `.reference`). Usage, from the project root: python odd_folder.py FOLDER DEVICE [BACKEND ...]"""
+"Worst frame" is against the frames asked for: a WRONG beside a worst frame as high as the other libraries' is two
+frames too alike to tell apart after the resize (tiny.mp4: frames 38 and 39 are 55 dB apart at 64x48).
+References: `tests.reader_folder`'s, made on the CPU where missing (the GPU machine has no ffmpeg tool: carry the
+folder's `.reference`). Usage, from the project root: python odd_folder.py FOLDER DEVICE [BACKEND ...]"""
 
 import json
 import os
