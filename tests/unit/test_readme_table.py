@@ -1,5 +1,6 @@
 """The README's table of what the reference machine measured, written by hand: each figure in it is one the
-reference it quotes recorded (`results.quoted_reference`), each row cites that reference's executed copy and date."""
+reference it quotes recorded (`results.quoted_reference`: its summary.json and the JSON of the notebooks a row
+cites), each row cites that reference's executed copy and date."""
 
 import json
 import re
@@ -11,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 _CITE = re.compile(r"\[(\d\d)\]\(([^)]+)\), (\d{4}-\d\d-\d\d)")
 _CLIP = re.compile(
-    r"\b(?:\d+p|GOP[ -]\d+|\d+ (?:threads|workers|frames a video|s GOP-\d+)|16 (?:sampled|exact) frames)"
+    r"\b(?:\d+p|GOP[ -]\d+|resized to \d+|\d+ (?:threads|workers|frames a video|s GOP-\d+)|16 (?:sampled|exact) frames)"
 )
 
 
@@ -20,7 +21,7 @@ def _recorded(value, out: set) -> set:
     if isinstance(value, dict):
         for k, v in value.items():
             _recorded(k, out), _recorded(v, out)
-    elif isinstance(value, list):
+    elif isinstance(value, (list, tuple)):
         for v in value:
             _recorded(v, out)
     elif isinstance(value, str):
@@ -30,11 +31,11 @@ def _recorded(value, out: set) -> set:
     return out
 
 
-def unrecorded(row: str, summary: dict) -> list[str]:
-    """The figures of a table row's measured cell that no number of `summary` gives at the precision written
+def unrecorded(row: str, *records) -> list[str]:
+    """The figures of a table row's measured cell that no number of `records` gives at the precision written
     (a clip's size and GOP, a loader's threads, a citation are no figures)."""
     cell = _CLIP.sub("", _CITE.sub("", row.split("|")[2]))
-    recorded = _recorded(summary, set())
+    recorded = _recorded(records, set())
     missing = []
     for f in _FIGURE.findall(cell):
         digits = len(f.split(".")[1]) if "." in f else 0
@@ -61,7 +62,8 @@ def test_every_figure_of_the_readme_table_is_one_the_quoted_reference_recorded()
         assert cited, row
         for number, link, date in cited:
             assert (ROOT / link).resolve() == (ref / dates[number][0]).resolve() and date == dates[number][1], row
-        assert unrecorded(row, summary) == [], row
+        cited_json = [json.loads((ref / f"{Path(dates[n][0]).stem}.json").read_text()) for n, _, _ in cited]
+        assert unrecorded(row, summary, *cited_json) == [], row
         assert len(re.sub(r"\]\([^)]*\)", "]", row).split()) <= 60, row
 
 
