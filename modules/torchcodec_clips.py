@@ -200,7 +200,7 @@ class VideoClips(Dataset):
         gpu = str(self.device).startswith("cuda")
         if hidden:  # TorchCodec 0.13 returned frame 6 for frame 0 of such a file
             raise ValueError(f"refused: TorchCodec counts the {hidden} frames never shown (an edit list, a cut)")
-        if container == "mpegts":  # TorchCodec 0.13 returned frame 12 for frame 3 of such a file
+        if container == "mpegts":  # 0.13 and 0.14 return a later GOP's frame (frame 15 for 3 of a camera's .ts)
             raise ValueError("refused: TorchCodec's seeks in MPEG-TS land a GOP late (remux it to MP4 with -c copy)")
         if gpu and container == "avi":  # TorchCodec 0.17 on CUDA failed mid-file on an AVI
             raise ValueError("refused: TorchCodec's CUDA path failed on AVI files; read it on the CPU")
