@@ -158,12 +158,16 @@ def format_table(all_stats: list[NotebookStats]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="*", help="notebooks (default: notebooks/[0-9][0-9]_*.ipynb)")
+    parser.add_argument("paths", nargs="*", help="notebooks or folders of them (default: notebooks/)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any limit is exceeded")
     args = parser.parse_args(argv)
-    paths = [Path(p) for p in args.paths] or sorted(
-        (Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb")
-    )
+    given = [Path(p) for p in args.paths] or [Path(__file__).resolve().parents[2] / "notebooks"]
+    paths = [q for p in given for q in (sorted(p.glob("[0-9][0-9]_*.ipynb")) if p.is_dir() else [p])]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing or not paths:
+        parser.error(
+            f"no such notebook: {', '.join(missing)}" if missing else f"no notebook in {', '.join(args.paths)}"
+        )
     all_stats = [notebook_stats(p) for p in paths]
     print(format_table(all_stats))
     over = [k for k, v in totals(all_stats).items() if v > LIMITS[k]]

@@ -1,7 +1,12 @@
 import json
 import re
+from pathlib import Path
+
+import pytest
 
 from playbook_utils.tools import notebook_stats
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _nb(path, cells):
@@ -80,6 +85,12 @@ def test_strict_exit_follows_the_limits(tmp_path, capsys, monkeypatch):
     assert notebook_stats.main([str(a), str(b)]) == 0  # reports, does not fail
     assert notebook_stats.main(["--strict", str(a), str(b)]) == 1  # f in two notebooks
     assert re.search(r"names_in_several_notebooks +1 +limit +0 +OVER", capsys.readouterr().out)
+    assert notebook_stats.main(["--strict", str(tmp_path)]) == 1  # a folder: its numbered notebooks, both
+    for wrong in ([str(tmp_path / "12_c.ipynb")], [str(tmp_path / "empty")]):
+        (tmp_path / "empty").mkdir(exist_ok=True)
+        with pytest.raises(SystemExit) as exit_:  # a usage error naming what it did not find, no traceback
+            notebook_stats.main(wrong)
+        assert exit_.value.code == 2 and wrong[0] in capsys.readouterr().err
 
 
 def _executed(path, cells):
@@ -130,3 +141,10 @@ def test_output_problems_finds_tracebacks_stderr_warnings_and_missing_figures(tm
     assert problems[0].split(": ")[2:] == ["RuntimeError", "boom"]  # the exception's name and value
     assert problems[2].endswith(warned) and "UserWarning" in problems[3]
     assert kinds[4] == kinds[5] and kinds[4] not in kinds[:4]  # a figure without an inline image, in cells 3 and 4
+
+
+def test_the_committed_notebooks_keep_within_the_limits():
+    stats = [notebook_stats.notebook_stats(p) for p in sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))]
+    assert len(stats) == 14
+    over = {k: v for k, v in notebook_stats.totals(stats).items() if v > notebook_stats.LIMITS[k]}
+    assert over == {}, "the notebooks are for reading in one sitting: cut before adding"
