@@ -180,11 +180,19 @@ def from_bt601(rgb, colorspace):
     return torch.stack((r, (y - kr * r - kb * b) / (1 - kr - kb), b), 1)
 
 
+def listed(paths):
+    """The paths, as strings; ValueError where there are none (a glob that matched no file, as *.mp4 on .MOV files)."""
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")
+    return paths
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
     def __init__(self, paths, k=K, size=SIZE, device="cuda"):
-        self.paths, self.k, self.size, self.device = [str(p) for p in paths], k, size, rank_gpu(device)
+        self.paths, self.k, self.size, self.device = listed(paths), k, size, rank_gpu(device)
         self.pipes, self.whole, self.lock = {}, set(), threading.Lock()  # one DALI run at a time
 
     def __len__(self):

@@ -127,11 +127,19 @@ def probe(path):
         }  # fmt: skip
 
 
+def listed(paths):
+    """The paths, as strings; ValueError where there are none (a glob that matched no file, as *.mp4 on .MOV files)."""
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")
+    return paths
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
     def __init__(self, paths, k=K, size=SIZE):
-        self.paths, self.k, self.size = [str(p) for p in paths], k, size
+        self.paths, self.k, self.size = listed(paths), k, size
 
     def __len__(self):
         return len(self.paths)

@@ -84,11 +84,19 @@ def shown_size(height, width, sar, turn, size):
     return max(size, round(h * s)), max(size, round(w * s))
 
 
+def listed(paths):
+    """The paths, as strings; ValueError where there are none (a glob that matched no file, as *.mp4 on .MOV files)."""
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")
+    return paths
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read."""
 
     def __init__(self, paths, k=K, size=SIZE, threads=None):
-        self.paths, self.k, self.size, self.threads = [str(p) for p in paths], k, size, threads
+        self.paths, self.k, self.size, self.threads = listed(paths), k, size, threads
 
     def __len__(self):
         return len(self.paths)

@@ -176,11 +176,19 @@ def nv12_to_rgb(nv12, h, w, first):
     return torch.stack((r, g, b), 1).mul_(255)
 
 
+def listed(paths):
+    """The paths, as strings; ValueError where there are none (a glob that matched no file, as *.mp4 on .MOV files)."""
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")
+    return paths
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
     def __init__(self, paths, k=K, size=SIZE, gpu=None):
-        self.paths, self.k, self.size = [str(p) for p in paths], k, size
+        self.paths, self.k, self.size = listed(paths), k, size
         self.gpu = (torch.device(rank_gpu("cuda")).index or 0) if gpu is None else gpu  # torchrun: this rank's
         self.device = f"cuda:{self.gpu}"
 

@@ -126,6 +126,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "shown_size",
                 "check_order",
                 "size_change",
+                "listed",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
     assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
@@ -134,7 +135,21 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
     assert len(parts["shown_size"]) == 6  # each shapes the picture as a player shows it alike
     assert len(parts["check_order"]) == 6  # each finds alike the B-frames an AVI remux left in decode order
     assert len(parts["size_change"]) == 3  # the GPU modules name alike a picture size that changes mid-stream
+    assert len(parts["listed"]) == 6  # each refuses alike an empty list of paths
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
+
+
+@pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
+def test_no_paths_is_an_error_not_an_epoch_of_nothing(name):
+    # a glob for *.mp4 over a folder of .MOV files gives []: training would run with no data, in silence
+    try:
+        mod = from_its_file(name)
+    except ImportError as e:
+        pytest.skip(f"{name}: {e}")
+    with pytest.raises(ValueError):
+        mod.VideoClips([], k=4, size=32)
+    with pytest.raises(ValueError):
+        mod.VideoClips(iter(()), k=4, size=32)
 
 
 def child(*args, timeout: float = 600):
@@ -247,7 +262,7 @@ def test_under_torchrun_a_gpu_module_decodes_on_its_ranks_gpu(backend):
     # torchrun's 8 ranks on one machine: "cuda" (or no gpu) would put every rank's decoding on GPU 0's engines
     name = handover.module(backend, "cuda")
     asked = [{}] if backend == "pynvvideocodec" else [{"device": "cuda"}, {"device": "cuda:1"}]
-    got = "[(lambda c: getattr(c, 'device', None) or c.gpu)(VideoClips([], **kw)) for kw in asked]"
+    got = "[(lambda c: getattr(c, 'device', None) or c.gpu)(VideoClips(['a.mp4'], **kw)) for kw in asked]"
     seen = "import torch; torch.cuda.is_available = lambda: True"  # on a CPU machine: a GPU torch sees, as ranks have
     code = f"{seen}; import json; from {name} import VideoClips; asked = {asked!r}; print(json.dumps({got}))"
     found = {}
