@@ -181,7 +181,10 @@ def from_bt601(rgb, colorspace):
 
 
 def listed(paths):
-    """The paths, as strings; ValueError where there are none (a glob that matched no file, as *.mp4 on .MOV files)."""
+    """The paths, as strings; ValueError where there are none (a glob that matched no file, as *.mp4 on .MOV files)
+    or where one path was given in the place of a list (it would be read as a list of its characters)."""
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        raise ValueError(f"paths is one path, {paths!r}: give a list of paths ([path] for one)")
     paths = [str(p) for p in paths]
     if not paths:
         raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import itertools
 import json
 import os
@@ -140,7 +141,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
 
 
 @pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
-def test_no_paths_is_an_error_not_an_epoch_of_nothing(name):
+def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing(name):
     # a glob for *.mp4 over a folder of .MOV files gives []: training would run with no data, in silence
     try:
         mod = from_its_file(name)
@@ -150,6 +151,11 @@ def test_no_paths_is_an_error_not_an_epoch_of_nothing(name):
         mod.VideoClips([], k=4, size=32)
     with pytest.raises(ValueError):
         mod.VideoClips(iter(()), k=4, size=32)
+    for one in ("clip.mp4", Path("clip.mp4")):  # one path, not a list: not read as a list of its characters
+        with pytest.raises(ValueError):
+            mod.VideoClips(one, k=4, size=32)
+    on_cpu = {"device": "cpu"} if "device" in inspect.signature(mod.VideoClips).parameters else {}
+    assert len(mod.VideoClips((p for p in ["a.mp4", Path("b.mp4")]), k=4, size=32, **on_cpu)) == 2
 
 
 def child(*args, timeout: float = 600):
