@@ -37,6 +37,7 @@ from torch.utils.data import Dataset, DistributedSampler
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 STREAMS, LOCK = {}, threading.Lock()  # the threads' CUDA stream, by device: one, so one memory pool
+SIZES = {}  # size_change's answers, by (path, time, size)
 KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by FFmpeg's colorspace number; else BT.601
 
 
@@ -85,19 +86,28 @@ def check_order(container, stream, times):
 
 def size_change(path):
     """'320x180, then 480x270 at 1.00 s' where the picture size changes mid-stream (an adaptive stream's recording,
-    a video call's), else None: the keyframes decoded on the CPU, asked only after a read on the GPU failed."""
+    a video call's), else None: the keyframes decoded on the CPU, once for each file while its time and size stay."""
     try:
-        with av.open(path) as container:
-            stream = video_stream(container)
-            stream.codec_context.skip_frame = "NONKEY"  # a new size starts on a keyframe
-            first = None
-            for frame in container.decode(stream):
-                first = first or (frame.width, frame.height)
-                if (frame.width, frame.height) != first:
-                    return f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+        s = os.stat(path)
+        key = (path, s.st_mtime_ns, s.st_size)
+        found = SIZES.get(key, False)  # False: not asked yet
+        if found is False:
+            found = None
+            with av.open(path) as container:
+                stream = video_stream(container)
+                stream.codec_context.skip_frame = "NONKEY"  # a new size starts on a keyframe
+                first = None
+                for frame in container.decode(stream):
+                    first = first or (frame.width, frame.height)
+                    if (frame.width, frame.height) != first:
+                        found = f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+                        break
+            if len(SIZES) > 100_000:  # a bound on the memory it keeps
+                SIZES.clear()
+            SIZES[key] = found
+        return found
     except Exception:  # the read's own error stands
         return None
-    return None
 
 
 def uniform(n, k):
@@ -215,15 +225,15 @@ class VideoClips(Dataset):
             frames.record_stream(torch.cuda.default_stream(frames.device))  # read there before its memory is reused
             return frames, self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
-            changed = self.device.startswith("cuda") and size_change(self.paths[i])
-            if changed:  # the libraries fail on such a file with errors that do not say so
-                why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow: "
-                return None, self.paths[i], f"refused: {why}re-encode it at one size, or read it on the CPU"
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path):
         info = probe(path)
         first, n, codec, gpu = info["first"], info["frames"], info["codec"], self.device.startswith("cuda")
+        changed = gpu and size_change(path)
+        if changed:  # NVDEC went on at the first size: where the size went down, other frames came back in silence
+            why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow: "
+            raise ValueError(f"refused: {why}re-encode it at one size, or read it on the CPU")
         step = 16 if codec in ("h264", "mpeg2video", "mpeg4") else 8  # the codec's block: the coded size
         coded = (codec, -(-first.width // step) * step, -(-first.height // step) * step)
         refused = {  # what DALI 2.4 was seen to get wrong or cannot read (notebooks 14 and 20)

@@ -40,6 +40,7 @@ from torchcodec.transforms import Resize
 
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 STREAMS, LOCK = {}, threading.Lock()  # the decoding threads' CUDA stream, by device: one, so one memory pool
+SIZES = {}  # size_change's answers, by (path, time, size)
 
 
 def video_stream(container):
@@ -87,19 +88,28 @@ def check_order(container, stream, times):
 
 def size_change(path):
     """'320x180, then 480x270 at 1.00 s' where the picture size changes mid-stream (an adaptive stream's recording,
-    a video call's), else None: the keyframes decoded on the CPU, asked only after a read on the GPU failed."""
+    a video call's), else None: the keyframes decoded on the CPU, once for each file while its time and size stay."""
     try:
-        with av.open(path) as container:
-            stream = video_stream(container)
-            stream.codec_context.skip_frame = "NONKEY"  # a new size starts on a keyframe
-            first = None
-            for frame in container.decode(stream):
-                first = first or (frame.width, frame.height)
-                if (frame.width, frame.height) != first:
-                    return f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+        s = os.stat(path)
+        key = (path, s.st_mtime_ns, s.st_size)
+        found = SIZES.get(key, False)  # False: not asked yet
+        if found is False:
+            found = None
+            with av.open(path) as container:
+                stream = video_stream(container)
+                stream.codec_context.skip_frame = "NONKEY"  # a new size starts on a keyframe
+                first = None
+                for frame in container.decode(stream):
+                    first = first or (frame.width, frame.height)
+                    if (frame.width, frame.height) != first:
+                        found = f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+                        break
+            if len(SIZES) > 100_000:  # a bound on the memory it keeps
+                SIZES.clear()
+            SIZES[key] = found
+        return found
     except Exception:  # the read's own error stands
         return None
-    return None
 
 
 def uniform(n, k):

@@ -16,7 +16,7 @@ import numpy as np
 from playbook_utils import sources
 from playbook_utils.errors import DecodeError, describe, first_line
 
-__all__ = ["forget", "probe", "video_info", "VideoInfo"]
+__all__ = ["forget", "probe", "size_change", "video_info", "VideoInfo"]
 
 
 @dataclasses.dataclass
@@ -351,6 +351,35 @@ def video_info(source, backend: str | None = None, stream: int | None = None) ->
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
     return found
+
+
+def size_change(path) -> str | None:
+    """'480x270, then 320x180 at 1.00 s' where the picture size of `path`'s video changes mid-stream (an adaptive
+    stream's recording), else None; its keyframes decoded on the CPU, once while the file's time and size stay. The
+    NVDEC paths refuse such a file: they go on at the first size (notebook 23)."""
+    try:
+        s = os.stat(path)
+    except (OSError, TypeError):  # not a file on disk: not checked
+        return None
+    return _size_change(str(path), s.st_mtime_ns, s.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _size_change(path: str, mtime_ns: int, size: int) -> str | None:
+    import av
+
+    try:
+        with av.open(path) as container:
+            stream = container.streams.best("video") or container.streams.video[0]
+            stream.codec_context.skip_frame = "NONKEY"  # a new size starts on a keyframe
+            first = None
+            for frame in container.decode(stream):
+                first = first or (frame.width, frame.height)
+                if (frame.width, frame.height) != first:
+                    return f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+    except Exception:  # the read's own error stands
+        return None
+    return None
 
 
 def _for(e: DecodeError, backend: str | None, src) -> DecodeError:

@@ -6,8 +6,8 @@ another shape, pixels wider than tall (anamorphic), a file tagged BT.709, AV1 in
 as a browser does: no duration), an MP4 whose edit list hides its first frames, an open-GOP MKV trimmed by stream
 copy (its first frames untimed), a faststart copy cut off halfway (its index lists frames it no longer holds), a copy
 cut off before its index, a copy with bytes zeroed in its middle, an MPEG-TS file that starts between keyframes, a
-copy with its thumbnail embedded (a cover picture), an adaptive stream's recording whose picture size changes
-mid-stream (two renditions' segments joined), WMV in ASF, an AVI with B-frames (no presentation times: no
+copy with its thumbnail embedded (a cover picture), two adaptive streams' recordings whose picture size changes
+mid-stream, up and down (two renditions' segments joined), WMV in ASF, an AVI with B-frames (no presentation times: no
 frame's place is known), remuxed to MP4 by `-c copy` (its B-frames timed in decode order) and as the modules say; and
 files a glob over the folder finds that hold no video to read: notes, a voice memo, a podcast with its artwork, a
 poster, an empty file, an MP4 whose codec FFmpeg has no decoder for. `reference` is every frame as the ffmpeg tool
@@ -79,6 +79,7 @@ DERIVED = (
     "sub/avi_copied.mp4",
     "sub/avi_remuxed.mp4",
     "sub/stream_switch.mp4",
+    "sub/switch_down.mp4",
 )
 NOT_VIDEO = ("notes.txt", "voice.m4a", "podcast.mp4", "poster.jpg", "empty.mp4", "no_decoder.mp4")
 # no module may read them: a cut index, no index, frames without a known place, data that does not decode, a start
@@ -86,6 +87,9 @@ NOT_VIDEO = ("notes.txt", "voice.m4a", "podcast.mp4", "poster.jpg", "empty.mp4",
 BROKEN = {"cut_download.mp4", "cut_copy.mp4", "sub/old_camera.avi", "sub/dvd.mpg", "sub/damaged_mid.mp4",
           "sub/joined_mid_gop.ts", "sub/avi_copied.mp4", *NOT_VIDEO}  # fmt: skip
 
+
+# an adaptive stream's recordings, the size going up and going down: the references made with them
+SWITCHES = {"sub/stream_switch.mp4": "320x180, then 480x270", "sub/switch_down.mp4": "480x270, then 320x180"}
 
 # a cover picture, as a downloader embeds a video's thumbnail or a podcast's artwork (an attached picture stream)
 COVER = ("-f", "lavfi", "-i", "color=c=red:size=96x54:duration=0.04", "-map", "0", "-map", "1")
@@ -120,6 +124,7 @@ def build(folder) -> dict[str, Path]:
         "sub/avi_copied.mp4": lambda p: ffmpeg("-i", made["sub/old_camera.avi"], "-c", "copy", p),
         "sub/avi_remuxed.mp4": lambda p: ffmpeg("-fflags", "+genpts", "-i", made["sub/old_camera.avi"], "-c", "copy", "-bsf:v", "mpeg4_unpack_bframes", p),
         "sub/stream_switch.mp4": rendition_switch,
+        "sub/switch_down.mp4": lambda p: rendition_switch(p, ("480x270", "320x180")),
         "thumbnail.mp4": lambda p: ffmpeg("-i", made["h264_bframes.mp4"], *COVER, "-c:v:0", "copy", "-c:v:1", "mjpeg", "-frames:v:1", "1", "-disposition:v:1", "attached_pic", p),
     }  # fmt: skip
     steps |= {
@@ -131,7 +136,7 @@ def build(folder) -> dict[str, Path]:
         "no_decoder.mp4": lambda p: damage_mp4(made["h264_bframes.mp4"], p, "unknown sample entry"),
     }  # fmt: skip
     for name in (*DERIVED, *NOT_VIDEO):
-        if not (folder / name).exists() or name == "sub/stream_switch.mp4" and not _ref_file(folder / name).exists():
+        if not (folder / name).exists() or name in SWITCHES and not _ref_file(folder / name).exists():
             steps[name](folder / name)  # that file's reference is made with it
         made[name] = folder / name
     for name, p in made.items():

@@ -23,7 +23,10 @@ for p in map(Path, paths):
         rf._ref_file(p).parent.mkdir(exist_ok=True)
         np.savez_compressed(rf._ref_file(p), frames=rf._decode(p))
 gpu = ["torchcodec", "pynvvideocodec", "dali"]
-env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "modules"), os.environ.get("PYTHONPATH")]))}
+env = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "modules"), os.environ.get("PYTHONPATH")])),
+}
 for b in backends or (gpu if device == "cuda" else ["pyav", "torchcodec", "decord", "spdl", "dali"]):
     cmd = [sys.executable, str(ROOT / "tests/unit/test_handover.py"), "epoch", b, device, *paths]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)

@@ -177,6 +177,18 @@ def nv12_path_refusals() -> tuple[KnownWrong, ...]:
     return tuple(known_wrong(f"chroma:{c}", why.format(c), ("cuda",)) for c in NOT_420)
 
 
+def refuse_size_change(path: str, backend: str) -> None:
+    """Raise `BackendUnavailable` where `path`'s picture size changes mid-stream (`probe.size_change`): an NVDEC path
+    goes on at the first size, and where the size went down returned other frames in silence (notebook 23)."""
+    from playbook_utils.errors import BackendUnavailable
+    from playbook_utils.probe import size_change
+
+    changed = size_change(path)
+    if changed:
+        why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow"
+        raise BackendUnavailable(path, f"{why}: re-encode it at one size, or read it on the CPU", backend)
+
+
 @lru_cache(maxsize=None)
 def library_version(distribution: str) -> str | None:
     """The installed version of a distribution (pip's name), read from its metadata: the library is not imported."""

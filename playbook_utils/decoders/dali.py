@@ -112,6 +112,8 @@ def _read(source, indices: list[int], device: Device, info, size=None):
         path, encoded = source, None  # read under the lock, as the pipeline takes it: one file's bytes at a time
     kind = device.kind
     gpu = device.ordinal if device.is_cuda else -1
+    if kind == "cuda" and encoded is None:
+        base.refuse_size_change(path, "dali")
     # Each needed frame once, in order, then reordered here: DALI's decoder given a long unsorted list with
     # repeats takes time growing faster than the list.
     unique = sorted(set(indices))

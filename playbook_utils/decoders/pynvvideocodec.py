@@ -86,6 +86,7 @@ class PyNvVideoCodec(base.Adapter):
 
     def read(self, path: str, indices: list[int], device: Device, info):
         gpu = device.ordinal
+        base.refuse_size_change(path, "pynvvideocodec")
         try:
             if self.forward_only(info, device.kind):
                 unique = sorted(set(indices))

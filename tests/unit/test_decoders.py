@@ -718,6 +718,27 @@ def test_a_file_whose_picture_size_changes_is_named_by_pyav_not_failed_with_a_nu
 
 
 @pytest.mark.media
+def test_the_nvdec_paths_refuse_a_file_whose_picture_size_changes_mid_stream(tmp_path):
+    # an adaptive stream's recording: PyNvVideoCodec 2.2.4 and DALI 2.4 on an H100 went on at the first size and,
+    # where the size went down, returned other frames with no error
+    if not shutil.which("ffmpeg"):
+        pytest.skip("needs the ffmpeg command-line tool")
+    from playbook_utils.probe import size_change
+
+    for sizes in (("480x270", "320x180"), ("320x180", "480x270")):
+        path = tmp_path / f"from_{sizes[0]}.mp4"
+        reader_folder.rendition_switch(path, sizes)
+        assert size_change(path) == f"{sizes[0]}, then {sizes[1]} at 1.00 s"
+        assert size_change(str(path)) == size_change(path)  # asked again: the answer kept
+        for backend in ("pynvvideocodec", "dali"):
+            if not why_unavailable(backend, "cuda"):
+                with pytest.raises(BackendUnavailable, match=f"size changes mid-stream .{sizes[0]}, then {sizes[1]}"):
+                    read_frames(path, [3, 40], backend, "cuda")
+    reader_folder.ffmpeg("-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-t", 1, "-g", 10, tmp_path / "one.mp4")
+    assert size_change(tmp_path / "one.mp4") is None and size_change(tmp_path / "gone.mp4") is None
+
+
+@pytest.mark.media
 def test_decord_is_refused_on_ogg_before_it_fails_to_open_it(tmp_path):
     # Theora in Ogg, as older open collections hold: decord 0.6 raised 'Failed to measure duration/frame-count'
     # when asked to read it, after the folder's scan had counted it as decord's

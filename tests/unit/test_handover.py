@@ -36,7 +36,6 @@ K = 8
 WMV = "sub/old.wmv"  # WMV 8: NVDEC decodes VC-1 (WMV 9), not it
 WEBM_LIVE = "sub/browser_recording.webm"  # VP9, as a browser records it: no duration stored
 NOT_NVDEC = "sub/camera_10bit_422.mp4"  # NVDEC before Blackwell decodes neither 10-bit nor 4:2:2 H.264
-SWITCH = "sub/stream_switch.mp4"  # 320x180, then 480x270: the three GPU paths failed on it on an H100
 # (backend, device) -> the files of the folder its module must skip, beyond the broken ones
 REFUSED = {
     ("pyav", "cpu"): set(),
@@ -224,10 +223,10 @@ def test_one_epoch_over_the_readers_folder_reads_every_file_right_or_names_it(ba
     if device == "cuda" and not nvdec_decodes_av1():
         expected_skips |= {"sub/av1.mp4"}
     by_name = {str(p): n for n, p in folder.items()}
-    why_switch = next((why for p, why in got["skipped"].items() if by_name[p] == SWITCH), None)
-    if device == "cuda" and why_switch:  # read right (above), or refused with the two sizes named
-        assert why_switch.startswith("refused: ") and "320x180, then 480x270" in why_switch, why_switch
-        expected_skips |= {SWITCH}
+    for p, why in got["skipped"].items():  # on a GPU, read right (above), or refused with the two sizes named
+        if device == "cuda" and by_name[p] in reader_folder.SWITCHES:
+            assert why.startswith("refused: ") and reader_folder.SWITCHES[by_name[p]] in why, why
+            expected_skips |= {by_name[p]}
     assert sorted(got["seen"]) == sorted(str(folder[n]) for n in folder if n not in expected_skips)  # each once
     assert {by_name[p] for p in got["skipped"]} == expected_skips
     for why in got["skipped"].values():  # what is wrong with the file, not an error of the module's own code
