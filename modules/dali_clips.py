@@ -12,6 +12,8 @@ they work on a CUDA stream of their own, so that their work does not queue behin
 Each item first reads all of its file's packets, to place its frames exactly: on long videos, much of an item
 (30 minutes of 720p: the whole 0.9 GB file, and about 0.3 s of Python that the threads take in turns, so one
 process reads a few such files a second at most).
+On the GPU, each file's keyframes are also decoded once on the CPU: NVDEC goes on at a file's first picture size, so a
+file whose size changes mid-stream is refused.
 Under torchrun, device="cuda" is this rank's GPU (LOCAL_RANK).
 
     clips = VideoClips(paths, k=16, size=224, device="cuda")

@@ -12,6 +12,8 @@ The threads decode on a CUDA stream of their own, so that their work does not qu
 Each item first reads all of its file's packets, to place its frames exactly: on long videos, much of an item
 (30 minutes of 720p: the whole 0.9 GB file, and about 0.3 s of Python that the threads take in turns, so one
 process reads a few such files a second at most).
+Each file's keyframes are also decoded once on the CPU: NVDEC goes on at a file's first picture size, so a
+file whose size changes mid-stream is refused.
 The GPU: `gpu`, else this rank's under torchrun (LOCAL_RANK), else GPU 0.
 
     clips = VideoClips(paths, k=16, size=224)   # gpu=N to choose one
