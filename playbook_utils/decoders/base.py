@@ -15,6 +15,8 @@ from functools import lru_cache
 
 from playbook_utils import env
 from playbook_utils.device import Device, cuda_visible
+from playbook_utils.errors import BackendUnavailable
+from playbook_utils.probe import size_change
 from playbook_utils.sources import file_identity  # noqa: F401 (the key of the adapters' decoder caches)
 
 __all__ = [
@@ -180,9 +182,6 @@ def nv12_path_refusals() -> tuple[KnownWrong, ...]:
 def refuse_size_change(path: str, backend: str) -> None:
     """Raise `BackendUnavailable` where `path`'s picture size changes mid-stream (`probe.size_change`): an NVDEC path
     goes on at the first size, and where the size went down returned other frames in silence (notebook 23)."""
-    from playbook_utils.errors import BackendUnavailable
-    from playbook_utils.probe import size_change
-
     changed = size_change(path)
     if changed:
         why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow"
