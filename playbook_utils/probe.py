@@ -319,6 +319,7 @@ def _mp4_rotations(path) -> dict[int, int]:
 
 
 CACHE_SIZE = 1024  # probes kept per process (least recently used first out): a long-running worker stays bounded
+_sizes: OrderedDict = OrderedDict()  # `size_change`'s answers, by file identity
 _cache: OrderedDict = OrderedDict()
 _lock = threading.Lock()
 
@@ -355,17 +356,24 @@ def video_info(source, backend: str | None = None, stream: int | None = None) ->
 
 def size_change(path) -> str | None:
     """'480x270, then 320x180 at 1.00 s' where the picture size of `path`'s video changes mid-stream (an adaptive
-    stream's recording), else None; its keyframes decoded on the CPU, once while the file's time and size stay. The
-    NVDEC paths refuse such a file: they go on at the first size (notebook 23)."""
+    stream's recording), else None; its keyframes decoded on the CPU, once per file (`sources.file_identity`: hard
+    links share the answer). The NVDEC paths refuse such a file: they go on at the first size (notebook 23)."""
     try:
-        s = os.stat(path)
+        key = sources.file_identity(path)
     except (OSError, TypeError):  # not a file on disk: not checked
         return None
-    return _size_change(str(path), s.st_mtime_ns, s.st_size)
+    with _lock:
+        if key in _sizes:
+            return _sizes[key]
+    found = _keyframe_sizes(str(path))
+    with _lock:
+        _sizes[key] = found
+        while len(_sizes) > CACHE_SIZE:
+            _sizes.popitem(last=False)
+    return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _size_change(path: str, mtime_ns: int, size: int) -> str | None:
+def _keyframe_sizes(path: str) -> str | None:
     import av
 
     try:
@@ -390,6 +398,7 @@ def _for(e: DecodeError, backend: str | None, src) -> DecodeError:
 
 
 def forget() -> None:
-    """Empty the probe cache (tests; a process that knows its files changed)."""
+    """Empty the probe cache and `size_change`'s (tests; a process that knows its files changed)."""
     with _lock:
         _cache.clear()
+        _sizes.clear()

@@ -11,6 +11,7 @@ from playbook_utils import BackendUnavailable, DecodeError
 from playbook_utils.bench import matrix, media
 from playbook_utils.decoders import BACKENDS, adapter, available, read, read_frames, traits, video_info, why_unavailable
 from playbook_utils.decoders.isolated import read_frames_isolated
+from playbook_utils import probe
 from playbook_utils.probe import size_change
 from tests import reader_folder
 
@@ -704,7 +705,7 @@ def test_wmv_is_read_exactly_but_by_decord_which_is_refused_and_still_misreads_i
 
 
 @pytest.mark.media
-def test_a_picture_size_that_changes_is_named_by_pyav_and_refused_by_the_nvdec_paths(tmp_path):
+def test_a_picture_size_that_changes_is_named_by_pyav_and_refused_by_the_nvdec_paths(tmp_path, monkeypatch):
     # a video call's recording, or an adaptive stream's as it switched: 320x180, then 480x270
     if not shutil.which("ffmpeg"):
         pytest.skip("needs the ffmpeg command-line tool")
@@ -719,9 +720,13 @@ def test_a_picture_size_that_changes_is_named_by_pyav_and_refused_by_the_nvdec_p
     # the NVDEC paths: PyNvVideoCodec 2.2.4 and DALI 2.4 on an H100 went on at the first size and, where the size went
     # down, returned other frames with no error; each file's keyframes are checked first, once
     (tmp_path / "down.ts").write_bytes((tmp_path / "b.ts").read_bytes() + (tmp_path / "a.ts").read_bytes())
+    (tmp_path / "link.ts").hardlink_to(tmp_path / "down.ts")  # as 21's copies of a clip: decoded once for all
     assert size_change(tmp_path / "call.ts").startswith("320x180, then 480x270 at ")
     down = size_change(tmp_path / "down.ts")
     assert down.startswith("480x270, then 320x180 at ") and size_change(str(tmp_path / "down.ts")) == down
+    monkeypatch.setattr(probe, "_keyframe_sizes", lambda path: pytest.fail(f"{path} decoded again"))
+    assert size_change(tmp_path / "link.ts") == down
+    monkeypatch.undo()
     assert size_change(tmp_path / "a.ts") is None and size_change(tmp_path / "gone.ts") is None
     for backend in ("pynvvideocodec", "dali"):
         if not why_unavailable(backend, "cuda"):
