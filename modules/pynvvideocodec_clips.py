@@ -232,7 +232,8 @@ class VideoClips(Dataset):
             raise ValueError(f"refused: {why}re-encode it at one size, or read it on the CPU")
         refused = {  # what PyNvVideoCodec 2.2 was seen to get wrong (notebook 13)
             "refused: PyNvVideoCodec counts the frames never shown (an edit list, a cut)": info["hidden"],
-            "refused: PyNvVideoCodec returned wrong frames for 10-bit video": first.format.name not in ("yuv420p", "yuvj420p"),
+            f"refused: PyNvVideoCodec returned wrong frames for 10-bit video; this module reads 8-bit 4:2:0 only, not "
+            f"{first.format.name}": first.format.name not in ("yuv420p", "yuvj420p"),
             "refused: PyNvVideoCodec's frame indices drift near the end of MKV files": info["container"] == "matroska,webm",
         }  # fmt: skip
         for why, found in refused.items():
