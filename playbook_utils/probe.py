@@ -319,7 +319,7 @@ def _mp4_rotations(path) -> dict[int, int]:
 
 
 CACHE_SIZE = 1024  # probes kept per process (least recently used first out): a long-running worker stays bounded
-_sizes: OrderedDict = OrderedDict()  # `size_change`'s answers, by file identity
+_sizes: OrderedDict = OrderedDict()  # `size_change`'s answers by file identity, 100,000 kept: each file checked once
 _cache: OrderedDict = OrderedDict()
 _lock = threading.Lock()
 
@@ -368,7 +368,7 @@ def size_change(path) -> str | None:
     found = _keyframe_sizes(str(path))
     with _lock:
         _sizes[key] = found
-        while len(_sizes) > CACHE_SIZE:
+        while len(_sizes) > 100_000:
             _sizes.popitem(last=False)
     return found
 
