@@ -142,6 +142,20 @@ def test_23_bad_files_are_clear_errors_and_the_loader_keeps_going(smoke_run):
     _, out, _ = smoke_run
     r = result(out, "23_robustness")
     assert r["headline"]["bad_outcomes_cpu"] == 0
+    table = r["bad_files"]["cpu"]  # each library's answer to each bad file: its class before the first ':'
+    assert len(table) == 15 + len(media.DAMAGES)
+    for case, row in table.items():
+        for backend, outcome in row.items():
+            assert outcome.split(":")[0] in ("exact", "clear error", "refused"), f"{backend} on {case}: {outcome}"
+            assert "unexpected" not in outcome, f"{backend} on {case}: {outcome}"
+    for control in ("good (control)", "good, faststart (control)"):
+        assert table[control]["pyav"] == "exact" and table[control]["torchcodec"] == "exact"
+    for case in ("missing file", "zero bytes", "text named .mp4", "truncated at 10%, moov at end", "no video stream"):
+        assert all(o.split(":")[0] == "clear error" for o in table[case].values()), table[case]
+    # damaged headers FFmpeg still opens: read exactly where the frames are intact, a clear error where no decoder is
+    assert all(o.split(":")[0] == "clear error" for o in table["header: unknown sample entry"].values())
+    for how in ("short track header", "huge moov"):
+        assert table[f"header: {how}"]["pyav"] == "exact", table[f"header: {how}"]
     policy = r["loader_policy"]
     # 2 good clips x 3, then 4 broken files and a damaged header, a file of huge frames, a clip too short for the
     # sampled clip and one of another size
