@@ -141,8 +141,7 @@ def build(folder) -> dict[str, Path]:
         made[name] = folder / name
     for name, p in made.items():
         if name not in BROKEN and not _ref_file(p).exists():
-            _ref_file(p).parent.mkdir(exist_ok=True)
-            np.savez_compressed(_ref_file(p), frames=_decode(p))
+            save_reference(p)
     return made
 
 
@@ -174,10 +173,16 @@ def rendition_switch(out: Path, sizes=("320x180", "480x270")) -> None:
     listing = out.with_name(".parts.txt")
     listing.write_text("".join(f"file '{part.name}'\n" for part in parts))
     ffmpeg("-f", "concat", "-safe", "0", "-i", listing, "-c", "copy", out)
-    _ref_file(out).parent.mkdir(exist_ok=True)
-    np.savez_compressed(_ref_file(out), frames=np.concatenate([_decode(part) for part in parts]))
+    save_reference(out, np.concatenate([_decode(part) for part in parts]))
     for f in (*parts, listing):
         f.unlink()
+
+
+def save_reference(path: Path, frames: np.ndarray | None = None) -> None:
+    """Save `frames` (default: every frame the ffmpeg tool shows of `path`, `_decode`) as `path`'s reference, in the
+    `.reference` folder beside it."""
+    _ref_file(path).parent.mkdir(exist_ok=True)
+    np.savez_compressed(_ref_file(path), frames=_decode(path) if frames is None else frames)
 
 
 def _ref_file(path: Path) -> Path:

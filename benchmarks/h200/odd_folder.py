@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests import reader_folder as rf  # noqa: E402
@@ -20,8 +18,7 @@ folder, device, *backends = sys.argv[1:]
 paths = sorted(str(p) for p in Path(folder).resolve().rglob("*") if p.is_file() and ".reference" not in p.parts)
 for p in map(Path, paths):
     if not rf._ref_file(p).exists():
-        rf._ref_file(p).parent.mkdir(exist_ok=True)
-        np.savez_compressed(rf._ref_file(p), frames=rf._decode(p))
+        rf.save_reference(p)
 gpu = ["torchcodec", "pynvvideocodec", "dali"]
 env = {
     **os.environ,
