@@ -87,8 +87,8 @@ def check_order(container, stream, times):
 
 
 def size_change(path):
-    """'320x180, then 480x270 at 1.00 s' where the picture size changes mid-stream (an adaptive stream's recording,
-    a video call's), else None: the keyframes decoded on the CPU, once for each file while its time and size stay."""
+    """The refusal of a file whose picture size changes mid-stream (an adaptive stream's recording, a video call's),
+    else None: NVDEC goes on at the first size. The keyframes are decoded on the CPU, once per file and version."""
     try:
         s = os.stat(path)
         key = (path, s.st_mtime_ns, s.st_size)
@@ -102,7 +102,11 @@ def size_change(path):
                 for frame in container.decode(stream):
                     first = first or (frame.width, frame.height)
                     if (frame.width, frame.height) != first:
-                        found = f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+                        sizes = f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+                        found = (
+                            f"refused: its picture size changes mid-stream ({sizes}), which this NVDEC path does not "
+                            "follow: re-encode it at one size, or read it on the CPU"
+                        )
                         break
             if len(SIZES) > 100_000:  # a bound on the memory it keeps
                 SIZES.clear()
@@ -234,8 +238,7 @@ class VideoClips(Dataset):
         first, n, codec, gpu = info["first"], info["frames"], info["codec"], self.device.startswith("cuda")
         changed = gpu and size_change(path)
         if changed:  # NVDEC went on at the first size: where the size went down, other frames came back in silence
-            why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow: "
-            raise ValueError(f"refused: {why}re-encode it at one size, or read it on the CPU")
+            raise ValueError(changed)
         step = 16 if codec in ("h264", "mpeg2video", "mpeg4") else 8  # the codec's block: the coded size
         coded = (codec, -(-first.width // step) * step, -(-first.height // step) * step)
         refused = {  # what DALI 2.4 was seen to get wrong or cannot read (notebooks 14 and 20)

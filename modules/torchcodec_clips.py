@@ -87,8 +87,8 @@ def check_order(container, stream, times):
 
 
 def size_change(path):
-    """'320x180, then 480x270 at 1.00 s' where the picture size changes mid-stream (an adaptive stream's recording,
-    a video call's), else None: the keyframes decoded on the CPU, once for each file while its time and size stay."""
+    """The refusal of a file whose picture size changes mid-stream (an adaptive stream's recording, a video call's),
+    else None: NVDEC goes on at the first size. The keyframes are decoded on the CPU, once per file and version."""
     try:
         s = os.stat(path)
         key = (path, s.st_mtime_ns, s.st_size)
@@ -102,7 +102,11 @@ def size_change(path):
                 for frame in container.decode(stream):
                     first = first or (frame.width, frame.height)
                     if (frame.width, frame.height) != first:
-                        found = f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+                        sizes = f"{first[0]}x{first[1]}, then {frame.width}x{frame.height} at {frame.time:.2f} s"
+                        found = (
+                            f"refused: its picture size changes mid-stream ({sizes}), which this NVDEC path does not "
+                            "follow: re-encode it at one size, or read it on the CPU"
+                        )
                         break
             if len(SIZES) > 100_000:  # a bound on the memory it keeps
                 SIZES.clear()
@@ -212,8 +216,7 @@ class VideoClips(Dataset):
                 raise RuntimeError(f"this TorchCodec cannot decode on {self.device}: {e}") from e
             changed = str(self.device).startswith("cuda") and size_change(self.paths[i])
             if changed:  # the libraries fail on such a file with errors that do not say so
-                why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow: "
-                return None, self.paths[i], f"refused: {why}re-encode it at one size, or read it on the CPU"
+                return None, self.paths[i], changed
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path):

@@ -1,5 +1,6 @@
 """read_frames on the CPU backends: exact frames, clear refusals, our own errors."""
 
+import importlib
 import itertools
 import shutil
 import sys
@@ -11,7 +12,7 @@ from playbook_utils import BackendUnavailable, DecodeError
 from playbook_utils.bench import matrix, media
 from playbook_utils.decoders import BACKENDS, adapter, available, read, read_frames, traits, video_info, why_unavailable
 from playbook_utils.decoders.isolated import read_frames_isolated
-from playbook_utils import probe
+from playbook_utils import handover, probe
 from playbook_utils.probe import size_change
 from tests import reader_folder
 
@@ -728,6 +729,12 @@ def test_a_picture_size_that_changes_is_named_by_pyav_and_refused_by_the_nvdec_p
     assert size_change(tmp_path / "link.ts") == down
     monkeypatch.undo()
     assert size_change(tmp_path / "a.ts") is None and size_change(tmp_path / "gone.ts") is None
+    monkeypatch.syspath_prepend(str(handover.FOLDER))  # the GPU modules' size_change is one text (test_handover)
+    clips = importlib.import_module("torchcodec_clips")
+    assert clips.size_change(str(tmp_path / "down.ts")).startswith(
+        f"refused: its picture size changes mid-stream ({down})"
+    )
+    assert clips.size_change(str(tmp_path / "a.ts")) is None
     for backend in ("pynvvideocodec", "dali"):
         if not why_unavailable(backend, "cuda"):
             with pytest.raises(BackendUnavailable, match="size changes mid-stream .480x270, then 320x180"):
