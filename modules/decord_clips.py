@@ -27,6 +27,8 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
+decord.logging.set_level(decord.logging.QUIET)  # FFmpeg's lines on a broken file: it is skipped and named instead
+
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 RUN = 32  # frames per get_batch call of a forward read
 

@@ -109,6 +109,17 @@ def cut_note(missing: int) -> str:
     return f"; its index lists {missing} more frames that the file does not hold: it is cut short (an interrupted copy or download?)"
 
 
+def explained(cause: str, src, found, backend: str) -> str:
+    """A failed read's `cause` with what it does not say: that the file is cut short (`cut_note`), or, first, that its
+    picture size changes mid-stream (`probe.size_change`), which some libraries fail on without saying so."""
+    if "cut short" not in cause:
+        cause += cut_note(found.missing_frames)
+    changed = src.kind == "path" and "size changes" not in cause and probe.size_change(src.path)
+    if changed:
+        cause = f"its picture size changes mid-stream ({changed}), which {backend} does not follow (re-encode it at one size): {cause}"
+    return cause
+
+
 def check_indices(path, indices, num_frames: int, backend: str | None = None, missing: int = 0) -> list[int]:
     """`indices` as a list of ints. Raises `TypeError` or `ValueError` for a malformed argument, and `DecodeError`
     naming the file and the first index it does not have (and whether it is cut short)."""
@@ -235,12 +246,13 @@ def read(
         # spooled copy's temporary path, or none for bytes)
         raise BackendUnavailable(src.name, e.cause, e.backend or backend) from e
     except DecodeError as e:
-        if not found.cut_short or "cut short" in (e.cause or ""):
+        cause = explained(e.cause or "", src, found, backend)
+        if cause == (e.cause or ""):
             raise
-        raise DecodeError(e.path, (e.cause or "") + cut_note(found.missing_frames), e.backend) from e
+        raise DecodeError(e.path, cause, e.backend) from e
     except Exception as e:  # a library's own exception becomes ours, with the cause kept
-        cause = f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}" + cut_note(found.missing_frames)
-        raise DecodeError(src.name, cause, backend) from e
+        cause = f"{type(e).__name__}: {first_line(e, type(e).__name__)[:300]}"
+        raise DecodeError(src.name, explained(cause, src, found, backend), backend) from e
     if turn:
         import torch
 

@@ -137,6 +137,7 @@ class Decord(base.Adapter):
         import decord
         import torch
 
+        decord.logging.set_level(decord.logging.QUIET)  # FFmpeg's lines on a broken file: its error is raised and named
         ctx = decord.gpu(device.ordinal) if device.is_cuda else decord.cpu(0)
         vr = decord.VideoReader(path, ctx=ctx)
         if len(vr) != info.num_frames:

@@ -706,7 +706,9 @@ def test_wmv_is_read_exactly_but_by_decord_which_is_refused_and_still_misreads_i
 
 
 @pytest.mark.media
-def test_a_picture_size_that_changes_is_named_by_pyav_and_refused_by_the_nvdec_paths(tmp_path, monkeypatch):
+def test_a_picture_size_that_changes_is_named_by_pyav_and_torchcodec_and_refused_by_the_nvdec_paths(
+    tmp_path, monkeypatch
+):
     # a video call's recording, or an adaptive stream's as it switched: 320x180, then 480x270
     if not shutil.which("ffmpeg"):
         pytest.skip("needs the ffmpeg command-line tool")
@@ -729,6 +731,12 @@ def test_a_picture_size_that_changes_is_named_by_pyav_and_refused_by_the_nvdec_p
     assert size_change(tmp_path / "link.ts") == down
     monkeypatch.undo()
     assert size_change(tmp_path / "a.ts") is None and size_change(tmp_path / "gone.ts") is None
+    # TorchCodec on the CPU fails on such a file with an error about a tensor's shape: the read's error names the cause
+    reader_folder.ffmpeg("-i", tmp_path / "down.ts", "-c", "copy", tmp_path / "down.mp4")
+    with pytest.raises(
+        DecodeError, match=r"\[torchcodec\]: its picture size changes mid-stream .480x270, then 320x180"
+    ):
+        read_frames(tmp_path / "down.mp4", [3, 40], "torchcodec", "cpu")
     monkeypatch.syspath_prepend(str(handover.FOLDER))  # the GPU modules' size_change is one text (test_handover)
     clips = importlib.import_module("torchcodec_clips")
     assert clips.size_change(str(tmp_path / "down.ts")).startswith(

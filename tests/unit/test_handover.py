@@ -449,6 +449,17 @@ def test_spdls_module_logs_a_damaged_file_to_stderr_not_to_a_new_file_in_the_tem
     assert list((tmp_path / "tmp").iterdir()) == [] and run.stderr
 
 
+def test_decords_module_skips_a_damaged_file_without_ffmpegs_lines_on_stderr(folder, tmp_path):
+    # decord's FFmpeg printed a dozen '[h264 @ 0x...] error while decoding MB' lines a read of it
+    available("decord", "cpu")
+    handover.write("decord", "cpu", tmp_path)
+    script = f"from decord_clips import VideoClips\nprint(VideoClips([{str(folder['sub/damaged_mid.mp4'])!r}])[0][2])\n"
+    (tmp_path / "read.py").write_text(script)
+    run = subprocess.run([sys.executable, "read.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.startswith("DECORDError"), run.stderr[-2000:]  # skipped, with its cause
+    assert " @ 0x" not in run.stderr, run.stderr[-2000:]
+
+
 def test_the_modules_know_a_codec_by_its_name_not_by_the_decoder_ffmpeg_picks(tmp_path):
     # PyAV decodes AV1 with libdav1d: a check of the decoder's name never saw "av1" (decord 0.6 then failed the file
     # with "cannot find video stream" instead of its refusal)
