@@ -82,6 +82,9 @@ def _guarded(lines: list[str], processes: bool) -> str:
     return "\n".join([*lines[:body], GUARD, *("    " + line for line in lines[body:])])
 
 
+PATHS = 'sorted(glob.glob("videos/**/*.mp4", recursive=True))'  # the files of `usage`'s lines, as the README's
+
+
 def usage(backend: str, device: str, k: int = 16, workers: int = 4, batch_size: int = 8, size: int = 224) -> str:
     """The lines that use the module of `backend` on `device` with K frames per video, `workers` (DataLoader
     workers on the CPU, decoding threads on a GPU) and `batch_size`, as the recommendation was measured; under
@@ -89,7 +92,9 @@ def usage(backend: str, device: str, k: int = 16, workers: int = 4, batch_size: 
     name = path(backend, device).stem
     processes = _processes(backend, device, workers)
     lines = [
+        "import glob",
         f"from {name} import VideoClips, loader  # {name}.py beside your training script",
+        f"paths, epochs = {PATHS}, 10  # your files",
         f"batches = loader({_clips(backend, device, 'paths', k, size)}, batch_size={batch_size}, "
         f"workers={workers})  # {'worker processes' if processes else 'decoding threads' if workers else 'in this process'}",
         "for epoch in range(epochs):",
@@ -107,7 +112,7 @@ def route_usage(legs, k: int = 16, batch_size: int = 8, size: int = 224) -> str:
     names = [path(b, d).stem for b, d, _ in legs]
     lines = [
         f"import itertools, json, {', '.join(dict.fromkeys(names))}  # beside your training script",
-        'route = json.load(open("22_route.json"))  # which of your files each module reads',
+        'route, epochs = json.load(open("22_route.json")), 10  # which of your files each module reads',
     ]
     for j, ((b, d, w), name) in enumerate(zip(legs, names)):
         clips = _clips(b, d, f'route["{b} on {d}"]', k, size)

@@ -255,7 +255,7 @@ def _short_sampled(backend, files, k: int, device: str, folder, threads: int, ba
     """A `GpuLoader` of K sampled frames (`backend`: a library, or a route) over the short run's epoch of copies of
     `files` in `folder`, measured flat out in its own process: `measure_until_steady`'s (result, epoch size)."""
     spec = {"kind": "gpu", "backend": backend, "threads": threads, "device": device, "batch_size": batch,
-            "strategy": "uniform", "k": k, "warmup_batches": 1}  # fmt: skip
+            "strategy": "uniform", "k": k, "warmup_batches": 1, "on_error": "skip"}  # fmt: skip
     n = max(SHORT["videos"], steady_epoch(2 * threads, batch, batch_size=batch))
     return measure_until_steady(spec, lambda n: epoch_items(files, n, folder), n, 0.0)
 
@@ -265,9 +265,7 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
     CPU worker sweep and, on a GPU, the sampled-frames `GpuLoader`s. Returns {'k', 'sweep', 'stuck', 'unmeasured',
     'gpu_sampled', 'short': True} for `choose.loader_candidates`."""
     cores = len(os.sched_getaffinity(0))
-    batch = _short_batch()
-    sizes = Counter((video_info(p).height, video_info(p).width) for p in base)
-    size = sizes.most_common(1)[0][0] if len(sizes) > 1 else None
+    batch, size = _short_batch(), one_size(base)
     backends = [b for b in available("cpu") if b in CPU_SWEPT]
     backends, said = ranked_by_rows(backends, rows, "the table above")
     log(order_line(backends, said, "no one-caller rate of them above"))
@@ -295,6 +293,13 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
     return {"k": k, "sweep": sweep, "stuck": stuck, "unmeasured": unmeasured, "gpu_sampled": gpu, "short": True}
 
 
+def one_size(paths) -> tuple | None:
+    """(H, W): the most common picture size of `paths` where their sizes differ, which the short runs' CPU loaders
+    resize every video to so that their batches stack; None where every file has one size."""
+    sizes = Counter((video_info(p).height, video_info(p).width) for p in paths)
+    return sizes.most_common(1)[0][0] if len(sizes) > 1 else None
+
+
 def short_route(route, base, k: int, device: str, folder, workers: int = 2, threads: int = 4) -> dict:
     """A route (`loaders.parse_route`) measured short as one loader of K sampled frames over `base` (a CPU
     `make_loader`, or a `GpuLoader` in its own process). Returns {'status', 'frames_per_s', 'spread_pct', 'read_by',
@@ -312,8 +317,9 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
         if route[0].endswith("@cpu"):
             steps, paths = _short_epoch(base, batch, workers, folder)
             dl = loaders.make_loader(
-                paths, backend=route, batch_size=batch, num_workers=workers, k=k, prefetch_factor=1
-            )
+                paths, backend=route, batch_size=batch, num_workers=workers, k=k, size=one_size(base),
+                prefetch_factor=1, on_error="skip",
+            )  # fmt: skip
             try:
                 r = measure_loader(dl, SHORT["step_s"], steps, device="cpu", max_seconds=SHORT["max_s"])
             finally:
@@ -326,7 +332,8 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
             rate, spread = r["frames_per_s"], r.get("frames_per_s_spread_pct")
     except (RuntimeError, ValueError, DecodeError, BackendUnavailable) as e:  # a loader that stopped delivering,
         # delivered nothing to measure, or met a file it cannot read
-        return {"status": "failed", "why": f"{type(e).__name__}: {str(e)[:200]}", "read_by": read_by}
+        cause = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__  # a worker's: its own last line
+        return {"status": "failed", "why": f"{type(e).__name__}: {cause[:200]}", "read_by": read_by}
     return {"status": "ok", "frames_per_s": rate, "spread_pct": spread, "read_by": read_by, "why": None}
 
 

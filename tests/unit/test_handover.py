@@ -236,7 +236,7 @@ def test_one_epoch_over_the_readers_folder_reads_every_file_right_or_names_it(ba
 
 @pytest.mark.slow
 def test_the_usage_notebook_22_prints_runs_as_printed(folder, tmp_path):
-    # the module written beside the reader's script, the lines pasted as printed after their `paths` and `epochs`
+    # the module written beside the reader's script, the lines pasted as printed, with the files and epochs theirs
     available("pyav", "cpu")
     handover.write("pyav", "cpu", tmp_path)
     paths = sorted(str(p) for p in folder.values())
@@ -244,7 +244,7 @@ def test_the_usage_notebook_22_prints_runs_as_printed(folder, tmp_path):
     assert handover.GUARD in lines.splitlines()  # worker processes: the loop under the guard
     assert lines.count(": ...") == 1  # the training step goes there
     step = 'print(f"{tuple(frames.shape)} {len(names) + len(skipped)}")'
-    script = f"paths, epochs = {paths!r}, 2\n{lines.replace(': ...', ': ' + step)}\n"
+    script = lines.replace(": ...", ": " + step).replace(f"{handover.PATHS}, 10", f"{paths!r}, 2") + "\n"
     (tmp_path / "train.py").write_text(script)
     run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -428,7 +428,7 @@ def test_a_script_with_spdls_worker_processes_ends_without_a_word_on_stderr(fold
     handover.write("spdl", "cpu", tmp_path)
     paths = [str(folder[n]) for n in ("h264_bframes.mp4", "sub/clip.webm", "film_640x272.mp4")]
     lines = handover.usage("spdl", "cpu", k=2, workers=2, batch_size=2).replace(": ...", ": print(len(names))")
-    (tmp_path / "train.py").write_text(f"paths, epochs = {paths!r}, 1\n{lines}\n")
+    (tmp_path / "train.py").write_text(lines.replace(f"{handover.PATHS}, 10", f"{paths!r}, 1") + "\n")
     run = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and sum(map(int, run.stdout.split())) == 3 and run.stderr == "", run.stderr[-2000:]
 

@@ -7,6 +7,7 @@ import pytest
 
 from playbook_utils.bench import loader_bench, media, nvdec, words
 from playbook_utils.tools import plots
+from tests import reader_folder
 from tests.sentences import quoted
 
 
@@ -654,6 +655,13 @@ def test_a_route_is_measured_as_one_loader_over_the_files_each_entry_takes(tmp_p
     assert got["status"] == "ok" and got["frames_per_s"] > 0, got
     nobody = loader_bench.short_route(("dali@cpu",), [files[1]], 8, "cpu", tmp_path / "epoch")
     assert nobody["status"] == "failed" and nobody["read_by"] == {"none": 1}
+    # a reader's folder: sizes that differ (batched at the most common one, as 21's loaders are) and a damaged file
+    # (skipped, as in 21's): the route had failed on both, its cause cut off behind DataLoader's "Caught ValueError"
+    other = media.make_clip(tmp_path / "other.mp4", width=320, height=240, num_frames=48, gop=12)
+    (tmp_path / "damaged.mp4").write_bytes(reader_folder.damaged_mid(files[1].read_bytes()))
+    mixed = [files[1], smoke["hevc_144p_gop12.mp4"], other, tmp_path / "damaged.mp4"]
+    got = loader_bench.short_route(("torchcodec@cpu", "pyav@cpu"), mixed, 8, "cpu", tmp_path / "mixed")
+    assert got["status"] == "ok" and got["frames_per_s"] > 0, got
 
 
 def test_ceilings_sweep_once_and_run_the_other_codec_where_it_levelled(monkeypatch):
