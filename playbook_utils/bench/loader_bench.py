@@ -317,9 +317,15 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
         if route[0].endswith("@cpu"):
             steps, paths = _short_epoch(base, batch, workers, folder)
             dl = loaders.make_loader(
-                paths, backend=route, batch_size=batch, num_workers=workers, k=k, size=one_size(base),
-                prefetch_factor=1, on_error="skip",
-            )  # fmt: skip
+                paths,
+                backend=route,
+                batch_size=batch,
+                num_workers=workers,
+                k=k,
+                size=one_size(base),
+                prefetch_factor=1,
+                on_error="skip",
+            )
             try:
                 r = measure_loader(dl, SHORT["step_s"], steps, device="cpu", max_seconds=SHORT["max_s"])
             finally:
@@ -332,8 +338,9 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
             rate, spread = r["frames_per_s"], r.get("frames_per_s_spread_pct")
     except (RuntimeError, ValueError, DecodeError, BackendUnavailable) as e:  # a loader that stopped delivering,
         # delivered nothing to measure, or met a file it cannot read
-        cause = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__  # a worker's: its own last line
-        return {"status": "failed", "why": f"{type(e).__name__}: {cause[:200]}", "read_by": read_by}
+        lines = str(e).strip().splitlines() or [""]  # a worker's error: DataLoader's header, its traceback, its line
+        why = lines[-1] if len(lines) > 1 else f"{type(e).__name__}: {lines[0]}"
+        return {"status": "failed", "why": why[:200], "read_by": read_by}
     return {"status": "ok", "frames_per_s": rate, "spread_pct": spread, "read_by": read_by, "why": None}
 
 

@@ -662,6 +662,14 @@ def test_a_route_is_measured_as_one_loader_over_the_files_each_entry_takes(tmp_p
     mixed = [files[1], smoke["hevc_144p_gop12.mp4"], other, tmp_path / "damaged.mp4"]
     got = loader_bench.short_route(("torchcodec@cpu", "pyav@cpu"), mixed, 8, "cpu", tmp_path / "mixed")
     assert got["status"] == "ok" and got["frames_per_s"] > 0, got
+    worker = "Caught ValueError in DataLoader worker process 0.\nOriginal Traceback ...\nValueError: a.mp4: the cause"
+
+    def fails(*args, **kwargs):
+        raise ValueError(worker)
+
+    monkeypatch.setattr(loader_bench, "measure_loader", fails)
+    got = loader_bench.short_route(("pyav@cpu",), [files[1]], 8, "cpu", tmp_path / "fails")
+    assert got["status"] == "failed" and got["why"] == "ValueError: a.mp4: the cause"  # the worker's own line
 
 
 def test_ceilings_sweep_once_and_run_the_other_codec_where_it_levelled(monkeypatch):
