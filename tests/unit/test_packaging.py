@@ -374,3 +374,11 @@ def test_the_readme_is_short_and_its_links_lead_somewhere():
     assert len(text.split()) <= 1600, "the README is for newcomers: the record goes to results/<gpu>/README.md"
     targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if not t.startswith(("http", "#"))]
     assert targets and [t for t in targets if not (ROOT / t).exists()] == []
+
+
+def test_the_readmes_code_to_paste_is_what_22_prints_for_the_gpu_module():
+    from playbook_utils import handover
+
+    lines = handover.usage("torchcodec", "cuda", k=16, workers=16, batch_size=8).splitlines()
+    readme = (ROOT / "README.md").read_text()
+    assert "\n".join("  " + line for line in lines) in readme  # indented under its bullet
