@@ -111,13 +111,11 @@ def cut_note(missing: int) -> str:
 
 def explained(cause: str, src, found, backend: str) -> str:
     """A failed read's `cause` with what it does not say: that the file is cut short (`cut_note`), or, first, that its
-    picture size changes mid-stream (`probe.size_change`), which some libraries fail on without saying so."""
+    picture size changes mid-stream (`base.size_change_why`), which some libraries fail on without saying so."""
     if "cut short" not in cause:
         cause += cut_note(found.missing_frames)
-    changed = src.kind == "path" and "size changes" not in cause and probe.size_change(src.path)
-    if changed:
-        cause = f"its picture size changes mid-stream ({changed}), which {backend} does not follow (re-encode it at one size): {cause}"
-    return cause
+    why = src.kind == "path" and "size changes" not in cause and base.size_change_why(src.path, backend)
+    return f"{why} (re-encode it at one size): {cause}" if why else cause
 
 
 def check_indices(path, indices, num_frames: int, backend: str | None = None, missing: int = 0) -> list[int]:

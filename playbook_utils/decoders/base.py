@@ -179,12 +179,18 @@ def nv12_path_refusals() -> tuple[KnownWrong, ...]:
     return tuple(known_wrong(f"chroma:{c}", why.format(c), ("cuda",)) for c in NOT_420)
 
 
-def refuse_size_change(path: str, backend: str) -> None:
-    """Raise `BackendUnavailable` where `path`'s picture size changes mid-stream (`probe.size_change`): an NVDEC path
-    goes on at the first size, and where the size went down returned other frames in silence (notebook 23)."""
+def size_change_why(path, who: str) -> str | None:
+    """'its picture size changes mid-stream (480x270, then 320x180 at 1.00 s), which `who` does not follow' where it
+    does (`probe.size_change`), else None."""
     changed = size_change(path)
-    if changed:
-        why = f"its picture size changes mid-stream ({changed}), which this NVDEC path does not follow"
+    return f"its picture size changes mid-stream ({changed}), which {who} does not follow" if changed else None
+
+
+def refuse_size_change(path: str, backend: str) -> None:
+    """Raise `BackendUnavailable` where `path`'s picture size changes mid-stream (`size_change_why`): an NVDEC path
+    goes on at the first size, and where the size went down returned other frames in silence (notebook 23)."""
+    why = size_change_why(path, "this NVDEC path")
+    if why:
         raise BackendUnavailable(path, f"{why}: re-encode it at one size, or read it on the CPU", backend)
 
 

@@ -134,10 +134,9 @@ class Decord(base.Adapter):
                     raise
 
     def _read(self, path: str, indices: list[int], device: Device, info):
-        import decord
         import torch
 
-        decord.logging.set_level(decord.logging.QUIET)  # FFmpeg's lines on a broken file: its error is raised and named
+        decord = _quiet_decord()
         ctx = decord.gpu(device.ordinal) if device.is_cuda else decord.cpu(0)
         vr = decord.VideoReader(path, ctx=ctx)
         if len(vr) != info.num_frames:
@@ -155,14 +154,23 @@ class Decord(base.Adapter):
         return base.in_order(frames, unique, indices).permute(0, 3, 1, 2)
 
 
+@lru_cache(maxsize=None)
+def _quiet_decord():
+    """decord, imported once with FFmpeg's log lines off: a broken file's error is raised and named instead."""
+    import decord
+
+    decord.logging.set_level(decord.logging.QUIET)
+    return decord
+
+
 def raw_read(path: str, indices: list[int]):
     """The library's own call with none of the adapter's checks: a `VideoReader` and one `get_batch` of `indices`,
     uint8 (N, 3, H, W). What notebook 11 sets decord 0.6 and decord2 side by side with, on the correctness matrix."""
-    import decord
     import torch
 
-    decord.logging.set_level(decord.logging.QUIET)
-    return torch.from_numpy(decord.VideoReader(str(path)).get_batch(list(indices)).asnumpy()).permute(0, 3, 1, 2)
+    return torch.from_numpy(_quiet_decord().VideoReader(str(path)).get_batch(list(indices)).asnumpy()).permute(
+        0, 3, 1, 2
+    )
 
 
 # frames per get_batch call of the forward pass: 32 frames of 1080p RGB are 200 MB at a time
