@@ -7,9 +7,12 @@ when every one is current (passed, today's code cells and media, no problem show
 from __future__ import annotations
 
 import argparse
+import ast
+import io
 import json
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 from playbook_utils.bench import media
@@ -27,6 +30,18 @@ def code_cells(path) -> list[str]:
         for c in nb.get("cells", [])
         if c.get("cell_type") == "code" and "injected-parameters" not in c.get("metadata", {}).get("tags", [])
     ]
+
+
+def program(source: str):
+    """What a code cell runs and says: its syntax tree and its comments, so that a cell only re-wrapped (a long line
+    split, two lines joined) is the same program; the text itself where it is not plain Python (a magic, `!cmd`)."""
+    try:
+        comments = [
+            t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT
+        ]
+        return ast.dump(ast.parse(source)), comments
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return source
 
 
 def changed_since(commit: str | None, paths, root=ROOT) -> int | None:
@@ -48,7 +63,8 @@ def changed_since(commit: str | None, paths, root=ROOT) -> int | None:
 
 def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> list[dict]:
     """A row per notebook of `notebooks_dir` (default root/notebooks) matching `pattern`: {'notebook', 'status',
-    'seconds', 'date', 'commit', 'copy', 'same_code', 'changed_since', 'media_version', 'problems', 'current'}."""
+    'seconds', 'date', 'commit', 'copy', 'same_code' (each cell the same `program`), 'same_text', 'changed_since',
+    'media_version', 'problems', 'current'}."""
     folder = Path(folder)
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else Path(root) / "notebooks"
     try:
@@ -67,7 +83,8 @@ def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> lis
             "date": machine.get("date_utc"),
             "commit": commit,
             "copy": copy.exists(),
-            "same_code": copy.exists() and code_cells(copy) == code_cells(nb),
+            "same_code": copy.exists() and [*map(program, code_cells(copy))] == [*map(program, code_cells(nb))],
+            "same_text": copy.exists() and code_cells(copy) == code_cells(nb),
             "changed_since": changed_since(commit, ["playbook_utils", nb.relative_to(root)], root),
             "media_version": machine.get("media_version"),
             "problems": notebook_stats.output_problems(copy) if copy.exists() else [],
@@ -99,11 +116,14 @@ def format_rows(rows: list[dict]) -> str:
     lines = []
     for a in rows:
         since = {None: "unknown", 0: "none"}.get(a["changed_since"], str(a["changed_since"]))
+        code = ["no executed copy", "code differs", "code as today, re-wrapped", "code as today"][
+            a["copy"] + a["same_code"] + a["same_text"]
+        ]
         lines.append(
             f"{'current ' if a['current'] else 'STALE   '} {a['notebook']:40s} {a['status']:8s} "
             f"{a['seconds'] or 0:7.1f} s  {(a['date'] or 'no date')[:16]:16s} "
             f"commit {(a['commit'] or 'none')[:10]:10s} "
-            + ("code as today" if a["same_code"] else "code differs" if a["copy"] else "no executed copy")
+            + code
             + f", files changed since: {since}"
             + ("" if a["media_version"] == media.MEDIA_VERSION else f", media {a['media_version'] or 'before 4'}")
         )

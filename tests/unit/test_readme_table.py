@@ -88,3 +88,12 @@ def test_the_answer_above_the_table_quotes_only_figures_the_table_holds():
     table = "\n".join(_table())
     figures = re.findall(r"\b\d[\d,]*\.?\d*\b", re.sub(r"`[^`]*`|\([^)]*\.(?:ipynb|md|py)[^)]*\)", "", answer))
     assert figures and [f for f in figures if f not in table and len(f) > 1] == []
+
+
+def test_the_readmes_count_of_current_notebooks_is_the_audits_of_the_reference_it_links():
+    from playbook_utils.tools import reference_audit
+
+    text = (ROOT / "README.md").read_text()
+    folder, done, total = re.search(r"\[(results/\w+)/\]\([^)]*\), (\d+) of (\d+) notebooks current", text).groups()
+    rows = reference_audit.audit(ROOT / folder)
+    assert (int(done), int(total)) == (sum(a["current"] for a in rows), len(rows))

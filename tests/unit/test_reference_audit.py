@@ -83,3 +83,27 @@ def test_the_files_changed_since_a_commit_come_from_git(tmp_path):
     assert reference_audit.changed_since(head, ["LICENSE-that-does-not-exist"]) == 0
     assert reference_audit.changed_since("0" * 40, ["playbook_utils"]) is None
     assert reference_audit.changed_since(None, ["playbook_utils"]) is None
+
+
+def test_a_copy_whose_cells_differ_only_in_their_wrapping_is_current_and_one_with_another_comment_is_not(tmp_path):
+    row = {"notebook": "99_lesson.ipynb", "status": "passed",
+           "machine": {"commit": "abc1234", "media_version": media.MEDIA_VERSION}}  # fmt: skip
+    nbs, ref = _folder(tmp_path, [row])
+    nb = json.loads((nbs / "99_lesson.ipynb").read_text())
+    copy = json.loads((ref / "99_lesson.ipynb").read_text())
+    copy["cells"][-1]["source"] = 'print("a long line, "\n      "split in two")  # why'
+    for today, current in [
+        ('print("a long line, split in two")  # why', True),  # the two strings joined: the same program
+        ('print("a long line, split in 2")  # why', False),
+        ('print("a long line, split in two")  # another why', False),
+        ("%time print(1)", False),  # not Python: its text compared
+    ]:
+        nb["cells"][-1]["source"] = today
+        (nbs / "99_lesson.ipynb").write_text(json.dumps(nb))
+        (ref / "99_lesson.ipynb").write_text(json.dumps(copy))
+        [a] = reference_audit.audit(ref, nbs, root=tmp_path)
+        assert (a["same_code"], a["current"], a["same_text"]) == (current, current, False), today
+    copy["cells"][-1]["source"] = nb["cells"][-1]["source"]  # a magic compared by its text: the same text
+    (ref / "99_lesson.ipynb").write_text(json.dumps(copy))
+    [a] = reference_audit.audit(ref, nbs, root=tmp_path)
+    assert a["same_code"] and a["same_text"] and a["current"]
