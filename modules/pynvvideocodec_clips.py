@@ -313,11 +313,24 @@ class ThreadLoader:
                     batch = []
 
 
+def this_rank():
+    """(ranks, rank) of torch.distributed, (1, 0) without it. Under torchrun before init_process_group, an error:
+    every rank would read every file."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise RuntimeError(
+            f"torchrun started {os.environ['WORLD_SIZE']} ranks, but torch.distributed is not initialized: call "
+            "torch.distributed.init_process_group() before loader(), or every rank reads every file"
+        )
+    return 1, 0
+
+
 def loader(clips, batch_size=8, workers=8, seed=0):
     """Batches of this rank's share of the files (torch.distributed, when initialized), shuffled by `seed` and the
-    epoch: call `loader.sampler.set_epoch(epoch)` before each. Where the files do not divide evenly among the ranks,
-    PyTorch's DistributedSampler repeats a few, so that every rank has as many batches. `workers`: decoding threads."""
-    ranks = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-    rank = dist.get_rank() if ranks > 1 else 0
+    epoch: call `.sampler.set_epoch(epoch)` on what it returns before each. Where the files do not divide evenly among
+    the ranks, PyTorch's DistributedSampler repeats a few, so that every rank has as many batches. `workers`: decoding
+    threads."""
+    ranks, rank = this_rank()
     sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
     return ThreadLoader(clips, batch_size, workers, sampler)

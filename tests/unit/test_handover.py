@@ -127,6 +127,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "check_order",
                 "size_change",
                 "listed",
+                "this_rank",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
     assert len(parts["uniform"]) == 6 and len(parts["probe"]) >= 4 and len(parts["ThreadLoader"]) >= 3
@@ -136,6 +137,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
     assert len(parts["check_order"]) == 6  # each finds alike the B-frames an AVI remux left in decode order
     assert len(parts["size_change"]) == 3  # the GPU modules name alike a picture size that changes mid-stream
     assert len(parts["listed"]) == 6  # each refuses alike an empty list of paths
+    assert len(parts["this_rank"]) == 6  # each finds alike its rank's share, or says torchrun's group is missing
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
 
 
@@ -155,6 +157,23 @@ def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing(name):
             mod.VideoClips(one, k=4, size=32)
     on_cpu = {"device": "cpu"} if "device" in inspect.signature(mod.VideoClips).parameters else {}
     assert len(mod.VideoClips((p for p in ["a.mp4", Path("b.mp4")]), k=4, size=32, **on_cpu)) == 2
+
+
+@pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
+def test_under_torchrun_a_loader_made_before_the_process_group_is_an_error_not_every_file_on_every_rank(
+    name, monkeypatch, tmp_path
+):
+    try:
+        mod = from_its_file(name)
+    except ImportError as e:
+        pytest.skip(f"{name}: {e}")
+    on_cpu = {"device": "cpu"} if "device" in inspect.signature(mod.VideoClips).parameters else {}
+    clips = mod.VideoClips([tmp_path / f"{i}.mp4" for i in range(4)], k=4, size=32, **on_cpu)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as torchrun sets it
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        mod.loader(clips, batch_size=2, workers=0)
+    monkeypatch.setenv("WORLD_SIZE", "1")  # one rank: all four files
+    assert len(mod.loader(clips, batch_size=2, workers=0).sampler) == 4
 
 
 def child(*args, timeout: float = 600):
