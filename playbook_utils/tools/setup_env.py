@@ -138,14 +138,17 @@ def _name(requirement_name: str) -> str:
 
 def constraint_lines(versions: dict) -> list[str]:
     """Constraint lines ('av==19.0.2') for library versions keyed by import name, as environment stamps write them;
-    build labels (+cu130) are dropped, and DALI is named by torch's CUDA major."""
+    build labels (+cu130) are dropped, and DALI is named by torch's CUDA major, or where torch's version has no label
+    (PyPI's CUDA build), by the DALI distribution of that version installed here."""
     flat = {k: (v.get("version") if isinstance(v, dict) else v) for k, v in versions.items()}
     label = (flat.get("torch") or "").partition("+")[2]
     cuda = f"{label[2:-1]}.{label[-1]}" if re.fullmatch(r"cu\d{3,}", label) else None
+    here = [d for d in ("nvidia-dali-cuda130", "nvidia-dali-cuda120") if _version(d) == flat.get("nvidia.dali")]
+    dali = here[0] if here and not label else dali_spec(cuda)
     lines = []
     for module, version in flat.items():
         if module in DISTRIBUTIONS and version and version != "unknown":
-            lines.append(f"{DISTRIBUTIONS[module] or dali_spec(cuda)}=={version.split('+')[0]}")
+            lines.append(f"{DISTRIBUTIONS[module] or dali}=={version.split('+')[0]}")
     return lines
 
 

@@ -175,7 +175,7 @@ def test_a_machine_has_a_driver_when_libcuda_loads_or_nvidia_smi_exists():
     assert setup_env.nvidia_driver_present(load=no_lib, which=lambda exe: f"/usr/bin/{exe}") is True
 
 
-def test_constraints_follow_the_stamp_with_builds_dropped_and_dali_by_cuda_major(tmp_path):
+def test_constraints_follow_the_stamp_with_builds_dropped_and_dali_by_cuda_major(tmp_path, monkeypatch):
     lines = setup_env.constraint_lines(
         {
             "torch": "2.11.0+cu130",
@@ -199,11 +199,17 @@ def test_constraints_follow_the_stamp_with_builds_dropped_and_dali_by_cuda_major
         "torch==2.13.0",
         "nvidia-dali-cuda120==2.4.0",
     ]
+    # PyPI's CUDA 13 torch stamps no label in its metadata ('2.11.0'), as the runner reads it: the DALI installed
+    with monkeypatch.context() as m:
+        m.setattr(setup_env, "_version", {"nvidia-dali-cuda130": "2.4.0"}.get)
+        assert (
+            setup_env.constraint_lines({"torch": "2.11.0", "nvidia.dali": "2.4.0"})[1] == "nvidia-dali-cuda130==2.4.0"
+        )
     path = setup_env.write_constraints(tmp_path, {"av": "19.0.2", "torch": "2.11.0+cu130"}, "a test")
     assert setup_env.read_constraints(path) == {"av": "av==19.0.2", "torch": "torch==2.11.0"}
 
 
-@pytest.mark.parametrize("baseline", ["h200", "cpu-2core"])
+@pytest.mark.parametrize("baseline", ["h100", "h200", "cpu-2core"])
 def test_each_baseline_carries_its_constraints(baseline):
     path = ROOT / "results" / baseline / "constraints.txt"
     pins = setup_env.read_constraints(path)
