@@ -74,6 +74,7 @@ def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> lis
     out = []
     for nb in sorted(notebooks_dir.glob(f"{pattern}.ipynb")):
         row, copy = rows.get(nb.name, {}), folder / nb.name
+        ran, today = (code_cells(copy), code_cells(nb)) if copy.exists() else (None, [])
         machine = row.get("machine") or {}
         commit = machine.get("commit")
         a = {
@@ -83,8 +84,8 @@ def audit(folder, notebooks_dir=None, root=ROOT, pattern: str = "[0-9]*") -> lis
             "date": machine.get("date_utc"),
             "commit": commit,
             "copy": copy.exists(),
-            "same_code": copy.exists() and [*map(program, code_cells(copy))] == [*map(program, code_cells(nb))],
-            "same_text": copy.exists() and code_cells(copy) == code_cells(nb),
+            "same_code": ran is not None and [*map(program, ran)] == [*map(program, today)],
+            "same_text": ran == today,
             "changed_since": changed_since(commit, ["playbook_utils", nb.relative_to(root)], root),
             "media_version": machine.get("media_version"),
             "problems": notebook_stats.output_problems(copy) if copy.exists() else [],

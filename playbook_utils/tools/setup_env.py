@@ -44,6 +44,8 @@ def gpu_reference(run=subprocess.run) -> Path:
     return own if own is not None and (own / "constraints.txt").exists() else ROOT / "results" / "h200"
 
 
+DALI_DISTRIBUTIONS = ("nvidia-dali-cuda130", "nvidia-dali-cuda120")  # DALI's, one per CUDA major
+
 # import name (as environment stamps write it) -> distribution name; DALI's depends on the CUDA major
 DISTRIBUTIONS = {
     "torch": "torch",
@@ -143,8 +145,9 @@ def constraint_lines(versions: dict) -> list[str]:
     flat = {k: (v.get("version") if isinstance(v, dict) else v) for k, v in versions.items()}
     label = (flat.get("torch") or "").partition("+")[2]
     cuda = f"{label[2:-1]}.{label[-1]}" if re.fullmatch(r"cu\d{3,}", label) else None
-    here = [d for d in ("nvidia-dali-cuda130", "nvidia-dali-cuda120") if _version(d) == flat.get("nvidia.dali")]
-    dali = here[0] if here and not label else dali_spec(cuda)
+    dali = dali_spec(cuda)
+    if not label:  # PyPI's CUDA build of torch: the DALI of that version installed here, where there is one
+        dali = next((d for d in DALI_DISTRIBUTIONS if _version(d) == flat.get("nvidia.dali")), dali)
     lines = []
     for module, version in flat.items():
         if module in DISTRIBUTIONS and version and version != "unknown":
@@ -157,9 +160,7 @@ def installed_versions() -> dict:
     metadata (nothing is imported); the runner stamps summary.json with it."""
     out = {}
     for module, dist in DISTRIBUTIONS.items():
-        found = [
-            v for name in ([dist] if dist else ["nvidia-dali-cuda130", "nvidia-dali-cuda120"]) if (v := _version(name))
-        ]
+        found = [v for name in ([dist] if dist else DALI_DISTRIBUTIONS) if (v := _version(name))]
         if found:
             out[module] = found[0]
     return out
