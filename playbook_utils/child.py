@@ -8,8 +8,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
+import time
 
 from playbook_utils.errors import BackendUnavailable, DecodeError, clipped, first_line, last_line
 
@@ -127,10 +130,6 @@ class _Server:
     read by a thread into a queue and its stderr kept, so that neither pipe fills while the parent waits."""
 
     def __init__(self, argv: list[str], env: dict | None):
-        import queue
-        import threading
-        import time
-
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(env)
@@ -153,8 +152,6 @@ class _Server:
     def next(self, timeout: float) -> tuple[dict, bool]:
         """(the child's next answer, True), or (a 'timeout' or 'crashed' answer, False) when it gave none: a child
         that ran out of time is killed."""
-        import queue
-
         while True:
             try:
                 line = self.lines.get(timeout=timeout)
@@ -171,8 +168,6 @@ class _Server:
 
     def warmed(self, timeout: float) -> tuple[dict, bool]:
         """`next`: the answer to the warm-up request sent first, with 'warm_s', the seconds since the child started."""
-        import time
-
         found, ok = self.next(timeout)
         return {**found, "warm_s": round(time.perf_counter() - self.started, 3)}, ok
 
@@ -199,8 +194,6 @@ def serve(
     """Send `requests` to one child `argv`, one JSON line each; return one answer per request, each with 'served_s'.
     A request whose child dies or times out gets a 'crashed' or 'timeout' answer and a new child serves the rest.
     `server`: a child already warmed; `keep`: a list that gets the child, still running, once it has answered all."""
-    import time
-
     results: list[dict] = []
     pending = list(requests)
     if not pending and server is not None and keep is not None:  # started and warmed for a later call

@@ -1,9 +1,7 @@
-"""The code we hand over: for each library path, one self-contained module in `modules/` of that library's own calls
-(importing nothing of this package) that reads K evenly spaced frames of every video of a folder, batched at one size,
-upright, coloured by the playbook's one rule (`colour.effective`), reading forward or refusing by name the files its
-library was seen to get wrong, skipping and naming broken files, and sharding by rank. Each adapter names its modules
-(`Adapter.HANDOVER`); notebook 22 writes the one it recommends beside its results (`write`) and prints how to use it
-(`usage`)."""
+"""The code we hand over: per library path, one self-contained module in `modules/` (the library's own calls, nothing
+of this package) that reads K evenly spaced frames of every video of a folder, batched, upright, coloured by
+`colour.effective`, refusing by name the files its library gets wrong, sharded by rank. Each adapter names its modules
+(`Adapter.HANDOVER`); notebook 22 copies the one it recommends (`write`) and prints how to use it (`usage`)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,18 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import functools
+import itertools
+import multiprocessing
 import os
+import queue
 import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing import forkserver
 from typing import NamedTuple
 
 from playbook_utils import sampling, transforms
@@ -174,23 +184,20 @@ class VideoClipDataset:
             )
         return sampling.random_clips(n, self.clip_len, self.stride, 1, seed=self.seed * 1_000_003 + i)[0]
 
-    def reference_size(self) -> tuple[str, tuple[int, int]] | None:
-        """(path, (H, W)) of the first video that can be probed, the same in every worker and on every rank: the size
-        every item must have when neither `size` nor mixed_sizes='list' is given; None when no video can be read."""
-        if self._reference is None:
+    def _other_size(self, i: int) -> str | None:
+        """Why item i does not fit the batches, or None: neither `size` nor mixed_sizes='list' given, and another size
+        than the first video that can be probed (the same in every worker and on every rank)."""
+        if self.size is not None or self.mixed_sizes == "list":
+            return None
+        own = frame_size(video_info(self.paths[i], self.backend))
+        if self._reference is None:  # (path, (H, W)), kept once found
             for p in self.paths:
                 try:
                     self._reference = (p, frame_size(video_info(p)))
                     break
                 except DecodeError:
-                    continue
-        return self._reference
-
-    def _other_size(self, i: int) -> str | None:
-        """Why item i does not fit the batches (another size than the reference, and no choice made), or None."""
-        if self.size is not None or self.mixed_sizes == "list":
-            return None
-        own, ref = frame_size(video_info(self.paths[i], self.backend)), self.reference_size()
+                    pass
+        ref = self._reference
         if ref is None or own == ref[1]:
             return None
         return (
@@ -237,22 +244,15 @@ def collate_skipping(items):
 def _worker_start(threads: int, probed: str, worker_id: int) -> None:
     """DataLoader worker start-up: `threads` decoder threads (see make_loader), the parent's import checks trusted
     (`decoders.child_env`), and the last batch let out before exit (`finish_sending`)."""
-    import atexit
-
     os.environ[PROBED_ENV] = probed
     set_cpu_threads(threads)
     atexit.unregister(finish_sending)  # once per process
     atexit.register(finish_sending)
 
 
-FEEDER_JOIN_S = 10.0  # how long an exiting worker waits for its last batch to leave
-
-
-def finish_sending(timeout_s: float = FEEDER_JOIN_S) -> None:
+def finish_sending(timeout_s: float = 10.0) -> None:
     """Wait (at most `timeout_s`) for this process's multiprocessing queue feeder threads, at a loader worker's exit, so
     that interpreter shutdown does not abort it mid-send (SIGABRT). Notebook 23."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     for t in threading.enumerate():
         if t.name == "QueueFeederThread" and t.is_alive() and t is not threading.current_thread():
@@ -264,17 +264,14 @@ def make_loader(
     backend: str = "pyav",
     batch_size: int = 4,
     num_workers: int = 2,
-    pin_memory: bool = False,
-    shuffle: bool = False,
-    start_method: str | None = None,
     timeout_s: float = 600.0,
     decoder_threads: int | None = None,
     prefetch_factor: int | None = None,
     **dataset_kwargs,
 ):
     """A `torch.utils.data.DataLoader` of uint8 batches (B, K, 3, H, W) decoded on the CPU in workers (notebook 21).
-    dataset_kwargs go to `VideoClipDataset`. Workers start by `start_method` (default forkserver: a forked child of a
-    CUDA-threaded parent may deadlock) and raise RuntimeError after `timeout_s` without a batch."""
+    dataset_kwargs go to `VideoClipDataset`. Workers start by forkserver (a forked child of a CUDA-threaded parent
+    may deadlock) and raise RuntimeError after `timeout_s` without a batch."""
     import torch
 
     ds = VideoClipDataset(paths, backend=backend, device="cpu", **dataset_kwargs)
@@ -283,10 +280,8 @@ def make_loader(
         ds,
         batch_size=batch_size,
         num_workers=num_workers,
-        shuffle=shuffle,
-        pin_memory=pin_memory,
         collate_fn=collate,
-        **worker_options(num_workers, start_method, timeout_s, decoder_threads),
+        **worker_options(num_workers, timeout_s=timeout_s, decoder_threads=decoder_threads),
         **({"prefetch_factor": prefetch_factor} if prefetch_factor and num_workers > 0 else {}),
     )
 
@@ -326,9 +321,6 @@ FORKSERVER_PRELOAD = ("torch", "playbook_utils.loaders")  # what the forkserver 
 def start_worker_server() -> None:
     """Start `make_loader`'s forkserver (`START_METHOD`) now, in the background, so that its import of
     FORKSERVER_PRELOAD is not counted in the first loader's time to its first batch (notebook 21)."""
-    import multiprocessing
-    from multiprocessing import forkserver
-
     if START_METHOD == "forkserver":
         multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
         forkserver.ensure_running()
@@ -339,9 +331,6 @@ def worker_options(
 ) -> dict:
     """The DataLoader arguments of `make_loader`'s workers (also `distributed.sharded_loader`'s and
     `shards.shard_loader`'s): start method, persistent, a batch timeout, decoder threads sharing the cores; {} for 0."""
-    import functools
-    import multiprocessing
-
     if num_workers <= 0:
         return {}
     start_method = start_method or START_METHOD
@@ -359,10 +348,6 @@ def worker_options(
 def decode_ahead(fn, items, threads: int, ahead: int):
     """`fn(item)` for each item, yielded in order, computed by `threads` threads with at most `ahead` items in flight
     (GpuLoader, `distributed.sharded_loader`). Closing the generator early cancels the items not yet started."""
-    import itertools
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
     items = iter(items)
     pool = ThreadPoolExecutor(threads)
     try:
@@ -449,8 +434,6 @@ class GpuLoader:
         """The decoding threads' CUDA stream where the library works on torch's current one (its adapter's
         `OWN_STREAM`): on the default stream, their work would queue behind the training step's. One stream for all
         the threads, so that they share one memory pool, as on the default stream (the allocator keeps one a stream)."""
-        import contextlib
-
         import torch
 
         if Device.parse(device).kind not in adapter(backend).OWN_STREAM:
@@ -498,8 +481,6 @@ class GpuProcessLoader:
         return [p.exitcode for p in getattr(self, "_workers", [])]
 
     def __iter__(self):
-        import queue as queue_module
-
         import torch.multiprocessing as mp
 
         ctx = mp.get_context("spawn")
@@ -522,7 +503,7 @@ class GpuProcessLoader:
                 try:
                     kind, payload = q.get(timeout=5)
                     waited = 0.0
-                except queue_module.Empty:  # a worker that died without a word (a crash in a library) ends the epoch
+                except queue.Empty:  # a worker that died without a word (a crash in a library) ends the epoch
                     waited += 5
                     dead = [(r, p.exitcode) for r, p in enumerate(procs) if r not in done and not p.is_alive()]
                     if dead or waited >= 600:
@@ -561,8 +542,6 @@ class GpuProcessLoader:
 def _drain(q, procs: dict, limit_s: float = 30.0) -> None:
     """Take and drop every message the workers `procs` ({rank: process}) sent and no one took, until each has said
     goodbye or died (at most `limit_s`), so that no CUDA IPC tensor is still mapped when its worker exits."""
-    import time
-
     end, gone = time.monotonic() + limit_s, set()
     while time.monotonic() < end and not all(r in gone or not p.is_alive() for r, p in procs.items()):
         try:
@@ -576,13 +555,11 @@ def _drain(q, procs: dict, limit_s: float = 30.0) -> None:
 
 def _put_unless(q, item, stop) -> bool:
     """Put `item` on the bounded queue `q`, waiting for room unless `stop` is set; whether it was put."""
-    import queue as queue_module
-
     while not stop.is_set():
         try:
             q.put(item, timeout=0.2)
             return True
-        except queue_module.Full:
+        except queue.Full:
             continue
     return False
 
@@ -590,8 +567,6 @@ def _put_unless(q, item, stop) -> bool:
 def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch, released):
     """One worker of `GpuProcessLoader`: a GpuLoader over its share of the videos, one video per message, then
     ('bye', rank); stops early once `finished_epoch` is set and exits once `released` is."""
-    import queue as queue_module
-
     videos = iter(GpuLoader(paths, threads=threads, batch_size=1, **kwargs))
     stopped = False
     try:
@@ -607,7 +582,7 @@ def _process_loader_worker(paths, threads, kwargs, rank, q, finished_epoch, rele
         finished_epoch.wait(timeout=3600)
     try:
         q.put(("bye", rank), timeout=30)
-    except queue_module.Full:  # the training process takes nothing any more: nothing to wait for
+    except queue.Full:  # the training process takes nothing any more: nothing to wait for
         return
     released.wait(timeout=60)
 

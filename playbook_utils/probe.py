@@ -123,25 +123,23 @@ def probe(path, stream: int | None = None) -> VideoInfo:
     import av
 
     opened = None
-    if sources.is_local(path):
-        path = Path(path)
-        if not path.exists():
-            raise DecodeError(path, "file does not exist", backend="probe")
-        if path.stat().st_size == 0:
-            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
-    else:
-        src = sources.resolve(path)
-        path = src.name
-        if src.size == 0:
-            raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
-        opened = src.open()
-    try:
-        container = av.open(opened if opened is not None else str(path))
-    except Exception as e:  # PyAV raises its own FFmpeg error types
-        if opened is not None:
-            opened.close()
-        raise DecodeError(path, f"cannot open as a media file ({describe(e)})", backend="probe") from e
-    with container, opened if opened is not None else contextlib.nullcontext():
+    with contextlib.ExitStack() as stack:
+        if sources.is_local(path):
+            path = Path(path)
+            if not path.exists():
+                raise DecodeError(path, "file does not exist", backend="probe")
+            if path.stat().st_size == 0:
+                raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+        else:
+            src = sources.resolve(path)
+            path = src.name
+            if src.size == 0:
+                raise DecodeError(path, "file is empty (0 bytes)", backend="probe")
+            opened = stack.enter_context(src.open())
+        try:
+            container = stack.enter_context(av.open(opened if opened is not None else str(path)))
+        except Exception as e:  # PyAV raises its own FFmpeg error types
+            raise DecodeError(path, f"cannot open as a media file ({describe(e)})", backend="probe") from e
         try:
             return _describe(container, path, opened, stream)
         except DecodeError:

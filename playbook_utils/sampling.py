@@ -127,24 +127,23 @@ def vlm_num_frames(
     fps: float = QWEN_FPS,
     min_frames: int = QWEN_MIN_FRAMES,
     max_frames: int | None = None,
-    frame_factor: int = QWEN_FRAME_FACTOR,
     nframes: int | None = None,
 ) -> int:
     """How many frames a Qwen2-VL-style model takes from a video of `num_frames` at `video_fps`, as qwen-vl-utils'
     `smart_nframes`. Raises ValueError for a video too short for the model. Introduced in notebook 24."""
     _check_count(num_frames)
     if nframes is not None:
-        n = _round_to(nframes, frame_factor)
+        n = _round_to(nframes, QWEN_FRAME_FACTOR)
     else:
         if video_fps <= 0 or fps <= 0:
             raise ValueError(f"frame rates must be positive, got video_fps={video_fps}, fps={fps}")
-        lo = _ceil_to(min_frames, frame_factor)
-        hi = _floor_to(min(QWEN_MAX_FRAMES, num_frames) if max_frames is None else max_frames, frame_factor)
+        lo = _ceil_to(min_frames, QWEN_FRAME_FACTOR)
+        hi = _floor_to(min(QWEN_MAX_FRAMES, num_frames) if max_frames is None else max_frames, QWEN_FRAME_FACTOR)
         n = num_frames / video_fps * fps
-        n = _floor_to(min(min(max(n, lo), hi), num_frames), frame_factor)
-    if not frame_factor <= n <= num_frames:
+        n = _floor_to(min(min(max(n, lo), hi), num_frames), QWEN_FRAME_FACTOR)
+    if not QWEN_FRAME_FACTOR <= n <= num_frames:
         raise ValueError(
-            f"a VLM needs between {frame_factor} and {num_frames} frames of this video "
+            f"a VLM needs between {QWEN_FRAME_FACTOR} and {num_frames} frames of this video "
             f"({num_frames} frames at {video_fps} fps), the rules give {n}"
         )
     return n
@@ -169,10 +168,7 @@ def vlm_indices(
     num_frames: int,
     video_fps: float,
     fps: float = QWEN_FPS,
-    min_frames: int = QWEN_MIN_FRAMES,
     max_frames: int | None = None,
-    frame_factor: int = QWEN_FRAME_FACTOR,
-    nframes: int | None = None,
     start_s: float | None = None,
     end_s: float | None = None,
 ) -> list[int]:
@@ -191,7 +187,7 @@ def vlm_indices(
         if first >= last:
             raise ValueError(f"the range {start_s}..{end_s} s holds no frames of a {duration:.2f} s video")
     count = last - first + 1
-    n = vlm_num_frames(count, video_fps, fps, min_frames, max_frames, frame_factor, nframes)
+    n = vlm_num_frames(count, video_fps, fps, max_frames=max_frames)
     return _spread(first, last, n)
 
 
@@ -257,28 +253,23 @@ def vlm_tokens(height: int, width: int, nframes: int, patch: int = QWEN_PATCH, m
     return (nframes // QWEN_FRAME_FACTOR) * (height // (patch * merge)) * (width // (patch * merge))
 
 
-def _frame_times(source) -> list[float]:
-    """Presentation time (s) of every frame of `source` (a path or bytes), from its packets (no decoding)."""
-    import io
-
-    import av
-
-    with av.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else str(source)) as c:
-        stream = c.streams.video[0]
-        return sorted(float(p.pts * stream.time_base) for p in c.demux(stream) if p.size and p.pts is not None)
-
-
 def torchcodec_samplers(
     source, fps: float = QWEN_FPS, num_clips: int = 4, frames_per_clip: int = 2, max_frames: int | None = None
 ) -> dict:
     """TorchCodec's own samplers beside `vlm_indices` on one video (a path or bytes), as frame indices: {'vlm',
     'regular_timestamps', 'regular_indices', 'num_frames', 'fps'} (notebook 24)."""
+    import io
+
+    import av
     from torchcodec.decoders import VideoDecoder
     from torchcodec.samplers import clips_at_regular_indices, clips_at_regular_timestamps
 
-    dec = VideoDecoder(source if isinstance(source, (bytes, bytearray)) else str(source), seek_mode="exact")
+    in_memory = isinstance(source, (bytes, bytearray))
+    dec = VideoDecoder(source if in_memory else str(source), seek_mode="exact")
     n, video_fps = dec.metadata.num_frames, dec.metadata.average_fps
-    times = _frame_times(source)
+    with av.open(io.BytesIO(source) if in_memory else str(source)) as c:  # each frame's time, from its packets
+        stream = c.streams.video[0]
+        times = sorted(float(p.pts * stream.time_base) for p in c.demux(stream) if p.size and p.pts is not None)
     if len(times) != n:
         raise ValueError(f"TorchCodec counts {n} frames, the packets {len(times)}")
 

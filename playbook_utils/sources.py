@@ -27,7 +27,6 @@ __all__ = [
     "FileSource",
     "IOStats",
     "is_local",
-    "parse_tar_url",
     "PathSource",
     "RangeFile",
     "resolve",
@@ -180,29 +179,21 @@ class RangeFile(_SizedReader):
             b = run_end + 1
         return pieces
 
-    def _prefetched_at(self, pos: int):
-        """(start, data) of the prefetched range holding byte `pos`, else (start of the next one or None, None)."""
-        for a, data in self._ranges:  # sorted by start: the first that starts past `pos` is the next
-            if a <= pos < a + len(data):
-                return a, data
-            if a > pos:
-                return a, None
-        return None, None
-
-    def _from_blocks(self, pos: int, n: int) -> bytes:
-        first, last = pos // self.block_size, (pos + n - 1) // self.block_size
-        joined = b"".join(self._load(first, last))
-        off = pos - first * self.block_size
-        return joined[off : off + n]
-
     def _read(self, n: int) -> bytes:
         # A short read at the edge of a prefetched range: the caller asks again for the rest, so a
         # decoder's read-ahead (FFmpeg asks for 32 KiB at a time) does not pull in bytes the plan left out.
-        a, data = self._prefetched_at(self._pos)
-        if data is not None:
-            piece = data[self._pos - a : self._pos - a + n]
-        else:
-            piece = self._from_blocks(self._pos, n if a is None else min(n, a - self._pos))
+        pos, piece = self._pos, None
+        for a, data in self._ranges:  # sorted by start: the first that starts past `pos` is the next
+            if a <= pos < a + len(data):
+                piece = data[pos - a : pos - a + n]
+                break
+            if a > pos:
+                n = min(n, a - pos)
+                break
+        if piece is None:
+            first, last = pos // self.block_size, (pos + n - 1) // self.block_size
+            off = pos - first * self.block_size
+            piece = b"".join(self._load(first, last))[off : off + n]
         self._pos += len(piece)
         return piece
 
@@ -214,10 +205,6 @@ class Window(_SizedReader):
         super().__init__()
         self.base, self.offset, self.size, self.name = base, int(offset), int(size), name
         self._pos = 0
-
-    @property
-    def stats(self):
-        return getattr(self.base, "stats", None)
 
     def _read(self, n: int) -> bytes:
         self.base.seek(self.offset + self._pos)
@@ -459,7 +446,7 @@ class UrlSource(Source):
                 self._data = self.fs.cat_file(self.fs_path)
                 self.stats.add(len(self._data))
             f = io.BytesIO(self._data)
-            f.name, f.stats = self.name, self.stats
+            f.name = self.name
             return f
         # a plan (`access.ByteIndex.plan`): its byte ranges first, one request each; other reads on demand
         prefetched = {}
@@ -538,17 +525,9 @@ class TarSource(Source):
                 self._data = self.shard._get(offset, offset + size)
                 self.stats.add(len(self._data))
             f = io.BytesIO(self._data)
-            f.name, f.stats = self.name, self.stats
+            f.name = self.name
             return f
         return Window(self.shard.open(), offset, size, self.name)
-
-
-def parse_tar_url(text: str) -> TarMember:
-    """TarMember of 'tar://<member>::<shard>'; ValueError for anything else."""
-    if not text.startswith("tar://") or "::" not in text:
-        raise ValueError(f"expected 'tar://<member>::<shard>', got {text!r}")
-    member, shard = text[len("tar://") :].split("::", 1)
-    return TarMember(shard, member)
 
 
 def resolve(
@@ -566,7 +545,10 @@ def resolve(
         return PathSource(source)
     if isinstance(source, str):
         if source.startswith("tar://"):
-            return TarSource(parse_tar_url(source), storage_options, block_size, fetch)
+            if "::" not in source:
+                raise ValueError(f"expected 'tar://<member>::<shard>', got {source!r}")
+            member, shard = source[len("tar://") :].split("::", 1)
+            return TarSource(TarMember(shard, member), storage_options, block_size, fetch)
         if source.startswith("file://") or "://" not in source:
             return PathSource(source)
         return UrlSource(source, fetch, block_size, storage_options)

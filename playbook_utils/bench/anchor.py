@@ -25,17 +25,9 @@ def _seconds(fn) -> float:
     return time.perf_counter() - t
 
 
-def _median_rate(fn, frames: int, repeats: int) -> tuple[float, float | None]:
-    """(frames per second from the median of `repeats` timed calls of `fn` after one untimed call, spread %)."""
-    fn()
-    rates = [frames / _seconds(fn) for _ in range(repeats)]
-    return statistics.median(rates), spread_pct(rates)
-
-
 def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> dict | None:
-    """The FFmpeg command line decoding every frame of `path` (or its `first`) to raw RGB on all cores, or None
-    without `ffmpeg`. Returns {'fps' (start-up left out), 'fps_with_startup', 'spread_pct', 'startup_s', 'startup_pct',
-    'version'}."""
+    """The FFmpeg command line decoding every frame of `path` (or its `first`) to raw RGB on all cores: {'fps'
+    (start-up left out), 'fps_with_startup', 'spread_pct', 'startup_s', 'startup_pct', 'version'}; None without it."""
     exe = shutil.which("ffmpeg")
     if exe is None:
         return None
@@ -45,7 +37,9 @@ def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> d
         subprocess.run([*cmd, "-y", "/dev/null"], check=True, capture_output=True)
 
     limit = ("-frames:v", str(first)) if first else ()
-    whole, spread = _median_rate(lambda: run(*limit), frames, repeats)
+    run(*limit)  # untimed
+    rates = [frames / _seconds(lambda: run(*limit)) for _ in range(repeats)]
+    whole, spread = statistics.median(rates), spread_pct(rates)
     startup = statistics.median(_seconds(lambda: run("-frames:v", "0")) for _ in range(3))
     decoding_s = frames / whole - startup
     head = subprocess.run([exe, "-version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
@@ -60,8 +54,7 @@ def cli_rate(path, frames: int, repeats: int = 3, first: int | None = None) -> d
 
 
 def output_cost(frames: int, height: int, width: int, repeats: int = 3) -> float:
-    """Seconds to make a fresh (frames, height, width, 3) uint8 array and touch every byte: what returning a whole
-    clip costs beyond decoding."""
+    """Seconds to make and fill a fresh (frames, height, width, 3) uint8 array: returning a clip beyond decoding."""
     import numpy as np
 
     def make():
@@ -74,8 +67,7 @@ def output_cost(frames: int, height: int, width: int, repeats: int = 3) -> float
 
 
 def _bare_pyav(path: str, n: int):
-    """PyAV as a reader would write it, with the adapter's settings: AUTO threads, one per core, every frame
-    converted straight into one preallocated array."""
+    """PyAV as a reader would write it, with the adapter's settings: AUTO threads, one preallocated array."""
     import av
     import numpy as np
     import torch
@@ -120,8 +112,8 @@ BARE = {"pyav": _bare_pyav, "torchcodec": _bare_torchcodec, "decord": _bare_deco
 
 
 def _child(library: str, path: str, repeats: int, first: int | None = None) -> dict:
-    """The bare loop and `read_frames` of one library over every frame (or the `first`), timed alternately in this
-    process, each call on another name of the file (`timing.other_names`) so no adapter reuses a cached decoder."""
+    """The bare loop and `read_frames` of one library over every frame (or the `first`), timed alternately, each call
+    on another name of the file (`timing.other_names`) so no adapter reuses a cached decoder."""
     n = video_info(path, library).num_frames
     n = min(n, first) if first else n
     idx = list(range(n))
@@ -155,9 +147,8 @@ def _warm(library: str, path: str) -> dict:
 def library_rates(
     path, libraries=LIBRARIES, repeats: int = 3, first: int | None = None, kept: dict | None = None
 ) -> dict:
-    """{library: answer}: each library's bare loop and adapter over every frame of `path` (or its `first`), each
-    in its own child process (`child.serve_all`); 'unavailable' with the reason where it cannot run. With `kept`,
-    the harness's warm children are reused. Notebook 20."""
+    """{library: `_child`'s answer, or 'unavailable' and why}, each library in its own child process
+    (`child.serve_all`; `kept`: the harness's warm children). Notebook 20."""
     check_libraries(libraries)  # the import checks side by side
     out = {
         lib: {"status": "unavailable", "error": why} for lib in libraries if (why := why_unavailable(lib, "cpu", path))
@@ -178,14 +169,13 @@ STARTUP_MAX_PCT = 25  # a command line spending more of its time starting than t
 
 
 def is_anchor(cli: dict | None) -> bool:
-    """Whether a `cli_rate` result can anchor the libraries' rates: measured, and its start-up no more than
-    STARTUP_MAX_PCT of its time."""
+    """Whether a `cli_rate` result was measured with its start-up at most STARTUP_MAX_PCT of its time."""
     return bool(cli) and cli.get("startup_pct", 0) <= STARTUP_MAX_PCT
 
 
 def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
-    """Notebook 20's anchor as a table: per library its `read_frames` and bare-loop rates, the one as a share of the
-    other and of the command line, the larger spread, and what holds it back. Returns the lines."""
+    """Notebook 20's anchor as table lines: per library its `read_frames` and bare-loop rates, the one as a share of
+    the other and of the command line, the larger spread, and what holds it back."""
     no_anchor = bool(cli) and not is_anchor(cli)
     lines = []
     if no_anchor:
@@ -223,14 +213,13 @@ def verdicts(rates: dict, cli: dict | None, touch_s: float | None) -> list[str]:
 
 
 def harness_readable(overhead_pct: float, spread_pct: float | None) -> bool:
-    """Whether a harness cost (`harness_cost`'s 'overhead_pct') can be read: not a row faster than the bare loop by
-    more than the spread, which no harness can be (it adds work to the same decode)."""
+    """Whether a harness cost can be read: no row faster than the bare loop beyond the spread (a harness adds work)."""
     return overhead_pct >= -(spread_pct or 0)
 
 
 def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
-    """Notebook 20's harness (`row`, the table's PyAV row) against PyAV's bare loop (`bare`, from `library_rates`).
-    Returns (record, sentence); 'readable' is False where the row beats the bare loop beyond the spread."""
+    """(record, sentence): notebook 20's PyAV row (`row`) against PyAV's bare loop (`bare`, from `library_rates`);
+    'readable' is False where the row beats the bare loop beyond the spread."""
     overhead = 100 * (bare["bare_fps"] / row["fps"] - 1)
     spread = max(bare.get("bare_spread_pct") or 0, row.get("rate_spread_pct") or 0)
     head = f"the harness: PyAV's bare loop {bare['bare_fps']:,.0f} frames/s, its row here {row['fps']:,.0f}: "
@@ -247,18 +236,15 @@ def harness_cost(bare: dict, row: dict) -> tuple[dict, str]:
         "overhead_pct": overhead,
         "spread_pct": spread,
         "readable": harness_readable(overhead, spread),
-    }  # False: faster than the bare loop beyond the spread, no cost read
+    }
     return record, head + judged
 
 
 def table_row(rows: list[dict], library: str, clip: str) -> dict | None:
-    """The table's row of `library` reading every frame of `clip` on the CPU, one caller (the row a bare loop of
-    section 1 is set against), where it ran; else None. Notebook 20."""
+    """The table's ok row of `library` reading every frame of `clip` on the CPU, or None. Notebook 20."""
     want = (library, "cpu", "sequential", clip)
-    for r in rows:
-        if r.get("status") == "ok" and (r["backend"], r["device"], r["workload"], r["clip"]) == want:
-            return r
-    return None
+    ok = (r for r in rows if r.get("status") == "ok")
+    return next((r for r in ok if (r["backend"], r["device"], r["workload"], r["clip"]) == want), None)
 
 
 def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str | None]:
@@ -270,12 +256,23 @@ def harness_costs(rates: dict, rows: list[dict], clip: str) -> tuple[dict, str |
         if bare.get("status") == "ok" and row and row.get("fps"):
             record, _ = harness_cost(bare, row)  # the same cost and spread as PyAV's line
             costs[lib] = {k: record[k] for k in ("overhead_pct", "spread_pct")}
-    return costs, costs_line(costs)
+    if len(costs) < 2:
+        return costs, None
+    apart, widest = _apart(costs)
+    listed = ", ".join(
+        f"{lib} {c['overhead_pct']:+.0f}%" for lib, c in sorted(costs.items(), key=lambda x: -x[1]["overhead_pct"])
+    )
+    head = f"each library's row against its own bare loop: {listed}"
+    faster = sorted(lib for lib, c in costs.items() if not harness_readable(c["overhead_pct"], c["spread_pct"]))
+    if apart > widest:
+        return costs, f"{head}: {apart:.0f} points apart, beyond the two widest spreads ({percent(widest)})"
+    if faster:
+        return costs, f"{head}: {' and '.join(faster)} faster than the bare loop beyond the spread: no cost read"
+    return costs, f"{head}: within the two widest spreads ({percent(widest)}) of one another"
 
 
 def costs_apart(costs: dict) -> float | None:
-    """How many points the libraries' harness costs lie apart where that exceeds the two widest spreads, else None.
-    Notebook 20."""
+    """How many points the libraries' harness costs lie apart where beyond the two widest spreads, else None."""
     if len(costs) < 2:
         return None
     apart, widest = _apart(costs)
@@ -290,8 +287,7 @@ def _apart(costs: dict) -> tuple[float, float]:
 
 
 def order_caveat(verdict, costs: dict) -> str | None:
-    """The words saying `verdict`'s order of two libraries is not settled, where its margin is smaller than
-    `costs_apart`; else None. Notebook 20."""
+    """The words saying `verdict`'s order of two libraries is not settled (margin under `costs_apart`), else None."""
     apart = costs_apart(costs)
     if apart is None or verdict is None or verdict.tied or verdict.margin_pct is None or verdict.margin_pct >= apart:
         return None
@@ -300,20 +296,3 @@ def order_caveat(verdict, costs: dict) -> str | None:
         return None
     margin = verdict.margin_pct
     return f"order of {best} and {other} not settled: harness costs {apart:.0f} points apart, margin {margin:.0f}%"
-
-
-def costs_line(costs: dict) -> str | None:
-    """The line of `harness_costs` for its {library: {'overhead_pct', 'spread_pct'}}: None under two libraries."""
-    if len(costs) < 2:
-        return None
-    apart, widest = _apart(costs)
-    listed = ", ".join(
-        f"{lib} {c['overhead_pct']:+.0f}%" for lib, c in sorted(costs.items(), key=lambda x: -x[1]["overhead_pct"])
-    )
-    head = f"each library's row against its own bare loop: {listed}"
-    faster = sorted(lib for lib, c in costs.items() if not harness_readable(c["overhead_pct"], c["spread_pct"]))
-    if apart > widest:
-        return f"{head}: {apart:.0f} points apart, beyond the two widest spreads ({percent(widest)})"
-    if faster:
-        return f"{head}: {' and '.join(faster)} faster than the bare loop beyond the spread: no cost read"
-    return f"{head}: within the two widest spreads ({percent(widest)}) of one another"

@@ -8,6 +8,7 @@ import json
 import os
 import re
 from collections import Counter
+from operator import attrgetter
 from pathlib import Path
 
 from playbook_utils import child, handover
@@ -42,8 +43,8 @@ def groups(profile: dict) -> Counter:
 
 
 def main_group(profile: dict) -> tuple[tuple | None, str]:
-    """(group, line): the reader's most common kind of file (`groups`), the one the decision is made for; among
-    kinds as common, the one with the most pixels per frame (the costliest to decode), the first listed on a tie."""
+    """(group, line): the reader's most common kind of file (`groups`), the one the decision is made for; on a tie
+    the one with the most pixels per frame (the costliest to decode), then the first listed."""
     kinds = groups(profile)
     if not kinds:
         return None, "no readable file"
@@ -64,9 +65,8 @@ def main_group(profile: dict) -> tuple[tuple | None, str]:
 
 
 def coverage(paths: dict, devices, backends) -> dict:
-    """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: which files each backend refuses before
-    decoding (`decoders.why_unavailable`: library and device here, traits it is known to get wrong, NVDEC's
-    limits), and on a GPU which it refuses when it reads them (`refused_when_read`)."""
+    """{(backend, device): {'accepted': n, 'refusals': {name: why}}}: the files each backend refuses before decoding
+    (`decoders.why_unavailable`) and, on a GPU, when it reads them (`refused_when_read`). Notebook 22."""
     check_libraries(backends)  # the libraries' import checks side by side, not one after another
     out = {}
     for d in devices:
@@ -79,17 +79,11 @@ def coverage(paths: dict, devices, backends) -> dict:
     return out
 
 
-def _kind(path) -> tuple:
-    i = video_info(path)
-    return i.codec, i.bit_depth
-
-
 def refused_when_read(paths: dict, cover: dict) -> dict:
-    """{(backend, device): {name: why}} on a GPU: frame 0 of one file of each (codec, bit depth) present, read by each
-    GPU backend that accepts it beforehand, each in a child process side by side; a refusal then (NVDEC without that
-    codec on this GPU: an AV1 file on an H100) stands for every file of that kind, here and, through the adapter's
-    `learn_refusal`, in every later `why_unavailable` of this process. Notebook 22."""
-    jobs, kinds = {}, {n: _kind(p) for n, p in paths.items()}
+    """{(backend, device): {name: why}} on a GPU: frame 0 of one file of each (codec, bit depth), read by each GPU
+    backend that accepts it, in child processes side by side; a refusal (an AV1 file on an H100's NVDEC) stands for
+    every file of that kind, here and (`learn_refusal`) in every later `why_unavailable`. Notebook 22."""
+    jobs, kinds = {}, {n: attrgetter("codec", "bit_depth")(video_info(p)) for n, p in paths.items()}
     for (b, d), c in cover.items():
         if str(d).startswith("cuda"):
             first = {}
@@ -109,14 +103,14 @@ def refused_when_read(paths: dict, cover: dict) -> dict:
 
 
 def _read_first(path: str, backend: str, device: str) -> dict:
-    """Frame 0 of `path` by `backend` on `device`: the child of `refused_when_read`."""
+    """The child of `refused_when_read`: frame 0 of `path` by `backend` on `device`."""
     read_frames(path, [0], backend=backend, device=device)
     return {}
 
 
 def table_words(measured, kept: dict) -> str:
-    """The source line of notebook 22's table: which of notebook 20's measured clips (`measured`) the decision
-    rests on (`kept`, from `realistic_clips`), and how many light synthetic clips were left out."""
+    """The source line of notebook 22's table: which of notebook 20's `measured` clips the decision rests on
+    (`kept`, from `realistic_clips`), and the light synthetic clips left out."""
     measured = set(measured)
     if not measured:
         return "notebook 20's table, which holds no rows"
@@ -130,8 +124,8 @@ def table_words(measured, kept: dict) -> str:
 
 
 def media_mismatch(sources: dict) -> str | None:
-    """A line where the notebooks in `sources` ({what: its JSON or None}) read clips of another media version
-    than `media.MEDIA_VERSION`, so their rates do not quite compare; None where all agree."""
+    """A line where the notebooks in `sources` ({what: its JSON or None}) read clips of another media version than
+    `media.MEDIA_VERSION`; None where all agree."""
     seen = {
         what: (doc.get("environment") or {}).get("media_version") for what, doc in sources.items() if doc is not None
     }
@@ -143,8 +137,8 @@ def media_mismatch(sources: dict) -> str | None:
 
 
 def decision_tree(rows, clip_info: dict) -> dict:
-    """{(device, codec, GOP class, workload): verdict dict}: the fastest frame-exact backend of each measured
-    case (`verdicts.rank`), comparing backends on the clips all of them read; 'clips' names them."""
+    """{(device, codec, GOP class, workload): verdict dict}: the fastest frame-exact backend of each measured case
+    (`verdicts.rank`) on the clips all backends read, named in 'clips'."""
     cases: dict = {}
     for r in rows:
         info = clip_info.get(r["clip"])
@@ -172,22 +166,11 @@ def _candidate(backend: str, device: str, fps: float, spread_pct, how: str, sour
     return dict(backend=backend, device=device, fps=fps, spread_pct=spread_pct, how=how, source=source, **more)
 
 
-def _one_caller_how(backend: str, device: str, sweep) -> str:
-    """The loader call for a one-caller candidate: CPU workers as notebook 21's sweep found best, else 8 GPU threads."""
-    if device == "cpu":
-        mine = [x for x in sweep if x["backend"] == backend]
-        workers = max(mine, key=lambda x: x["samples_per_s"])["workers"] if mine else "<free cores>"
-        return f"loaders.make_loader(paths, backend={backend!r}, num_workers={workers})"
-    if backend == "dali":
-        return "loaders.dali_loader(paths)"
-    return f"loaders.GpuLoader(paths, backend={backend!r}, threads=8)"
-
-
 def one_caller_candidates(
     rows, clip_info: dict, group: tuple, workload: str, devices, nb21: dict | None = None
 ) -> list[dict]:
     """Candidates from notebook 20's one-caller table for `group` and `workload`: one per (backend, device) from
-    the nearest measured case, each with rate, spread and the call that builds its loader."""
+    the nearest measured case; its call takes the CPU workers notebook 21's sweep found best, else 8 GPU threads."""
     codec, _, gopc = group
     ok = [r for r in rows if r.get("status") == "ok" and r.get("exact") and r["clip"] in clip_info]
     ok = [r for r in ok if r["workload"] == workload and r["device"] in devices]
@@ -207,9 +190,15 @@ def one_caller_candidates(
     sweep = (nb21 or {}).get("sweep", [])
     out = []
     for (b, d), r in best.items():
+        if d == "cpu":
+            mine = [x for x in sweep if x["backend"] == b]
+            workers = max(mine, key=lambda x: x["samples_per_s"])["workers"] if mine else "<free cores>"
+            how = f"loaders.make_loader(paths, backend={b!r}, num_workers={workers})"
+        else:
+            how = "loaders.dali_loader(paths)" if b == "dali" else f"loaders.GpuLoader(paths, backend={b!r}, threads=8)"
         info = clip_info[r["clip"]]
         source = f"one caller, notebook 20's harness, on {r['clip']} ({info['codec']}, {gop_class(info['gop'])})"
-        out.append(_candidate(b, d, r["fps"], r.get("rate_spread_pct"), _one_caller_how(b, d, sweep), source))
+        out.append(_candidate(b, d, r["fps"], r.get("rate_spread_pct"), how, source))
     return out
 
 
@@ -220,8 +209,8 @@ def _sampled_k(nb21: dict, workload: str) -> int | None:
 
 
 def unmeasured(nb21: dict, workload: str) -> list[str]:
-    """The CPU libraries notebook 21's worker sweep left unmeasured for `workload` (its time budget spent first),
-    which `loader_candidates` cannot rank. Notebook 22."""
+    """The CPU libraries notebook 21's worker sweep left unmeasured for `workload` (its time budget spent first).
+    Notebook 22."""
     if not _sampled_k(nb21, workload):
         return []
     measured = {x["backend"] for x in nb21.get("sweep", [])}
@@ -230,9 +219,8 @@ def unmeasured(nb21: dict, workload: str) -> list[str]:
 
 def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[dict]:
     """Candidates from notebook 21's whole loaders on this machine for `workload`: the CPU worker sweep and the
-    GPU threads for K sampled frames ('uniformK' with 21's K), or the GPU-side loaders of every frame
-    ('sequential'); [] where 21 measured nothing for this workload."""
-    k, out = _sampled_k(nb21, workload), []
+    GPU threads for 'uniformK' (21's K), or the GPU-side loaders for 'sequential'; [] where 21 measured neither."""
+    k, out, gpu = _sampled_k(nb21, workload), [], []  # gpu: (21's row, its call, where measured)
     who = "a short run here" if nb21.get("short") else "notebook 21"  # `loader_bench.short_whole_loaders`
     if k:
         batch = f", batch_size={nb21['batch']}" if nb21.get("batch") else ""
@@ -248,13 +236,10 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
             how = (
                 f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']}, strategy='uniform', k={k})"
             )
-            source = f"{who}, a GpuLoader with {g['threads']} threads"
-            out.append(
-                _candidate(g["backend"], "cuda", g["frames_per_s"], g.get("frames_per_s_spread_pct"), how, source)
-            )
+            gpu.append((g, how, f"{who}, a GpuLoader with {g['threads']} threads"))
     elif workload == "sequential":
-        gpu = [g for g in nb21.get("gpu_loaders", []) if trusted(g)]  # steady rates, none above the ceiling
-        for g in [g for g in gpu if g.get("codec", g["clip"].split("_")[0]) == codec] or gpu:
+        rows = [g for g in nb21.get("gpu_loaders", []) if trusted(g)]  # steady rates, none above the ceiling
+        for g in [g for g in rows if g.get("codec", g["clip"].split("_")[0]) == codec] or rows:
             if g["kind"] == "dali":
                 how = "loaders.dali_loader(paths)"
             elif g.get("processes", 1) > 1:
@@ -264,16 +249,15 @@ def loader_candidates(nb21: dict, workload: str, codec: str, devices) -> list[di
                 )
             else:
                 how = f"loaders.GpuLoader(paths, backend={g['backend']!r}, threads={g['threads']})"
-            source = f"notebook 21, {g['loader']}"
-            out.append(
-                _candidate(g["backend"], "cuda", g["frames_per_s"], g.get("frames_per_s_spread_pct"), how, source)
-            )
+            gpu.append((g, how, f"notebook 21, {g['loader']}"))
+    for g, how, source in gpu:
+        out.append(_candidate(g["backend"], "cuda", g["frames_per_s"], g.get("frames_per_s_spread_pct"), how, source))
     return [c for c in out if c["device"] in devices]
 
 
 def tree_leaf(rec: dict | None, tree: dict, group: tuple | None, workload: str) -> dict | None:
-    """`decision_tree`'s leaf for the recommendation's case (its device, the main group's codec and GOP,
-    `workload`), or None. Notebook 22 sets it beside the whole loaders' ranking."""
+    """`decision_tree`'s leaf for the recommendation's device, the main group's codec and GOP, and `workload`, or
+    None. Notebook 22."""
     if rec is None or group is None:
         return None
     return tree.get((Device.parse(rec["device"]).kind, group[0], group[2], workload))
@@ -334,8 +318,8 @@ SIMPLER_FIRST = by_role("simpler")
 
 
 def tie_break(a: dict, b: dict) -> tuple[str, str]:
-    """('backend on device', why) of the candidate the tie rule (`SIMPLER_FIRST`'s comment) takes between two
-    tied ones (their 'accepted' counts, 'device' and 'backend'); by rate where the rule cannot tell them apart."""
+    """('backend on device', why) of the candidate the tie rule (`SIMPLER_FIRST`'s comment) takes between two tied
+    ones; by rate where the rule cannot tell them apart."""
 
     def label(c):
         return f"{c['backend']} on {c['device']}"
@@ -388,30 +372,26 @@ def hand_over(rec: dict | None, workload: str, folder, files=()) -> dict:
 
 
 def settings(rec: dict) -> tuple[int, int]:
-    """(DataLoader workers, GPU decoding threads) of a recommended call (`rec['how']`): what it was measured with,
-    else every core and 4 threads."""
+    """(DataLoader workers, GPU decoding threads) of a recommended call (`rec['how']`), else every core and 4."""
     w = re.search(r"num_workers=(\d+)", rec["how"])
     t = re.search(r"\bthreads=(\d+)", rec["how"])
     return (int(w.group(1)) if w else len(os.sched_getaffinity(0))), (int(t.group(1)) if t else 4)
 
 
 def batch_of(rec: dict) -> int | None:
-    """The videos per batch of a recommended call (`rec['how']`'s batch_size, as `loader_candidates` writes it
-    from notebook 21), or None where it names none."""
+    """The batch_size of a recommended call (`rec['how']`), or None where it names none."""
     b = re.search(r"batch_size=(\d+)", rec["how"])
     return int(b.group(1)) if b else None
 
 
 def route_of(rec: dict | None) -> tuple | None:
-    """The route ('backend@device' of the recommendation, then of its fallback) where the recommendation refuses
-    some files and has a fallback (`route_call`'s backends); None otherwise."""
+    """('backend@device' of the recommendation, then of its fallback) where it has a fallback, else None."""
     fb = (rec or {}).get("fallback")
     return (f"{rec['backend']}@{rec['device']}", f"{fb['backend']}@{fb['device']}") if fb else None
 
 
 def mix_rate(rec: dict | None, n_files: int) -> float | None:
-    """The rate a route would deliver over `n_files`, computed from the two rates measured alone
-    (n / (n_fast / fast + n_rest / rest)); None without a fallback."""
+    """A route's rate over `n_files` computed from the two rates measured alone; None without a fallback."""
     fb = (rec or {}).get("fallback")
     if not fb or not rec.get("fps") or not fb.get("fps") or n_files <= 0:
         return None
@@ -420,8 +400,8 @@ def mix_rate(rec: dict | None, n_files: int) -> float | None:
 
 
 def route_report(rec: dict, files: list, workload: str, device: str, folder, measure: bool = True):
-    """(lines notebook 22 prints for a route, the route's measurement or None): the call, and its rate measured as
-    one loader (`loader_bench.short_route`) or else computed (`mix_rate`). ([], None) without a route."""
+    """(lines notebook 22 prints for a route, its measurement or None): the call, its rate measured as one loader
+    (`loader_bench.short_route`) or else computed (`mix_rate`). ([], None) without a route."""
     call = route_call(rec)
     if call is None:
         return [], None
@@ -444,8 +424,7 @@ def route_report(rec: dict, files: list, workload: str, device: str, folder, mea
 
 
 def route_call(rec: dict | None) -> str | None:
-    """The recommended call with a backend sequence (recommended path, then fallback) for a route; None without
-    a fallback or for a call that takes no backend (DALI)."""
+    """The recommended call with the route's backends (`route_of`); None without one, or for DALI's call."""
     route = route_of(rec)
     if route is None or "backend=" not in rec["how"]:
         return None
@@ -455,9 +434,8 @@ def route_call(rec: dict | None) -> str | None:
 def candidates_for(out, video_dir, videos: dict, workload: str, group, devices, device, ok, clip_info, short_run=True,
                    log=print) -> dict:  # fmt: skip
     """Notebook 22's candidates for `workload`: notebook 21's whole loaders where it measured these files into `out`,
-    else a short run of them here (`short_run`, a 'uniformK' workload), else the one-caller table `ok`. Returns
-    {'candidates', 'source', 'when' (21's run date, where its loaders are used), 'nb21' (the record read or made),
-    'unmeasured' (the CPU libraries its sweep left out; none for the one-caller table)}."""
+    else a short run of them here (`short_run`, 'uniformK'), else the one-caller table `ok`. Returns {'candidates',
+    'source', 'when' (21's run date), 'nb21' (the record read or made), 'unmeasured' (`unmeasured`)}."""
     path = Path(out) / "21_training_loader_benchmarks.json"
     nb21 = json.loads(path.read_text()) if path.exists() else {}
     same = nb21.get("video_dir", "not recorded") == video_dir

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import numpy as np
+
 from playbook_utils.decoders import by_role, read_frames, video_info, why_unavailable
 from playbook_utils.bench.media import StampError, read_stamp
 
@@ -37,8 +39,6 @@ class FrameCheck:
 
 def _luma(frame):
     """(H, W) float32 luma of a uint8 (3, H, W) frame, numpy or torch on any device."""
-    import numpy as np
-
     if hasattr(frame, "detach"):
         frame = frame.detach().cpu().numpy()
     a = np.asarray(frame, dtype=np.float32)
@@ -51,8 +51,6 @@ def _luma(frame):
 
 def psnr(a, b) -> float:
     """PSNR in dB between two luma planes of the same shape (inf when identical)."""
-    import numpy as np
-
     mse = float(np.mean((a - b) ** 2))
     return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 

@@ -32,15 +32,12 @@ def _remux_faststart(src: Path, dst: Path) -> Path:
     return dst
 
 
-def make_bad_files(
-    directory, width: int = 256, height: int = 144, num_frames: int = 48
-) -> dict[str, tuple[Path, list[int]]]:
+def make_bad_files(directory) -> dict[str, tuple[Path, list[int]]]:
     """Write the fault cases; return {name: (path, indices to ask for)}."""
-    d = Path(directory)
+    d, num_frames = Path(directory), 48
     d.mkdir(parents=True, exist_ok=True)
-    good = media.make_clip(d / "good.mp4", "h264", width, height, num_frames=num_frames, gop=12)
+    good = media.make_clip(d / "good.mp4", "h264", 256, 144, num_frames=num_frames, gop=12)
     fast = _remux_faststart(good, d / "good_faststart.mp4")
-    data = good.read_bytes()
     rng = random.Random(0)
     want = [num_frames - 1, 0, num_frames // 2]
     cases: dict[str, tuple[Path, list[int]]] = {
@@ -60,7 +57,7 @@ def make_bad_files(
             p = d / f"truncated_{label.replace(' ', '_')}_{int(frac * 100)}.mp4"
             p.write_bytes(blob[: int(len(blob) * frac)])
             cases[f"truncated at {int(frac * 100)}%, {label}"] = (p, want)
-    corrupt = bytearray(data)
+    corrupt = bytearray(good.read_bytes())
     mid = len(corrupt) // 2  # in a moov-at-end MP4 the middle is compressed frame data
     corrupt[mid : mid + 2048] = bytes(rng.randrange(256) for _ in range(2048))
     (d / "corrupt_mid.mp4").write_bytes(bytes(corrupt))
@@ -176,13 +173,11 @@ def soak(
     backend: str = "pyav",
     device: str = "cpu",
     calls: int = 10_000,
-    k: int = 4,
     warmup: int = 200,
     every: int = 50,
-    seed: int = 0,
     max_seconds: float | None = None,
 ) -> dict:
-    """Make `warmup` + `calls` random-access `read_frames` calls of `k` frames, sampling RSS (and GPU memory)
+    """Make `warmup` + `calls` random-access `read_frames` calls of 4 frames, sampling RSS (and GPU memory)
     every `every` calls; `max_seconds` caps it. Returns the curve, growth after the warm-up ('rss_growth_pct',
     None with 'not_measured' when too short) and 'rss_bytes_per_call'. Runs in this process."""
     import gc
@@ -190,14 +185,14 @@ def soak(
 
     import psutil
 
-    rng = random.Random(seed)
+    rng = random.Random(0)
     n = video_info(path).num_frames
     proc = psutil.Process()
     cuda = Device.parse(device).is_cuda
     t0 = time.monotonic()
     curve, warm_end, c = [], None, 0
     while True:
-        read_frames(path, [rng.randrange(n) for _ in range(k)], backend=backend, device=device)
+        read_frames(path, [rng.randrange(n) for _ in range(4)], backend=backend, device=device)
         elapsed = time.monotonic() - t0
         base = warm_end is None and (c >= warmup or (max_seconds is not None and elapsed > WARMUP_SHARE * max_seconds))
         if base:

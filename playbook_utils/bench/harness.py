@@ -131,17 +131,15 @@ def _measure(job: Job, clips: list[str]) -> dict:
 
 
 def _serve_one(request: dict) -> dict:
-    """A serving child's answer to one request: a job (`_child`), or notebook 20's anchor of one library
-    (`anchor._child`, request {'anchor': [library, path, repeats, first]}), measured in the same child."""
+    """A serving child's answer to a job (`_child`) or to notebook 20's {'anchor': [library, path, repeats, first]}."""
     if "anchor" in request:
         return anchor._child(*request["anchor"])
     return _child(Job(**request))
 
 
 def _warm(job: dict) -> dict:
-    """A child's warm-up before its first job (`child.serve_all`): its backend's library and the reference
-    library imported, the CUDA context and a decoder made, by reading frame 0 of the job's clip with each
-    (an anchor's warm-up, {'anchor': [library, path]}: its library, frame 0)."""
+    """A child's warm-up before its first job: frame 0 of the job's clip read by its backend (CUDA context made)
+    and by the reference library; for {'anchor': [library, path]}, `anchor._warm`."""
     import torch
 
     if "anchor" in job:
@@ -170,8 +168,7 @@ COLUMNS = (
 
 
 def write_table(rows: list[dict], env_stamp: dict, output) -> tuple[Path, Path]:
-    """Write rows as bench.csv (a plain CSV: one header line, then one line per row), `env_stamp` (`machine()`)
-    beside it as bench_stamp.json, and both as bench.json; return the CSV and JSON paths."""
+    """Write rows as bench.csv, `env_stamp` (`machine()`) as bench_stamp.json and both as bench.json: (CSV, JSON)."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     js = output / "bench.json"
@@ -212,14 +209,12 @@ _SERVE = child.python("-m", "playbook_utils.bench", "--serve")  # a child servin
 
 
 def kept() -> dict:
-    """{backend: its child, still running}: the children `start_children` or `run_all(keep=True)` left for the
-    next call (`anchor.library_rates` takes them too)."""
+    """{backend: its child, still running}: left by `start_children` or `run_all(keep=True)` for the next call."""
     return _kept
 
 
 def start_children(jobs: list[Job], timeout: float = 600) -> float:
-    """Start `run_all(jobs)`'s children side by side, one per backend, each warmed on its first job's clip; they
-    stay (`kept`) for `run_all` and notebook 20's anchor. Returns the seconds it took."""
+    """Start `run_all(jobs)`'s children (`kept`) side by side, one per backend, warmed; returns the seconds taken."""
     began = time.perf_counter()
     groups, _ = _by_backend(jobs)
     _serve(jobs, groups, {b: [] for b in groups if b not in _kept}, timeout)
@@ -233,8 +228,7 @@ def _serve(jobs: list[Job], groups: dict, requests: dict, timeout: float, **opti
 
 
 def _by_backend(jobs: list[Job]) -> tuple[dict, dict]:
-    """({backend: the indices of its jobs it can run}, {index: why its backend refuses that job before decoding}),
-    the libraries' import checks made side by side first (`run_all`, `start_children`)."""
+    """({backend: indices of the jobs it can run}, {index: why its backend refuses that job}), after import checks."""
     check_libraries(sorted({job.backend for job in jobs}))
     groups: dict = {}
     refused: dict = {}
@@ -248,9 +242,8 @@ def _by_backend(jobs: list[Job]) -> tuple[dict, dict]:
 
 
 def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: bool = False) -> list[dict]:
-    """Run `jobs` and return one row each, in order (failures are rows too): refused jobs need no process, the
-    rest run in one child per backend (`child.serve_all`), started side by side and warmed, measuring one at a time.
-    `keep`: the children stay for the next call. Notebook 20."""
+    """One row per job, in order (failures are rows too), the jobs run in one warmed child per backend
+    (`child.serve_all`), one at a time; `keep`: the children stay for the next call. Notebook 20."""
 
     def head(job):
         return {**dataclasses.asdict(job), "clip": Path(job.clip).name}
@@ -277,14 +270,10 @@ def run_all(jobs: list[Job], progress: bool = True, timeout: float = 600, keep: 
     return rows
 
 
-def main(argv=None) -> int:
+def main() -> int:
     """`python -m playbook_utils.bench --serve`: a child of `run_all` or `anchor.library_rates`, serving one
     backend's requests (JSON lines on stdin, answered in order)."""
-    if (argv if argv is not None else sys.argv[1:]) != ["--serve"]:
+    if sys.argv[1:] != ["--serve"]:
         raise SystemExit("usage: python -m playbook_utils.bench --serve  (a child of harness.run_all)")
     child.serve_requests(_serve_one, warm=_warm)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -28,9 +28,7 @@ from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
 
 
 def accepted(paths, backend: str, device: str = "cpu") -> tuple[list, dict]:
-    """(the paths `backend` takes on `device`, {path: why} for the ones it refuses before decoding or failed to read
-    in a measured loader of this process, `FAILED_READING`): a library's loader is measured on the files it would
-    read. Introduced in notebook 21."""
+    """(paths `backend` takes on `device`, {path: why} for those refused or in `FAILED_READING`). Notebook 21."""
     why = {
         str(p): why_unavailable(backend, device, p)
         or FAILED_READING.get((backend, device, COPIED_FROM.get(str(p), str(p))))
@@ -97,7 +95,6 @@ def sweep_workers(
             continue
         mine, refused = files[b]
         began = time.perf_counter()
-        # a file that fails mid-read is skipped and named, as a training loader goes on
         dl = loaders.make_loader(
             mine,
             backend=b,
@@ -107,7 +104,7 @@ def sweep_workers(
             size=size,
             timeout_s=timeout_s,
             prefetch_factor=prefetch,
-            on_error="skip",
+            on_error="skip",  # a file that fails mid-read is skipped and named, as a training loader goes on
         )
         try:
             r = measure_loader(dl, step_s, steps, device=device, max_seconds=max_s)
@@ -155,8 +152,7 @@ def sweep_workers(
 
 
 def notebook20_table(out, video_dir) -> tuple[dict, list] | None:
-    """(notebook 20's results, the rows of its table) as 20 wrote them into the output folder `out`, or None when
-    it did not, or measured other files than `video_dir` (notebook 21's smoke sweep, notebook 22)."""
+    """(notebook 20's results, its table's rows) in `out` where 20 measured `video_dir` there, else None."""
     out = Path(out)
     try:
         n20 = json.loads((out / "20_decode_benchmarks.json").read_text())
@@ -180,14 +176,12 @@ def clip_ceiling(path, out, video_dir, gpu: int, layouts, seconds: float, more=(
 
 
 def realistic_clips(clip_info: dict) -> dict:
-    """The clips of notebook 20's `clips` record a decision for filmed video rests on: the realistic ones where
-    there are any, else all. Notebooks 21 and 22."""
+    """The realistic clips of notebook 20's `clips` record where there are any, else all. Notebooks 21 and 22."""
     return {n: i for n, i in clip_info.items() if not i.get("light")} or clip_info
 
 
 def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
-    """(`backends` in the order of notebook 20's table in `out` for the same `video_dir`, fastest first, and a
-    line saying so), or `reference_order` and None without one. Notebook 21."""
+    """(`backends` fastest first by notebook 20's table of `video_dir`, its line) or (`reference_order`, None)."""
     found = notebook20_table(out, video_dir)
     if found is None:
         return reference_order(backends), None
@@ -201,14 +195,12 @@ def ranked_by_table(backends, out, video_dir) -> tuple[list, str | None]:
 
 
 def reference_order(backends) -> list:
-    """`backends` in the adapters' order of the CPU sweep (`CPU_SWEPT`), any other library after them: the order of
-    notebook 21's sweep where no table measured here ranks them."""
+    """`backends` in the order of `CPU_SWEPT`, any other library after them: the sweep's order without a table."""
     return sorted(backends, key=lambda b: CPU_SWEPT.index(b) if b in CPU_SWEPT else len(CPU_SWEPT))
 
 
 def order_line(backends, said: str | None, missing: str) -> str:
-    """The line saying in which order the CPU sweep takes `backends`: `said` (`ranked_by_rows`' line) where a table
-    ranked them, else the adapters' order, with `missing` saying why no table here did."""
+    """The line naming the CPU sweep's order of `backends`: `said`, else the adapters' order and `missing` (why)."""
     if said:
         return "the CPU libraries in the order of " + said
     return f"the CPU libraries: {', '.join(backends)} ({missing}: in the adapters' order)"
@@ -252,8 +244,7 @@ def _short_epoch(base, batch: int, workers: int, folder) -> tuple[int, list]:
 
 
 def _short_sampled(backend, files, k: int, device: str, folder, threads: int, batch: int) -> tuple[dict, int]:
-    """A `GpuLoader` of K sampled frames (`backend`: a library, or a route) over the short run's epoch of copies of
-    `files` in `folder`, measured flat out in its own process: `measure_until_steady`'s (result, epoch size)."""
+    """`measure_until_steady` of a K-frame `GpuLoader` (`backend`: a library or a route) over copies of `files`."""
     spec = {"kind": "gpu", "backend": backend, "threads": threads, "device": device, "batch_size": batch,
             "strategy": "uniform", "k": k, "warmup_batches": 1, "on_error": "skip"}  # fmt: skip
     n = max(SHORT["videos"], steady_epoch(2 * threads, batch, batch_size=batch))
@@ -261,9 +252,8 @@ def _short_sampled(backend, files, k: int, device: str, folder, threads: int, ba
 
 
 def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -> dict:
-    """Notebook 21's whole loaders of K sampled frames, measured short (`SHORT`) on `base` for notebook 22: the
-    CPU worker sweep and, on a GPU, the sampled-frames `GpuLoader`s. Returns {'k', 'sweep', 'stuck', 'unmeasured',
-    'gpu_sampled', 'short': True} for `choose.loader_candidates`."""
+    """Notebook 21's CPU worker sweep and (on a GPU) sampled-frames `GpuLoader`s of K frames, measured short
+    (`SHORT`) on `base` for notebook 22. Returns {'k', 'sweep', 'stuck', 'unmeasured', 'gpu_sampled', 'short': True}."""
     cores = len(os.sched_getaffinity(0))
     batch, size = _short_batch(), one_size(base)
     backends = [b for b in available("cpu") if b in CPU_SWEPT]
@@ -294,16 +284,14 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
 
 
 def one_size(paths) -> tuple | None:
-    """(H, W): the most common picture size of `paths` where their sizes differ, which the short runs' CPU loaders
-    resize every video to so that their batches stack; None where every file has one size."""
+    """(H, W): the commonest picture size of `paths`, which short CPU loaders resize to; None where all sizes agree."""
     sizes = Counter((video_info(p).height, video_info(p).width) for p in paths)
     return sizes.most_common(1)[0][0] if len(sizes) > 1 else None
 
 
 def short_route(route, base, k: int, device: str, folder, workers: int = 2, threads: int = 4) -> dict:
-    """A route (`loaders.parse_route`) measured short as one loader of K sampled frames over `base` (a CPU
-    `make_loader`, or a `GpuLoader` in its own process). Returns {'status', 'frames_per_s', 'spread_pct', 'read_by',
-    'why'}. Notebook 22."""
+    """A route (`loaders.parse_route`) measured short as one loader of K sampled frames over `base`. Returns
+    {'status', 'frames_per_s', 'spread_pct', 'read_by', 'why'}. Notebook 22."""
     entries = loaders.parse_route(list(route), device)
     route = [f"{b}@{d}" for b, d in entries]
     read_by: dict = {}
@@ -345,8 +333,7 @@ def short_route(route, base, k: int, device: str, folder, workers: int = 2, thre
 
 
 def wait_curves(rows: list[dict], total: int) -> dict:
-    """{backend's `sweep_label`: (worker counts, % of the time waiting for data)} of `sweep_workers` rows: notebook
-    21's figure, one curve per library."""
+    """{backend's `sweep_label`: (worker counts, % of the time waiting)} of `sweep_workers` rows. Notebook 21."""
     return {
         sweep_label(next(r for r in rows if r["backend"] == b), total, workers=False): (
             [r["workers"] for r in rows if r["backend"] == b],
@@ -362,8 +349,7 @@ def _secs(s: float) -> str:
 
 
 def sweep_label(row: dict, total: int, workers: bool = True) -> str:
-    """A `sweep_workers` row's name for a table, a plot or a verdict: backend (and workers), and the share of the
-    `total` files it read where it refused some (its rate is then over other work than the rest)."""
+    """A `sweep_workers` row's name: backend (and workers), and the share of `total` files read where it refused any."""
     name = f"{row['backend']} x{row['workers']} workers" if workers else row["backend"]
     if row.get("files_left_out"):
         name += f" ({total - row['files_left_out']} of {total} files)"
@@ -395,8 +381,7 @@ def gpu_specs(
 
 
 def spec_lookahead(spec: dict) -> int:
-    """The look-ahead, in videos, of the loader a `measure_isolated` spec builds, known before it is built (what
-    `steady_epoch` sizes its epoch by); 0 for DALI's reader, which works in sequences."""
+    """The look-ahead, in videos, of the loader a `measure_isolated` spec builds; 0 for DALI's reader (sequences)."""
     if spec["kind"] == "dali":
         return 0
     if spec.get("processes", 1) > 1:
@@ -439,8 +424,7 @@ def wait_steps_for(row: dict, batch_size: int, smoke: bool) -> int:
 
 
 def wait_epoch(row: dict, batch_size: int, steps: int) -> int:
-    """Videos for the GPU data-wait run of `row`'s loader over `steps` steps: every step's batch, 3 more (2 warm-up
-    steps and one to spare) and two look-aheads (decoded before the clock, and drained before it starts)."""
+    """Videos for `row`'s data-wait run of `steps` steps: their batches, 3 more (warm-up, spare), two look-aheads."""
     return batch_size * (steps + 3) + 2 * spec_lookahead(row)
 
 
@@ -486,8 +470,7 @@ def trusted(row: dict) -> bool:
 
 
 def bars_of(rows: list[dict], ceilings: dict) -> dict:
-    """The GPU-side loaders' rows as `plots.grouped_bars` arguments: 'values', 'categories', 'per_category' (each
-    clip's NVDEC ceiling) and 'not_results' (rows not `trusted`). Notebook 21."""
+    """`plots.grouped_bars` arguments of GPU-side loader rows: each clip's ceilings, rows not `trusted` marked."""
     names = list(dict.fromkeys(r["clip"] for r in rows))
     loaders_ = list(dict.fromkeys(r["loader"] for r in rows))
     cell = {(r["clip"], r["loader"]): r for r in reversed(rows)}  # the first row of each, as the table lists them
@@ -508,8 +491,7 @@ def bars_of(rows: list[dict], ceilings: dict) -> dict:
 
 
 def sweep_starts(rows: list[dict]) -> list[dict]:
-    """Where `more_threads` starts: each backend's fastest `trusted` one-process `GpuLoader` row that ties with
-    the fastest of all, fastest first. Notebook 21."""
+    """Where `more_threads` starts: each backend's fastest `trusted` one-process `GpuLoader` tied with the fastest."""
     per: dict[str, dict] = {}
     for r in (x for x in rows if _one_process(x) and trusted(x)):
         if r["backend"] not in per or r["frames_per_s"] > per[r["backend"]]["frames_per_s"]:
@@ -524,8 +506,7 @@ def _one_process(row: dict) -> bool:
 
 
 def _tied_with(best: dict, r: dict) -> bool:
-    """Whether GPU loader row `r` is `best` or tied with it by the rule of every "tied" the notebooks print
-    (`verdicts.rank`'s, on their frames/s and spreads). `sweep_starts`, `wait_loader`."""
+    """Whether GPU loader row `r` is `best` or tied with it by `verdicts.rank` (frames/s and spreads)."""
     pair = [(k, x["frames_per_s"], x.get("frames_per_s_spread_pct") or 0) for k, x in (("a", best), ("b", r))]
     return r is best or verdicts.rank(pair).tied
 
@@ -577,8 +558,7 @@ def more_threads(
 
 
 def best_gpu_loaders(rows: list[dict], ceilings: dict) -> dict:
-    """{clip: the best `trusted` GPU-side loader with its margin, share of the ceiling (`ceilings`: clip name to
-    `nvdec.ceiling` result), limit and bitrate}: the headline of notebook 21."""
+    """{clip: its best `trusted` GPU-side loader, margin, share of `ceilings[clip]`, limit, bitrate}. Notebook 21."""
     best = {}
     for name in dict.fromkeys(r["clip"] for r in rows):
         rs = [r for r in rows if r["clip"] == name and trusted(r)]
@@ -618,8 +598,7 @@ def _mbps(path) -> float | None:
 
 
 def epoch_items(paths, n: int, folder) -> list[Path]:
-    """`n` distinct files for an epoch: the first `n` of `paths` where there are that many, else copies of them
-    under new names (`distinct_copies`), spread evenly over `paths`."""
+    """`n` distinct files for an epoch: the first `n` of `paths`, else `distinct_copies` spread evenly over them."""
     paths = [Path(p) for p in paths]
     if len(paths) >= n:
         return paths[:n]
@@ -629,8 +608,7 @@ def epoch_items(paths, n: int, folder) -> list[Path]:
 
 
 def distinct_copies(clip, n: int, folder) -> list[Path]:
-    """`n` copies of `clip` under different names in `folder` (made once, kept), hard links where possible, so no
-    per-file cache flatters a loader. Returns their paths."""
+    """Paths of `n` copies of `clip` in `folder` (kept; hard links where possible), so no per-file cache flatters."""
     clip, folder = Path(clip), Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
@@ -651,8 +629,7 @@ COPIED_FROM: dict[str, str] = {}  # the file each `distinct_copies` copy is of, 
 
 
 def lookahead_of(loader) -> int:
-    """How many items ahead of the consumer `loader` works (a `GpuLoader`'s `lookahead`, a DataLoader's
-    prefetched batches); `steady_rate` leaves that work out. Notebook 21."""
+    """How many items ahead of the consumer `loader` works (a `GpuLoader`'s `lookahead`, a DataLoader's prefetch)."""
     items = getattr(loader, "lookahead", None)
     if items is not None:
         return int(items)
@@ -671,10 +648,9 @@ STEADY_LOOKAHEADS = 4
 def steady_rate(
     deliveries, warmup_items: int, lookahead_items: int, min_window_s: float = 0.0, tail_items: int | None = None
 ) -> dict:
-    """The steady-state rate of a loader from its `deliveries` [(time, items, frames), ...]: the least-squares
-    slope inside a window that skips the warm-up and look-ahead at the start and the drain at the end. Returns
-    {'frames_per_s', 'frames_per_s_spread_pct', 'frames', 'items', 'seconds', 'window_start', 'steady', 'why'}.
-    Notebook 21."""
+    """The steady rate of a loader's `deliveries` [(time, items, frames), ...]: the least-squares slope over a
+    window past the warm-up and look-ahead, before the drain. Returns {'frames_per_s', 'frames_per_s_spread_pct',
+    'frames', 'items', 'seconds', 'window_start', 'steady', 'why'}. Notebook 21."""
     total = sum(d[1] for d in deliveries)
     lo, hi = warmup_items + lookahead_items, total - (lookahead_items if tail_items is None else tail_items)
     done, first, last = 0, None, None
@@ -724,15 +700,13 @@ def steady_rate(
     }
 
 
-# a step whose batch took longer than this share of a step (at least 1 ms) to arrive found the loader's look-ahead
-# empty: a batch that was ready can still take a few ms to hand over, its thread waiting for the GIL among 64
-# decoding threads
+# a step whose batch took over this share of a step (at least 1 ms) found the look-ahead empty: a ready batch can
+# still take a few ms to hand over, its thread waiting for the GIL among 64 decoding threads
 DRAINED_WAIT = 0.1
 
 
 def found_empty(wait_s: float, step_s: float) -> bool:
-    """Whether a step that waited `wait_s` for its batch, after a step of `step_s`, found the loader's look-ahead
-    empty (`DRAINED_WAIT`): where `measure_loader` and `train_step.train_steps` start their clocks."""
+    """Whether a step that waited `wait_s` for its batch after a step of `step_s` found the look-ahead empty."""
     return wait_s > max(1e-3, DRAINED_WAIT * step_s)
 
 
@@ -828,8 +802,7 @@ def whole_rounds(steps: int, workers: int) -> int:
 
 
 def dali_sequences(paths, sequence_length: int) -> int:
-    """The sequences DALI's video reader makes of `paths` (`loaders.dali_loader`: consecutive, non-overlapping,
-    the last partial one of each file dropped): the frames of each file // `sequence_length`."""
+    """The sequences `loaders.dali_loader` makes of `paths`: each file's frames // `sequence_length`."""
     return sum(video_info(p).num_frames // sequence_length for p in paths)
 
 
@@ -913,13 +886,11 @@ def steady_epoch(
 
 
 class _DaliVideos:
-    """A DALI iterator as an iterable of video tensors, for `measure_flat_out` and `measure_loader`; its look-ahead
-    in sequences: the prefetch queue, the batch being built and the reader's own batch ahead."""
+    """A DALI iterator as video tensors; look-ahead: 2 queued batches, the one being built and the reader's own."""
 
-    def __init__(self, iterator, batch_size: int, prefetch: int = 2, sequences: int | None = None):
-        self.iterator, self.batch_size, self.lookahead = iterator, batch_size, (prefetch + 2) * batch_size
-        # the epoch's sequences, where known (`_epoch_length`): measure_flat_out then stops once its window is
-        # steady, as it does a GpuLoader, instead of reading to the end
+    def __init__(self, iterator, batch_size: int, sequences: int | None = None):
+        self.iterator, self.batch_size, self.lookahead = iterator, batch_size, 4 * batch_size
+        # the epoch's sequences, where known (`_epoch_length`): measure_flat_out then stops once steady, not at the end
         self.sequences = range(sequences) if sequences else None
 
     def __iter__(self):
@@ -927,8 +898,7 @@ class _DaliVideos:
 
 
 class _Batches:
-    """The frames of each batch of a handed-over module's loader or of `make_loader`, for `measure_flat_out`, with
-    the loader's look-ahead in items and its epoch's length."""
+    """The frames of each batch of a handed-over module's loader or `make_loader`, with its look-ahead and length."""
 
     def __init__(self, loader, items: int, lookahead: int, module: bool):
         self.loader, self.paths, self.lookahead, self.module = loader, range(items), lookahead, module
@@ -941,8 +911,7 @@ class _Batches:
 
 
 def _side_by_side_loader(spec: dict):
-    """The loader of a 'module' spec (the module `handover` hands over for the spec's backend and device, imported
-    from its file as a reader's script does) or of a 'cpu' spec (the playbook's `make_loader`), as `_Batches`."""
+    """As `_Batches`, the loader of a 'module' spec (`handover`'s, from its file) or of a 'cpu' spec (`make_loader`)."""
     k, size, batch, workers = spec["k"], spec["size"], spec["batch_size"], spec["workers"]
     if spec["kind"] == "cpu":
         made = loaders.make_loader(
@@ -978,13 +947,8 @@ def _run_spec(spec: dict) -> dict:
             # whole batches: the loader drops the last partial one
             return _DaliVideos(reader, batch, sequences=dali_sequences(paths, length) // batch * batch)
     else:
-        common = {
-            "backend": spec["backend"],
-            "device": spec["device"],
-            "threads": spec["threads"],
-            "batch_size": batch,
-            "chunk": spec.get("chunk", 32),
-        }
+        common = {k: spec[k] for k in ("backend", "device", "threads")}
+        common.update(batch_size=batch, chunk=spec.get("chunk", 32))
         if spec.get("processes", 1) > 1:
             make = partial(GpuProcessLoader, paths, processes=spec["processes"], **common)
         else:
@@ -1031,17 +995,13 @@ def _child_key(spec: dict) -> str:
 
 
 def warm_children(specs, device: str, clips, later: bool = False, timeout: float = 300) -> float:
-    """Start a warmed child for each `measure_isolated` spec side by side (library imported, CUDA context, frame 0
-    of a clip read), for `measure_isolated` to use; `later`: with the next call's. Returns the seconds it took."""
+    """Start a warmed child (`_warm_child`) per spec side by side (`later`: with the next call's); returns seconds."""
     global _spares
     if _spares is None:
         _spares = child.Spares(child.python("-m", "playbook_utils.bench.loader_bench", "--serve"), child_env(), timeout)
+    one = isinstance(clips, (str, Path))
     for spec in specs:
-        clip = (
-            clips
-            if isinstance(clips, (str, Path))
-            else next((p for p in clips if why_unavailable(spec["backend"], device, p) is None), None)
-        )
+        clip = clips if one else next((p for p in clips if why_unavailable(spec["backend"], device, p) is None), None)
         if clip is not None:
             _deferred.append((_child_key(spec), {**spec, "device": device, "clip": str(clip)}))
     if later:
@@ -1059,8 +1019,7 @@ GPU_CLIP_KINDS = (("h264", False), ("hevc", True), ("hevc", False), ("h264", Tru
 
 
 def gpu_clips(paths, count: int) -> list[tuple[str, str]]:
-    """(codec, path) of the first `count` clips notebook 21 measures its GPU-side loaders on: of each kind of
-    GPU_CLIP_KINDS present (codec, closed or open GOP), in that order, the clip with the shortest first GOP."""
+    """(codec, path) of the first `count` kinds of GPU_CLIP_KINDS present, each its clip with the shortest first GOP."""
     kinds: dict = {}
     for p in paths:
         i = video_info(p)

@@ -27,9 +27,6 @@ class Case:
     hide: int = 0  # leading frames an MP4 edit list hides
     rotation: int = 0  # display rotation, degrees counterclockwise
 
-    def file_name(self) -> str:
-        return self.name.replace(" ", "_").replace(",", "") + self.suffix
-
     @property
     def needs_cli(self) -> bool:
         """Whether the ffmpeg command-line tool makes this file (PyAV cannot write it)."""
@@ -38,10 +35,6 @@ class Case:
     def encoding(self) -> dict:
         """`media.make_clip`'s settings for this case's video."""
         return {"gop": self.gop, "bframes": self.bframes, "pix_fmt": self.pix_fmt, "closed_gop": self.closed_gop}
-
-    def shown(self, indices: list[int]) -> list[int]:
-        """The stamps a player shows at `indices` of this file."""
-        return [i + self.hide for i in indices]
 
 
 CASES = [
@@ -81,7 +74,8 @@ def build_cases(directory, width: int = 320, height: int = 180, num_frames: int 
     for case in CASES:
         if names is not None and case.name not in names:
             continue
-        path = directory / f"{width}x{height}_{num_frames}" / case.file_name()
+        file_name = case.name.replace(" ", "_").replace(",", "") + case.suffix
+        path = directory / f"{width}x{height}_{num_frames}" / file_name
         if case.needs_cli and path.exists():
             clips[case.name] = path
             continue
@@ -125,7 +119,7 @@ def cases_to_ask(clips: dict[str, Path]) -> dict[str, tuple]:
     for case in CASES:
         if case.name in clips:
             want = request_for(media.probe(clips[case.name], case.stream).num_frames)
-            out[case.name] = (clips[case.name], want, case.shown(want), case.stream)
+            out[case.name] = (clips[case.name], want, [i + case.hide for i in want], case.stream)  # what a player shows
     return out
 
 

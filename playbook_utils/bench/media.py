@@ -11,7 +11,14 @@ import functools
 import json
 import multiprocessing
 import os
+import pickle
+import select
+import shutil
+import struct
+import subprocess
+import sys
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
@@ -280,9 +287,6 @@ class EncoderFailed(RuntimeError):
 def _encode_main() -> None:
     """The watched child: settings as JSON on stdin, a '.' on stdout per step (a frame sent, a packet received),
     then one JSON line: {"error": None} or {"error": "<type>: <message>"}."""
-    import pickle
-    import sys
-
     settings = json.loads(sys.stdin.read())
     tmp = settings.pop("tmp")
     settings["picture"] = pickle.loads(bytes.fromhex(settings["picture"]))  # a function, by its module and name
@@ -304,12 +308,6 @@ def _encode_watched(tmp, settings: dict, stall_s: float | None = None) -> None:
     """`_encode` in a fresh Python process, killed after `stall_s` seconds (default `STALL_S`) without progress:
     raises `EncoderFailed` then, or with the child's error. A `picture` that cannot be pickled is encoded here,
     unwatched."""
-    import pickle
-    import select
-    import subprocess
-    import sys
-    import time
-
     stall_s = STALL_S if stall_s is None else stall_s
     try:
         picture = pickle.dumps(settings.get("picture"))
@@ -433,14 +431,10 @@ def pad_mp4(path, size: int) -> Path:
 def ffmpeg_cli() -> str | None:
     """The path of the `ffmpeg` command-line tool, or None: it makes the test media PyAV cannot write
     (several video streams, an edit list, a display matrix) and decodes as a player would."""
-    import shutil
-
     return shutil.which("ffmpeg")
 
 
 def _run_ffmpeg(*args) -> None:
-    import subprocess
-
     cli = ffmpeg_cli()
     if cli is None:
         raise RuntimeError("the ffmpeg command-line tool is not installed")
@@ -499,8 +493,6 @@ def colour_clips(directory=None, smoke: bool = True, frames: int = 8) -> dict[st
 def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
     """The stamps of the frames the ffmpeg tool shows for `path` (default stream, edit list honoured): what a player
     shows. None for a frame without a valid stamp."""
-    import subprocess
-
     info = probe(path)
     limit = ["-frames:v", str(max_frames)] if max_frames else []
     decode = [ffmpeg_cli() or "ffmpeg", "-hide_banner", "-loglevel", "error", "-noautorotate", "-i", str(path), *limit]
@@ -512,8 +504,6 @@ def shown_stamps(path, max_frames: int | None = None) -> list[int | None]:
 
 def _boxes(data: bytes, start: int, end: int):
     """(type, start, size) of each ISO-BMFF box in data[start:end] (no 64-bit sizes: our own encoder's files)."""
-    import struct
-
     at = start
     while at + 8 <= end:
         size, kind = struct.unpack(">I4s", data[at : at + 8])
@@ -522,8 +512,6 @@ def _boxes(data: bytes, start: int, end: int):
 
 
 def _box(kind: bytes, body: bytes) -> bytes:
-    import struct
-
     return struct.pack(">I4s", 8 + len(body), kind) + body
 
 
@@ -534,13 +522,10 @@ def damage_mp4(src, path, how: str) -> Path:
     """A copy of the moov-at-end MP4 `src` (`make_clip`'s) with its header damaged as scraped files are, still opened
     by FFmpeg; `how` in `DAMAGES`: codec tag overwritten, last track header cut short, or a moov size of 2^62.
     Notebook 23."""
-    import struct
-
     if how not in DAMAGES:
         raise ValueError(f"how must be one of {DAMAGES}, got {how!r}")
     data = Path(src).read_bytes()
-    moov = next((at, size) for kind, at, size in _boxes(data, 0, len(data)) if kind == b"moov")
-    m, msize = moov
+    m, msize = next((at, size) for kind, at, size in _boxes(data, 0, len(data)) if kind == b"moov")
     if m + msize != len(data):
         raise ValueError(f"{src}: the moov box must come last (make_clip's layout)")
     if how == "huge moov":

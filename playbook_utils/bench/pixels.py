@@ -4,10 +4,13 @@ so a decoder reused across files shows. `controls` shows THRESHOLD_DB sits betwe
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from playbook_utils import colour
 from playbook_utils.decoders import why_unavailable
@@ -20,8 +23,6 @@ THRESHOLD_DB = 36.0  # at least this PSNR against the reference on every frame: 
 
 def _planes(frame, bits: int):
     """The Y, U and V planes of a PyAV frame as numpy arrays, as decoded (no conversion by swscale)."""
-    import numpy as np
-
     dtype = np.dtype(np.uint8) if bits == 8 else np.dtype("<u2")
     out = []
     for plane in frame.planes:
@@ -34,7 +35,6 @@ def decoded_planes(path, indices) -> tuple:
     """(Y, U, V) int32 tensors (N, h, w) of the frames `indices` of `path`, as FFmpeg decodes them (PyAV, one
     forward pass from the start, frames matched by their timestamps)."""
     import av
-    import numpy as np
     import torch
 
     info = video_info(path)
@@ -83,8 +83,6 @@ def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: i
     """The pixel-agreement matrix: every backend reads `indices` of every clip ({name: path}) in turn, `rounds` times,
     in one child process per backend (`env` added), against the clip's reference. Returns one row per (backend, clip,
     round): {'status', 'psnr_db', 'identical', 'agrees', 'error', ...}. Notebook 20."""
-    import numpy as np
-
     indices = [int(i) for i in indices]
     rows = []
     with tempfile.TemporaryDirectory(prefix="pixels-") as tmp:
@@ -109,8 +107,6 @@ def run(clips: dict, backends, device: str = "cpu", indices=(0, 3, 5), rounds: i
 
 
 def _row(backend, device, clip, round_, answer) -> dict:
-    import math
-
     frames = answer.get("psnr_db") or []
     worst = min((math.inf if p is None else p) for p in frames) if frames else None
     identical = worst == math.inf

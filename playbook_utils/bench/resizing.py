@@ -66,41 +66,29 @@ def compare(path, indices, size, backend: str = "torchcodec", device: str = "cpu
     return rows
 
 
-METHODS = {"in": "in decoder", "after": "decode, then resize"}  # `compare`'s two methods, by their labels in a rank
-
-
-def _in_vs_after(rows: list[dict]) -> dict:
-    """{(backend, device): (its 'in decoder' row, its 'decode, then resize' row, the `verdicts.rank` of the two,
-    labelled 'in' and 'after')} for each backend and device of `compare`'s rows that has both."""
-    pairs: dict = {}
-    for r in rows:
-        pairs.setdefault((r["backend"], r["device"]), {})[r["method"]] = r
-    return {
-        key: (
-            p["in decoder"],
-            p["decode, then resize"],
-            verdicts.rank([(label, p[m]["frames_per_s"], p[m].get("spread_pct")) for label, m in METHODS.items()]),
-        )
-        for key, p in pairs.items()
-        if len(p) == 2
-    }
-
-
 def resize_advice(rows: list[dict], decoders: list[str], device: str = "cpu") -> str:
     """Where to resize for the decoder chosen on `device` (`decoders`: the choice first, then those tied with it):
     in its decoder where that is faster beyond the spread, else after decoding, naming any tied decoder that gains
     by resizing in its decoder. Notebook 24."""
-    pairs = {b: pair for (b, d), pair in _in_vs_after(rows).items() if d == device}
-    gain = {b for b, (_, _, v) in pairs.items() if v.best == "in" and not v.tied}  # faster beyond the spread
+    methods: dict = {}
+    for r in rows:
+        if r["device"] == device:
+            methods.setdefault(r["backend"], {})[r["method"]] = r
+    pairs = {b: (m["in decoder"], m["decode, then resize"]) for b, m in methods.items() if len(m) == 2}
+    ranks = {
+        b: verdicts.rank([(label, r["frames_per_s"], r.get("spread_pct")) for label, r in zip(("in", "after"), pair)])
+        for b, pair in pairs.items()
+    }
+    gain = {b for b, v in ranks.items() if v.best == "in" and not v.tied}  # faster beyond the spread
 
     def ratio(b):
-        inside, after, _ = pairs[b]
+        inside, after = pairs[b]
         return inside["frames_per_s"] / after["frames_per_s"]
 
     first, others = decoders[0], [b for b in decoders[1:] if b in gain]
     if first in gain:
         return f"resize in {first}'s decoder: {ratio(first):.2f}x the frames/s of decoding, then resizing, beyond the spread"
-    v = pairs[first][2] if first in pairs else None
+    v = ranks.get(first)
     said = f"with {first}, resize after decoding: its resize in the decoder " + (
         f"ran {ratio(first):.2f}x, " + ("no gain beyond the spread" if v.tied else "slower beyond the spread")
         if v is not None

@@ -146,21 +146,6 @@ def run(args) -> int:
     return 0
 
 
-def _rank_errors(output: Path) -> str:
-    """The errors the failed ranks recorded (`main` writes `<output>.rank<R>.error`)."""
-    found = sorted(output.parent.glob(f"{output.name}.rank*.error"))
-    lines = [f"{p.name.rsplit('.', 2)[1]}: {p.read_text()}" for p in found]
-    lines.sort(key=lambda line: "closed by peer" in line)  # the root cause first, its echoes after
-    return "; ".join(lines) if lines else "no rank recorded an error (see the output below)"
-
-
-def torchrun_command(world_size: int, worker_args: list[str]) -> list[str]:
-    """The `torchrun` command line that starts `world_size` ranks of this module (`main`) on this node:
-    `--standalone` rendezvous on localhost at a free port, so parallel runs never collide. Notebook 30."""
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}"]
-    return [*torchrun, "-m", "playbook_utils.bench.scaling", *worker_args]
-
-
 def launch(
     world_size: int, paths, output, backend: str = "pyav", device: str = "cpu", timeout: float = 600, **worker_options
 ) -> dict:
@@ -175,8 +160,11 @@ def launch(
     for name, value in worker_options.items():
         if value is not None:
             args += [f"--{name.replace('_', '-')}", str(value)]
-    cmd = torchrun_command(world_size, args)
-    for stale in [output, *output.parent.glob(f"{output.name}.rank*.error")]:
+    # `--standalone`: rendezvous on localhost at a free port, so parallel runs never collide
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}"]
+    cmd = [*torchrun, "-m", "playbook_utils.bench.scaling", *args]
+    rank_errors = f"{output.name}.rank*.error"  # what `main` writes where a rank fails
+    for stale in [output, *output.parent.glob(rank_errors)]:
         stale.unlink(missing_ok=True)
     start = time.perf_counter()
     # Own process group, so a timeout ends torchrun and every rank it started, nothing else.
@@ -190,9 +178,12 @@ def launch(
             f"{world_size} rank(s) of {backend} did not finish in {timeout:.0f} s:\n{log[-2000:]}"
         ) from e
     if proc.returncode != 0 or not output.exists():
+        errors = [f"{p.name.rsplit('.', 2)[1]}: {p.read_text()}" for p in sorted(output.parent.glob(rank_errors))]
+        errors.sort(key=lambda line: "closed by peer" in line)  # the root cause first, its echoes after
         raise RuntimeError(
             f"{world_size} rank(s) of {backend} failed (exit {proc.returncode}): "
-            f"{_rank_errors(output)}\n--- last output of the ranks ---\n{log[-3000:]}"
+            f"{'; '.join(errors) or 'no rank recorded an error (see the output below)'}"
+            f"\n--- last output of the ranks ---\n{log[-3000:]}"
         )
     result = json.loads(output.read_text())
     result["launch_s"] = round(time.perf_counter() - start, 2)

@@ -4,6 +4,10 @@ seek per frame, decode everything, one sorted forward pass, GOPs in parallel thr
 
 from __future__ import annotations
 
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 from playbook_utils.bench import media
 from playbook_utils.bench.verdicts import spread_pct
 
@@ -84,9 +88,6 @@ def sorted_pass(path, targets, pts, key_of, threads: str = "SLICE", thread_count
 def parallel_gops(path, targets, pts, key_of):
     """Each GOP that holds targets decoded by its own thread and container (slice threads only), as many at once as
     there are usable cores; returns (frames, frames decoded)."""
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     index_of = {p: i for i, p in enumerate(pts)}
     groups: dict[int, list[int]] = {}
     for t in sorted(set(targets)):
@@ -128,8 +129,6 @@ def keyframe_snapped(path, targets, pts, key_of, threads: str = "SLICE"):
 def run(path, targets, threads: str = "SLICE", repeats: int = 3) -> dict:
     """Time every strategy on `path` (best of `repeats`) and check its frames by their stamps. Returns {strategy:
     {'seconds', 'spread_pct', 'frames_decoded', 'exact', 'mean_offset' (frames between target and returned)}}."""
-    import time
-
     pts, key_of = frame_maps(path)
     calls = {
         "seek per frame": lambda: seek_per_frame(path, targets, pts, threads) + (list(targets),),

@@ -15,9 +15,8 @@ TEMPORAL_PATCH = sampling.QWEN_FRAME_FACTOR  # frames per patch, as Qwen2-VL's v
 
 
 def tiny_video_model(dim: int = 256, layers: int = 4, heads: int = 4, classes: int = 10):
-    """A video transformer of `layers` encoder layers over `sampling.QWEN_PATCH`-pixel patches of
-    TEMPORAL_PATCH frames (one Conv3d embeds them), mean-pooled into a linear head. Takes float (B, K, 3, H, W)
-    with K a multiple of TEMPORAL_PATCH and H, W multiples of the patch."""
+    """A video transformer of `layers` encoder layers over `sampling.QWEN_PATCH`-pixel patches of TEMPORAL_PATCH
+    frames, mean-pooled into a linear head. Takes float (B, K, 3, H, W), K and H, W multiples of the patch's."""
     import torch
     from torch import nn
 
@@ -120,8 +119,7 @@ def train_steps(model, batches, steps: int, device: str, prepare=None, warmup: i
 
 
 def held_batches(batches, count: int, prepare):
-    """An endless iterator over the first `count` batches of `batches`, prepared once and held (on the device):
-    the same steps without a loader decoding beside them."""
+    """An endless iterator over the first `count` batches of `batches`, prepared once and held (on the device)."""
     import itertools
 
     kept = [prepare(b) for b in itertools.islice(batches, count)]

@@ -11,9 +11,8 @@ import numpy as np
 
 
 def spread_pct(values) -> float | None:
-    """The spread of repeated measurements of one quantity, in % of their median: the middle half of them
-    (interquartile range) for 4 or more values, the whole range for 2 or 3; None for fewer than 2 (or a median
-    of 0). Introduced in notebook 20."""
+    """The spread of repeated measurements in % of their median: the interquartile range for 4 or more values, the
+    whole range for 2 or 3; None for fewer than 2 (or a median of 0). Notebook 20."""
     xs = sorted(float(v) for v in values)
     if len(xs) < 2 or (med := statistics.median(xs)) == 0:
         return None
@@ -29,8 +28,8 @@ def rounded(value, digits: int = 1):
 
 
 def block_rates(amounts, seconds, blocks: int = 4) -> list[float]:
-    """Rates over `blocks` runs of consecutive events (amounts, seconds): the repeated measurements to take a spread
-    of when single events come in bursts. Fewer blocks for fewer events. Notebook 21."""
+    """Rates over `blocks` runs of consecutive events (amounts, seconds), to take a spread of when single events come
+    in bursts (fewer blocks for fewer events). Notebook 21."""
     amounts, seconds = list(amounts), list(seconds)
     n = min(blocks, len(amounts))
     if n == 0:
@@ -40,14 +39,12 @@ def block_rates(amounts, seconds, blocks: int = 4) -> list[float]:
 
 
 def _number(value: float) -> str:
-    """A rate for a sentence: whole numbers with thousands separators from 10 up, 2 significant digits below, a
-    trailing zero kept (1.0, not 1, beside 1.2)."""
+    """A rate for a sentence: thousands separators from 10 up, 2 significant digits below (1.0, not 1)."""
     return f"{value:,.0f}" if abs(value) >= 9.5 else f"{value:#.2g}"
 
 
 def percent(value: float | None) -> str:
-    """A spread or margin for a sentence: one decimal under 10%, so that a 0.4% spread does not read "0%", which
-    says no spread at all; whole percents from 10 up."""
+    """A spread or margin for a sentence: one decimal under 10% (a 0.4% spread must not read "0%"), whole above."""
     value = value or 0.0
     return f"{value:.1f}%" if abs(value) < 9.95 else f"{value:.0f}%"
 
@@ -132,9 +129,8 @@ def rank(entries, unknown_spread_ties: bool = False) -> Verdict:
 
 
 def growth_per_item(curve, skip: int = 1) -> tuple[float, float]:
-    """(MiB per item, twice its standard error) of a memory `curve` (curve[i]: growth after item i + 1): the
-    slope of a line fitted after the first `skip` items. Resident memory moves in allocator steps, so a slope is
-    growth only beyond the error. Notebook 11."""
+    """(MiB per item, twice its standard error): the slope of a line fitted to a memory `curve` (curve[i]: growth
+    after item i + 1) after the first `skip` items. Notebook 11."""
     y = np.asarray(curve[skip:], dtype=float)
     x = np.arange(skip + 1, skip + 1 + len(y), dtype=float)
     if len(y) < 3:
@@ -146,14 +142,13 @@ def growth_per_item(curve, skip: int = 1) -> tuple[float, float]:
 
 
 def grows(slope: float, error: float, whole_mib: float) -> bool:
-    """Whether `growth_per_item`'s slope less its error is above 10% of `whole_mib` (a whole decoded clip); the margin
-    is wide because allocator steps are not independent."""
+    """Whether `growth_per_item`'s slope less its error is above 10% of `whole_mib` (a whole decoded clip): wide,
+    because allocator steps are not independent."""
     return slope - error > 0.10 * whole_mib
 
 
-def growth_words(slope: float, error: float, whole_mib: float, what: str = "reader") -> str:
-    """What `growth_per_item`'s slope says: each item holding a share of `whole_mib` (a whole decoded clip) where it
-    `grows`; otherwise no growth this run can tell from the allocator's noise."""
+def growth_words(slope: float, error: float, whole_mib: float) -> str:
+    """What `growth_per_item`'s slope says: each reader's share of `whole_mib` where it `grows`, else no growth."""
     if grows(slope, error, whole_mib):
-        return f"each {what} holds about {slope / whole_mib:.0%} of the whole clip decoded ({whole_mib:.0f} MiB)"
-    return f"no growth per {what} beyond allocator steps ({slope:+.1f} ± {error:.1f} MiB; clip {whole_mib:.0f} MiB)"
+        return f"each reader holds about {slope / whole_mib:.0%} of the whole clip decoded ({whole_mib:.0f} MiB)"
+    return f"no growth per reader beyond allocator steps ({slope:+.1f} ± {error:.1f} MiB; clip {whole_mib:.0f} MiB)"

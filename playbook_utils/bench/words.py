@@ -17,8 +17,7 @@ BUSY_PCT = 90  # NVDEC or the SMs busy this share of the time: that unit is what
 
 
 def busy_words(u: dict | None) -> str:
-    """What a `summary` says of the busy units, for a table line: 'NVDEC 97%, SMs 45%, CPU 350%', or why nothing
-    was measured. Notebooks 20, 21."""
+    """The busy units of a `summary` for a table line ('NVDEC 97%, SMs 45%, CPU 350%'), or why none. Notebook 20."""
     u = u or {}
     units = (("nvdec_pct", "NVDEC"), ("sm_pct", "SMs"), ("cpu_pct", "CPU"))
     busy = ", ".join(f"{label} {u[key]:.0f}%" for key, label in units if u.get(key) is not None)
@@ -43,8 +42,7 @@ def limit_of(row: dict) -> tuple[str, str]:
 
 
 def format_rows(rows: list[dict]) -> str:
-    """A bench table's rows as fixed-width text: rate, spread, share of the NVDEC ceiling, exactness, agreement
-    with the reference decode and the check that ran; refusals grouped one line per reason. Notebook 20."""
+    """A bench table's rows as fixed-width text, refusals grouped one line per reason. Notebook 20."""
     lines = [
         f"{'backend':15s} {'dev':4s} {'workload':11s} {'clip':34s} {'frames/s':>9s} {'spread':>7s} {'% ceil':>6s} "
         f"exact  agree  check"
@@ -88,8 +86,7 @@ def ceiling_state(c: dict) -> str:
 
 
 def format_ceilings(found: dict, infos: dict) -> str:
-    """`ceilings` (or one clip's `nvdec.ceiling`, notebook 21) as a table: clip, size, bitrate, rate and its spread inside the window, the decoder library and
-    layout that reached it, NVML's median decoder utilization, saturated or not (a lower bound)."""
+    """{clip: `nvdec.ceiling`} as a table, each saturated or a lower bound (`ceiling_state`). Notebooks 20, 21."""
     lines = [
         f"{'clip':34s} {'size':>9s} {'Mbit/s':>6s} {'ceiling f/s':>11s} {'spread':>6s} {'decoder':>14s} {'layout':>7s} "
         f"{'NVDEC util':>10s} {'at 100%':>8s}  saturated ({SATURATED_PCT}%), or a lower bound"
@@ -114,9 +111,7 @@ def format_ceilings(found: dict, infos: dict) -> str:
 
 
 def format_run(result: dict) -> str:
-    """A `run` result as a table: per strategy the time, the frames decoded, the speed-up over decoding
-    everything, the frames returned ('exact': the targets; 'snapped': the keyframes it claims, `mean_offset` away;
-    'WRONG': not what it claims) and the mean offset from the targets (notebook 20)."""
+    """A `sparse.run` result as a table, one row per strategy, its legend below. Notebook 20."""
     base = result["decode everything"]["seconds"]
     lines = [f"  {'strategy':22s} {'ms':>8s} {'decoded':>8s} {'vs all':>7s} {'frames':>7s} {'offset':>7s}"]
     for label in STRATEGIES:
@@ -157,8 +152,8 @@ def sweep_sentence(ended: str, best: dict, rows: list[dict], tried: str | None =
 
 
 def gpu_loader_line(row: dict) -> str:
-    """One line per `loader_bench.measure_gpu_loaders` row: its rate and spread, its verdict against the ceiling
-    (or why it is not a steady rate), its look-ahead, epoch and window, and what NVML saw (notebook 21)."""
+    """The line of one `loader_bench.measure_gpu_loaders` row: rate, verdict or why no steady rate, what was busy
+    (notebook 21)."""
     rate = f"{row['frames_per_s']:8,.0f} frames/s" if row["frames_per_s"] else f"{'-':>8s} frames/s"
     how = f"look-ahead {row['lookahead_items']}, {row['epoch_items']} items, {row['seconds']:.0f} s window"
     judged = row["words"] if row["steady"] else f"NOT A STEADY RATE: {row['why']}"
@@ -183,8 +178,7 @@ def smoke_caveat(smoke: bool, video_dir=None, media: str | None = None) -> str |
 
 
 def say_smoke(smoke: bool, video_dir=None, media: str | None = None, after: str = "") -> str | None:
-    """Prints `smoke_caveat(smoke, video_dir, media)`, then `after`, where there is one, above a section's first
-    rates; returns the caveat (None in full mode or on the reader's videos). Notebooks 00-30."""
+    """Prints `smoke_caveat(...)` followed by `after` where there is a caveat, and returns it. Notebooks 00-30."""
     caveat = smoke_caveat(smoke, video_dir, media)
     if caveat:
         print(caveat + after)
@@ -192,8 +186,7 @@ def say_smoke(smoke: bool, video_dir=None, media: str | None = None, after: str 
 
 
 def smoke_skip_reason(reader_files: bool = True, media: str | None = None) -> str:
-    """Why a notebook in smoke mode leaves out what it would extrapolate from that run's rates, and how to get it
-    (full mode, or the reader's own videos where `reader_files`). Notebooks 00, 24, 30."""
+    """Why smoke mode leaves out what it would extrapolate from its rates, and how to get it. Notebooks 00, 24, 30."""
     how = "SMOKE = False, or VIDEO_DIR = a folder of your videos" if reader_files else "SMOKE = False"
     return f"not extrapolated from smoke mode's {media or _smoke_clips()}, far smaller than real video; run with {how}"
 
@@ -210,8 +203,8 @@ def processor_line(view: dict, height: int, width: int) -> str:
 
 
 def tied_with(v) -> str:
-    """' (tied with X: either)' or ' (tied with X and Y: any of them)' after the name of a `verdicts.rank` winner
-    that others are tied with by its rule; '' where none is. Notebook 24."""
+    """' (tied with X: either)' or ' (tied with X and Y: any of them)' after a `verdicts.rank` winner; '' where none
+    is tied with it. Notebook 24."""
     others = [v.runner_up, *(t[0] for t in v.also_tied)] if v.tied else []
     if not others:
         return ""
@@ -220,7 +213,7 @@ def tied_with(v) -> str:
 
 def gop_lesson(short: dict, long: dict, k: int, short_info, long_info) -> str:
     """One line: K sampled frames on the long-GOP clip against the short-GOP one (two `rate_table` rows, the clips'
-    `VideoInfo`s), with a verdict against the spread: 'tied', 'N.Nx slower' or 'N.Nx faster'. Notebooks 10-13."""
+    `VideoInfo`s): 'tied', 'N.Nx slower' or 'N.Nx faster'. Notebooks 10-13."""
     # the keyframe interval: the median GOP but the last, which the clip's end cuts
     gops = [round(statistics.median(i.gop_lengths[:-1] or i.gop_lengths)) for i in (short_info, long_info)]
     v = rank([("long", long["fps"], long["spread_pct"]), ("short", short["fps"], short["spread_pct"])])
@@ -233,8 +226,7 @@ def gop_lesson(short: dict, long: dict, k: int, short_info, long_info) -> str:
 
 
 def storage_line(folder, storage: dict) -> str:
-    """The line of a `bandwidth.storage_read_bandwidth` result: 'FOLDER: cold 1,366 MB/s by O_DIRECT (page cache
-    bypassed), warm 8,478 MB/s; 64 MiB read from a scratch file (removed afterwards)'. Notebooks 00 and 30."""
+    """The line of a `bandwidth.storage_read_bandwidth` result. Notebooks 00 and 30."""
     return (
         f"{folder}: cold {storage['cold_mb_s']:,.0f} MB/s by {storage['cold_method']}, warm "
         f"{storage['warm_mb_s']:,.0f} MB/s; {storage['read_mib']:,.0f} MiB read from {storage['source']}"
@@ -242,8 +234,8 @@ def storage_line(folder, storage: dict) -> str:
 
 
 def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict | None, video_dir=None) -> str:
-    """Notebook 30: one rank's rate as a table beside one GPU's loader alone in notebook 21's section 4 (`nb21`, its
-    JSON, where 21 ran into the same output folder), with the library, K, threads and files of each."""
+    """Notebook 30: one rank's rate as a table beside one GPU's fastest sampled loader in notebook 21 (`nb21`, its
+    JSON, where 21 ran into the same output folder)."""
     head = f"{'':28s} {'library':14s} {'K':>3s} {'threads':>7s} {'frames/s':>9s}  files"
     lines = [head, f"{'one rank here':28s} {backend:14s} {k:3d} {threads:7d} {fps:9,.0f}  {video_dir or 'H.264 clips'}"]
     rows = (nb21 or {}).get("gpu_sampled") or []
@@ -260,8 +252,7 @@ def one_rank_context(fps: float, backend: str, threads: int, k: int, nb21: dict 
 
 
 def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
-    """Notebook 00: a line for each library that did not decode a probe clip exactly on NVDEC
-    (`nvdec.codec_matrix`'s result; `clips`: {codec: path}), with its reason or wrong frames."""
+    """Notebook 00: a line per library that did not decode a probe clip ({codec: path}) exactly on NVDEC."""
     lines = []
     for name, libs in gpu_results.items():
         for lib, r in libs.items():
@@ -278,10 +269,8 @@ def codec_probe_notes(gpu_results: dict, clips: dict) -> list[str]:
 
 
 def gpu_slower_lines(table: list[dict]) -> list[str]:
-    """The rows of a library notebook's rate table (`kit.Notebook.rate_table`) where the GPU read slower than the
-    CPU on the same workload and clip, beyond the spread: one line each, with the cause the table shows (a variant of
-    the workload that keeps the frames on the GPU and beats the CPU: the trip through host memory), else one
-    decoder per call. Notebooks 10-15."""
+    """A line per row of `kit.Notebook.rate_table` where the GPU read slower than the CPU beyond the spread, with the
+    cause the table shows (a faster variant keeping frames on the GPU: the trip through host memory). Notebook 10."""
     cpu = {(r["workload"], r["clip"]): r for r in table if r["device"] == "cpu" and r["fps"]}
     lines = []
     for r in table:
@@ -303,8 +292,7 @@ def gpu_slower_lines(table: list[dict]) -> list[str]:
 
 
 def light_clip_note(info) -> str:
-    """What marks one of the media set's light clips (`media.is_light`): its bitrate against filmed video's
-    range at its size (`media.bitrate_class`). Notebook 00."""
+    """The note on a light clip (`media.is_light`): its bitrate against filmed video's range. Notebook 00."""
     where = bitrate_class(info)
     head = " (light: a smooth synthetic picture that notebook 01 makes"
     if where == "unknown":

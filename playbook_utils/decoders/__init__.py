@@ -215,28 +215,24 @@ def read(
     shown = tuple(size) if size is not None else frame_size(found)
     turn = found.rotation // 90 if found.rotation and not ad.ROTATES else 0  # the library gives the stored picture
     stored = shown[::-1] if turn % 2 else shown  # the size to ask the library for, before it is turned
-    native = src.kind == "path" or (ad.read_file if size is None else ad.read_resized) is not None
+    reader = ad.read_file if size is None else ad.read_resized
+    native = src.kind == "path" or reader is not None
     how = "native" if native else "spooled"
     if not idx:
         import torch
 
         frames = torch.empty((0, 3, *shown), dtype=torch.uint8, device=str(device))
         return SourceRead(frames, src.name, backend, how, 0, 0, time.perf_counter() - t0, None)
+    args = (idx, device, found) if size is None else (idx, device, found, stored)
     try:
-        if size is not None:
-            if src.kind == "path":
-                frames = ad.read_resized(src.path, idx, device, found, stored)
-            else:
-                with src.open() as f:
-                    frames = ad.read_resized(f, idx, device, found, stored)
-        elif src.kind == "path":
-            frames = ad.read(src.path, idx, device, found)
+        if src.kind == "path":
+            frames = (ad.read if size is None else ad.read_resized)(src.path, *args)
         elif native:
             with src.open() as f:
-                frames = ad.read_file(f, idx, device, found)
-        else:
+                frames = reader(f, *args)
+        else:  # spooled: only where size is None (every read_resized takes a file object)
             with src.local_path() as tmp:
-                frames = ad.read(tmp, idx, device, found)
+                frames = ad.read(tmp, *args)
     except BackendUnavailable as e:
         if e.path == src.name:
             raise

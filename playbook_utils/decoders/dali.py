@@ -65,17 +65,16 @@ class Dali(base.Adapter):
         ),
     )
 
-    def read_file(self, fileobj, indices: list[int], device: Device, info):
-        """`read` of an open binary file object's bytes: the pipeline decodes from memory anyway (notebook 24)."""
-        return _read(fileobj, indices, device, info)
+    def read(self, source, indices: list[int], device: Device, info):
+        """`source`: a path, or an open binary file object whose bytes are decoded (`read_file`: the pipeline decodes
+        from memory anyway; notebook 24)."""
+        return _read(source, indices, device, info)
+
+    read_file = read
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
-        """`read` at `size` (H, W): `fn.resize` (antialiased) after the decoder in the same pipeline (notebook 24).
-        `source`: a path or an open binary file object."""
+        """`read` at `size` (H, W): `fn.resize` (antialiased) after the decoder in the same pipeline (notebook 24)."""
         return _read(source, indices, device, info, size)
-
-    def read(self, path: str, indices: list[int], device: Device, info):
-        return _read(path, indices, device, info)
 
 
 def _pipeline(kind: str, gpu: int, size=None):

@@ -37,11 +37,11 @@ def _site() -> Path | None:
     return Path(spec.origin).parent.parent if spec is not None and spec.origin else None
 
 
-def alternative(prefix=None) -> tuple[str, str, Path] | None:
+def alternative() -> tuple[str, str, Path] | None:
     """(distribution, version, folder) of the decord build `make setup` put beside the environment
     (<venv>/decord-alt/<name>): the one not installed in it, which a child process imports first with that folder on
     its PYTHONPATH (notebook 11). None where there is none."""
-    for folder in sorted((Path(prefix or sys.prefix) / "decord-alt").glob("*")):
+    for folder in sorted((Path(sys.prefix) / "decord-alt").glob("*")):
         found = installed(folder)
         if found and found != installed():
             return (*found, folder)
@@ -118,20 +118,19 @@ class Decord(base.Adapter):
             return "this decord was built without CUDA (the PyPI wheel is CPU-only)"
         return None
 
-    def read_file(self, fileobj, indices: list[int], device: Device, info):
-        """`read` from an open binary file object: decord's VideoReader takes it, and reads it whole into
-        memory before decoding (notebook 24)."""
-        return self.read(fileobj, indices, device, info)
-
-    def read(self, path: str, indices: list[int], device: Device, info):
+    def read(self, source, indices: list[int], device: Device, info):
+        """`source`: a path, or an open binary file object (`read_file`: decord's VideoReader reads it whole into
+        memory before decoding; notebook 24)."""
         # decord2 3.4.0's threaded decoder now and then fails to send a packet (EAGAIN) on HEVC, and a fresh reader
         # reads the file: up to three readers
         for attempt in range(3):
             try:
-                return self._read(path, indices, device, info)
+                return self._read(source, indices, device, info)
             except Exception as e:
                 if attempt == 2 or "Error sending packet" not in str(e):
                     raise
+
+    read_file = read
 
     def _read(self, path: str, indices: list[int], device: Device, info):
         import torch

@@ -49,15 +49,13 @@ class PyAV(base.Adapter):
                 ) from e
             raise
 
-    def read_file(self, fileobj, indices: list[int], device: Device, info):
-        """`read` from an open binary file object (bytes in memory, a tar member, a remote object): FFmpeg pulls
-        the bytes through the object's read() and seek() (notebook 24). Errors come back as the library's own."""
-        return _read(fileobj, indices, device, info, [])
-
-    def read_resized(self, source, indices: list[int], device: Device, info, size):
-        """`read` at `size` (H, W): swscale scales (bilinear) in the same pass that converts YUV to RGB, so no
-        full-size RGB frame is made. `source`: a path or an open binary file object (notebook 24)."""
+    def read_resized(self, source, indices: list[int], device: Device, info, size=None):
+        """`read` of a path or an open binary file object (FFmpeg pulls its bytes through read() and seek()), at `size`
+        (H, W) where given: swscale scales (bilinear) in the pass that converts YUV to RGB, so no full-size RGB frame
+        is made. Errors come back as the library's own (notebook 24)."""
         return _read(source, indices, device, info, [], size=size)
+
+    read_file = read_resized  # `read` from an open binary file object, at its own size
 
 
 _SWS_MATRIX = {"bt601": "ITU601", "bt709": "ITU709", "bt2020": "BT2020"}  # `colour`'s names -> swscale's

@@ -60,12 +60,12 @@ class Spdl(base.Adapter):
         what = "FFmpeg shared libraries (4 to 9; apt-get install ffmpeg)" if kind == "cpu" else "CUDA extension"
         return f"spdl-io's {what} did not load: {found['error'][:240]}"
 
-    def read(self, path: str, indices: list[int], device: Device, info):
-        return _read(path, indices, device, info)
+    def read(self, source, indices: list[int], device: Device, info):
+        """`source`: a path, or an open binary file object whose bytes SPDL demuxes in memory (`read_file`, notebook
+        24)."""
+        return _read(source, indices, device, info)
 
-    def read_file(self, fileobj, indices: list[int], device: Device, info):
-        """`read` of an open binary file object: SPDL demuxes from the bytes in memory (notebook 24)."""
-        return _read(fileobj, indices, device, info)
+    read_file = read
 
     def read_resized(self, source, indices: list[int], device: Device, info, size):
         """`read` at `size` (H, W): FFmpeg's scale filter (bilinear) on the CPU, NVDEC's output scaling on CUDA.
@@ -87,23 +87,15 @@ def _load() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _rgb_filter(size=None) -> str:
-    import spdl.io
-
-    if size is None:
-        return spdl.io.get_video_filter_desc(pix_fmt="rgb24")
-    return spdl.io.get_video_filter_desc(
-        pix_fmt="rgb24", scale_width=size[1], scale_height=size[0], scale_algo="bilinear", scale_mode=None
-    )
-
-
 def _frames_cpu(src, wanted: list[int], size=None):
     import spdl.io
 
+    scale = dict(scale_width=size[1], scale_height=size[0], scale_algo="bilinear", scale_mode=None) if size else {}
+    rgb = spdl.io.get_video_filter_desc(pix_fmt="rgb24", **scale)
     packets = spdl.io.demux_video(src)
     shown = sorted(packets.get_timestamps())  # before the decode, which takes the packets
     try:
-        frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=_rgb_filter(size))
+        frames = spdl.io.sample_decode_video(packets, wanted, filter_desc=rgb)
     except IndexError as e:  # the indices were checked against the probe: SPDL got fewer frames than it asked for
         raise RuntimeError(
             f"SPDL decoded fewer frames than the file's index holds ({e}): some of its data did not decode"

@@ -41,12 +41,10 @@ def frame_mappings(info, forward: bool = False) -> str:
     return json.dumps({"frames": frames})
 
 
-def decoder(
-    path, device: str, num_threads: int = 0, stream: int | None = None, size=None, info=None, forward: bool = False
-):
-    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`, of `stream` (None: FFmpeg's best). `size`
-    (H, W): resized in the decoder; `info`: the probe's frame table instead of a scan (`frame_mappings`, with
-    `forward`). `path` may be an open binary file."""
+def decoder(path, device: str, stream: int | None = None, size=None, info=None, forward: bool = False):
+    """A `torchcodec.decoders.VideoDecoder` in exact seek mode on `device`, of `stream` (None: FFmpeg's best), with
+    `base.CPU_THREADS` threads on the CPU. `size` (H, W): resized in the decoder; `info`: the probe's frame table
+    instead of a scan (`frame_mappings`, with `forward`). `path` may be an open binary file."""
     from torchcodec.decoders import VideoDecoder
 
     kwargs = {"device": device, "stream_index": stream}
@@ -59,7 +57,7 @@ def decoder(
 
         kwargs["transforms"] = [Resize(tuple(size))]
     if device == "cpu":
-        kwargs["num_ffmpeg_threads"] = num_threads
+        kwargs["num_ffmpeg_threads"] = base.CPU_THREADS
     return VideoDecoder(path, **kwargs)
 
 
@@ -73,7 +71,7 @@ def cached_decoder(path: str, device: str, stream: int | None = None, forward_in
     if held is not None and held[0] == key:
         return held[1]
     _local.held = None  # drop the old decoder before opening the next one
-    dec = decoder(path, device, base.CPU_THREADS, stream, info=forward_info, forward=forward)
+    dec = decoder(path, device, stream, info=forward_info, forward=forward)
     _local.held = (key, dec)
     return dec
 
@@ -121,23 +119,17 @@ class TorchCodec(base.Adapter):
     # (`frame_mappings(forward=True)`): exact on every stamped open-GOP clip (tests/unit/test_open_gop.py on a GPU)
     FORWARD_ON: tuple = ("cuda",)
 
-    def read_file(self, fileobj, indices: list[int], device: Device, info):
-        """`read` from an open binary file object, with the probe's frame table so that a remote object is read only
-        where the frames are; a new decoder each time (notebook 24)."""
-        return self._read_new(getattr(fileobj, "name", "<file-like>"), fileobj, indices, device, info)
-
-    def read_resized(self, source, indices: list[int], device: Device, info, size):
-        """`read` at `size` (H, W), resized inside the decoder by a `Resize` decoder transform (notebook 24).
-        `source`: a path or an open binary file object."""
-        return self._read_new(getattr(source, "name", source), source, indices, device, info, size)
-
-    def _read_new(self, name, source, indices: list[int], device: Device, info, size=None):
-        """`read` by a new decoder of `source`, given the probe's frame table where `source` is a file object or is
-        read forward only."""
+    def read_resized(self, source, indices: list[int], device: Device, info, size=None):
+        """`read` by a new decoder of `source` (a path or an open binary file object), at `size` (H, W) where given
+        (a `Resize` decoder transform); with the probe's frame table where `source` is a file object, so that a
+        remote object is read only where the frames are, or is read forward only. Notebook 24."""
         forward = self._forward(info, device)
         table = info if hasattr(source, "read") or forward else None
-        dec = decoder(source, str(device), base.CPU_THREADS, info.stream, size=size, info=table, forward=forward)
+        dec = decoder(source, str(device), info.stream, size=size, info=table, forward=forward)
+        name = getattr(source, "name", "<file-like>") if hasattr(source, "read") else source
         return self.read(name, indices, device, info, dec=dec)
+
+    read_file = read_resized  # `read` from an open binary file object, at its own size
 
     def _forward(self, info, device: Device) -> bool:
         return self.forward_only(info, device.kind) is not None

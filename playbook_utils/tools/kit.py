@@ -164,7 +164,6 @@ class Notebook:
         if device not in ("auto", self.device):  # asked for a device this machine does not have
             print(note)
 
-    # ------------------------------------------------------------------ media
     def media(self, smoke: bool) -> dict:
         """Build (once) the shared stamped media set of notebook 01 and return {name: VideoInfo};
         clips this machine cannot encode are recorded as skipped."""
@@ -219,7 +218,6 @@ class Notebook:
             if short.name in rows and long.name in rows:
                 print(f"{dev}: " + words.gop_lesson(rows[short.name], rows[long.name], k, short, long))
 
-    # ------------------------------------------------------------------ checks and skips
     def check(self, label: str, frames, wanted, record: bool = True) -> None:
         """Read the stamp of every frame, compare with the indices `wanted`, print one line
         ('exact' or 'WRONG' with what came back) and record the verdict in `checks[label]`."""
@@ -258,13 +256,11 @@ class Notebook:
         """A part whose exception is printed in one line and recorded; `finish` then fails the notebook."""
         return self.results.section(name)
 
-    # ------------------------------------------------------------------ figures
     def show(self, fig, name: str) -> None:
         """Save `fig` as OUTPUT_DIR/`name` and show it inline (`kit.show`)."""
         show(fig, self.out / name)
         self.figures.append(name)
 
-    # ------------------------------------------------------------------ measurements
     def rate_table(self, rows, min_time: float = 0.5, smoke: bool = False, video_dir=None) -> list[dict]:
         """Time each row of `rows` (device, workload, clip name, fn, wanted indices) after checking one call's frames;
         print a small table and return its rows (device, workload, clip, fps, spread_pct, exact, check, error)."""
@@ -336,7 +332,6 @@ class Notebook:
         )
         self.results.data["matrix"] = table
 
-    # ------------------------------------------------------------------ the end
     def finish(self, **headline) -> None:
         """Write OUTPUT_DIR/<stem>.json with `headline` (plus 'exact'), the checks and figures; print the skipped
         sections, the path and the headline; raise if a check or a `section` failed."""

@@ -217,9 +217,8 @@ def stamp(results: dict) -> dict:
 
 
 def timed_clips(heads: list[dict], metric: str) -> tuple | None:
-    """(the baseline's clip, the run's) where a library notebook's frames/s `metric` was timed on another clip than
-    the baseline's (its headline's `rates_clip`, or `gpu_rates_clip` for a GPU rate where that names another), else
-    None: such rates are not judged against each other."""
+    """(the baseline's clip, the run's) where frames/s `metric` was timed on another clip than the baseline's
+    (`rates_clip`, or `gpu_rates_clip` for a GPU rate), else None: such rates are not judged against each other."""
     if not metric.endswith("_fps"):
         return None
     keys = ("gpu_rates_clip", "rates_clip") if metric.startswith("gpu_") else ("rates_clip",)
@@ -369,22 +368,10 @@ def _merged_rows(before: dict, after: dict) -> list[dict]:
     return sorted(kept + ran, key=lambda r: r["notebook"])
 
 
-def _merge_summary(output: Path, before: dict | None) -> None:
-    """After a partial run into a folder that already had a summary: keep the earlier rows the run did not redo."""
-    if not before or not (output / "summary.json").exists():
-        return
-    after = _read_json(output / "summary.json")
-    if before.get("mode") != after.get("mode"):
-        print(f"nightly: {output}/summary.json held a {before.get('mode')}-mode run; replaced, not merged")
-        return
-    run_notebooks.write_summary(_merged_rows(before, after), output, after["mode"], after.get("machine", {}))
-
-
 def adopt(part: Path, reference: Path | None = None) -> dict[str, list[str]]:
-    """Make a `--part` run's passed notebooks the reference's copies of those notebooks (default: the folder for the
-    part's GPU, `results.machine_reference`), keeping the reference's other rows; refuses another GPU or mode. Rows
-    of notebooks whose JSON the folder does not hold (an earlier part's, carried into the run) are left alone.
-    Returns {'adopted', 'failed', 'unfinished', 'reference'}."""
+    """Make a `--part` run's passed notebooks whose JSON `part` holds the reference's copies (default: the part's
+    GPU's folder), keeping its other rows; refuses another GPU or mode. Returns {'adopted', 'failed', 'unfinished',
+    'reference'}."""
     after = _read_json(part / "summary.json")
     gpu = (after.get("machine") or {}).get("gpu")
     if reference is None:
@@ -443,20 +430,21 @@ def run(args) -> Path:
     if before and before.get("earlier"):  # a run lost mid-way: the rows it kept of the runs before it count too
         before = {**before, "notebooks": run_notebooks.earlier_rows(output, [])}
     argv = ["--mode", args.mode, "--output", str(output), "--device", args.device, "--notebooks", args.notebooks]
-    for pat in args.pattern or []:
-        argv += ["--pattern", pat]
-    if args.video_dir:
-        argv += ["--video-dir", args.video_dir]
-    if args.timeout:
-        argv += ["--timeout", str(args.timeout)]
-    for item in args.param or []:
-        argv += ["--param", item]
+    argv += [a for pat in args.pattern or [] for a in ("--pattern", pat)]
+    argv += [a for item in args.param or [] for a in ("--param", item)]
+    argv += ["--video-dir", args.video_dir] if args.video_dir else []
+    argv += ["--timeout", str(args.timeout)] if args.timeout else []
     if run_notebooks.main(argv) == 2:
         raise NightlyError(
             f"no notebooks match {args.pattern}, or a --param is malformed or names no notebook's parameter "
             "(the line above says which)"
         )
-    _merge_summary(output, before)
+    # a partial run into a folder that already had a summary: keep the earlier rows the run did not redo
+    after = _read_json(output / "summary.json") if before and (output / "summary.json").exists() else None
+    if after is not None and before.get("mode") != after.get("mode"):
+        print(f"nightly: {output}/summary.json held a {before.get('mode')}-mode run; replaced, not merged")
+    elif after is not None:
+        run_notebooks.write_summary(_merged_rows(before, after), output, after["mode"], after.get("machine", {}))
     return output
 
 

@@ -11,9 +11,8 @@ from playbook_utils.bench import faults, media
 
 
 def stamped_grid(frames, asked, title: str, columns: int = 4):
-    """uint8 (N, 3, H, W) or (N, H, W, 3) frames (any device) in a grid, each titled 'asked i · stamp s': the index
-    requested and the index read from its pixels (`media.read_stamps`), so the picture itself shows whether the
-    loader was exact. Returns the figure."""
+    """uint8 (N, 3, H, W) or (N, H, W, 3) frames (any device) in a grid, each titled 'asked i · stamp s' (the index
+    requested, the one read from its pixels): the picture shows whether the loader was exact. Returns the figure."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -39,9 +38,8 @@ def stamped_grid(frames, asked, title: str, columns: int = 4):
 
 
 def sampling_timeline(strategies: dict, keyframes, num_frames: int, title: str = ""):
-    """Which frames each sampling strategy ({label: indices}) asks for, against the keyframes (red lines);
-    each label says how many GOPs the strategy touches, since each costs a decode from its keyframe.
-    Returns the figure."""
+    """Which frames each sampling strategy ({label: indices}) asks for, against the keyframes (red lines); each
+    label says how many GOPs it touches, since each costs a decode from its keyframe. Returns the figure."""
     import bisect
 
     import matplotlib.pyplot as plt

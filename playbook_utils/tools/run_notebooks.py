@@ -33,11 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 
 
-def notebook_requirements(path) -> list[str]:
-    """What a notebook declares it needs (metadata 'playbook' -> 'requires'), e.g. ['cuda', 'nvdec']."""
-    return list(json.loads(Path(path).read_text()).get("metadata", {}).get("playbook", {}).get("requires", []))
-
-
 def notebook_parameters(path) -> list[str]:
     """The names the notebook's cell tagged `parameters` assigns, in order (what `--param` may set)."""
     for cell in json.loads(Path(path).read_text()).get("cells", []):
@@ -153,7 +148,8 @@ def run_one(
     `--param`); return its summary row (never raises for a notebook failure)."""
     import papermill as pm
 
-    requires = notebook_requirements(path)
+    # what the notebook declares it needs (metadata 'playbook' -> 'requires'), e.g. ['cuda', 'nvdec']
+    requires = list(json.loads(path.read_text()).get("metadata", {}).get("playbook", {}).get("requires", []))
     missing = [r for r in requires if not capabilities.get(r, False)]
     params = {
         "SMOKE": mode == "smoke",
@@ -267,14 +263,6 @@ def mark(folder: Path) -> None:
     marker.write_text(json.dumps({"note": note, "theirs": theirs}, indent=1) + "\n")
 
 
-def _theirs(folder: Path) -> set:
-    """The entries a marked folder held before the runner's first run there (none for an empty marker)."""
-    try:
-        return set(json.loads((folder / MARKER).read_text()).get("theirs", []))
-    except (OSError, ValueError, AttributeError):
-        return set()
-
-
 def earlier_rows(output: Path, notebooks) -> list[dict]:
     """The rows of the run whose summary.json is in `output` (and of the runs it kept under `earlier`) for the
     notebooks not in `notebooks`, each stamped with the machine it ran on; [] where there is none."""
@@ -314,7 +302,10 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
         what = f"a {doc.get('mode')} run of {(doc.get('machine') or {}).get('date_utc')} UTC"
     except (OSError, ValueError, AttributeError):
         what = "an earlier run"
-    theirs = _theirs(output)
+    try:  # the entries the folder held before the runner's first run there (none for an empty marker)
+        theirs = set(json.loads((output / MARKER).read_text()).get("theirs", []))
+    except (OSError, ValueError, AttributeError):
+        theirs = set()
     replaced = previous.exists()
     shutil.rmtree(previous, ignore_errors=True)
     previous.mkdir()
@@ -396,14 +387,6 @@ class Progress:
         return line
 
 
-def _status_line(row: dict) -> str:
-    """The line the runner prints when a notebook ends: status, seconds, skipped needs, the error."""
-    note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
-    return f"       {row['status']} {Path(row['notebook']).stem} in {duration(row['seconds'])}{note}" + (
-        f"\n         {row['error']}" if row["error"] else ""
-    )
-
-
 def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
     """Run one notebook in this process, print its status line; its row carries `machine` (so a row merged
     with other runs' rows keeps its stamp)."""
@@ -411,7 +394,9 @@ def _run_here(nb: Path, output: Path, args, caps: dict, machine: dict) -> dict:
         **run_one(nb, output, args.mode, args.device, args.video_dir, args.timeout, caps, args.params.get(nb.name)),
         "machine": machine,
     }
-    print(_status_line(row), flush=True)
+    note = f" (needs {', '.join(row['missing'])}: not here, those parts skipped)" if row["missing"] else ""
+    error = f"\n         {row['error']}" if row["error"] else ""
+    print(f"       {row['status']} {nb.stem} in {duration(row['seconds'])}{note}{error}", flush=True)
     return row
 
 
@@ -428,13 +413,6 @@ def _with_spread(headline: dict, key: str) -> str:
     """A headline value, with '± N%' when the notebook gives its spread as the sibling key `<key>_spread_pct`."""
     spread = headline.get(f"{key}_spread_pct")
     return fmt(headline[key]) + (f" ± {percent(spread)}" if isinstance(spread, (int, float)) else "")
-
-
-def headline_cells(headline: dict) -> list[str]:
-    """The headline as the summary table shows it, one 'key: value' per entry; a rate with a sibling
-    `<key>_spread_pct` reads 'key: value ± N%' (the spread is not listed again on its own)."""
-    spreads = {f"{k}_spread_pct" for k in headline}
-    return [f"{k}: {_with_spread(headline, k)}" for k in headline if k not in spreads]
 
 
 def open_first(rows: list[dict]) -> str | None:
@@ -531,7 +509,8 @@ def write_summary(
     ]
     lines += ["", "| notebook | status | seconds | headline | skipped here |", "|---|---|---|---|---|"]
     for r in rows:
-        head = "<br>".join(headline_cells(r["headline"])) or "-"
+        spreads = {f"{k}_spread_pct" for k in r["headline"]}  # shown with their rate ('value ± N%'), not alone
+        head = "<br>".join(f"{k}: {_with_spread(r['headline'], k)}" for k in r["headline"] if k not in spreads) or "-"
         skipped = "<br>".join(r["skipped"]) or "-"
         status = r["status"] if r["status"] == "passed" else f"**{r['status']}**: {r['error']}"
         lines.append(f"| {r['notebook']} | {status} | {r['seconds']} | {head} | {skipped} |")

@@ -237,9 +237,8 @@ def _extras() -> tuple[dict[str, list[str]], list[str]]:
 
 
 class Installer:
-    """pip install within a constraints file ({name: line}, or None for none): a spec the constraints cannot
-    hold (a TorchCodec matched to this torch) is installed outside them, and a line says so; a failure is
-    reported with pip's own last error lines."""
+    """pip install within a constraints file ({name: line}, or None): a spec they cannot hold (a TorchCodec matched
+    to this torch) is installed outside them, and a line says so; a failure shows pip's last error lines."""
 
     def __init__(self, constraints: dict | None):
         self.constraints = constraints
@@ -300,9 +299,8 @@ def install_ffmpeg(apt: bool) -> None:
 
 
 def install_lean(install: Installer, spec: str) -> list[str] | None:
-    """Install `spec` without the NVIDIA libraries it depends on (its other dependencies installed as usual);
-    return the left-out requirement names, or None when pip failed (it said why). For DALI on a CPU-only
-    machine, whose CPU video decoder needs none of them."""
+    """Install `spec` (DALI on a CPU-only machine) without the NVIDIA libraries it depends on, its other dependencies
+    as usual; return the left-out requirement names, or None when pip failed (it said why)."""
     if not install([spec], check=False, options=("--no-deps",)):
         return None
     dist = _requirement(spec).name
