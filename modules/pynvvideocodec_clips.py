@@ -39,6 +39,7 @@ from torch.utils.data import Dataset, DistributedSampler
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 STREAMS, LOCK = {}, threading.Lock()  # the decoding threads' CUDA stream, by GPU: one, so one memory pool
 SIZES = {}  # size_change's answers, by (path, time, size)
+NVDEC_LACKS = "refused: NVDEC on this GPU lacks this format (CUDA error 801; gray 4:0:0 is one): read it on the CPU"
 KR_KB = {1: (0.2126, 0.0722), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}  # by FFmpeg's colorspace number; else BT.601
 
 
@@ -225,6 +226,8 @@ class VideoClips(Dataset):
             frames.record_stream(torch.cuda.default_stream(self.gpu))  # read there before its memory is reused
             return frames, self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
+            if "Error code : 801" in str(e):  # CUDA's "not supported": a format NVDEC lacks, e.g. gray (4:0:0)
+                return None, self.paths[i], NVDEC_LACKS
             return None, self.paths[i], f"{type(e).__name__}: {e}"
 
     def read(self, path, stream=0):

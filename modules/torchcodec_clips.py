@@ -41,6 +41,7 @@ from torchcodec.transforms import Resize
 K, SIZE = 16, 224  # 224: the input of CLIP and SigLIP ViT-B models, whose processors also cut the centre square
 STREAMS, LOCK = {}, threading.Lock()  # the decoding threads' CUDA stream, by device: one, so one memory pool
 SIZES = {}  # size_change's answers, by (path, time, size)
+NVDEC_LACKS = "refused: NVDEC on this GPU lacks this format (CUDA error 801; gray 4:0:0 is one): read it on the CPU"
 
 
 def video_stream(container):
@@ -214,6 +215,8 @@ class VideoClips(Dataset):
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
             if "Unsupported device" in str(e):  # a TorchCodec built without CUDA: no file would be read
                 raise RuntimeError(f"this TorchCodec cannot decode on {self.device}: {e}") from e
+            if "NVDEC decoder: 801" in str(e):  # CUDA's "not supported": a format NVDEC lacks, e.g. gray (4:0:0)
+                return None, self.paths[i], NVDEC_LACKS
             changed = str(self.device).startswith("cuda") and size_change(self.paths[i])
             if changed:  # the libraries fail on such a file with errors that do not say so
                 return None, self.paths[i], changed

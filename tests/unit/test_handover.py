@@ -374,6 +374,45 @@ def test_a_gpu_modules_threads_decode_on_one_cuda_stream_of_their_own(name, monk
                       ("read", "b.mp4", "stream 0", *read), *one, ("read", "a.mp4", "stream 0", *read), *one]  # fmt: skip
 
 
+# what each library raised on an H100 for gray (4:0:0) H.264 (results/h100/2026-12-07/checks-70ba227)
+NVDEC_801 = {
+    "torchcodec_clips": RuntimeError(
+        "create_decoder, /__w/torchcodec/torchcodec/meta-pytorch/torchcodec/src/torchcodec/_core/"
+        "BetaCudaDeviceInterface.cpp:273, Failed to create NVDEC decoder: 801"
+    ),
+    "pynvvideocodec_clips": RuntimeError(
+        "HandleVideoSequence : \nError code : 801\nError Type : Codec not supported on this GPU\n"
+        "at /project/src/VideoCodecSDKUtils/helper_classes/NvCodec/NvDecoder/NvDecoder.cpp:274\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NVDEC_801))
+def test_a_format_nvdec_lacks_is_skipped_as_a_refusal_by_name_not_the_librarys_error_code(name, monkeypatch):
+    import contextlib
+    import types
+
+    if name == "pynvvideocodec_clips" and importlib.util.find_spec("PyNvVideoCodec") is None:
+        monkeypatch.setitem(sys.modules, "PyNvVideoCodec", types.ModuleType("PyNvVideoCodec"))  # not installed here
+        monkeypatch.setitem(sys.modules, name, None)  # imported with the stand-in, taken out afterwards
+        del sys.modules[name]
+    mod = from_its_file(name)
+    if name == "pynvvideocodec_clips":  # its reads run on a CUDA stream of its own: stood in for here
+        for attr, fake in (("Stream", lambda gpu: types.SimpleNamespace(cuda_stream=1)),
+                           ("stream", lambda s: contextlib.nullcontext()),
+                           ("device", lambda gpu: contextlib.nullcontext())):  # fmt: skip
+            monkeypatch.setattr(mod.torch.cuda, attr, fake)
+        monkeypatch.setattr(mod, "STREAMS", {})
+        clips = mod.VideoClips(["gray.mp4", "cut.mp4"], gpu=0)
+    else:  # its check does not depend on the device
+        clips = mod.VideoClips(["gray.mp4", "cut.mp4"], device="cpu")
+    errors = {"gray.mp4": NVDEC_801[name], "cut.mp4": ValueError("cut short")}
+    monkeypatch.setattr(clips, "read", lambda path, *stream: (_ for _ in ()).throw(errors[path]))
+    assert clips[0] == (None, "gray.mp4", mod.NVDEC_LACKS)
+    assert mod.NVDEC_LACKS.startswith("refused: ") and "801" in mod.NVDEC_LACKS
+    assert clips[1] == (None, "cut.mp4", "ValueError: cut short")  # another error: the library's own, as before
+
+
 def shards(backend: str, device: str, paths: list[str], world: int, init: str, epochs: int = 2) -> dict:
     """Each rank's files, epoch by epoch, from the module's loader under an initialized torch.distributed (gloo),
     `world` ranks as threads of this process would not do: one process each (`torch.multiprocessing.spawn`)."""
