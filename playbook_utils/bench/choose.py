@@ -81,24 +81,40 @@ def coverage(paths: dict, devices, backends) -> dict:
 
 def refused_when_read(paths: dict, cover: dict) -> dict:
     """{(backend, device): {name: why}} on a GPU: frame 0 of one file of each (codec, bit depth), read by each GPU
-    backend that accepts it, in child processes side by side; a refusal (an AV1 file on an H100's NVDEC) stands for
-    every file of that kind, here and (`learn_refusal`) in every later `why_unavailable`. Notebook 22."""
-    jobs, kinds = {}, {n: attrgetter("codec", "bit_depth")(video_info(p)) for n, p in paths.items()}
+    backend that accepts it, in child processes side by side. A failure is read again on a second file of that kind:
+    where that fails too, or there is none (an AV1 file on an H100's NVDEC), it stands for every file of the kind, here
+    and (`learn_refusal`) in every later `why_unavailable`; where it reads, only the first file is refused (a gray
+    4:0:0 or a size-changing one among 4:2:0 H.264 files). Notebook 22."""
+    kinds = {n: attrgetter("codec", "bit_depth")(video_info(p)) for n, p in paths.items()}
+    of_kind = {}  # (backend, device, kind): the names of that kind it accepts beforehand
     for (b, d), c in cover.items():
         if str(d).startswith("cuda"):
-            first = {}
             for n in paths:
                 if n not in c["refusals"]:
-                    first.setdefault(kinds[n], n)
-            for kind, n in first.items():
-                jobs[(b, d, kind)] = child.python("-m", "playbook_utils.bench.choose", str(paths[n]), b, str(d))
-    answers = child.call_all(jobs, timeout=120, env=child_env()) if jobs else {}
+                    of_kind.setdefault((b, d, kinds[n]), []).append(n)
+
+    def read_first(picks: dict) -> dict:  # {(backend, device, kind): name} -> {same key: (name, why or None)}
+        jobs = {
+            k: child.python("-m", "playbook_utils.bench.choose", str(paths[n]), *map(str, k[:2]))
+            for k, n in picks.items()
+        }
+        answers = child.call_all(jobs, timeout=120, env=child_env()) if jobs else {}
+        return {
+            k: (picks[k], None if a["status"] == "ok" else a.get("cause") or a["error"]) for k, a in answers.items()
+        }
+
+    first = read_first({k: names[0] for k, names in of_kind.items()})
+    second = read_first({k: of_kind[k][1] for k, (_, why) in first.items() if why and len(of_kind[k]) > 1})
     out: dict = {}
-    for (b, d, kind), a in answers.items():
-        if a["status"] != "ok":
-            why = f"refused when read ({kind[0]}, {kind[1]}-bit, on this GPU): {a.get('cause') or a['error']}"
-            out.setdefault((b, d), {}).update({n: why for n in paths if kinds[n] == kind})
-            adapter(b).learn_refusal(d, *kind, why)  # and so in every later question of this process
+    for (b, d, kind), (n, why) in first.items():
+        if why is None:
+            continue
+        if (b, d, kind) in second and second[(b, d, kind)][1] is None:  # another file of the kind reads: this one's
+            out.setdefault((b, d), {})[n] = f"refused when read on this GPU: {why}"
+            continue
+        why = f"refused when read ({kind[0]}, {kind[1]}-bit, on this GPU): {why}"
+        out.setdefault((b, d), {}).update({m: why for m in paths if kinds[m] == kind})
+        adapter(b).learn_refusal(d, *kind, why)  # and so in every later question of this process
     return out
 
 

@@ -421,3 +421,33 @@ def test_a_gpu_backend_refusing_a_kind_of_file_when_it_reads_it_refuses_every_fi
     broken.write_bytes(b"no video")
     bad = child.call(child.python("-m", "playbook_utils.bench.choose", str(broken), "pyav", "cpu"))
     assert ok["status"] == "ok" and bad["status"] == "error" and "broken.mp4" in bad["error"]
+
+
+@pytest.mark.media
+def test_one_odd_file_refused_when_read_refuses_that_file_not_its_whole_kind(tmp_path, monkeypatch):
+    # gray 4:0:0 H.264 (NVDEC's error 801) or a size change, first by name among 4:2:0 H.264 files: a second file of
+    # the kind is read before the refusal stands for all of them
+    from playbook_utils import child
+    from playbook_utils.decoders import adapter
+
+    paths = {n: media.make_clip(tmp_path / n, "h264", 64, 48, num_frames=4) for n in ("a_gray.mp4", "b.mp4", "c.mp4")}
+    cover = {("torchcodec", "cuda"): {"refusals": {}}}
+    failing, asked = {"a_gray.mp4"}, []
+
+    def fake_call_all(jobs, timeout, env):
+        names = {k: next(x.rsplit("/", 1)[-1] for x in argv if x.endswith(".mp4")) for k, argv in jobs.items()}
+        asked.append(sorted(names.values()))
+        return {k: {"status": "unavailable", "cause": "NVDEC error 801"} if names[k] in failing
+                else {"status": "ok", "error": None} for k in jobs}  # fmt: skip
+
+    monkeypatch.setattr(child, "call_all", fake_call_all)
+    monkeypatch.setattr(adapter("torchcodec"), "_learned", {})
+    refused = choose.refused_when_read(paths, cover)
+    assert asked == [["a_gray.mp4"], ["b.mp4"]]  # the second file of the kind only after the first failed
+    assert list(refused[("torchcodec", "cuda")]) == ["a_gray.mp4"] and adapter("torchcodec")._learned == {}
+    # where the second fails too, the kind is refused: every file of it, and learned
+    failing.add("b.mp4")
+    asked.clear()
+    refused = choose.refused_when_read(paths, cover)
+    assert list(refused[("torchcodec", "cuda")]) == ["a_gray.mp4", "b.mp4", "c.mp4"]
+    assert list(adapter("torchcodec")._learned) == [("cuda", "h264", 8)]
