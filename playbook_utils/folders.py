@@ -4,6 +4,7 @@ cause instead of stopping the caller (`VIDEO_DIR` in notebooks 00, 20-22 and 30)
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -47,12 +48,15 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")
-    every = [p for p in root.rglob("*") if p.is_file()]
+    every = [p for p in root.rglob("*") if p.is_file() or p.is_symlink() and not p.exists()]  # a link's target gone
     files = sorted(p for p in every if p.suffix.lower() in VIDEO_SUFFIXES)
     others = Counter(p.suffix.lower() or "(none)" for p in every if p.suffix.lower() not in VIDEO_SUFFIXES)
     videos, infos, unreadable = {}, {}, {}
     for p in files[:max_files]:
         name = str(p.relative_to(root))
+        if not p.exists():
+            unreadable[name] = f"a symbolic link to {os.readlink(p)}, which does not exist"
+            continue
         try:
             info = video_info(p)
             why = info.unplaceable

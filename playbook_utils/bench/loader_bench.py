@@ -611,15 +611,16 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
     """Paths of `n` copies of `clip` in `folder` (kept; hard links where possible), so no per-file cache flatters."""
     clip, folder = Path(clip), Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    target = clip.resolve()  # a link to a symlink would be the symlink, dangling where its target is relative
     out = []
     for i in range(n):
         copy = folder / f"{clip.stem}_{i:04d}{clip.suffix}"
         if not copy.exists() or copy.stat().st_size != clip.stat().st_size:
             copy.unlink(missing_ok=True)
             try:
-                os.link(clip, copy)
+                os.link(target, copy)
             except OSError:  # another file system, or one without links
-                shutil.copyfile(clip, copy)
+                shutil.copyfile(target, copy)
         COPIED_FROM[str(copy)] = str(clip)
         out.append(copy)
     return out

@@ -112,3 +112,11 @@ def test_a_faststart_file_cut_after_its_index_is_named_cut_short(tmp_path):
     scanned = folders.scan_videos(folder)  # listed with the unreadable ones: a loader's epoch leaves it out
     assert sorted(scanned.videos) == ["good_faststart.mp4"] and list(scanned.unreadable) == [cut.name]
     assert numbers(scanned.unreadable[cut.name])[:2] == ["20", "28"]  # the frames there and the ones missing
+    (folder / "moved.mp4").symlink_to("gone/clip.mp4")  # a link whose target was moved: named, not passed over
+    (folder / "link.mp4").symlink_to("good_faststart.mp4")
+    scanned = folders.scan_videos(folder)
+    assert sorted(scanned.videos) == ["good_faststart.mp4", "link.mp4"]
+    assert (
+        sorted(scanned.unreadable) == sorted([cut.name, "moved.mp4"])
+        and "gone/clip.mp4" in scanned.unreadable["moved.mp4"]
+    )

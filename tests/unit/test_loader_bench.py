@@ -46,6 +46,18 @@ def test_distinct_copies_copy_where_no_link_can_be_made(tmp_path, monkeypatch):
     assert [p.read_bytes() for p in made] == [b"a" * 100] * 2 and not any(p.samefile(a) for p in made)
 
 
+def test_distinct_copies_of_a_relative_symlink_are_of_the_file_it_points_to(tmp_path):
+    # a reader's folder holding `link.mp4 -> clip.mp4`: a hard link to the symlink itself dangled in the epoch folder
+    (tmp_path / "videos").mkdir()
+    clip = tmp_path / "videos" / "clip.mp4"
+    clip.write_bytes(b"c" * 100)
+    (tmp_path / "videos" / "link.mp4").symlink_to("clip.mp4")
+    made = loader_bench.distinct_copies(tmp_path / "videos" / "link.mp4", 2, tmp_path / "epoch")
+    assert [p.name for p in made] == ["link_0000.mp4", "link_0001.mp4"]
+    assert all(p.exists() and p.samefile(clip) for p in made)
+    assert loader_bench.COPIED_FROM[str(made[0])] == str(tmp_path / "videos" / "link.mp4")  # named as the reader's
+
+
 @pytest.mark.parametrize(
     "util, label",
     [
