@@ -21,7 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
-from playbook_utils import env
+from playbook_utils import env, handover
 from playbook_utils.bench import media
 from playbook_utils.bench.harness import PROGRESS_FILE
 from playbook_utils.bench.verdicts import percent
@@ -277,6 +277,37 @@ def earlier_rows(output: Path, notebooks) -> list[dict]:
     return list(kept.values())
 
 
+def in_the_way(output: Path, notebooks: list[Path]) -> list[str]:
+    """The reader's entries in `output` (there before the runner's first run: `MARKER`'s 'theirs', or all of a folder
+    not yet marked) that a run of `notebooks` would write over or move: its summary, constraints, logs and previous/,
+    the notebooks' own files (their number first: .ipynb, .json, .png, folders) and the modules 22 hands over."""
+    marker = output / MARKER
+    try:
+        theirs = (
+            json.loads(marker.read_text()).get("theirs", []) if marker.exists() else [p.name for p in output.iterdir()]
+        )
+    except (OSError, ValueError, AttributeError):
+        theirs = []
+    ours = {
+        "summary.json",
+        "summary.md",
+        "constraints.txt",
+        "logs",
+        "previous",
+        *(p.name for p in handover.FOLDER.glob("*.py")),
+    }
+    numbers = {nb.name[:3] for nb in notebooks}
+
+    def numbered(n: str) -> bool:
+        return (
+            n[:3] in numbers
+            and n[:2].isdigit()
+            and (Path(n).suffix in (".ipynb", ".json", ".png") or (output / n).is_dir())
+        )
+
+    return sorted(n for n in theirs if n in ours or numbered(n))
+
+
 def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     """Move the previous run in `output` (its summary, constraints.txt, and the files of the notebooks about to run
     again) into `output/previous/`; return the line that says so, or None when there was no run. Raises ValueError,
@@ -313,6 +344,8 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
     numbers = {nb.name[:3] for nb in notebooks}
     moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
     moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
+    if "22_" in numbers:  # the modules an earlier 22 handed over, perhaps edited there since: kept, not overwritten
+        moving += [output / m.name for m in handover.FOLDER.glob("*.py") if (output / m.name).exists()]
     moving = [p for p in moving if p.name not in theirs]
     logs = [] if "logs" in theirs else [p for p in (output / "logs").glob("[0-9][0-9]_*") if p.name[:3] in numbers]
     for p in moving:
@@ -612,6 +645,16 @@ def main(argv=None) -> int:
     if args.video_dir is not None and not Path(args.video_dir).is_dir():
         print(f"run_notebooks: --video-dir {args.video_dir}: not a folder", file=sys.stderr)
         return 2
+    if output.exists() and not output.is_dir():
+        print(f"run_notebooks: --output {output}: a file, not a folder", file=sys.stderr)
+        return 2
+    if args.video_dir is not None and output.resolve().is_relative_to(Path(args.video_dir).resolve()):
+        print(
+            f"run_notebooks: --output {output} is inside --video-dir {args.video_dir}: the copies of your videos that "
+            "21 and 22 make there would be read as more of your videos; choose an output folder outside it",
+            file=sys.stderr,
+        )
+        return 2
     output.mkdir(parents=True, exist_ok=True)
     notebooks = select(args.notebooks, args.pattern)
     if not notebooks:
@@ -641,6 +684,14 @@ def main(argv=None) -> int:
     progress = Progress(len(notebooks), expected)
     if source:
         started += f"\nexpected times from {source}"
+    yours = in_the_way(output, notebooks)
+    if yours:
+        print(
+            f"run_notebooks: --output {output} holds files of yours that this run would write over or move: "
+            f"{', '.join(yours)}; nothing was changed. Choose another --output",
+            file=sys.stderr,
+        )
+        return 2
     earlier = earlier_rows(output, notebooks)  # kept in the summary written on the way
     try:  # a folder the runner did not make: refused before anything moves
         moved = set_aside(output, notebooks)

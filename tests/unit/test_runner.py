@@ -433,6 +433,54 @@ def test_a_folder_the_runner_did_not_make_is_refused_before_anything_moves(tmp_p
     assert (ours / "previous" / run_notebooks.MARKER).exists()  # the previous/ it made is marked as its own
 
 
+def test_an_output_the_run_would_spoil_or_be_misled_by_is_refused_before_anything_is_written(tmp_path, capsys):
+    nbs, videos = tmp_path / "nbs", tmp_path / "videos"
+    nbs.mkdir()
+    videos.mkdir()
+    _write_nb(nbs / "22_x.ipynb", "raise RuntimeError('must not run')")
+    argv = ["--notebooks", str(nbs), "--video-dir", str(videos), "--output"]
+    # inside the video folder, or the folder itself: 21's copies there would be scanned as the reader's videos
+    for out in (videos / "results", videos):
+        assert run_notebooks.main([*argv, str(out)]) == 2
+        assert "inside --video-dir" in capsys.readouterr().err and not (videos / "results").exists()
+    assert list(videos.iterdir()) == []
+    (tmp_path / "afile").write_text("x")
+    assert run_notebooks.main([*argv, str(tmp_path / "afile")]) == 2 and "not a folder" in capsys.readouterr().err
+    # the reader's files with the names a run writes: summary, constraints, a module 22 hands over, its notebook's
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("summary.md", "constraints.txt", "pyav_clips.py", "22_x.json", "22_party.mp4", "notes.txt"):
+        (mine / name).write_text(f"the reader's {name}")
+    before = _tree(mine)
+    assert run_notebooks.main([*argv, str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert "22_x.json, constraints.txt, pyav_clips.py, summary.md;" in err  # not the video or the notes
+    assert _tree(mine) == before  # nothing written, not even the marker
+    assert run_notebooks.in_the_way(mine, [nbs / "22_x.ipynb"]) == [
+        "22_x.json",
+        "constraints.txt",
+        "pyav_clips.py",
+        "summary.md",
+    ]
+    assert run_notebooks.in_the_way(mine, [nbs / "20_x.ipynb"]) == ["constraints.txt", "pyav_clips.py", "summary.md"]
+
+
+def test_a_module_an_earlier_22_handed_over_moves_aside_with_its_run_not_overwritten(tmp_path):
+    # the reader may have edited it there since
+    nbs, out = tmp_path / "nbs", tmp_path / "out"
+    nbs.mkdir()
+    out.mkdir()
+    run_notebooks.mark(out)
+    (out / "summary.json").write_text('{"mode": "smoke", "notebooks": []}')
+    (out / "torchcodec_clips.py").write_text("# edited by the reader")
+    run_notebooks.set_aside(out, [nbs / "21_x.ipynb"])  # 22 does not run again: the module stays
+    assert (out / "torchcodec_clips.py").exists()
+    (out / "summary.json").write_text('{"mode": "smoke", "notebooks": []}')
+    run_notebooks.set_aside(out, [nbs / "22_x.ipynb"])
+    assert (out / "previous" / "torchcodec_clips.py").read_text() == "# edited by the reader"
+    assert not (out / "torchcodec_clips.py").exists()
+
+
 def test_the_workshop_preset_selects_its_path_in_full_mode(monkeypatch, tmp_path):
     seen, real_select = {}, run_notebooks.select
 
