@@ -6,6 +6,7 @@ loader in its own process, the CPU worker sweep, and against the NVDEC ceiling. 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -612,9 +613,10 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
     clip, folder = Path(clip), Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     target = clip.resolve()  # a link to a symlink would be the symlink, dangling where its target is relative
+    tag = hashlib.sha1(str(target).encode()).hexdigest()[:8]  # two folders' clip.mp4: copies of each, apart
     out = []
     for i in range(n):
-        copy = folder / f"{clip.stem}_{i:04d}{clip.suffix}"
+        copy = folder / f"{clip.stem}_{tag}_{i:04d}{clip.suffix}"
         if not copy.exists() or copy.stat().st_size != clip.stat().st_size:
             copy.unlink(missing_ok=True)
             try:

@@ -1,5 +1,6 @@
 """Notebook 21's measurement helpers, and the table and figure helpers 20 and 21 share, as data."""
 
+import hashlib
 import os
 import re
 
@@ -36,7 +37,8 @@ def test_distinct_copies_copy_where_no_link_can_be_made(tmp_path, monkeypatch):
     a = tmp_path / "a.mp4"
     a.write_bytes(b"a" * 100)
     (tmp_path / "epoch").mkdir()
-    (tmp_path / "epoch" / "a_0000.mp4").write_bytes(b"old")  # an earlier run's copy of another clip: replaced
+    tag = hashlib.sha1(str(a.resolve()).encode()).hexdigest()[:8]
+    (tmp_path / "epoch" / f"a_{tag}_0000.mp4").write_bytes(b"old")  # an earlier run's copy, since changed: replaced
 
     def no_links(src, dst):
         raise OSError(18, "Invalid cross-device link")
@@ -53,9 +55,20 @@ def test_distinct_copies_of_a_relative_symlink_are_of_the_file_it_points_to(tmp_
     clip.write_bytes(b"c" * 100)
     (tmp_path / "videos" / "link.mp4").symlink_to("clip.mp4")
     made = loader_bench.distinct_copies(tmp_path / "videos" / "link.mp4", 2, tmp_path / "epoch")
-    assert [p.name for p in made] == ["link_0000.mp4", "link_0001.mp4"]
+    assert [p.name[:5] + p.name[-8:] for p in made] == ["link_0000.mp4", "link_0001.mp4"]
     assert all(p.exists() and p.samefile(clip) for p in made)
     assert loader_bench.COPIED_FROM[str(made[0])] == str(tmp_path / "videos" / "link.mp4")  # named as the reader's
+
+
+def test_distinct_copies_of_two_clips_of_one_name_in_two_folders_are_each_of_its_own(tmp_path):
+    # a folder by class: class1/clip.mp4 and class2/clip.mp4 once shared their copies' names, and one overwrote the other
+    one, two = tmp_path / "class1" / "clip.mp4", tmp_path / "class2" / "clip.mp4"
+    for p, data in ((one, b"1" * 100), (two, b"2" * 100)):
+        p.parent.mkdir()
+        p.write_bytes(data)
+    items = loader_bench.epoch_items([one, two], 6, tmp_path / "epoch")
+    assert len(set(items)) == 6 and [p.read_bytes()[:1] for p in items] == [b"1", b"2"] * 3
+    assert len(list((tmp_path / "epoch").iterdir())) == 6
 
 
 @pytest.mark.parametrize(
