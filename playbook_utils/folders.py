@@ -44,7 +44,8 @@ class VideoFolder:
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
     """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`; files of other suffixes counted),
     probed; one that cannot be probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its
-    cause. Raises DecodeError when `folder` is not a folder. Introduced in notebook 20; used by 21 and 22."""
+    cause. Raises DecodeError when `folder` is not a folder or holds no readable video. Introduced in notebook 20; used
+    by 21 and 22."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")
@@ -71,4 +72,10 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
             infos[name], videos[name] = info, p
         except Exception as e:  # the cause in full: the reader has to fix or drop this file
             unreadable[name] = getattr(e, "cause", None) or f"{type(e).__name__}: {e}"
+    if not videos:  # nothing to measure or recommend: said here, not as an empty table or an IndexError later
+        why = "; ".join(f"{n}: {c}" for n, c in list(unreadable.items())[:5]) + (", ..." if len(unreadable) > 5 else "")
+        suffixes = ", ".join(VIDEO_SUFFIXES[:6])
+        raise DecodeError(
+            root, f"no readable video: {why}" if why else f"no file with a video suffix ({suffixes}, ...)"
+        )
     return VideoFolder(root, videos, infos, unreadable, dict(others))

@@ -153,6 +153,9 @@ def test_a_download_cut_inside_its_first_frame_is_our_error(tmp_path):
     (folder / "cut.mp4").write_bytes(blob[:first_packet_ends])
     with pytest.raises(DecodeError, match=r"cut\.mp4 \[probe\]: no keyframe among its 1 video packets"):
         probe(folder / "cut.mp4")
+    with pytest.raises(DecodeError, match=r"folder: no readable video: cut\.mp4: no keyframe among"):  # alone
+        folders.scan_videos(folder)
+    (folder / "whole.mp4").write_bytes(blob)
     scanned = folders.scan_videos(folder)
-    assert not scanned.videos and list(scanned.unreadable) == ["cut.mp4"]
+    assert list(scanned.videos) == ["whole.mp4"] and list(scanned.unreadable) == ["cut.mp4"]
     assert numbers(scanned.unreadable["cut.mp4"]) == ["1"]  # the cause: no keyframe among its 1 video packet

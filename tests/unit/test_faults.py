@@ -120,3 +120,7 @@ def test_a_faststart_file_cut_after_its_index_is_named_cut_short(tmp_path):
         sorted(scanned.unreadable) == sorted([cut.name, "moved.mp4"])
         and "gone/clip.mp4" in scanned.unreadable["moved.mp4"]
     )
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "readme.txt").write_text("no video here")
+    with pytest.raises(DecodeError, match=r"none: no file with a video suffix \(\.mp4"):  # said, not an empty table
+        folders.scan_videos(tmp_path / "none")
