@@ -768,6 +768,9 @@ def _build_media(directory: Path, specs, log) -> dict[str, Path]:
     return clips
 
 
+PICK_MIN_FRAMES = 32  # the most frames a workload asks of one video (uniform32)
+
+
 def pick_clip(
     infos: dict, codec: str, long_gop: bool = False, height: int = 1080, realistic: bool | None = None
 ) -> str | None:
@@ -777,6 +780,8 @@ def pick_clip(
     named = [n for n, i in infos.items() if i.codec == codec]
     if realistic is not None:
         named = [n for n in named if is_light(n) != realistic]
+    # a clip of a few frames (one frame: a GOP of 1) would time opening the file, not decoding: only where none is longer
+    named = [n for n in named if infos[n].num_frames >= PICK_MIN_FRAMES] or named
     if not named:
         return None
     best = min({infos[n].height for n in named}, key=lambda h: abs(h - height))

@@ -280,14 +280,18 @@ def test_pick_clip_takes_the_size_nearest_1080p_then_the_gop():
     from types import SimpleNamespace as V
 
     infos = {
-        "a": V(codec="h264", height=720, gop_lengths=[30]),
-        "b": V(codec="h264", height=1080, gop_lengths=[30]),
-        "c": V(codec="h264", height=1080, gop_lengths=[250, 50]),
-        "d": V(codec="hevc", height=1080, gop_lengths=[30]),
+        "a": V(codec="h264", height=720, gop_lengths=[30], num_frames=300),
+        "b": V(codec="h264", height=1080, gop_lengths=[30], num_frames=300),
+        "c": V(codec="h264", height=1080, gop_lengths=[250, 50], num_frames=300),
+        "d": V(codec="hevc", height=1080, gop_lengths=[30], num_frames=300),
     }
     assert media.pick_clip(infos, "h264") == "b" and media.pick_clip(infos, "h264", long_gop=True) == "c"
     assert media.pick_clip(infos, "h264", height=700) == "a"
     assert media.pick_clip(infos, "vp9") is None
+    # a one-frame video (a GOP of 1) would time opening the file: a longer clip is timed, where there is one
+    infos["one"] = V(codec="h264", height=1080, gop_lengths=[1], num_frames=1)
+    assert media.pick_clip(infos, "h264") == "b"
+    assert media.pick_clip({"one": infos["one"]}, "h264") == "one"
 
 
 def test_two_processes_making_the_same_clip_at_once_both_succeed(tmp_path):
