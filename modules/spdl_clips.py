@@ -128,11 +128,21 @@ def probe(path):
         }  # fmt: skip
 
 
+VIDEOS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".mts", ".m2ts", ".mpg", ".mpeg", ".flv", ".wmv")
+
+
 def listed(paths):
-    """The paths, as strings; ValueError where there are none (a glob that matched no file, as *.mp4 on .MOV files)
-    or where one path was given in the place of a list (it would be read as a list of its characters)."""
+    """The paths, as strings: a folder's video files (by `VIDEOS`, in any case, its subfolders' too), sorted, or the
+    list given. ValueError where there are none, or where one file was given for a list (it would be read as a list
+    of its characters)."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
-        raise ValueError(f"paths is one path, {paths!r}: give a list of paths ([path] for one)")
+        folder = os.fsdecode(paths)
+        if not os.path.isdir(folder):
+            raise ValueError(f"paths is one file, {folder!r}: give a folder, or a list of paths ([path] for one)")
+        paths = sorted(os.path.join(d, f) for d, _, files in os.walk(folder) for f in files
+                       if os.path.splitext(f)[1].lower() in VIDEOS)  # fmt: skip
+        if not paths:
+            raise ValueError(f"no video file in {folder} (by its name's suffix: {', '.join(VIDEOS)})")
     paths = [str(p) for p in paths]
     if not paths:
         raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")

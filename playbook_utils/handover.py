@@ -80,7 +80,7 @@ def _guarded(lines: list[str], processes: bool) -> str:
     return "\n".join([*lines[:body], GUARD, *("    " + line for line in lines[body:])])
 
 
-PATHS = 'sorted(glob.glob("videos/**/*.mp4", recursive=True))'  # the files of `usage`'s lines, as the README's
+PATHS = '"videos"'  # the files of `usage`'s lines (a folder: its videos, in subfolders too), as the README's
 
 
 def usage(backend: str, device: str, k: int = 16, workers: int = 4, batch_size: int = 8, size: int = 224) -> str:
@@ -90,9 +90,8 @@ def usage(backend: str, device: str, k: int = 16, workers: int = 4, batch_size: 
     name = path(backend, device).stem
     processes = _processes(backend, device, workers)
     lines = [
-        "import glob",
         f"from {name} import VideoClips, loader  # {name}.py beside your training script",
-        f"paths, epochs = {PATHS}, 10  # your files",
+        f"paths, epochs = {PATHS}, 10  # your folder (subfolders too), or a list of files",
         f"batches = loader({_clips(backend, device, 'paths', k, size)}, batch_size={batch_size}, "
         f"workers={workers})  # {'worker processes' if processes else 'decoding threads' if workers else 'in this process'}",
         "for epoch in range(epochs):",

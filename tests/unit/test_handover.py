@@ -26,6 +26,7 @@ from playbook_utils import folders, handover, sampling
 from playbook_utils.bench import media
 from playbook_utils.bench.pixels import psnr
 from playbook_utils.decoders import why_unavailable
+from playbook_utils.errors import DecodeError
 from playbook_utils.decoders.base import traits
 from playbook_utils.decoders.isolated import run_requests
 from tests import reader_folder
@@ -142,7 +143,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
 
 
 @pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
-def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing(name):
+def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_gives_its_videos(name, tmp_path):
     # a glob for *.mp4 over a folder of .MOV files gives []: training would run with no data, in silence
     try:
         mod = from_its_file(name)
@@ -157,6 +158,17 @@ def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing(name):
             mod.VideoClips(one, k=4, size=32)
     on_cpu = {"device": "cpu"} if "device" in inspect.signature(mod.VideoClips).parameters else {}
     assert len(mod.VideoClips((p for p in ["a.mp4", Path("b.mp4")]), k=4, size=32, **on_cpu)) == 2
+    # a folder: its video files of every kind and case, in its subfolders too, as the code 22 prints gives it
+    folder = tmp_path / "videos"
+    for name in ("b.MP4", "a.mov", "class1/c.mkv", "class2/c.mkv", "notes.txt", "d.webm/e.mp4"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"")
+    found = ["a.mov", "b.MP4", "class1/c.mkv", "class2/c.mkv", "d.webm/e.mp4"]  # a folder named .webm is not a file
+    for given in (folder, str(folder)):
+        assert mod.VideoClips(given, k=4, size=32, **on_cpu).paths == [str(folder / n) for n in found]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no video file in"):
+        mod.VideoClips(tmp_path / "empty", k=4, size=32, **on_cpu)
 
 
 @pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
@@ -446,7 +458,10 @@ def test_a_file_whose_frames_share_a_time_is_named_by_the_scan_and_skipped_by_ev
     reader_folder.ffmpeg("-f", "lavfi", "-i", src, "-t", 1, *args, tmp_path / "part.ts")
     (tmp_path / "joined.ts").write_bytes((tmp_path / "part.ts").read_bytes() * 2)
     (tmp_path / "part.ts").unlink()
-    assert "share a presentation time" in folders.scan_videos(tmp_path).unreadable["joined.ts"]
+    with pytest.raises(
+        DecodeError, match=r"no readable video: joined\.ts: some of its frames share a presentation time"
+    ):
+        folders.scan_videos(tmp_path)  # alone in its folder: named in the error
     # PyAV's and TorchCodec's modules check it in their own code; the other four in their one shared `probe`
     for backend, device in (("pyav", "cpu"), ("torchcodec", "cpu"), ("decord", "cpu")):
         if not why_unavailable(backend, device):
