@@ -257,7 +257,7 @@ def test_timed_takes_the_realistic_pair_where_the_set_has_one(tmp_path):
     nb = kit.Notebook("90_timed", tmp_path, "cpu", stamp=False)
 
     def info(name, gop):
-        return SimpleNamespace(name=name, codec="h264", height=1080, gop_lengths=[gop])
+        return SimpleNamespace(name=name, codec="h264", height=1080, gop_lengths=[gop], num_frames=300)
 
     light = {"h264_1080p_gop30.mp4": 30, "h264_1080p_gop250.mp4": 250}
     nb.infos = {n: info(n, g) for n, g in {**light, "h264_1080p_gop30_8mbps.mp4": 30}.items()}
