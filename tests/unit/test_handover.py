@@ -78,6 +78,17 @@ def from_its_file(name: str):
         sys.path.remove(str(handover.FOLDER))
 
 
+def gpu_module_here(name: str, monkeypatch):
+    """The GPU module `name` imported in this process, with a stand-in PyNvVideoCodec where none is installed."""
+    import types
+
+    if name == "pynvvideocodec_clips" and importlib.util.find_spec("PyNvVideoCodec") is None:
+        monkeypatch.setitem(sys.modules, "PyNvVideoCodec", types.ModuleType("PyNvVideoCodec"))  # not installed here
+        monkeypatch.setitem(sys.modules, name, None)  # imported with the stand-in, taken out afterwards
+        del sys.modules[name]
+    return from_its_file(name)
+
+
 def available(backend: str, device: str) -> None:
     why = why_unavailable(backend, device)
     if why:
@@ -335,13 +346,8 @@ def test_a_gpu_modules_threads_decode_on_one_cuda_stream_of_their_own(name, monk
     # one stream for all the threads keeps one memory pool
     import contextlib
     import threading
-    import types
 
-    if name == "pynvvideocodec_clips" and importlib.util.find_spec("PyNvVideoCodec") is None:
-        monkeypatch.setitem(sys.modules, "PyNvVideoCodec", types.ModuleType("PyNvVideoCodec"))  # not installed here
-        monkeypatch.setitem(sys.modules, name, None)  # imported with the stand-in, taken out afterwards
-        del sys.modules[name]
-    mod = from_its_file(name)
+    mod = gpu_module_here(name, monkeypatch)
     events, current = [], ["default"]
 
     class Stream:
@@ -404,11 +410,7 @@ def test_a_format_nvdec_lacks_is_skipped_as_a_refusal_by_name_not_the_librarys_e
     import contextlib
     import types
 
-    if name == "pynvvideocodec_clips" and importlib.util.find_spec("PyNvVideoCodec") is None:
-        monkeypatch.setitem(sys.modules, "PyNvVideoCodec", types.ModuleType("PyNvVideoCodec"))  # not installed here
-        monkeypatch.setitem(sys.modules, name, None)  # imported with the stand-in, taken out afterwards
-        del sys.modules[name]
-    mod = from_its_file(name)
+    mod = gpu_module_here(name, monkeypatch)
     if name == "pynvvideocodec_clips":  # its reads run on a CUDA stream of its own: stood in for here
         for attr, fake in (("Stream", lambda gpu: types.SimpleNamespace(cuda_stream=1)),
                            ("stream", lambda s: contextlib.nullcontext()),
