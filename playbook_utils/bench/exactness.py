@@ -108,12 +108,13 @@ def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameChec
     positions = _positions(len(indices), max_frames)
     needed = sorted({j for p in positions for j in (indices[p] - 1, indices[p], indices[p] + 1) if 0 <= j < n})
     refs = _reference_lumas(path, needed, ref)
-    wrong, off_colour, alike, worst = [], [], 0, float("inf")
+    wrong, off_colour, alike, worst, sized = [], [], 0, float("inf"), []
     for p in positions:
         i = indices[p]
         got = _luma(frames[p])
-        if got.shape != refs[i].shape:
+        if got.shape != refs[i].shape:  # another picture size: not compared, and wrong
             wrong.append(p)
+            sized.append((tuple(got.shape), tuple(refs[i].shape)))
             continue
         own = psnr(got, refs[i])
         worst = min(worst, own)
@@ -125,8 +126,12 @@ def _by_reference(path, indices, frames, ref: str, max_frames: int) -> FrameChec
             wrong.append(p)
         elif own < AGREE_DB:
             off_colour.append(p)
-    lowest = "identical pixels" if worst == float("inf") else f"lowest PSNR {worst:.1f} dB"
-    detail = f"{len(positions) - len(wrong)} of {len(positions)} frames match {ref}'s decode of the same file best ({lowest})"
+    lowest = f" (lowest PSNR {worst:.1f} dB)" if worst < float("inf") else "" if sized else " (identical pixels)"
+    detail = (
+        f"{len(positions) - len(wrong)} of {len(positions)} frames match {ref}'s decode of the same file best{lowest}"
+    )
+    if sized:
+        detail += f"; {len(sized)} of another size: (H, W) {sized[0][0]}, the decode's {sized[0][1]}"
     if off_colour:
         detail += (
             f"; {len(off_colour)} of them are the frames asked for but not the same pixels (under {AGREE_DB:.0f} dB:"

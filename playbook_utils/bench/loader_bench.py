@@ -22,7 +22,7 @@ from playbook_utils import child, env, handover, loaders
 from playbook_utils.bench import media, nvdec, verdicts, words
 from playbook_utils.bench.monitor import UtilizationMonitor
 from playbook_utils.bench.verdicts import block_rates, spread_pct
-from playbook_utils.decoders import available, by_role, child_env, read_frames, video_info, why_unavailable
+from playbook_utils.decoders import available, by_role, child_env, frame_size, read_frames, video_info, why_unavailable
 from playbook_utils.device import Device
 from playbook_utils.errors import BackendUnavailable, DecodeError
 from playbook_utils.loaders import GpuLoader, GpuProcessLoader, dali_loader
@@ -286,7 +286,7 @@ def short_whole_loaders(base, k: int, device: str, folder, rows=(), log=print) -
 
 def one_size(paths) -> tuple | None:
     """(H, W): the commonest picture size of `paths`, which short CPU loaders resize to; None where all sizes agree."""
-    sizes = Counter((video_info(p).height, video_info(p).width) for p in paths)
+    sizes = Counter(frame_size(video_info(p)) for p in paths)  # as displayed, as the loaders resize
     return sizes.most_common(1)[0][0] if len(sizes) > 1 else None
 
 

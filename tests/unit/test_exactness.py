@@ -46,6 +46,15 @@ def test_neighbouring_frames_are_caught(footage):
     assert exactness.check_frames(footage, want, far, "pyav").wrong == [0, 2]
 
 
+def test_frames_of_another_size_are_wrong_and_the_check_gives_both_sizes(footage):
+    # a rotated file batched at its stored size: every frame failed on its shape, and the line said "identical pixels"
+    want = [3, 9]
+    got = read_frames(footage, want, "pyav").transpose(2, 3)  # (96, 160) read as (160, 96)
+    check = exactness.check_frames(footage, want, got, "pyav")
+    assert check.exact is False and check.wrong == [0, 1] and check.lowest_db is None
+    assert numbers(check.detail) == ["0", "2", "2", "160", "96", "96", "160"]  # none of 2 match; 2 of (H, W) 160x96
+
+
 def test_long_requests_are_sampled_and_say_so(footage):
     want = list(range(40))
     check = exactness.check_frames(footage, want, read_frames(footage, want, "torchcodec"), "torchcodec", max_frames=8)

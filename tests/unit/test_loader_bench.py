@@ -3,6 +3,7 @@
 import hashlib
 import os
 import re
+import shutil
 
 import pytest
 
@@ -58,6 +59,17 @@ def test_distinct_copies_of_a_relative_symlink_are_of_the_file_it_points_to(tmp_
     assert [p.name[:5] + p.name[-8:] for p in made] == ["link_0000.mp4", "link_0001.mp4"]
     assert all(p.exists() and p.samefile(clip) for p in made)
     assert loader_bench.COPIED_FROM[str(made[0])] == str(tmp_path / "videos" / "link.mp4")  # named as the reader's
+
+
+@pytest.mark.media
+def test_one_size_is_the_commonest_as_displayed_so_a_phones_portrait_videos_are_not_squeezed(tmp_path):
+    # stored 96x64 and turned a quarter: shown 64 wide, 96 tall, the size the loaders return and resize from
+    if not shutil.which("ffmpeg"):
+        pytest.skip("needs the ffmpeg command-line tool")
+    wide = media.make_clip(tmp_path / "wide.mp4", "h264", 96, 64, num_frames=4)
+    tall = [media.rotate_display(wide, tmp_path / f"tall{i}.mp4", 90) for i in range(2)]
+    assert loader_bench.one_size([wide, *tall]) == (96, 64)
+    assert loader_bench.one_size(tall) is None
 
 
 def test_distinct_copies_of_two_clips_of_one_name_in_two_folders_are_each_of_its_own(tmp_path):
