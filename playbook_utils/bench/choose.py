@@ -383,6 +383,10 @@ def hand_over(rec: dict | None, workload: str, folder, files=()) -> dict:
         route = {f"{b} on {d}": fs for (b, d), fs in zip(legs, (first, rest))}
         Path(folder, "22_route.json").write_text(json.dumps(route, indent=1))
         usage = handover.route_usage(use, k=k, batch_size=batch)
+    if not m:  # said in the code itself, which is what a reader copies
+        usage = (
+            f"# the module reads K evenly spaced frames of each video, not {workload}: k=16 here, set yours\n{usage}"
+        )
     return {**out, "modules": modules, "usage": usage, "k": k, "workers": use[0][2],
             "batch_size": batch, "route": route, "why": None if m else f"K = 16: {workload} samples no K frames"}  # fmt: skip
 

@@ -201,6 +201,9 @@ def test_the_module_handed_over_is_the_recommended_paths_with_the_measured_setti
     }
     got = choose.hand_over(gpu, "sequential", tmp_path)  # the measured threads; K = 16 where the workload has none
     assert (got["k"], got["workers"], got["modules"]) == (16, 12, ["pynvvideocodec_clips.py"]) and got["why"]
+    said, *code = got["usage"].splitlines()  # the code a reader copies says it reads K frames, not every frame
+    assert said.startswith("# ") and "sequential" in said and "k=16" in said and code[0].startswith("from ")
+    assert not choose.hand_over(rec, "uniform8", tmp_path)["usage"].startswith("#")
     assert choose.hand_over({**rec, "backend": "decord", "device": "cuda"}, "uniform8", tmp_path)["modules"] == []
     assert choose.hand_over(None, "uniform8", tmp_path)["why"]
     same = {**rec, "device": "cuda", "fallback": {"backend": "torchcodec", "device": "cpu"}}  # one module, both legs
