@@ -318,9 +318,13 @@ def recommend(candidates: list[dict], cover: dict, n_files: int) -> dict | None:
         sentence += f"; {chosen} is taken by the tie rule: {why}"
     # the runner-up: the fastest of the others (the fastest of all, where the tie rule took another)
     other = v.best if chosen != v.best else v.runner_up
+    verdict = v.as_dict()
+    if chosen not in (v.best, v.runner_up):  # the tie rule took one further down: the margin is the fastest's over it
+        margin = 100 * (v.best_value / pool[chosen]["fps"] - 1)
+        verdict.update(runner_up=chosen, runner_up_value=pool[chosen]["fps"], margin_pct=margin)
     return {
         **pool[chosen],
-        "verdict": v.as_dict(),
+        "verdict": verdict,
         "runner_up": pool.get(other),
         "fallback": fallback,
         "sentence": sentence,

@@ -93,6 +93,16 @@ def test_the_recommendation_weighs_coverage_against_speed_and_reports_its_runner
     # its runner-up is the one it tied with, which the tie rule set behind it for the file it refuses
     assert rec["runner_up"]["backend"] == "decord" and rec["verdict"]["tied"]
     assert rec["verdict"]["margin_pct"] == pytest.approx(10.0)
+    # all three tied, and the tie rule takes the slowest: the margin is the fastest's over it, not the second's
+    spread = {
+        ("decord", "cpu"): {"accepted": 4},
+        ("pyav", "cpu"): {"accepted": 4},
+        ("torchcodec", "cpu"): {"accepted": 4},
+    }
+    wide = [_row("torchcodec", "cpu", "a.mp4", 120, 50), _row("decord", "cpu", "a.mp4", 110, 50), rows[1]]
+    rec = choose.recommend(choose.one_caller_candidates(wide, INFO, group, "uniform16", ["cpu"]), spread, 4)
+    assert rec["backend"] == "pyav" and rec["runner_up"]["backend"] == "torchcodec" and rec["verdict"]["tied"]
+    assert rec["verdict"]["runner_up"] == "pyav on cpu" and rec["verdict"]["margin_pct"] == pytest.approx(20.0)
     # far faster than anything that takes every file: it wins, with that one for the files it refuses
     rows[0] = _row("decord", "cpu", "a.mp4", 300, 5)
     rec = choose.recommend(choose.one_caller_candidates(rows, INFO, group, "uniform16", ["cpu"]), cover, 4)
