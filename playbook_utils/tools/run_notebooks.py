@@ -277,35 +277,37 @@ def earlier_rows(output: Path, notebooks) -> list[dict]:
     return list(kept.values())
 
 
-def in_the_way(output: Path, notebooks: list[Path]) -> list[str]:
-    """The reader's entries in `output` (there before the runner's first run: `MARKER`'s 'theirs', or all of a folder
-    not yet marked) that a run of `notebooks` would write over or move: its summary, constraints, logs and previous/,
-    the notebooks' own files (their number first: .ipynb, .json, .png, folders) and the modules 22 hands over."""
-    marker = output / MARKER
+RUN_FILES = ("summary.json", "summary.md", "constraints.txt")  # what a run writes beside its notebooks' own files
+
+
+def _theirs(folder: Path) -> set:
+    """The entries `folder` held before the runner's first run there: its marker's 'theirs' (none for an empty
+    marker), or every entry of a folder not yet marked."""
+    marker = folder / MARKER
+    if not marker.exists():
+        return {p.name for p in folder.iterdir()}
     try:
-        theirs = (
-            json.loads(marker.read_text()).get("theirs", []) if marker.exists() else [p.name for p in output.iterdir()]
-        )
+        return set(json.loads(marker.read_text()).get("theirs", []))
     except (OSError, ValueError, AttributeError):
-        theirs = []
-    ours = {
-        "summary.json",
-        "summary.md",
-        "constraints.txt",
-        "logs",
-        "previous",
-        *(p.name for p in handover.FOLDER.glob("*.py")),
-    }
-    numbers = {nb.name[:3] for nb in notebooks}
+        return set()
+
+
+def _notebooks_own(name: str, notebooks: list[Path]) -> bool:
+    """Whether an entry named `name` starts with the number of one of `notebooks` ('22_...'): that notebook's file."""
+    return name[:2].isdigit() and name[:3] in {nb.name[:3] for nb in notebooks}
+
+
+def in_the_way(output: Path, notebooks: list[Path]) -> list[str]:
+    """The reader's entries in `output` (`_theirs`) that a run of `notebooks` would write over or move: its summary,
+    constraints, logs and previous/, the notebooks' own files (their number first: .ipynb, .json, .png, folders) and
+    the modules 22 hands over."""
+    ours = {*RUN_FILES, "logs", "previous", *(p.name for p in handover.FOLDER.glob("*.py"))}
 
     def numbered(n: str) -> bool:
-        return (
-            n[:3] in numbers
-            and n[:2].isdigit()
-            and (Path(n).suffix in (".ipynb", ".json", ".png") or (output / n).is_dir())
-        )
+        kind = Path(n).suffix in (".ipynb", ".json", ".png") or (output / n).is_dir()
+        return _notebooks_own(n, notebooks) and kind
 
-    return sorted(n for n in theirs if n in ours or numbered(n))
+    return sorted(n for n in _theirs(output) if n in ours or numbered(n))
 
 
 def set_aside(output: Path, notebooks: list[Path]) -> str | None:
@@ -333,17 +335,14 @@ def set_aside(output: Path, notebooks: list[Path]) -> str | None:
         what = f"a {doc.get('mode')} run of {(doc.get('machine') or {}).get('date_utc')} UTC"
     except (OSError, ValueError, AttributeError):
         what = "an earlier run"
-    try:  # the entries the folder held before the runner's first run there (none for an empty marker)
-        theirs = set(json.loads((output / MARKER).read_text()).get("theirs", []))
-    except (OSError, ValueError, AttributeError):
-        theirs = set()
+    theirs = _theirs(output)
     replaced = previous.exists()
     shutil.rmtree(previous, ignore_errors=True)
     previous.mkdir()
     (previous / MARKER).write_text(json.dumps({"note": "made by playbook_utils.tools.run_notebooks", "theirs": []}))
     numbers = {nb.name[:3] for nb in notebooks}
-    moving = [output / n for n in ("summary.json", "summary.md", "constraints.txt") if (output / n).exists()]
-    moving += [p for p in output.iterdir() if p.name[:3] in numbers and p.name[:2].isdigit()]
+    moving = [output / n for n in RUN_FILES if (output / n).exists()]
+    moving += [p for p in output.iterdir() if _notebooks_own(p.name, notebooks)]
     if "22_" in numbers:  # the modules an earlier 22 handed over, perhaps edited there since: kept, not overwritten
         moving += [output / m.name for m in handover.FOLDER.glob("*.py") if (output / m.name).exists()]
     moving = [p for p in moving if p.name not in theirs]
