@@ -193,7 +193,10 @@ def nv12_to_rgb(nv12, h, w, first):
     return torch.stack((r, g, b), 1).mul_(255)
 
 
-VIDEOS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".mts", ".m2ts", ".mpg", ".mpeg", ".flv", ".wmv")
+VIDEOS = (  # the suffixes notebook 22's scan takes for video (its `folders.VIDEO_SUFFIXES`)
+    *(".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".m2ts", ".mpg", ".mpeg", ".vob", ".flv"),
+    *(".f4v", ".wmv", ".asf", ".ogv", ".3gp", ".3g2", ".mxf", ".divx"),
+)
 
 
 def listed(paths):

@@ -78,6 +78,20 @@ def from_its_file(name: str):
         sys.path.remove(str(handover.FOLDER))
 
 
+def module_text_constants(path: Path):
+    """The module file's top-level tuples of literals, read from its text (it need not import here)."""
+    import types
+
+    found = {}
+    for n in ast.parse(path.read_text()).body:
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Tuple) and isinstance(n.targets[0], ast.Name):
+            try:  # literals and starred tuples of literals only: no name is looked up
+                found[n.targets[0].id] = eval(compile(ast.Expression(n.value), str(path), "eval"), {"__builtins__": {}})
+            except NameError:
+                continue
+    return types.SimpleNamespace(**found)
+
+
 def gpu_module_here(name: str, monkeypatch):
     """The GPU module `name` imported in this process, with a stand-in PyNvVideoCodec where none is installed."""
     import types
@@ -150,6 +164,10 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
     assert len(parts["size_change"]) == 3  # the GPU modules name alike a picture size that changes mid-stream
     assert len(parts["listed"]) == 6  # each refuses alike an empty list of paths
     assert len(parts["this_rank"]) == 6  # each finds alike its rank's share, or says torchrun's group is missing
+    # a folder given: each lists the files 22's scan takes for video, no fewer (one would skip a file 22 counted)
+    assert all(
+        module.VIDEOS == folders.VIDEO_SUFFIXES for module in map(module_text_constants, handover.FOLDER.glob("*.py"))
+    )
     assert all(len(set(copies.values())) == 1 for copies in parts.values()), {k: list(v) for k, v in parts.items()}
 
 
