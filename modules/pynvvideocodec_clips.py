@@ -117,7 +117,7 @@ def size_change(path):
 
 
 def uniform(n, k):
-    """The middle frame of each of k equal parts of n frames."""
+    """The middle frame of each of k equal parts of n frames (of fewer than k frames, some come twice)."""
     return [min(n - 1, (2 * j + 1) * n // (2 * k)) for j in range(k)]
 
 

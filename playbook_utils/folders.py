@@ -22,14 +22,15 @@ VIDEO_SUFFIXES = (
 @dataclasses.dataclass
 class VideoFolder:
     """What `scan_videos` found: the readable videos ({name: path} and {name: VideoInfo}, name = the path
-    relative to the folder), the unreadable ones ({name: the full cause}) and how many files of each other suffix
-    were not taken for video ({'.txt': 3})."""
+    relative to the folder), the unreadable ones ({name: the full cause}), how many files of each other suffix
+    were not taken for video ({'.txt': 3}) and how many video files `max_files` left out."""
 
     root: Path
     videos: dict
     infos: dict
     unreadable: dict
     others: dict = dataclasses.field(default_factory=dict)
+    left_out: int = 0
 
     def report(self) -> str:
         """A few lines for a notebook: how many videos, and every unreadable file with its whole cause."""
@@ -38,11 +39,17 @@ class VideoFolder:
         if self.others:
             found = ", ".join(f"{n} {suffix}" for suffix, n in sorted(self.others.items(), key=lambda x: -x[1]))
             lines.append(f"  not taken for video, by their suffix: {found}")
+        if self.left_out:
+            lines.append(
+                f"  {self.left_out} more video file(s) left out: at most {len(self.videos) + len(self.unreadable)}"
+                " are read, evenly spaced in name order"
+            )
         return "\n".join(lines)
 
 
 def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
-    """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted, at most `max_files`; files of other suffixes counted),
+    """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted; of more than `max_files`, that many evenly spaced in
+    name order, so that every subfolder is sampled; files of other suffixes counted),
     probed; one that cannot be probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its
     cause. Raises DecodeError when `folder` is not a folder or holds no readable video. Introduced in notebook 20; used
     by 21 and 22."""
@@ -53,7 +60,10 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
     files = sorted(p for p in every if p.suffix.lower() in VIDEO_SUFFIXES)
     others = Counter(p.suffix.lower() or "(none)" for p in every if p.suffix.lower() not in VIDEO_SUFFIXES)
     videos, infos, unreadable = {}, {}, {}
-    for p in files[:max_files]:
+    taken = files
+    if max_files is not None and len(files) > max_files:
+        taken = [files[(2 * i + 1) * len(files) // (2 * max_files)] for i in range(max_files)]
+    for p in taken:
         name = str(p.relative_to(root))
         if not p.exists():
             unreadable[name] = f"a symbolic link to {os.readlink(p)}, which does not exist"
@@ -78,4 +88,4 @@ def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
         raise DecodeError(
             root, f"no readable video: {why}" if why else f"no file with a video suffix ({suffixes}, ...)"
         )
-    return VideoFolder(root, videos, infos, unreadable, dict(others))
+    return VideoFolder(root, videos, infos, unreadable, dict(others), len(files) - len(taken))

@@ -33,6 +33,16 @@ def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_
         folders.scan_videos(tmp_path / "notes.txt")
 
 
+@pytest.mark.media
+def test_scan_videos_over_max_files_reads_evenly_spaced_files_and_counts_the_rest(tmp_path):
+    for name in ("a/1.mp4", "a/2.mp4", "a/3.mp4", "b/1.mp4", "b/2.mp4"):
+        media.make_clip(tmp_path / name, "h264", 64, 48, num_frames=4, gop=4)
+    folder = folders.scan_videos(tmp_path, max_files=2)
+    assert list(folder.videos) == ["a/2.mp4", "b/1.mp4"] and folder.left_out == 3  # both subfolders sampled
+    assert "3 more" in folder.report()
+    assert folders.scan_videos(tmp_path, max_files=5).left_out == 0
+
+
 def _row(backend, device, clip, fps, spread, workload="uniform16"):
     return {
         "backend": backend,
