@@ -97,6 +97,19 @@ def test_a_bare_loop_reads_only_the_first_frames_it_is_asked_for(library):
 
 @pytest.mark.media
 @pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs the ffmpeg command-line tool")
+def test_a_rotated_phone_video_is_measured_though_the_bare_loop_keeps_its_stored_orientation(tmp_path):
+    import subprocess
+
+    stored = media.make_clip(tmp_path / "stored.mp4", "h264", 96, 64, num_frames=8, gop=4)
+    phone = tmp_path / "phone.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(stored), "-c", "copy", "-metadata:s:v", "rotate=90", str(phone)],
+                   check=True)  # fmt: skip
+    got = anchor._child("pyav", str(phone), 1)
+    assert got["frames"] == 8 and got["bare_fps"] > 0 and got["adapter_fps"] > 0
+
+
+@pytest.mark.media
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs the ffmpeg command-line tool")
 def test_the_command_line_anchor_takes_a_frame_limit(tmp_path, monkeypatch):
     import subprocess
 
