@@ -609,7 +609,9 @@ def epoch_items(paths, n: int, folder) -> list[Path]:
 
 
 def distinct_copies(clip, n: int, folder) -> list[Path]:
-    """Paths of `n` copies of `clip` in `folder` (kept; hard links where possible), so no per-file cache flatters."""
+    """Paths of `n` names of `clip` in `folder` (kept), so no per-file cache flatters: hard links, else symbolic links
+    (`--output` on another file system than the videos), else copies where they take at most half the free space;
+    OSError naming the file where they would take more."""
     clip, folder = Path(clip), Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     target = clip.resolve()  # a link to a symlink would be the symlink, dangling where its target is relative
@@ -617,12 +619,24 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
     out = []
     for i in range(n):
         copy = folder / f"{clip.stem}_{tag}_{i:04d}{clip.suffix}"
-        if not copy.exists() or copy.stat().st_size != clip.stat().st_size:
+        kept = copy.exists() and (
+            copy.samefile(target) or not copy.is_symlink() and copy.stat().st_size == target.stat().st_size
+        )
+        if not kept:
             copy.unlink(missing_ok=True)
             try:
                 os.link(target, copy)
-            except OSError:  # another file system, or one without links
-                shutil.copyfile(target, copy)
+            except OSError:  # another file system, or one without hard links
+                try:
+                    copy.symlink_to(target)
+                except OSError:  # nor symbolic ones
+                    need, free = (n - i) * target.stat().st_size, shutil.disk_usage(folder).free
+                    if need > free / 2:
+                        raise OSError(
+                            f"{clip}: {n - i} copies of it for an epoch would take {need / 1e9:.1f} GB of the "
+                            f"{free / 1e9:.1f} GB free in {folder}, which takes no links: choose an --output there is room in"
+                        ) from None
+                    shutil.copyfile(target, copy)
         COPIED_FROM[str(copy)] = str(clip)
         out.append(copy)
     return out

@@ -32,8 +32,9 @@ def test_epoch_items_are_distinct_files_spread_over_the_clips(tmp_path):
     assert all(p.samefile(a) for p in again)  # hard links: nothing written
 
 
-def test_distinct_copies_copy_where_no_link_can_be_made(tmp_path, monkeypatch):
+def test_distinct_copies_link_across_file_systems_and_copy_only_where_there_is_room(tmp_path, monkeypatch):
     import os
+    import shutil
 
     a = tmp_path / "a.mp4"
     a.write_bytes(b"a" * 100)
@@ -41,12 +42,20 @@ def test_distinct_copies_copy_where_no_link_can_be_made(tmp_path, monkeypatch):
     tag = hashlib.sha1(str(a.resolve()).encode()).hexdigest()[:8]
     (tmp_path / "epoch" / f"a_{tag}_0000.mp4").write_bytes(b"old")  # an earlier run's copy, since changed: replaced
 
-    def no_links(src, dst):
+    def fails(src, dst, *_):
         raise OSError(18, "Invalid cross-device link")
 
-    monkeypatch.setattr(os, "link", no_links)
+    monkeypatch.setattr(os, "link", fails)  # --output on another file system: symbolic links, nothing written
     made = loader_bench.distinct_copies(a, 2, tmp_path / "epoch")
-    assert [p.read_bytes() for p in made] == [b"a" * 100] * 2 and not any(p.samefile(a) for p in made)
+    assert all(p.is_symlink() and p.samefile(a) for p in made)
+    monkeypatch.setattr(os, "symlink", fails)  # no links of either kind: copies
+    made = loader_bench.distinct_copies(a, 3, tmp_path / "other")
+    assert [p.read_bytes() for p in made] == [b"a" * 100] * 3 and not any(p.samefile(a) for p in made)
+    Usage = type(shutil.disk_usage(tmp_path))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: Usage(10**6, 10**6 - 500, 500))  # 500 bytes free
+    with pytest.raises(OSError, match="a.mp4"):
+        loader_bench.distinct_copies(a, 6, tmp_path / "full")  # 600 bytes asked of 500 free
+    assert list((tmp_path / "full").iterdir()) == []  # refused before a byte was written
 
 
 def test_distinct_copies_of_a_relative_symlink_are_of_the_file_it_points_to(tmp_path):
