@@ -17,6 +17,7 @@ VIDEO_SUFFIXES = (
     *(".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mts", ".m2ts", ".mpg", ".mpeg", ".vob", ".flv"),
     *(".f4v", ".wmv", ".asf", ".ogv", ".3gp", ".3g2", ".mxf", ".divx"),
 )
+MAX_FILES = 200  # a folder of more video files is sampled: each file is probed, its every packet read
 
 
 @dataclasses.dataclass
@@ -47,7 +48,7 @@ class VideoFolder:
         return "\n".join(lines)
 
 
-def scan_videos(folder, max_files: int | None = None) -> VideoFolder:
+def scan_videos(folder, max_files: int | None = MAX_FILES) -> VideoFolder:
     """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted; of more than `max_files`, that many evenly spaced in
     name order, so that every subfolder is sampled; files of other suffixes counted),
     probed; one that cannot be probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its

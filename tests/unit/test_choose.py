@@ -41,6 +41,11 @@ def test_scan_videos_over_max_files_reads_evenly_spaced_files_and_counts_the_res
     assert list(folder.videos) == ["a/2.mp4", "b/1.mp4"] and folder.left_out == 3  # both subfolders sampled
     assert "3 more" in folder.report()
     assert folders.scan_videos(tmp_path, max_files=5).left_out == 0
+    for i in range(folders.MAX_FILES):  # a dataset's folder: 20, 21 and 30 scan it with the default cap
+        (tmp_path / "c" / f"{i:04d}.mp4").parent.mkdir(exist_ok=True)
+        (tmp_path / "c" / f"{i:04d}.mp4").hardlink_to(tmp_path / "a" / "1.mp4")
+    every = folders.scan_videos(tmp_path)
+    assert len(every.videos) == folders.MAX_FILES and every.left_out == 5
 
 
 def _row(backend, device, clip, fps, spread, workload="uniform16"):
