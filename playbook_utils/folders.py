@@ -50,10 +50,10 @@ class VideoFolder:
 
 def scan_videos(folder, max_files: int | None = MAX_FILES) -> VideoFolder:
     """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted; of more than `max_files`, that many evenly spaced in
-    name order, so that every subfolder is sampled; files of other suffixes counted),
+    name order, across its subfolders; files of other suffixes counted),
     probed; one that cannot be probed, is cut short or whose frames cannot be placed is listed in `unreadable` with its
     cause. Raises DecodeError when `folder` is not a folder or holds no readable video. Introduced in notebook 20; used
-    by 21 and 22."""
+    by 21, 22 and 30."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")

@@ -634,7 +634,7 @@ def distinct_copies(clip, n: int, folder) -> list[Path]:
                     if need > free / 2:
                         raise OSError(
                             f"{clip}: {n - i} copies of it for an epoch would take {need / 1e9:.1f} GB of the "
-                            f"{free / 1e9:.1f} GB free in {folder}, which takes no links: choose an --output there is room in"
+                            f"{free / 1e9:.1f} GB free in {folder}, which takes no links: give OUTPUT_DIR (--output) a file system with room"
                         ) from None
                     shutil.copyfile(target, copy)
         COPIED_FROM[str(copy)] = str(clip)
