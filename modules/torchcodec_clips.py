@@ -188,9 +188,10 @@ def listed(paths):
     list given. ValueError where there are none, or where one file was given for a list (it would be read as a list
     of its characters)."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
-        folder = os.fsdecode(paths)
+        folder = os.path.expanduser(os.fsdecode(paths))
         if not os.path.isdir(folder):
-            raise ValueError(f"paths is one file, {folder!r}: give a folder, or a list of paths ([path] for one)")
+            why = "is one file" if os.path.exists(folder) else f"does not exist (looked for from {os.getcwd()})"
+            raise ValueError(f"paths {folder!r} {why}: give a folder, or a list of paths ([path] for one)")
         paths = sorted(os.path.join(d, f) for d, _, files in os.walk(folder) for f in files
                        if os.path.splitext(f)[1].lower() in VIDEOS)  # fmt: skip
         if not paths:

@@ -172,7 +172,9 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
 
 
 @pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
-def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_gives_its_videos(name, tmp_path):
+def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_gives_its_videos(
+    name, tmp_path, monkeypatch
+):
     # a glob for *.mp4 over a folder of .MOV files gives []: training would run with no data, in silence
     try:
         mod = from_its_file(name)
@@ -198,6 +200,10 @@ def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_g
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no video file in"):
         mod.VideoClips(tmp_path / "empty", k=4, size=32, **on_cpu)
+    monkeypatch.setenv("HOME", str(tmp_path))  # "~/videos", as a reader writes it
+    assert mod.VideoClips("~/videos", k=4, size=32, **on_cpu).paths == [str(folder / n) for n in found]
+    with pytest.raises(ValueError, match=str(tmp_path / "gone")):  # named as looked for, not as "one file"
+        mod.VideoClips("~/gone", k=4, size=32, **on_cpu)
 
 
 @pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
