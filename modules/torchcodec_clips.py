@@ -192,8 +192,15 @@ def listed(paths):
         if not os.path.isdir(folder):
             why = "is one file" if os.path.exists(folder) else f"does not exist (looked for from {os.getcwd()})"
             raise ValueError(f"paths {folder!r} {why}: give a folder, or a list of paths ([path] for one)")
-        paths = sorted(os.path.join(d, f) for d, _, files in os.walk(folder) for f in files
-                       if os.path.splitext(f)[1].lower() in VIDEOS)  # fmt: skip
+        seen, paths = set(), []
+        for d, dirs, files in os.walk(folder, followlinks=True):  # linked subfolders too, each folder once
+            if os.path.realpath(d) in seen:
+                dirs.clear()
+                continue
+            seen.add(os.path.realpath(d))
+            dirs.sort()
+            paths += [os.path.join(d, f) for f in files if os.path.splitext(f)[1].lower() in VIDEOS]
+        paths.sort()
         if not paths:
             raise ValueError(f"no video file in {folder} (by its name's suffix: {', '.join(VIDEOS)})")
     paths = [str(p) for p in paths]

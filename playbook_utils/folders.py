@@ -48,6 +48,20 @@ class VideoFolder:
         return "\n".join(lines)
 
 
+def _files(root: Path) -> list[Path]:
+    """Every entry but folders under `root`, through linked subfolders too: each folder once (the first by name where
+    two links lead to it), a link back up the tree not followed."""
+    seen, out = set(), []
+    for d, dirs, files in os.walk(root, followlinks=True):
+        if os.path.realpath(d) in seen:
+            dirs.clear()
+            continue
+        seen.add(os.path.realpath(d))
+        dirs.sort()
+        out += [Path(d, f) for f in files]
+    return out
+
+
 def scan_videos(folder, max_files: int | None = MAX_FILES) -> VideoFolder:
     """Every video file under `folder` (`VIDEO_SUFFIXES`, sorted; of more than `max_files`, that many evenly spaced in
     name order, across its subfolders; files of other suffixes counted),
@@ -57,7 +71,7 @@ def scan_videos(folder, max_files: int | None = MAX_FILES) -> VideoFolder:
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")
-    every = [p for p in root.rglob("*") if p.is_file() or p.is_symlink() and not p.exists()]  # a link's target gone
+    every = [p for p in _files(root) if p.is_file() or p.is_symlink() and not p.exists()]  # a link's target gone
     files = sorted(p for p in every if p.suffix.lower() in VIDEO_SUFFIXES)
     others = Counter(p.suffix.lower() or "(none)" for p in every if p.suffix.lower() not in VIDEO_SUFFIXES)
     videos, infos, unreadable = {}, {}, {}

@@ -48,6 +48,17 @@ def test_scan_videos_over_max_files_reads_evenly_spaced_files_and_counts_the_res
     assert len(every.videos) == folders.MAX_FILES and every.left_out == 5
 
 
+@pytest.mark.media
+def test_scan_videos_follows_a_linked_class_folder_once_and_not_a_link_back_up(tmp_path):
+    media.make_clip(tmp_path / "elsewhere" / "x.mp4", "h264", 64, 48, num_frames=4, gop=4)
+    (tmp_path / "videos" / "a").mkdir(parents=True)
+    media.make_clip(tmp_path / "videos" / "a" / "y.mp4", "h264", 64, 48, num_frames=4, gop=4)
+    for name in ("linked", "linked_again"):  # a dataset assembled from links: two to one folder
+        (tmp_path / "videos" / name).symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "videos" / "a" / "up").symlink_to(tmp_path / "videos")  # a loop
+    assert list(folders.scan_videos(tmp_path / "videos").videos) == ["a/y.mp4", "linked/x.mp4"]
+
+
 def _row(backend, device, clip, fps, spread, workload="uniform16"):
     return {
         "backend": backend,

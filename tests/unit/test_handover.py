@@ -200,6 +200,13 @@ def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_g
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no video file in"):
         mod.VideoClips(tmp_path / "empty", k=4, size=32, **on_cpu)
+    (tmp_path / "more" / "f.mp4").parent.mkdir()
+    (tmp_path / "more" / "f.mp4").write_bytes(b"")
+    (folder / "linked").symlink_to(tmp_path / "more")  # a linked class folder: read, once; a loop: not followed
+    (folder / "linked_again").symlink_to(tmp_path / "more")
+    (folder / "class1" / "up").symlink_to(folder)
+    found = [*found, "linked/f.mp4"]
+    assert mod.VideoClips(folder, k=4, size=32, **on_cpu).paths == [str(folder / n) for n in found]
     monkeypatch.setenv("HOME", str(tmp_path))  # "~/videos", as a reader writes it
     assert mod.VideoClips("~/videos", k=4, size=32, **on_cpu).paths == [str(folder / n) for n in found]
     with pytest.raises(ValueError, match=str(tmp_path / "gone")):  # named as looked for, not as "one file"
