@@ -208,6 +208,8 @@ def run_one(
         data = json.loads(result.read_text())
         row["headline"] = data.get("headline", {})
         row["skipped"] = data.get("skipped", [])
+        if modules := (data.get("handed_over") or {}).get("modules"):  # 22's code to take home, written beside
+            row["take_home"] = list(modules)
         # {path: cause} of the reader's files the notebook could not open, and of those a loader sweep skipped
         own = data["unreadable"] if isinstance(data.get("unreadable"), dict) else {}
         if unreadable := {**own, **failed_reading(data)}:
@@ -456,7 +458,12 @@ def open_first(rows: list[dict]) -> str | None:
         said = "no recommendation" if h.get("recommended") is None else f"recommends **{h['recommended']}**"
         keys = [k for k in ("recommended_fps", "workload", "runner_up", "margin_note") if h.get(k) is not None]
         details = "; ".join(f"{k}: {_with_spread(h, k)}" for k in keys)
-        return f"**Open this first:** `{r22['notebook']}` {said}" + (f" ({details})" if details else "")
+        home = ", ".join(f"`{m}`" for m in r22.get("take_home") or [])
+        return (
+            f"**Open this first:** `{r22['notebook']}` {said}"
+            + (f" ({details})" if details else "")
+            + (f". The code to take home: {home} in this folder (its usage: 22's section 6)" if home else "")
+        )
     failed = [r for r in rows if r["status"] != "passed"]
     if failed:
         return f"**Open this first:** `{failed[0]['notebook']}`, which failed: {failed[0]['error']}"
@@ -720,6 +727,11 @@ def main(argv=None) -> int:
     print(
         progress.tally(rows),
         *([f"{len(unreadable)} of your files could not be read: listed in summary.md"] if unreadable else []),
+        *[
+            f"the code to take home: {output / m} (its usage: 22's section 6)"
+            for r in rows
+            for m in r.get("take_home", [])
+        ],
         f"summary: {summary}",
         sep="\n",
     )

@@ -323,6 +323,8 @@ def test_open_first_says_when_22_made_no_recommendation_or_something_failed():
         == "**Open this first:** `21_training_loader_benchmarks.ipynb`, which failed: StampError: no valid frame stamp"
     )
     assert run_notebooks.open_first([_row("10_pyav.ipynb")]) is None
+    handed = _row("22_choosing_a_loader.ipynb", headline={"recommended": "pyav on cpu"}, take_home=["pyav_clips.py"])
+    assert "`pyav_clips.py`" in run_notebooks.open_first([handed])  # the file 22 wrote, named where the reader looks
 
 
 def test_a_notebooks_unreadable_files_reach_the_summary_and_the_console(tmp_path, capsys):
@@ -332,15 +334,17 @@ def test_a_notebooks_unreadable_files_reach_the_summary_and_the_console(tmp_path
         nbs / "90_reads.ipynb",
         """import json, pathlib
 pathlib.Path(OUTPUT_DIR, "90_reads.json").write_text(json.dumps({"headline": {}, "unreadable": {
-    "bad.mp4": "DecodeError: bad.mp4 [probe]: cannot open as a media file"}}))""",
+    "bad.mp4": "DecodeError: bad.mp4 [probe]: cannot open as a media file"},
+    "handed_over": {"modules": ["pyav_clips.py"]}}))""",
     )
     assert run_notebooks.main(["--notebooks", str(nbs), "--output", str(out)]) == 0
     cause = json.loads((out / "90_reads.json").read_text())["unreadable"]["bad.mp4"]
     listed = [line for line in (out / "summary.md").read_text().splitlines() if line.startswith("- ")]
     # one entry: the file, the notebook that met it, and its cause as the notebook recorded it
     assert len(listed) == 1 and "bad.mp4" in listed[0] and "90_reads" in listed[0] and listed[0].endswith(cause)
-    said = capsys.readouterr().out.splitlines()  # the count, pointing to summary.md, before the summary's path
-    assert said[-2].split()[0] == "1" and said[-2].endswith("summary.md") and said[-1].endswith("summary.md")
+    said = capsys.readouterr().out.splitlines()  # the count, pointing to summary.md, the module written, the summary
+    assert said[-3].split()[0] == "1" and said[-3].endswith("summary.md") and said[-1].endswith("summary.md")
+    assert str(out / "pyav_clips.py") in said[-2]
 
 
 @pytest.mark.slow
