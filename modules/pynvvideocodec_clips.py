@@ -225,11 +225,19 @@ def listed(paths):
     return paths
 
 
+def sizes(k, size):
+    """(k, size), each a whole number of at least 1 (size: the side of the square picture); else ValueError."""
+    for name, value in (("k", k), ("size", size)):
+        if isinstance(value, bool) or not hasattr(value, "__index__") or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1 (size: the square's side), got {value!r}")
+    return k, size
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
     def __init__(self, paths, k=K, size=SIZE, gpu=None):
-        self.paths, self.k, self.size = listed(paths), k, size
+        self.paths, self.k, self.size = listed(paths), *sizes(k, size)
         self.gpu = (torch.device(rank_gpu("cuda")).index or 0) if gpu is None else gpu  # torchrun: this rank's
         self.device = f"cuda:{self.gpu}"
 
@@ -315,10 +323,10 @@ def collate(items, empty):
 
 
 class ThreadLoader:
-    """Batches decoded by `threads` threads of this process, at most 2 x threads videos ahead."""
+    """Batches decoded by `threads` threads of this process (workers=0: one), at most 2 x threads videos ahead."""
 
     def __init__(self, clips, batch_size, threads, sampler):
-        self.clips, self.batch_size, self.threads, self.sampler = clips, batch_size, threads, sampler
+        self.clips, self.batch_size, self.threads, self.sampler = clips, batch_size, max(1, threads), sampler
 
     def __len__(self):
         return -(-len(self.sampler) // self.batch_size)

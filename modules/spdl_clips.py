@@ -160,11 +160,19 @@ def listed(paths):
     return paths
 
 
+def sizes(k, size):
+    """(k, size), each a whole number of at least 1 (size: the side of the square picture); else ValueError."""
+    for name, value in (("k", k), ("size", size)):
+        if isinstance(value, bool) or not hasattr(value, "__index__") or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1 (size: the square's side), got {value!r}")
+    return k, size
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
     def __init__(self, paths, k=K, size=SIZE):
-        self.paths, self.k, self.size = listed(paths), k, size
+        self.paths, self.k, self.size = listed(paths), *sizes(k, size)
 
     def __len__(self):
         return len(self.paths)

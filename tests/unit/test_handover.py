@@ -214,6 +214,30 @@ def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_g
 
 
 @pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
+def test_a_frame_count_or_size_that_is_not_a_whole_number_of_at_least_1_is_an_error_at_once(name, tmp_path):
+    # before: size=(64, 96) failed inside loader(); k=0 or size=0 gave empty frames as if read, or a skip per file
+    try:
+        mod = from_its_file(name)
+    except ImportError as e:
+        pytest.skip(f"{name}: {e}")
+    on_cpu = {"device": "cpu"} if "device" in inspect.signature(mod.VideoClips).parameters else {}
+    for k, size in ((0, 32), (4, 0), (4, (64, 96)), (2.5, 32), (True, 32)):
+        with pytest.raises(ValueError, match="whole number"):
+            mod.VideoClips(["a.mp4"], k=k, size=size, **on_cpu)
+    import numpy as np
+
+    assert mod.VideoClips(["a.mp4"], k=np.int64(4), size=32, **on_cpu).k == 4  # a count numpy gave
+
+
+@pytest.mark.media
+def test_the_gpu_modules_thread_loader_takes_workers_0_as_one_thread(folder):
+    mod = from_its_file("torchcodec_clips")  # the three GPU modules' ThreadLoader is one text (test above)
+    clips = mod.VideoClips([str(folder["h264_bframes.mp4"])] * 3, k=2, size=32, device="cpu")
+    batches = list(mod.ThreadLoader(clips, 2, 0, range(3)))
+    assert [tuple(b[0].shape) for b in batches] == [(2, 2, 3, 32, 32), (1, 2, 3, 32, 32)]
+
+
+@pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
 def test_under_torchrun_a_loader_made_before_the_process_group_is_an_error_not_every_file_on_every_rank(
     name, monkeypatch, tmp_path
 ):
