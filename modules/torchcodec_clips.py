@@ -199,7 +199,8 @@ def listed(paths):
                 continue
             seen.add(os.path.realpath(d))
             dirs.sort()
-            paths += [os.path.join(d, f) for f in files if os.path.splitext(f)[1].lower() in VIDEOS]
+            # ._name: the metadata macOS writes beside a file on a drive it does not format, not a video
+            paths += [os.path.join(d, f) for f in files if os.path.splitext(f)[1].lower() in VIDEOS and f[:2] != "._"]
         paths.sort()
         if not paths:
             raise ValueError(f"no video file in {folder} (by its name's suffix: {', '.join(VIDEOS)})")

@@ -72,8 +72,9 @@ def scan_videos(folder, max_files: int | None = MAX_FILES) -> VideoFolder:
     if not root.is_dir():
         raise DecodeError(root, "VIDEO_DIR is not a folder")
     every = [p for p in _files(root) if p.is_file() or p.is_symlink() and not p.exists()]  # a link's target gone
-    files = sorted(p for p in every if p.suffix.lower() in VIDEO_SUFFIXES)
-    others = Counter(p.suffix.lower() or "(none)" for p in every if p.suffix.lower() not in VIDEO_SUFFIXES)
+    kind = {p: "._ (macOS metadata)" if p.name[:2] == "._" else p.suffix.lower() or "(none)" for p in every}
+    files = sorted(p for p in every if kind[p] in VIDEO_SUFFIXES)
+    others = Counter(k for k in kind.values() if k not in VIDEO_SUFFIXES)
     videos, infos, unreadable = {}, {}, {}
     taken = files
     if max_files is not None and len(files) > max_files:

@@ -22,9 +22,10 @@ def test_scan_videos_keeps_the_readable_and_names_the_rest_with_their_cause(tmp_
     media.make_clip(tmp_path / "dvd.mpg", "mpeg2video", 96, 64, num_frames=8, gop=4)  # MPEG-PS: seeks miss
     media.make_clip(tmp_path / "old.wmv", "wmv2", 96, 64, num_frames=8, gop=4, bframes=0)  # an older collection's
     (tmp_path / "poster.JPG").write_bytes(b"")
+    (tmp_path / "sub" / "._a.mp4").write_bytes(b"\x00\x05\x16\x07")  # macOS's metadata of a.mp4, on a USB drive
     folder = folders.scan_videos(tmp_path)
     assert list(folder.videos) == ["old.wmv", "sub/a.mp4"] and folder.infos["sub/a.mp4"].num_frames == 8
-    assert folder.others == {".txt": 1, ".jpg": 1}  # counted, not probed
+    assert folder.others == {".txt": 1, ".jpg": 1, "._ (macOS metadata)": 1}  # counted, not probed
     assert set(folder.unreadable) == {"broken.mp4", "empty.mkv", "old.avi", "dvd.mpg"}
     assert all(len(cause) > 10 for cause in folder.unreadable.values())
     report = folder.report()

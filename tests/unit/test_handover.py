@@ -191,7 +191,7 @@ def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_g
     assert len(mod.VideoClips((p for p in ["a.mp4", Path("b.mp4")]), k=4, size=32, **on_cpu)) == 2
     # a folder: its video files of every kind and case, in its subfolders too, as the code 22 prints gives it
     folder = tmp_path / "videos"
-    for name in ("b.MP4", "a.mov", "class1/c.mkv", "class2/c.mkv", "notes.txt", "d.webm/e.mp4"):
+    for name in ("b.MP4", "a.mov", "class1/c.mkv", "class2/c.mkv", "notes.txt", "d.webm/e.mp4", "._a.mov"):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(b"")
     found = ["a.mov", "b.MP4", "class1/c.mkv", "class2/c.mkv", "d.webm/e.mp4"]  # a folder named .webm is not a file
