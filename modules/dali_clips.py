@@ -234,7 +234,7 @@ def sizes(k, size):
     for name, value in (("k", k), ("size", size)):
         if isinstance(value, bool) or not hasattr(value, "__index__") or value < 1:
             raise ValueError(f"{name} must be a whole number of at least 1 (size: the square's side), got {value!r}")
-    return k, size
+    return int(k), int(size)
 
 
 class VideoClips(Dataset):
