@@ -114,14 +114,15 @@ BARE = {"pyav": _bare_pyav, "torchcodec": _bare_torchcodec, "decord": _bare_deco
 def _child(library: str, path: str, repeats: int, first: int | None = None) -> dict:
     """The bare loop and `read_frames` of one library over every frame (or the `first`), timed alternately, each call
     on another name of the file (`timing.other_names`) so no adapter reuses a cached decoder."""
-    n = video_info(path, library).num_frames
-    n = min(n, first) if first else n
+    info = video_info(path, library)
+    n = min(info.num_frames, first) if first else info.num_frames
     idx = list(range(n))
     with tempfile.TemporaryDirectory(prefix="anchor-") as folder:
         names = iter(timing.other_names(path, folder, 2 * repeats + 2, library))
         bare_shape = tuple(BARE[library](next(names), n).shape)
         ours = read_frames(next(names), idx, library)
-        upright = (*bare_shape[:2], *bare_shape[:1:-1])  # a rotated file: read_frames turns it, the bare loop does not
+        # a quarter-turned file: read_frames turns it upright (`frame_size`), the bare loop may not
+        upright = (*bare_shape[:2], *bare_shape[:1:-1]) if info.rotation in (90, 270) else bare_shape
         if tuple(ours.shape) not in (bare_shape, upright):
             raise RuntimeError(f"the bare loop gave {bare_shape}, read_frames {tuple(ours.shape)}")
         del ours
