@@ -16,6 +16,7 @@ Worker processes start by importing your script: build and read the loader under
         for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
 """
 
+import copy
 import os
 from functools import partial
 
@@ -231,8 +232,9 @@ def loader(clips, batch_size=8, workers=4, seed=0):
     epoch: call `.sampler.set_epoch(epoch)` on what it returns before each. Where the files do not divide evenly among
     the ranks, PyTorch's DistributedSampler repeats a few, so that every rank has as many batches. Each worker's decoder
     gets its share of the cores."""
-    if clips.threads is None:
+    if clips.threads is None:  # set on a copy: a later loader of these clips, with other workers, sets its own
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        clips = copy.copy(clips)
         clips.threads = max(1, cores // max(1, workers))
     ranks, rank = this_rank()
     sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)

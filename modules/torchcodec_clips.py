@@ -22,6 +22,7 @@ On the CPU, worker processes start by importing your script: build and read the 
         for frames, names, skipped in batches: ...  # frames (B, K, 3, 224, 224); skipped [(path, why)]
 """
 
+import copy
 import json
 import os
 import threading
@@ -345,8 +346,9 @@ def loader(clips, batch_size=8, workers=4, seed=0):
     sampler = DistributedSampler(clips, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
     if str(clips.device).startswith("cuda"):
         return ThreadLoader(clips, batch_size, workers, sampler)
-    if clips.threads is None:
+    if clips.threads is None:  # set on a copy: a later loader of these clips, with other workers, sets its own
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        clips = copy.copy(clips)
         clips.threads = max(1, cores // max(1, workers))
     # forkserver: a worker forked from a process that already runs threads (CUDA, a notebook) can hang in FFmpeg
     context = "forkserver" if workers else None

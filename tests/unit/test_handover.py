@@ -238,6 +238,23 @@ def test_the_gpu_modules_thread_loader_takes_workers_0_as_one_thread(folder):
     assert [tuple(b[0].shape) for b in batches] == [(2, 2, 3, 32, 32), (1, 2, 3, 32, 32)]
 
 
+@pytest.mark.parametrize("name", ["pyav_clips", "torchcodec_clips"])
+def test_a_cpu_loader_gives_its_workers_a_share_of_the_cores_without_changing_the_readers_clips(name):
+    # before: the first loader() set clips.threads, and a later loader() with other workers kept that share
+    try:
+        mod = from_its_file(name)
+    except ImportError as e:
+        pytest.skip(f"{name}: {e}")
+    on_cpu = {"device": "cpu"} if "device" in inspect.signature(mod.VideoClips).parameters else {}
+    clips = mod.VideoClips(["a.mp4"], k=2, size=32, **on_cpu)
+    cores = len(os.sched_getaffinity(0))
+    for workers in (2, 0):
+        assert mod.loader(clips, workers=workers).dataset.threads == max(1, cores // max(1, workers))
+        assert clips.threads is None
+    clips.threads = 3  # the reader's own choice is kept
+    assert mod.loader(clips, workers=2).dataset.threads == 3
+
+
 @pytest.mark.parametrize("name", sorted({handover.module(b, d) for b, d in REFUSED}))
 def test_under_torchrun_a_loader_made_before_the_process_group_is_an_error_not_every_file_on_every_rank(
     name, monkeypatch, tmp_path
