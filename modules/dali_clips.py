@@ -204,7 +204,7 @@ VIDEOS = (  # the suffixes notebook 22's scan takes for video (its `folders.VIDE
 
 def listed(paths):
     """The paths, as strings: a folder's video files (by `VIDEOS`, in any case, its subfolders' too), sorted, or the
-    list given. ValueError where there are none, or where one file was given for a list (it would be read as a list
+    list given (with `~` expanded). ValueError where there are none, or where one file was given for a list (it would be read as a list
     of its characters)."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         folder = os.path.expanduser(os.fsdecode(paths))
@@ -223,7 +223,7 @@ def listed(paths):
         paths.sort()
         if not paths:
             raise ValueError(f"no video file in {folder} (by its name's suffix: {', '.join(VIDEOS)})")
-    paths = [str(p) for p in paths]
+    paths = [os.path.expanduser(os.fsdecode(p)) for p in paths]  # "~/a.mp4" too
     if not paths:
         raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")
     return paths

@@ -209,6 +209,8 @@ def test_no_paths_or_one_path_is_an_error_not_an_epoch_of_nothing_and_a_folder_g
     assert mod.VideoClips(folder, k=4, size=32, **on_cpu).paths == [str(folder / n) for n in found]
     monkeypatch.setenv("HOME", str(tmp_path))  # "~/videos", as a reader writes it
     assert mod.VideoClips("~/videos", k=4, size=32, **on_cpu).paths == [str(folder / n) for n in found]
+    listed = ["~/videos/a.mov", b"~/videos/b.MP4", Path("~/videos/class1/c.mkv")]  # a list as a reader writes it
+    assert mod.VideoClips(listed, k=4, size=32, **on_cpu).paths == [str(folder / n) for n in found[:3]]
     with pytest.raises(ValueError, match=str(tmp_path / "gone")):  # named as looked for, not as "one file"
         mod.VideoClips("~/gone", k=4, size=32, **on_cpu)
 
