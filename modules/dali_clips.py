@@ -237,6 +237,14 @@ def sizes(k, size):
     return int(k), int(size)
 
 
+def why(path, e):
+    """Why a file could not be read, in words: an empty file said to be one (FFmpeg calls it invalid data), else the
+    error's type and message."""
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
+        return "the file is empty (0 bytes): a copy or download that did not finish?"
+    return f"{type(e).__name__}: {e}"
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
@@ -261,7 +269,7 @@ class VideoClips(Dataset):
             frames.record_stream(torch.cuda.default_stream(frames.device))  # read there before its memory is reused
             return frames, self.paths[i], None
         except Exception as e:  # a broken or refused file is skipped and named; the epoch goes on
-            return None, self.paths[i], f"{type(e).__name__}: {e}"
+            return None, self.paths[i], why(self.paths[i], e)
 
     def read(self, path):
         info = probe(path)

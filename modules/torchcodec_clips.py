@@ -219,6 +219,14 @@ def sizes(k, size):
     return int(k), int(size)
 
 
+def why(path, e):
+    """Why a file could not be read, in words: an empty file said to be one (FFmpeg calls it invalid data), else the
+    error's type and message."""
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
+        return "the file is empty (0 bytes): a copy or download that did not finish?"
+    return f"{type(e).__name__}: {e}"
+
+
 class VideoClips(Dataset):
     """Item i: (frames, path, None), or (None, path, why) for a file that cannot be read or is refused."""
 
@@ -251,7 +259,7 @@ class VideoClips(Dataset):
             changed = str(self.device).startswith("cuda") and size_change(self.paths[i])
             if changed:  # the libraries fail on such a file with errors that do not say so
                 return None, self.paths[i], changed
-            return None, self.paths[i], f"{type(e).__name__}: {e}"
+            return None, self.paths[i], why(self.paths[i], e)
 
     def read(self, path):
         codec, container, shown, open_gop, hidden, sar, has_duration = packets(path)

@@ -153,6 +153,8 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
                 "check_order",
                 "size_change",
                 "listed",
+                "sizes",
+                "why",
                 "this_rank",
             ):
                 parts.setdefault(node.name, {})[name] = ast.get_source_segment(source, node)
@@ -163,6 +165,7 @@ def test_the_parts_the_modules_share_are_the_same_text_in_each():
     assert len(parts["check_order"]) == 6  # each finds alike the B-frames an AVI remux left in decode order
     assert len(parts["size_change"]) == 3  # the GPU modules name alike a picture size that changes mid-stream
     assert len(parts["listed"]) == 6  # each refuses alike an empty list of paths
+    assert len(parts["sizes"]) == 6 and len(parts["why"]) == 6  # each checks k and size, and words a failure, alike
     assert len(parts["this_rank"]) == 6  # each finds alike its rank's share, or says torchrun's group is missing
     # a folder given: each lists the files 22's scan takes for video, no fewer (one would skip a file 22 counted)
     assert all(
@@ -346,6 +349,7 @@ def test_one_epoch_over_the_readers_folder_reads_every_file_right_or_names_it(ba
             expected_skips |= {by_name[p]}
     assert sorted(got["seen"]) == sorted(str(folder[n]) for n in folder if n not in expected_skips)  # each once
     assert {by_name[p] for p in got["skipped"]} == expected_skips
+    assert "0 bytes" in got["skipped"][str(folder["empty.mp4"])]  # said to be empty, not FFmpeg's "invalid data"
     for why in got["skipped"].values():  # what is wrong with the file, not an error of the module's own code
         kind, _, cause = why.partition(": ")
         assert kind not in STRAY and cause.strip(), why
