@@ -93,13 +93,13 @@ VIDEOS = (  # the suffixes notebook 22's scan takes for video (its `folders.VIDE
 
 def listed(paths):
     """The paths, as strings: a folder's video files (by `VIDEOS`, in any case, its subfolders' too), sorted, or the
-    list given (with `~` expanded). ValueError where there are none, or where one file was given for a list (it would be read as a list
-    of its characters)."""
+    list given (with `~` expanded). ValueError where there are none, or where one file was given for a list (it would
+    be read as a list of its characters)."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         folder = os.path.expanduser(os.fsdecode(paths))
         if not os.path.isdir(folder):
-            why = "is one file" if os.path.exists(folder) else f"does not exist (looked for from {os.getcwd()})"
-            raise ValueError(f"paths {folder!r} {why}: give a folder, or a list of paths ([path] for one)")
+            what = "is one file" if os.path.exists(folder) else f"does not exist (looked for from {os.getcwd()})"
+            raise ValueError(f"paths {folder!r} {what}: give a folder, or a list of paths ([path] for one)")
         seen, paths = set(), []
         for d, dirs, files in os.walk(folder, followlinks=True):  # linked subfolders too, each folder once
             if os.path.realpath(d) in seen:
@@ -112,7 +112,8 @@ def listed(paths):
         paths.sort()
         if not paths:
             raise ValueError(f"no video file in {folder} (by its name's suffix: {', '.join(VIDEOS)})")
-    paths = [os.path.expanduser(os.fsdecode(p)) for p in paths]  # "~/a.mp4" too
+    else:
+        paths = [os.path.expanduser(os.fsdecode(p)) for p in paths]  # "~/a.mp4" too
     if not paths:
         raise ValueError("no video paths given: does the glob match your files' names (.mp4, .MP4, .mov, ...)?")
     return paths
