@@ -145,10 +145,11 @@ def listed(paths):
             raise ValueError(f"paths {folder!r} {what}: give a folder, or a list of paths ([path] for one)")
         seen, paths = set(), []
         for d, dirs, files in os.walk(folder, followlinks=True):  # linked subfolders too, each folder once
-            if os.path.realpath(d) in seen:
+            real = os.path.realpath(d)
+            if real in seen:
                 dirs.clear()
                 continue
-            seen.add(os.path.realpath(d))
+            seen.add(real)
             dirs.sort()
             # ._name: the metadata macOS writes beside a file on a drive it does not format, not a video
             paths += [os.path.join(d, f) for f in files if os.path.splitext(f)[1].lower() in VIDEOS and f[:2] != "._"]

@@ -53,10 +53,11 @@ def _files(root: Path) -> list[Path]:
     two links lead to it), a link back up the tree not followed."""
     seen, out = set(), []
     for d, dirs, files in os.walk(root, followlinks=True):
-        if os.path.realpath(d) in seen:
+        real = os.path.realpath(d)
+        if real in seen:
             dirs.clear()
             continue
-        seen.add(os.path.realpath(d))
+        seen.add(real)
         dirs.sort()
         out += [Path(d, f) for f in files]
     return out
